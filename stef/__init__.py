@@ -1,0 +1,15 @@
+"""STEF: schema-agnostic, reference-free evaluation of Text-to-SQL answers.
+
+The method runs in five stages (STEF paper §2): R_app rules (:mod:`stef.rules`), feature
+extraction from SQL (:mod:`stef.extract_sql`) and from natural language (:mod:`stef.extract_nl`),
+filter alignment (:mod:`stef.align`), production normalisation (:mod:`stef.normalize`), the
+semantic verdict (:mod:`stef.judge`) and the score Φ (:mod:`stef.score`);
+:func:`stef.evaluate.evaluate` runs them in order. This package imports no Prefect, DuckDB,
+litellm or network code.
+"""
+
+from __future__ import annotations
+
+from stef.models import EVALUATOR_VERSION, AgentLogRecord, Evaluation, EvaluationStatus
+
+__all__ = ["EVALUATOR_VERSION", "AgentLogRecord", "Evaluation", "EvaluationStatus"]

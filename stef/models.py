@@ -1,0 +1,261 @@
+"""Data contracts of the STEF method: inputs, stage results and the evaluation record.
+
+Every result is a frozen pydantic model (STYLE.md §5) so stages cannot mutate each other's
+output and every object serialises to JSON for the warehouse and ``stef evaluate``.
+
+Source: STEF paper §2 (stages A–E) and §3 (score Φ); DESIGN.md §2–§3.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+EVALUATOR_VERSION = "stef-0.1.0+symbolic-1"
+"""Version of the evaluation method; part of the key of stored evaluations."""
+
+
+class FilterStatus(str, Enum):
+    """Filter alignment classes (STEF paper §2.C)."""
+
+    FULLY_APPLIED = "FULLY_APPLIED"
+    FULLY_APPLIED_WITH_EXTRAS = "FULLY_APPLIED_WITH_EXTRAS"
+    PARTIALLY_APPLIED = "PARTIALLY_APPLIED"
+    NOT_APPLIED = "NOT_APPLIED"
+
+
+class Verdict(str, Enum):
+    """Four-point semantic verdict (STEF paper §2.D)."""
+
+    CORRECT = "CORRECT"
+    LIKELY_CORRECT = "LIKELY_CORRECT"
+    POTENTIALLY_INCORRECT = "POTENTIALLY_INCORRECT"
+    INCORRECT = "INCORRECT"
+
+
+class EvaluationStatus(str, Enum):
+    """Outcome of evaluating one record.
+
+    ``evaluated`` is the only status that carries a score; every other value is a typed failure
+    whose reason is stored in ``status_reason``.
+    """
+
+    EVALUATED = "evaluated"
+    INVALID_INPUT = "invalid_input"
+    """Empty question or SQL, unknown dialect, a log line that is not a valid record."""
+    PARSE_ERROR = "parse_error"
+    """The SQL could not be parsed in the record's dialect (parser message in the reason)."""
+    NON_SELECT = "non_select"
+    """The SQL holds no SELECT statement at all (only DROP/DELETE/... statements)."""
+    TIMEOUT = "timeout"
+    """Evaluation exceeded the per-record time cap."""
+    TOO_LARGE = "too_large"
+    """The SQL exceeds the size cap."""
+
+
+class Band(str, Enum):
+    """Score bands of Φ (STEF paper §3)."""
+
+    EXCELLENT = "excellent"  # 90–100
+    GOOD = "good"  # 75–90
+    MARGINAL = "marginal"  # 50–75, human review
+    POOR = "poor"  # < 50
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class AgentLogRecord(BaseModel):
+    """One agent answer as logged by a Text-to-SQL agent (DESIGN.md §2).
+
+    Required: ``run_id``, ``question``, ``sql``. Empty strings are accepted here and turned into
+    an ``invalid_input`` status by :func:`stef.evaluate.evaluate`, so the record is stored with
+    its reason instead of being dropped. Unknown extra keys are kept (``extra="allow"``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    run_id: str = Field(min_length=1)
+    timestamp: str | None = None
+    agent_id: str = "unknown"
+    agent_version: str = "unknown"
+    question: str
+    enriched_question: str | None = None
+    sql: str
+    dialect: str | None = None
+    app_id: str | None = None
+    tool_calls: list[Any] | None = None
+    tokens: int | dict[str, Any] | None = None
+    latency_ms: float | None = None
+    cost_usd: float | None = None
+    model_version: str | None = None
+    prompt_version: str | None = None
+
+
+class FilterPredicate(_Frozen):
+    """One filter as a (column, operator, value) triple.
+
+    ``column`` is the normalised column name without table qualifier (lower case, R_app
+    mappings applied); ``operator`` is one of ``=, !=, <, <=, >, >=, IN, NOT IN, LIKE,
+    NOT LIKE, BETWEEN, IS NULL, IS NOT NULL``; ``value`` is the normalised literal as text
+    (lower case, whitespace collapsed) or ``None`` (IS NULL, or a non-literal right side);
+    ``values`` holds all literals (IN lists, BETWEEN bounds).
+    """
+
+    column: str
+    operator: str
+    value: str | None = None
+    values: tuple[str, ...] = ()
+    clause: Literal["where", "having", "join", "qualify", "case"] = "where"
+    negated: bool = False
+    sql: str = ""
+
+
+class SQLSpec(_Frozen):
+    """Semantic features extracted from the answer SQL S (STEF paper §2.B).
+
+    Column names are normalised (unqualified, lower case, R_app mappings applied).
+    """
+
+    dialect: str
+    statement_kinds: tuple[str, ...]
+    projections: tuple[str, ...]
+    projection_columns: tuple[str, ...]
+    aggregations: tuple[str, ...]
+    """Upper-case aggregate function names used anywhere (``COUNT``, ``SUM`` ...)."""
+    window_functions: tuple[str, ...]
+    filters: tuple[FilterPredicate, ...]
+    group_by: tuple[str, ...]
+    order_by: tuple[tuple[str, str], ...]
+    """(expression, ``ASC`` | ``DESC``) pairs of the outermost query."""
+    limit: int | None
+    distinct: bool
+    tables: tuple[str, ...]
+    joins: tuple[str, ...]
+    """Join kinds (``INNER``, ``LEFT`` ...) in order."""
+    join_conditions: tuple[str, ...]
+    subquery_count: int
+    cte_names: tuple[str, ...]
+    set_operations: tuple[str, ...]
+    columns: tuple[str, ...]
+    """Every column referenced anywhere, normalised and de-duplicated."""
+    functions: tuple[str, ...]
+    """Upper-case names of every non-aggregate function (``CAST``, ``STRFTIME``, ``IIF`` ...)."""
+    arithmetic: tuple[str, ...]
+    """Binary arithmetic operators used (``/``, ``*``, ``+``, ``-``)."""
+    literals: tuple[str, ...]
+    """Every normalised string/number literal."""
+    flags: tuple[str, ...] = ()
+    """Warnings found while cleaning/splitting (non-SELECT statements, stripped prose ...)."""
+
+
+class QuestionSpec(_Frozen):
+    """Requirements extracted from natural language (Q_u or Q_e) by rules (STEF paper §2.B)."""
+
+    aggregations: tuple[str, ...] = ()
+    filter_values: tuple[str, ...] = ()
+    """Normalised literals the question asks to filter on (quoted values, numbers, entities)."""
+    column_mentions: tuple[str, ...] = ()
+    """Column names mentioned explicitly (backticks, ``col = value`` in hints)."""
+    value_bindings: tuple[tuple[str, str, str], ...] = ()
+    """(column, operator, value) triples stated in the text, e.g. ``gender = 'M'``."""
+    formulas: tuple[str, ...] = ()
+    """Normalised formula texts ("rate = a / b") stated in the hint."""
+    top_k: int | None = None
+    ordering: Literal["ASC", "DESC"] | None = None
+    superlative: bool = False
+    distinct: bool = False
+    grouping: bool = False
+    percentage: bool = False
+    ratio: bool = False
+    count_asked: bool = False
+    list_asked: bool = False
+    comparison_ops: tuple[str, ...] = ()
+    """Comparison operators implied by phrases ("more than" -> ``>``, "at least" -> ``>=``)."""
+    years: tuple[str, ...] = ()
+
+
+class AlignmentResult(_Frozen):
+    """Filter alignment between the requested and the applied filters (STEF paper §2.C)."""
+
+    status: FilterStatus
+    matched: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    extra: tuple[str, ...] = ()
+    wrong: tuple[str, ...] = ()
+    benign_extra: tuple[str, ...] = ()
+    """The subset of ``extra`` confirmed benign by R_app (earns the leniency bonus)."""
+
+
+class SuspectedError(_Frozen):
+    """A suspected semantic error in the NL2SQL-BUGs taxonomy (category, subcategory)."""
+
+    category: str
+    subcategory: str
+    evidence: str
+
+
+class JudgeResult(_Frozen):
+    """Output of a :class:`stef.judge.Judge` (STEF paper §2.D)."""
+
+    verdict: Verdict
+    confidence: float = Field(ge=0.0, le=1.0)
+    rationale: str
+    judge: str = "symbolic"
+    suspected_errors: tuple[SuspectedError, ...] = ()
+
+
+class ScoreBreakdown(_Frozen):
+    """Φ and its parts (STEF paper §3): Φ = min(B, 10) / 10 × 100 × Γ."""
+
+    filter_score: float
+    verdict_score: float
+    leniency_bonus: float
+    base: float
+    gamma_multiplier: float
+    score: float
+    band: Band
+
+
+class Evaluation(_Frozen):
+    """The full evaluation of one record: status, score, verdict and all evidence.
+
+    This is the row that ``stef evaluate`` writes (one JSON object per input record) and that
+    the warehouse stores in ``evaluations``. ``score`` is ``None`` unless ``status`` is
+    ``evaluated``.
+    """
+
+    run_id: str | None
+    status: EvaluationStatus
+    status_reason: str | None = None
+    score: float | None = None
+    band: Band | None = None
+    filter_status: FilterStatus | None = None
+    verdict: Verdict | None = None
+    confidence: float | None = None
+    rationale: str | None = None
+    judge: str = "symbolic"
+    judge_fallback_reason: str | None = None
+    evaluator_version: str = EVALUATOR_VERSION
+    dialect: str | None = None
+    agent_id: str | None = None
+    agent_version: str | None = None
+    app_id: str | None = None
+    score_breakdown: ScoreBreakdown | None = None
+    alignment: AlignmentResult | None = None
+    sql_spec: SQLSpec | None = None
+    question_spec: QuestionSpec | None = None
+    enriched_spec: QuestionSpec | None = None
+    normalization_rules_applied: tuple[str, ...] = ()
+    suspected_errors: tuple[SuspectedError, ...] = ()
+    flags: tuple[str, ...] = ()
+    cost_usd: float | None = None
+    tokens: int | None = None
+    duration_ms: float | None = None
+
+    def summary_row(self) -> dict[str, Any]:
+        """Flat JSON-ready dict with the contract keys first (``stef evaluate`` output)."""
+        return self.model_dump(mode="json")

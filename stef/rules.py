@@ -1,0 +1,208 @@
+"""Stage A of the STEF method: application rules R_app (STEF paper §2.A, DESIGN.md §3.1).
+
+A rule file is JSON validated against ``rules/schema.json``; keys left out take the values of
+``rules/default.json``. An ``app_id`` with no rule file uses the defaults; a file that exists but
+is invalid raises :class:`stef.errors.RulesError` naming the file and field.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from stef.errors import RulesError
+
+NORMALIZATION_RULES = ("required_group_by", "benign_group_by", "order_by_tolerance", "limit_tolerance")
+"""The four production normalisation rules (STEF paper §2.E), in the order they are applied."""
+
+
+class BenignFilter(BaseModel):
+    """A filter the agent may add unasked; ``operator``/``value`` ``None`` match any."""
+
+    model_config = ConfigDict(frozen=True)
+
+    column: str
+    operator: str | None = None
+    value: str | float | bool | None = None
+    reason: str = ""
+
+
+class ScoringRules(BaseModel):
+    """Score maps and Γ thresholds of Φ (STEF paper §3; DESIGN.md §3 defaults)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    filter_scores: dict[str, float]
+    verdict_scores: dict[str, float]
+    leniency_bonus: float = 1.0
+    gamma_high: float = 0.85
+    gamma_low: float = 0.65
+
+
+class AppRules(BaseModel):
+    """R_app: deployment-specific rules of one application (STEF paper §2.A).
+
+    Attributes:
+        app_id: the application these rules belong to.
+        default_dialect: sqlglot dialect for records with none (``None``: generic dialect).
+        column_mappings: lower-case synonym -> canonical column name.
+        benign_filters: filters that may be added unasked (earn the leniency bonus).
+        value_normalization: ``lowercase``, ``collapse_whitespace``, ``value_aliases``.
+        normalization_rules: switches of the four production rules + ``safety_limit_threshold``.
+        scoring: score maps and Γ thresholds.
+        source: the file the rules were read from (``None`` for built-in defaults).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    app_id: str = "default"
+    description: str = ""
+    default_dialect: str | None = None
+    column_mappings: dict[str, str] = Field(default_factory=dict)
+    benign_filters: tuple[BenignFilter, ...] = ()
+    value_normalization: dict[str, Any] = Field(default_factory=dict)
+    normalization_rules: dict[str, Any] = Field(default_factory=dict)
+    scoring: ScoringRules
+    source: str | None = None
+
+    def rule_enabled(self, name: str) -> bool:
+        """Whether production normalisation rule ``name`` (one of NORMALIZATION_RULES) is on."""
+        return bool(self.normalization_rules.get(name, True))
+
+    @property
+    def safety_limit_threshold(self) -> int:
+        """LIMIT at or above which a limit is a safety guard, not a top-k (default 1000)."""
+        return int(self.normalization_rules.get("safety_limit_threshold", 1000))
+
+    def canonical_column(self, name: str) -> str:
+        """Lower-case ``name`` and apply ``column_mappings``.
+
+        >>> AppRules.model_validate({**_default_payload(), "column_mappings": {"territory": "region"}}).canonical_column("Territory")
+        'region'
+        """
+        lowered = name.lower()
+        return self.column_mappings.get(lowered, lowered)
+
+
+def _rules_dir() -> Path:
+    return Path(str(resources.files("rules")))
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    return json.loads((_rules_dir() / "schema.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def _default_payload() -> dict[str, Any]:
+    return json.loads((_rules_dir() / "default.json").read_text(encoding="utf-8"))
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _field_path(path: Any) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(root)"
+
+
+def parse_rules(payload: Any, source: str) -> AppRules:
+    """Validate a decoded rule document against ``rules/schema.json`` and merge defaults.
+
+    Args:
+        payload: the decoded JSON document.
+        source: file name used in error messages.
+
+    Returns:
+        The merged :class:`AppRules`.
+
+    Raises:
+        RulesError: ``"<source>: field `<path>` <problem>"`` for the first schema violation.
+    """
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = sorted(validator.iter_errors(payload), key=lambda e: (len(e.path), list(map(str, e.path))))
+    if errors:
+        error = errors[0]
+        path = list(error.path)
+        if error.validator == "required":
+            missing = error.message.split("'")[1] if "'" in error.message else "?"
+            path = [*path, missing]
+            problem = "is missing"
+        elif error.validator == "additionalProperties":
+            problem = f"is not allowed: {error.message}"
+        else:
+            problem = f"is invalid: {error.message}"
+        raise RulesError(f"{source}: field `{_field_path(path)}` {problem}")
+    merged = _merge(_default_payload(), payload)
+    merged.pop("$schema", None)
+    return AppRules.model_validate({**merged, "source": source})
+
+
+def load_rules_file(path: str | Path) -> AppRules:
+    """Read and validate one rule file.
+
+    Raises:
+        RulesError: the file is missing, is not JSON, or violates the schema.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RulesError(f"{path}: cannot read rule file ({exc.strerror or exc})") from exc
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise RulesError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    return parse_rules(payload, str(path))
+
+
+def default_rules() -> AppRules:
+    """The built-in ``rules/default.json``."""
+    return parse_rules(_default_payload(), "rules/default.json")
+
+
+class RuleBook:
+    """Resolves ``app_id`` -> :class:`AppRules` from one or more rule directories/files.
+
+    Lookup order for an app id: ``<dir>/<app_id>.json`` in each directory given, then the
+    bundled ``rules/<app_id>.json``, then ``rules/default.json``. An explicit ``rules_file``
+    applies to every record. Results are cached per app id; an invalid file raises
+    :class:`RulesError` the first time it is needed.
+    """
+
+    def __init__(self, rules_file: str | Path | None = None, rules_dirs: tuple[str | Path, ...] = ()) -> None:
+        self._forced = load_rules_file(rules_file) if rules_file is not None else None
+        self._dirs = tuple(Path(d) for d in rules_dirs)
+        self._cache: dict[str | None, AppRules] = {}
+
+    def for_app(self, app_id: str | None) -> AppRules:
+        """Rules for ``app_id`` (default rules when it is ``None`` or has no file)."""
+        if self._forced is not None:
+            return self._forced
+        if app_id in self._cache:
+            return self._cache[app_id]
+        rules = default_rules()
+        if app_id and app_id.replace("_", "").replace("-", "").isalnum():
+            for directory in (*self._dirs, _rules_dir()):
+                candidate = directory / f"{app_id}.json"
+                if candidate.is_file():
+                    rules = load_rules_file(candidate)
+                    break
+        self._cache[app_id] = rules
+        return rules
