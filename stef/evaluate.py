@@ -1,27 +1,154 @@
-"""TEMPORARY STUB — the real pipeline is being written. Signatures are final."""
+"""The STEF pipeline: one record in, one :class:`Evaluation` out (STEF paper §2–§3).
+
+:func:`evaluate` runs the stages in order — rules (A), SQL and language extraction (B),
+alignment (C), production normalisation (E, before judging and scoring), the verdict (D) and
+Φ — on a tree parsed once. Bad input never raises: it returns an evaluation with a typed status
+and its reason (``invalid_input``, ``parse_error``, ``non_select``, ``too_large``,
+``internal_error``), so one bad record never stops a batch.
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
-from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, FilterStatus, Verdict
-from stef.rules import AppRules, RuleBook
+from stef.align import align_filters
+from stef.clean import parse_sql, resolve_dialect
+from stef.errors import UnknownDialectError
+from stef.extract_nl import extract_question_spec
+from stef.extract_sql import extract_sql_spec
+from stef.judge import Judge, JudgeInput, SymbolicJudge
+from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, JudgeResult, Verdict
+from stef.normalize import normalize
+from stef.rules import AppRules, RuleBook, default_rules
+from stef.score import compute_score
+
+_DEFAULT_JUDGE = SymbolicJudge()
 
 
-def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: object | None = None) -> Evaluation:
-    """Evaluate one record (stub)."""
-    if not record.question.strip() or not record.sql.strip():
-        return Evaluation(run_id=record.run_id, status=EvaluationStatus.INVALID_INPUT, status_reason="empty question or SQL",
-                          agent_id=record.agent_id, agent_version=record.agent_version, app_id=record.app_id)
-    return Evaluation(run_id=record.run_id, status=EvaluationStatus.EVALUATED, score=80.0, band=Band.GOOD,
-                      filter_status=FilterStatus.FULLY_APPLIED, verdict=Verdict.LIKELY_CORRECT, confidence=0.9,
-                      agent_id=record.agent_id, agent_version=record.agent_version, app_id=record.app_id)
+def _failure(record: AgentLogRecord, status: EvaluationStatus, reason: str, dialect: str | None = None, flags: tuple[str, ...] = (), judge: str = "symbolic", started: float | None = None) -> Evaluation:
+    return Evaluation(
+        run_id=record.run_id,
+        status=status,
+        status_reason=reason,
+        dialect=dialect,
+        agent_id=record.agent_id,
+        agent_version=record.agent_version,
+        app_id=record.app_id,
+        judge=judge,
+        flags=flags,
+        duration_ms=round((time.perf_counter() - started) * 1000, 3) if started else None,
+    )
 
 
-def evaluate_many(records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None, judge: object | None = None) -> list[Evaluation]:
-    """Evaluate records in order; one bad record never stops the batch."""
+def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge | None = None, default_dialect: str | None = None) -> Evaluation:
+    """Evaluate one agent answer with the STEF method.
+
+    Args:
+        record: the logged answer (Q_u, Q_e, S, dialect, app id ...).
+        rules: R_app for the record's app (``None``: ``rules/default.json``).
+        judge: the semantic judge (``None``: :class:`SymbolicJudge`).
+        default_dialect: dialect for records with none, before the rules' default (e.g. the
+            CLI's ``--dialect``); must be a valid sqlglot name.
+
+    Returns:
+        An :class:`Evaluation`; ``status`` is ``evaluated`` with ``score`` set, or a typed
+        failure status with ``status_reason`` (never raises for bad input).
+
+    >>> r = AgentLogRecord(run_id="r1", question="How many users live in 'Rome'?",
+    ...     sql="SELECT COUNT(*) FROM users WHERE city = 'Rome'", dialect="sqlite")
+    >>> e = evaluate(r)
+    >>> e.status.value, e.filter_status.value, e.verdict.value, e.score
+    ('evaluated', 'FULLY_APPLIED', 'CORRECT', 80.0)
+    """
+    started = time.perf_counter()
+    rules = rules or default_rules()
+    judge = judge or _DEFAULT_JUDGE
+    judge_name = getattr(judge, "name", "symbolic")
+    try:
+        dialect = resolve_dialect(record.dialect or default_dialect or rules.default_dialect)
+    except UnknownDialectError:
+        return _failure(record, EvaluationStatus.INVALID_INPUT, f"unknown SQL dialect {record.dialect!r} in the record", record.dialect, judge=judge_name, started=started)
+    if not record.question.strip():
+        return _failure(record, EvaluationStatus.INVALID_INPUT, "question is empty", dialect, judge=judge_name, started=started)
+    if not record.sql.strip():
+        return _failure(record, EvaluationStatus.INVALID_INPUT, "SQL is empty", dialect, judge=judge_name, started=started)
+
+    parsed = parse_sql(record.sql, dialect)
+    if parsed.error is not None or parsed.answer is None:
+        status = EvaluationStatus(parsed.error or "parse_error")
+        return _failure(record, status, parsed.error_message or "no answer statement", dialect, parsed.flags, judge_name, started)
+
+    try:
+        sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
+        question_spec = extract_question_spec(record.question, dialect, rules)
+        enriched_spec = extract_question_spec(record.enriched_question, dialect, rules)
+        alignment = align_filters(sql_spec, question_spec, enriched_spec, record.question, record.enriched_question, rules)
+        normalised = normalize(sql_spec, question_spec, enriched_spec, rules)
+        judge_input = JudgeInput(
+            question=record.question,
+            enriched_question=record.enriched_question,
+            sql=parsed.answer.sql(dialect=dialect or None),
+            sql_spec=normalised.sql_spec,
+            question_spec=question_spec,
+            enriched_spec=enriched_spec,
+            alignment=alignment,
+            normalization_rules_applied=normalised.applied,
+            grouping_required=normalised.grouping_required,
+            rules=rules,
+        )
+        result: JudgeResult = judge.judge(judge_input)
+    except RecursionError:
+        return _failure(record, EvaluationStatus.PARSE_ERROR, "SQL nests too deeply to analyse", dialect, parsed.flags, judge_name, started)
+    if any(f.startswith("non_select_statement") for f in parsed.flags) and result.verdict in (Verdict.CORRECT, Verdict.LIKELY_CORRECT):
+        result = result.model_copy(update={"verdict": Verdict.INCORRECT, "rationale": "non-SELECT statement in the answer; " + result.rationale})
+    breakdown = compute_score(alignment, result.verdict, result.confidence, rules.scoring)
+    return Evaluation(
+        run_id=record.run_id,
+        status=EvaluationStatus.EVALUATED,
+        score=breakdown.score,
+        band=breakdown.band,
+        filter_status=alignment.status,
+        verdict=result.verdict,
+        confidence=result.confidence,
+        rationale=result.rationale,
+        judge=result.judge,
+        dialect=dialect,
+        agent_id=record.agent_id,
+        agent_version=record.agent_version,
+        app_id=record.app_id,
+        score_breakdown=breakdown,
+        alignment=alignment,
+        sql_spec=sql_spec,
+        question_spec=question_spec,
+        enriched_spec=enriched_spec,
+        normalization_rules_applied=normalised.applied,
+        suspected_errors=result.suspected_errors,
+        flags=parsed.flags,
+        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+
+
+def evaluate_many(records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None, judge: Judge | None = None, default_dialect: str | None = None) -> list[Evaluation]:
+    """Evaluate records in order; one bad record never stops the batch.
+
+    An unexpected exception inside STEF for one record becomes an ``internal_error``
+    evaluation naming the exception, and the batch goes on. An invalid rule file
+    (:class:`stef.errors.RulesError`) is a configuration error and is raised.
+
+    Returns:
+        One :class:`Evaluation` per record, same order.
+    """
     rulebook = rulebook or RuleBook()
-    return [evaluate(r, rulebook.for_app(r.app_id), judge) for r in records]
+    judge = judge or _DEFAULT_JUDGE
+    out: list[Evaluation] = []
+    for record in records:
+        rules = rulebook.for_app(record.app_id)
+        try:
+            out.append(evaluate(record, rules, judge, default_dialect))
+        except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped
+            out.append(_failure(record, EvaluationStatus.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:1000], record.dialect))
+    return out
 
 
 def rejected_evaluation(run_id: str | None, reason: str) -> Evaluation:

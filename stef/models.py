@@ -53,6 +53,8 @@ class EvaluationStatus(str, Enum):
     """Evaluation exceeded the per-record time cap."""
     TOO_LARGE = "too_large"
     """The SQL exceeds the size cap."""
+    INTERNAL_ERROR = "internal_error"
+    """An unexpected error inside STEF; the exception is stored so the record is not lost."""
 
 
 class Band(str, Enum):
@@ -148,6 +150,12 @@ class SQLSpec(_Frozen):
     """Binary arithmetic operators used (``/``, ``*``, ``+``, ``-``)."""
     literals: tuple[str, ...]
     """Every normalised string/number literal."""
+    unused_tables: tuple[str, ...] = ()
+    """Joined tables whose columns are used only in join conditions (scope analysis)."""
+    integer_divisions: int = 0
+    """Divisions with no float cast or float literal on either side (integer division risk)."""
+    null_comparisons: int = 0
+    """Comparisons with ``= NULL`` / ``!= NULL`` (always unknown in SQL)."""
     flags: tuple[str, ...] = ()
     """Warnings found while cleaning/splitting (non-SELECT statements, stripped prose ...)."""
 
@@ -158,6 +166,8 @@ class QuestionSpec(_Frozen):
     aggregations: tuple[str, ...] = ()
     filter_values: tuple[str, ...] = ()
     """Normalised literals the question asks to filter on (quoted values, numbers, entities)."""
+    entities: tuple[str, ...] = ()
+    """Capitalised names in the text ("North Bohemia", "TR010"): likely filter values."""
     column_mentions: tuple[str, ...] = ()
     """Column names mentioned explicitly (backticks, ``col = value`` in hints)."""
     value_bindings: tuple[tuple[str, str, str], ...] = ()

@@ -1,0 +1,256 @@
+"""Stage C: spec alignment and filter classification (STEF paper §2.C).
+
+Requested filters come from the question specs (Q_u and Q_e): hint bindings
+``(column, operator, value)``, quoted values, years and numbers stated with a comparison, and
+capitalised names. Applied filters are the WHERE/HAVING/JOIN/QUALIFY predicates of S.
+
+Each requested filter is *matched* (S filters on that value, on that column when one is
+named), *wrong* (S filters that column on another value, or that value on another column) or
+*missing*. An applied filter whose value is grounded in neither Q_u nor Q_e and matches no
+request is *extra*; extras that R_app lists as benign are *benign_extra*. Filters without a
+literal (``IS NULL``, ``col > (SELECT ...)``) are neither requested nor extra.
+
+Classification:
+    FULLY_APPLIED              nothing missing or wrong, no extra
+    FULLY_APPLIED_WITH_EXTRAS  nothing missing or wrong, some extra
+    PARTIALLY_APPLIED          some requested filters matched, some missing or wrong
+    NOT_APPLIED                requested filters exist and none is matched
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from stef.models import AlignmentResult, FilterPredicate, FilterStatus, QuestionSpec, SQLSpec
+from stef.rules import AppRules
+
+_TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
+_ALNUM = re.compile(r"[a-z0-9]+")
+_WILDCARDS = str.maketrans({"%": " ", "_": " ", "*": " "})
+
+
+@lru_cache(maxsize=16384)
+def _tokens(text: str) -> tuple[str, ...]:
+    return tuple(_TOKEN.findall(text.lower()))
+
+
+def _contains_sequence(haystack: tuple[str, ...], needle: tuple[str, ...]) -> bool:
+    if not needle:
+        return False
+    width = len(needle)
+    first = needle[0]
+    for index, token in enumerate(haystack):
+        if token == first and haystack[index : index + width] == needle:
+            return True
+    return False
+
+
+def is_grounded(value: str, text: str, like: bool = False) -> bool:
+    """Whether a SQL literal is stated in the natural-language text.
+
+    Token-level: the value's tokens appear contiguously in the text, or (for values of several
+    words) every alphanumeric token appears somewhere. LIKE wildcards are ignored. Numbers
+    compare numerically ("29.00" grounds 29).
+
+    >>> is_grounded("alameda", "schools in Alameda County")
+    True
+    >>> is_grounded("tr018", "molecule TR010")
+    False
+    >>> is_grounded("%smith%", "players named Smith", like=True)
+    True
+    """
+    probe = value.translate(_WILDCARDS) if like else value
+    needle = _tokens(probe.strip())
+    if not needle:
+        return True
+    haystack = _tokens(text)
+    if _contains_sequence(haystack, needle):
+        return True
+    words = [t for t in needle if _ALNUM.fullmatch(t)]
+    if len(words) >= 2 and all(w in haystack for w in words):
+        return True
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    for token in _ALNUM.findall(text.lower().replace(",", "")):
+        try:
+            if float(token) == number:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def values_match(requested: str, applied: str) -> bool:
+    """Loose equality of two normalised values (LIKE wildcards and date prefixes tolerated).
+
+    >>> values_match("2012", "2012-05-01")
+    True
+    >>> values_match("m", "f")
+    False
+    """
+    if requested == applied:
+        return True
+    left = requested.strip("%").strip()
+    right = applied.strip("%").strip()
+    if not left or not right:
+        return False
+    if left == right:
+        return True
+    try:
+        if float(left) == float(right):
+            return True
+    except ValueError:
+        pass
+    if len(left) >= 3 and len(right) >= 3:
+        left_tokens, right_tokens = _tokens(left), _tokens(right)
+        return _contains_sequence(right_tokens, left_tokens) or _contains_sequence(left_tokens, right_tokens)
+    return False
+
+
+def _is_benign(predicate: FilterPredicate, rules: AppRules | None) -> bool:
+    if rules is None:
+        return False
+    for benign in rules.benign_filters:
+        if rules.canonical_column(benign.column) != predicate.column:
+            continue
+        if benign.operator is not None and benign.operator.upper() != predicate.operator:
+            continue
+        if benign.value is not None:
+            expected = str(benign.value).lower()
+            if isinstance(benign.value, bool):
+                expected = "1" if benign.value else "0"
+            if predicate.value is None or not values_match(expected, predicate.value):
+                continue
+        return True
+    return False
+
+
+def _describe(predicate: FilterPredicate) -> str:
+    return predicate.sql or f"{predicate.column} {predicate.operator} {predicate.value}"
+
+
+def align_filters(
+    sql_spec: SQLSpec,
+    question: QuestionSpec,
+    enriched: QuestionSpec,
+    question_text: str,
+    enriched_text: str | None,
+    rules: AppRules | None = None,
+) -> AlignmentResult:
+    """Classify how the requested filters are applied by S.
+
+    Args:
+        sql_spec: features of S.
+        question, enriched: specs of Q_u and Q_e (``QuestionSpec()`` when Q_e is absent).
+        question_text, enriched_text: the raw texts, for grounding literal values.
+        rules: R_app (benign filters).
+
+    Returns:
+        An :class:`AlignmentResult` with the status and the matched / missing / extra / wrong
+        evidence as readable strings.
+    """
+    text = question_text + " " + (enriched_text or "")
+    valued = [f for f in sql_spec.filters if f.values]
+    applied_values = [(f, v) for f in valued for v in f.values]
+    literal_pool = set(sql_spec.literals)
+    used: set[int] = set()
+    matched: list[str] = []
+    missing: list[str] = []
+    wrong: list[str] = []
+
+    bindings = list(dict.fromkeys((*question.value_bindings, *enriched.value_bindings)))
+    bound_values = {value for _, _, value in bindings}
+    for column, operator, value in bindings:
+        same_column = [f for f in valued if f.column == column]
+        hit = next((f for f in same_column if any(values_match(value, v) for v in f.values)), None)
+        if hit is not None:
+            used.add(id(hit))
+            matched.append(f"{column} {operator} {value}")
+            continue
+        elsewhere = next((f for f, v in applied_values if values_match(value, v)), None)
+        if elsewhere is not None:
+            used.add(id(elsewhere))
+            wrong.append(f"{column} {operator} {value}: S filters {_describe(elsewhere)} (another column)")
+        elif same_column:
+            for f in same_column:
+                used.add(id(f))
+            wrong.append(f"{column} {operator} {value}: S filters {', '.join(_describe(f) for f in same_column)} (another value)")
+        elif any(values_match(value, literal) for literal in literal_pool):
+            matched.append(f"{column} {operator} {value} (used in an expression)")
+        else:
+            missing.append(f"{column} {operator} {value}")
+
+    requested_values = [
+        v
+        for v in dict.fromkeys((*question.filter_values, *enriched.filter_values))
+        if v not in bound_values and _is_filter_like(v, question, enriched)
+    ]
+    for value in requested_values:
+        hit = next((f for f, v in applied_values if values_match(value, v)), None)
+        if hit is not None:
+            used.add(id(hit))
+            matched.append(f"{hit.column} = {value}")
+        elif any(values_match(value, literal) for literal in literal_pool):
+            matched.append(f"{value} (used in an expression)")
+        else:
+            missing.append(value)
+
+    entities = [e for e in dict.fromkeys((*question.entities, *enriched.entities)) if e not in requested_values]
+    unmatched_entities: list[str] = []
+    for entity in entities:
+        hit = next((f for f, v in applied_values if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)), None)
+        if hit is not None:
+            used.add(id(hit))
+            matched.append(f"{hit.column} = {entity}")
+        else:
+            unmatched_entities.append(entity)
+
+    extra: list[str] = []
+    benign: list[str] = []
+    for predicate in valued:
+        if id(predicate) in used:
+            continue
+        grounded = all(is_grounded(v, text, like="LIKE" in predicate.operator) for v in predicate.values)
+        if grounded:
+            matched.append(_describe(predicate))
+            continue
+        if _is_benign(predicate, rules):
+            benign.append(_describe(predicate))
+            extra.append(_describe(predicate))
+            continue
+        if unmatched_entities:
+            wrong.append(f"{_describe(predicate)}: value not in the question (asked: {unmatched_entities[0]})")
+            unmatched_entities.pop(0)
+        else:
+            extra.append(_describe(predicate))
+
+    if missing or wrong:
+        status = FilterStatus.PARTIALLY_APPLIED if matched else FilterStatus.NOT_APPLIED
+    elif extra:
+        status = FilterStatus.FULLY_APPLIED_WITH_EXTRAS
+    else:
+        status = FilterStatus.FULLY_APPLIED
+    return AlignmentResult(
+        status=status,
+        matched=tuple(dict.fromkeys(matched)),
+        missing=tuple(dict.fromkeys(missing)),
+        extra=tuple(dict.fromkeys(extra)),
+        wrong=tuple(dict.fromkeys(wrong)),
+        benign_extra=tuple(dict.fromkeys(benign)),
+    )
+
+
+def _is_filter_like(value: str, question: QuestionSpec, enriched: QuestionSpec) -> bool:
+    """Numbers are requested filters only when a comparison or a year is stated."""
+    try:
+        float(value)
+    except ValueError:
+        return True
+    if value in question.years or value in enriched.years:
+        return True
+    if (question.top_k is not None and str(question.top_k) == value) or (enriched.top_k is not None and str(enriched.top_k) == value):
+        return False
+    return bool(question.comparison_ops or enriched.comparison_ops)

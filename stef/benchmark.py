@@ -1,0 +1,125 @@
+"""Measuring the judge on labelled data in the NL2SQL-BUGs format.
+
+NL2SQL-BUGs (Liu et al., KDD 2025) records: ``id``, ``question``, ``evidence``, ``db_id``,
+``sql``, ``label`` (true = semantically correct), ``error_types``. They map to agent log records
+as the data's README says: id -> run_id, question -> question, question + " " + evidence ->
+enriched_question (``None`` when evidence is empty), sql -> sql, dialect ``sqlite``,
+db_id -> app_id. A score ≥ 75 counts as "predicted correct".
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stef.models import AgentLogRecord, Evaluation
+
+CORRECT_THRESHOLD = 75.0
+"""Φ at or above which an answer counts as predicted correct (the ``good`` band)."""
+
+
+def bugs_record_to_log(row: dict[str, Any], dialect: str = "sqlite") -> AgentLogRecord:
+    """Map one NL2SQL-BUGs row to an :class:`AgentLogRecord` (see module docstring)."""
+    evidence = (row.get("evidence") or "").strip()
+    question = row.get("question") or ""
+    return AgentLogRecord(
+        run_id=str(row["id"]),
+        question=question,
+        enriched_question=f"{question} {evidence}" if evidence else None,
+        sql=row.get("sql") or "",
+        dialect=dialect,
+        app_id=row.get("db_id"),
+        agent_id="nl2sql-bugs",
+        agent_version="dev",
+    )
+
+
+def read_bugs_file(path: str | Path) -> list[dict[str, Any]]:
+    """Read an NL2SQL-BUGs-format JSONL file into dicts (blank lines skipped)."""
+    with Path(path).open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
+    """Area under the ROC curve of ``scores`` for positive ``labels`` (ties count one half).
+
+    Mann–Whitney formulation via average ranks (scipy.stats.rankdata).
+
+    >>> auroc([0.1, 0.4, 0.35, 0.8], [False, False, True, True])
+    0.75
+    """
+    from scipy.stats import rankdata
+
+    positives = sum(1 for label in labels if label)
+    negatives = len(labels) - positives
+    if positives == 0 or negatives == 0:
+        return float("nan")
+    ranks = rankdata(scores)
+    rank_sum = sum(rank for rank, label in zip(ranks, labels, strict=True) if label)
+    return float((rank_sum - positives * (positives + 1) / 2) / (positives * negatives))
+
+
+@dataclass(frozen=True)
+class JudgeBenchmark:
+    """Judge figures on a labelled file.
+
+    Attributes:
+        records: rows in the file.
+        coverage: evaluated / records.
+        accuracy: share of evaluated rows whose prediction (score ≥ 75) equals the label.
+        auroc: AUROC of the score for label = correct (evaluated rows).
+        negative_precision, negative_recall: precision/recall of "predicted incorrect".
+        positive_precision, positive_recall: precision/recall of "predicted correct".
+        recall_by_category: error category -> share of its incorrect rows predicted incorrect.
+    """
+
+    records: int
+    coverage: float
+    accuracy: float
+    auroc: float
+    negative_precision: float
+    negative_recall: float
+    positive_precision: float
+    positive_recall: float
+    recall_by_category: dict[str, float] = field(default_factory=dict)
+    category_counts: dict[str, int] = field(default_factory=dict)
+
+
+def _ratio(numerator: int, denominator: int) -> float:
+    return numerator / denominator if denominator else float("nan")
+
+
+def measure(rows: Sequence[dict[str, Any]], evaluations: Sequence[Evaluation], threshold: float = CORRECT_THRESHOLD) -> JudgeBenchmark:
+    """Compare evaluations with the rows' labels (same order)."""
+    scored = [(row, ev) for row, ev in zip(rows, evaluations, strict=True) if ev.score is not None]
+    labels = [bool(row["label"]) for row, _ in scored]
+    scores = [float(ev.score) for _, ev in scored]  # type: ignore[arg-type]
+    predicted = [score >= threshold for score in scores]
+    true_pos = sum(1 for p, l in zip(predicted, labels) if p and l)
+    true_neg = sum(1 for p, l in zip(predicted, labels) if not p and not l)
+    false_pos = sum(1 for p, l in zip(predicted, labels) if p and not l)
+    false_neg = sum(1 for p, l in zip(predicted, labels) if not p and l)
+    caught: Counter[str] = Counter()
+    totals: Counter[str] = Counter()
+    for (row, _), p in zip(scored, predicted):
+        if row["label"]:
+            continue
+        for category in {e["error_type"] for e in row.get("error_types") or []}:
+            totals[category] += 1
+            caught[category] += int(not p)
+    return JudgeBenchmark(
+        records=len(rows),
+        coverage=_ratio(len(scored), len(rows)),
+        accuracy=_ratio(true_pos + true_neg, len(scored)),
+        auroc=auroc(scores, labels),
+        negative_precision=_ratio(true_neg, true_neg + false_neg),
+        negative_recall=_ratio(true_neg, true_neg + false_pos),
+        positive_precision=_ratio(true_pos, true_pos + false_pos),
+        positive_recall=_ratio(true_pos, true_pos + false_neg),
+        recall_by_category={c: _ratio(caught[c], totals[c]) for c in sorted(totals)},
+        category_counts=dict(sorted(totals.items())),
+    )

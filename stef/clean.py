@@ -1,0 +1,189 @@
+"""Boundary of the method: raw SQL text -> parsed statements or a typed failure (STYLE.md §2).
+
+Agents log SQL in many shapes: wrapped in markdown code fences, preceded by prose ("Here is the
+query:"), followed by comments, or as several statements. This module cleans the text once,
+parses it once with sqlglot in the record's dialect, splits statements, flags every statement
+that is not a query, and picks the answer: the last SELECT-like statement (DESIGN.md §2).
+Later stages receive the parsed tree; nothing downstream parses SQL again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import ParseError, SqlglotError
+
+from stef.errors import UnknownDialectError
+
+QUERY_TYPES: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Subquery)
+"""Statement node types that count as a read-only query answer."""
+
+STATEMENT_START_WORDS = frozenset(
+    {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "DROP", "CREATE", "ALTER", "TRUNCATE", "MERGE", "REPLACE", "GRANT", "REVOKE", "VALUES", "(SELECT", "EXPLAIN", "PRAGMA"}
+)
+"""First words that start a SQL statement: used to find where prose before the SQL ends."""
+
+MAX_SQL_CHARS = 1_000_000
+"""SQL longer than this is not parsed (status ``too_large``); 1,000,000 characters."""
+
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedSQL:
+    """Result of cleaning and parsing one SQL text.
+
+    Attributes:
+        answer: the answer statement (last query statement), or ``None`` on failure.
+        statements: every parsed statement, in order.
+        dialect: the dialect name used to parse (``""`` for sqlglot's generic dialect).
+        flags: human-readable warnings (``"stripped markdown fence"``, ``"non_select_statement: DROP"`` ...).
+        error: the failure status name (``parse_error``, ``non_select``, ``too_large``,
+            ``invalid_input``) or ``None`` on success.
+        error_message: the reason for ``error`` (the parser's message for ``parse_error``).
+    """
+
+    answer: exp.Expression | None
+    statements: tuple[exp.Expression, ...]
+    dialect: str
+    flags: tuple[str, ...]
+    error: str | None = None
+    error_message: str | None = None
+
+
+def resolve_dialect(name: str | None) -> str:
+    """Normalise a dialect name to one sqlglot knows (``""`` = generic dialect).
+
+    Raises:
+        UnknownDialectError: sqlglot has no dialect of that name.
+
+    >>> resolve_dialect("SQLite")
+    'sqlite'
+    >>> resolve_dialect(None)
+    ''
+    """
+    if name is None or not name.strip() or name.strip().lower() in {"generic", "sqlglot", "ansi"}:
+        return ""
+    key = name.strip().lower()
+    try:
+        Dialect.get_or_raise(key)
+    except (ValueError, KeyError) as exc:
+        known = ", ".join(sorted(d for d in Dialect.classes if d))
+        raise UnknownDialectError(f"unknown SQL dialect {name!r}; known dialects: {known}") from exc
+    return key
+
+
+def strip_markdown(text: str) -> tuple[str, tuple[str, ...]]:
+    """Take the SQL out of markdown code fences and drop prose before the first statement.
+
+    This works on the *message* around the SQL (markdown and prose), not on SQL itself.
+
+    Returns:
+        ``(sql_text, flags)``.
+
+    >>> strip_markdown("Here you go:\\n```sql\\nSELECT 1\\n```\\nHope it helps")
+    ('SELECT 1', ('stripped markdown fence',))
+    >>> strip_markdown("The query is:\\nSELECT a FROM t")
+    ('SELECT a FROM t', ('stripped prose before SQL',))
+    """
+    flags: list[str] = []
+    fences = _FENCE.findall(text)
+    if fences:
+        sql_blocks = [body for lang, body in fences if lang.lower() in {"", "sql", "sqlite", "postgres", "postgresql", "mysql", "tsql", "bigquery", "snowflake", "hive", "spark", "duckdb"}]
+        text = "\n".join(block.strip() for block in (sql_blocks or [b for _, b in fences]))
+        flags.append("stripped markdown fence")
+    elif text.lstrip().startswith("```"):
+        text = text.lstrip().lstrip("`")
+        first_newline = text.find("\n")
+        text = text[first_newline + 1 :] if first_newline >= 0 else text
+        flags.append("stripped unterminated markdown fence")
+    stripped = text.strip()
+    lines = stripped.splitlines()
+    if lines and not _starts_statement(lines[0]):
+        for index, line in enumerate(lines):
+            if _starts_statement(line) or _starts_statement(line.split(":", 1)[-1]):
+                tail = line if _starts_statement(line) else line.split(":", 1)[-1]
+                stripped = "\n".join([tail.strip(), *lines[index + 1 :]]).strip()
+                flags.append("stripped prose before SQL")
+                break
+    return stripped, tuple(flags)
+
+
+def _starts_statement(line: str) -> bool:
+    words = line.strip().split(None, 1)
+    if not words:
+        return False
+    first = words[0].upper().rstrip(";")
+    return first in STATEMENT_START_WORDS or first.startswith("(SELECT") or first.startswith("--") or first.startswith("/*")
+
+
+def parser_message(error: SqlglotError) -> str:
+    """A one-line, colour-free parser message (sqlglot underlines the token with ANSI codes)."""
+    details = getattr(error, "errors", None)
+    if details:
+        first = details[0]
+        description = first.get("description") or "syntax error"
+        highlight = first.get("highlight")
+        where = f" at line {first.get('line')}, column {first.get('col')}"
+        near = f" near {highlight!r}" if highlight else ""
+        return f"{description}{where}{near}"
+    return _ANSI.sub("", str(error)).splitlines()[0] if str(error) else type(error).__name__
+
+
+def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
+    """Clean, parse and split one SQL text; never raises for bad SQL.
+
+    Args:
+        sql_text: the SQL as logged (may hold fences, prose, comments, several statements).
+        dialect: a sqlglot dialect name, or ``None``/``""`` for the generic dialect. Must be
+            resolved already (see :func:`resolve_dialect`).
+
+    Returns:
+        A :class:`ParsedSQL`; ``error`` is set for empty text (``invalid_input``), text over
+        :data:`MAX_SQL_CHARS` (``too_large``), text the parser rejects (``parse_error``) and
+        text with no query statement (``non_select``).
+
+    >>> parsed = parse_sql("SELECT name FROM users; DROP TABLE users", "sqlite")
+    >>> parsed.answer.sql(), parsed.flags
+    ('SELECT name FROM users', ('non_select_statement: DROP', 'multiple_statements: 2'))
+    """
+    dialect = dialect or ""
+    if len(sql_text) > MAX_SQL_CHARS:
+        return ParsedSQL(None, (), dialect, (), "too_large", f"SQL is {len(sql_text)} characters, over the {MAX_SQL_CHARS} cap")
+    if "\x00" in sql_text:
+        return ParsedSQL(None, (), dialect, (), "invalid_input", "SQL contains NUL bytes (binary data, not SQL text)")
+    text, flags = strip_markdown(sql_text)
+    if not text:
+        return ParsedSQL(None, (), dialect, flags, "invalid_input", "SQL is empty")
+    try:
+        parsed = sqlglot.parse(text, read=dialect or None)
+    except SqlglotError as error:
+        return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
+    except RecursionError:
+        return ParsedSQL(None, (), dialect, flags, "parse_error", "SQL nests too deeply for the parser")
+    statements = tuple(s for s in parsed if s is not None)
+    if not statements:
+        return ParsedSQL(None, (), dialect, (*flags, "only comments"), "invalid_input", "SQL holds no statement (only comments or semicolons)")
+    answer: exp.Expression | None = None
+    statement_flags: list[str] = []
+    for statement in statements:
+        if isinstance(statement, QUERY_TYPES):
+            answer = statement
+        else:
+            kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
+            statement_flags.append(f"non_select_statement: {kind}")
+    if len(statements) > 1:
+        statement_flags.append(f"multiple_statements: {len(statements)}")
+    all_flags = (*flags, *statement_flags)
+    if answer is None:
+        kinds = ", ".join(f.split(": ", 1)[1] for f in statement_flags if f.startswith("non_select"))
+        return ParsedSQL(None, statements, dialect, all_flags, "non_select", f"no SELECT statement; found {kinds}")
+    return ParsedSQL(answer, statements, dialect, all_flags)
+
+
+__all__ = ["ParsedSQL", "parse_sql", "parser_message", "resolve_dialect", "strip_markdown", "ParseError"]

@@ -1,0 +1,338 @@
+"""Stage B (language side): rule-based requirements from Q_u and Q_e (STEF paper §2.B).
+
+Two kinds of text are read:
+
+* the **question** (Q_u, and the question part of Q_e): phrase lexicons map words to requested
+  aggregations ("how many" -> COUNT, "average" -> AVG ...), ordering ("highest" -> DESC),
+  top-k ("top 5"), distinctness ("different"), grouping ("per", "for each"), percentages and
+  comparison operators ("more than" -> ``>``); quoted strings, numbers, years and capitalised
+  names become requested filter values.
+* **hints** inside Q_e: agents (and BIRD's "evidence") write definitions such as
+  ``male refers to gender = 'M'`` or ``rate = `A` / `B```. The right-hand side of each
+  definition is parsed with sqlglot as an expression; its columns, (column, operator, value)
+  bindings, aggregations and arithmetic become requirements on S.
+
+The result is a frozen :class:`stef.models.QuestionSpec`. An LLM extractor returning the same
+type may replace this module.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+
+from stef.extract_sql import COMPARISON_TYPES, column_name, normalize_value
+from stef.models import QuestionSpec
+from stef.rules import AppRules
+
+AGGREGATION_PHRASES: tuple[tuple[str, str], ...] = (
+    ("how many", "COUNT"),
+    ("number of", "COUNT"),
+    ("count", "COUNT"),
+    ("total number", "COUNT"),
+    ("average", "AVG"),
+    ("avg", "AVG"),
+    ("total", "SUM"),
+    ("sum", "SUM"),
+    ("in all", "SUM"),
+    ("maximum", "MAX"),
+    ("max", "MAX"),
+    ("minimum", "MIN"),
+    ("min", "MIN"),
+)
+DESC_WORDS = frozenset(
+    "highest most largest biggest greatest maximum max top best longest heaviest tallest latest newest "
+    "richest largest-scale more majority fastest".split()
+)
+ASC_WORDS = frozenset("lowest least smallest fewest minimum min worst shortest lightest earliest oldest first bottom slowest".split())
+DISTINCT_WORDS = frozenset({"different", "distinct", "unique", "various"})
+GROUPING_PHRASES = ("for each", "per ", "each ", "by each", "grouped by", "in each", "breakdown")
+PERCENT_WORDS = frozenset({"percentage", "percent", "%", "proportion"})
+RATIO_WORDS = frozenset({"ratio", "rate", "times", "proportion", "fraction"})
+LIST_WORDS = frozenset({"list", "name", "names", "show", "which", "what", "who", "give", "provide", "state", "indicate"})
+COMPARISON_PHRASES: tuple[tuple[str, str], ...] = (
+    ("more than or equal to", ">="),
+    ("greater than or equal to", ">="),
+    ("less than or equal to", "<="),
+    ("at least", ">="),
+    ("no less than", ">="),
+    ("not less than", ">="),
+    ("at most", "<="),
+    ("no more than", "<="),
+    ("not more than", "<="),
+    ("or more", ">="),
+    ("or less", "<="),
+    ("more than", ">"),
+    ("greater than", ">"),
+    ("higher than", ">"),
+    ("over", ">"),
+    ("above", ">"),
+    ("exceed", ">"),
+    ("less than", "<"),
+    ("fewer than", "<"),
+    ("lower than", "<"),
+    ("below", "<"),
+    ("under", "<"),
+    ("between", "BETWEEN"),
+    ("after", ">"),
+    ("later than", ">"),
+    ("since", ">="),
+    ("before", "<"),
+    ("earlier than", "<"),
+)
+HINT_MARKERS = (" refers to ", " refer to ", " stands for ", " means ", " mean ", " indicates ", " represents ", " is computed as ", " can be computed by ", " is calculated as ", " is defined as ", " is ", " are ")
+"""Definition markers inside Q_e hints; the text after the first marker is parsed as SQL."""
+HINT_FUNCTION_ALIASES: dict[str, tuple[str, str]] = {
+    "DIVIDE": ("/", ""),
+    "MULTIPLY": ("*", ""),
+    "SUBTRACT": ("-", ""),
+    "ADD": ("+", ""),
+    "DIVISION": ("/", ""),
+}
+"""Pseudo-functions used in hints (``DIVIDE(a, b)``) and the arithmetic they stand for."""
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twenty": 20}
+STOP_CAPITALISED = frozenset(
+    "What Which Who Whom Whose When Where Why How List Please Give Name Show Find State Indicate Provide Among Calculate Identify "
+    "Is Are Was Were Do Does Did In Of For The A An And Or On At By From To Tell Count Compute Describe Mention Sort Rank Return "
+    "Based Between Consider Determine Out If It Its This That These Those Also I".split()
+)
+
+_QUOTED = re.compile(r"'([^']{1,200})'|\"([^\"]{1,200})\"|“([^”]{1,200})”")
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?![\w])")
+_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
+_TOP_K = re.compile(r"\b(?:top|first|best|highest|lowest|last|bottom|worst)\s+(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty)\b", re.IGNORECASE)
+_CAPITALISED = re.compile(r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)")
+_WORD = re.compile(r"[a-z0-9%]+")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def _has_phrase(lowered: str, phrase: str) -> bool:
+    return re.search(rf"(?<![a-z]){re.escape(phrase.strip())}(?![a-z])", lowered) is not None
+
+
+MAX_HINT_WORDS = 40
+"""Hint clauses longer than this many words are not parsed (they are prose)."""
+MAX_LEADING_WORDS = 3
+"""At most this many leading prose words are trimmed from a hint's right-hand side."""
+
+
+@lru_cache(maxsize=8192)
+def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
+    """Parse a hint right-hand side as a SQL expression.
+
+    Tries the whole text first, then spans with up to :data:`MAX_LEADING_WORDS` leading and
+    any number of trailing prose words removed ("the Date value = '201208' in table t"). A
+    trimmed span is accepted only when it holds SQL structure (an operator, function or
+    literal), so a stray prose word is never taken for a column.
+    """
+    words = text.strip().rstrip(".;,").split()
+    if not words or len(words) > MAX_HINT_WORDS:
+        return None
+    for start in range(min(MAX_LEADING_WORDS, len(words) - 1) + 1):
+        for end in range(len(words), start, -1):
+            candidate = " ".join(words[start:end])
+            try:
+                parsed = sqlglot.parse_one(f"SELECT {candidate}", read=dialect or None)
+            except (SqlglotError, RecursionError, ValueError):
+                continue
+            if not isinstance(parsed, exp.Select) or parsed.args.get("from") or not parsed.expressions:
+                continue
+            projections = parsed.expressions
+            if any(isinstance(p, exp.Alias) for p in projections):
+                continue  # "male refers" parsed as column + alias: prose, not SQL
+            whole = start == 0 and end == len(words)
+            structured = any(not isinstance(p, exp.Column) for p in projections) or any(
+                p.this.args.get("quoted") for p in projections if isinstance(p, exp.Column)
+            )
+            if whole or structured:
+                return parsed
+    return None
+
+
+def _looks_like_sql(text: str) -> bool:
+    return any(ch in text for ch in "=<>`'\"()*/_") or any(w.isupper() and len(w) > 1 for w in text.split())
+
+
+def hint_clauses(text: str) -> list[str]:
+    """Split hint text into definition clauses (on ``;`` and sentence ends).
+
+    >>> hint_clauses("male refers to gender = 'M'; rate = `A` / `B`.")
+    ["male refers to gender = 'M'", 'rate = `A` / `B`']
+    """
+    parts = re.split(r";|(?<=[a-z0-9)'\"`])\.\s+(?=[A-Z])|\n", text)
+    return [p.strip().rstrip(".").strip() for p in parts if p.strip().rstrip(".").strip()]
+
+
+def hint_expressions(text: str, dialect: str = "") -> list[exp.Expression]:
+    """Parse the SQL-like definitions of a hint text with sqlglot.
+
+    Returns:
+        One parsed ``SELECT <expr>, ...`` per definition whose right-hand side parses.
+
+    >>> [e.sql("sqlite") for e in hint_expressions("male refers to gender = 'M'; rate = `A` / `B`", "sqlite")]
+    ["SELECT gender = 'M'", 'SELECT "A" / "B"']
+    """
+    parsed: list[exp.Expression] = []
+    for clause in hint_clauses(text):
+        padded = f" {clause} "
+        lowered = padded.lower()
+        right: str | None = None
+        for marker in HINT_MARKERS:
+            position = lowered.find(marker)
+            if position >= 0:
+                candidate = padded[position + len(marker) :]
+                if marker in (" is ", " are ") and not _looks_like_sql(candidate):
+                    continue
+                right = candidate
+                break
+        if right is None and "=" in clause:
+            left, _, rest = clause.partition("=")
+            rest_expression = _parse_hint_expression(rest.strip(), dialect)
+            if rest_expression is not None and any(not isinstance(p, (exp.Literal, exp.Neg)) for p in rest_expression.expressions):
+                right = rest  # "eligible free rate = `a` / `b`": a named formula
+            else:
+                right = clause
+        if right is None or not _looks_like_sql(right):
+            continue
+        expression = _parse_hint_expression(right.strip(), dialect)
+        if expression is not None:
+            parsed.append(expression)
+    return parsed
+
+
+def _hint_features(expressions: list[exp.Expression], rules: AppRules | None) -> tuple[list[str], list[tuple[str, str, str]], list[str], list[str], list[str]]:
+    columns: list[str] = []
+    bindings: list[tuple[str, str, str]] = []
+    aggregations: list[str] = []
+    formulas: list[str] = []
+    values: list[str] = []
+    for expression in expressions:
+        for node in expression.walk():
+            if isinstance(node, exp.Column) and node.name:
+                name = column_name(node, rules)
+                if name not in {"null", "true", "false"}:
+                    columns.append(name)
+            elif isinstance(node, exp.AggFunc):
+                aggregations.append(node.key.upper())
+            elif isinstance(node, exp.Anonymous):
+                name = str(node.this).upper()
+                if name in HINT_FUNCTION_ALIASES:
+                    formulas.append(HINT_FUNCTION_ALIASES[name][0])
+            elif isinstance(node, exp.Div):
+                formulas.append("/")
+            elif isinstance(node, exp.Mul):
+                formulas.append("*")
+            elif isinstance(node, exp.Sub):
+                formulas.append("-")
+            elif isinstance(node, exp.Literal) and node.is_string:
+                values.append(normalize_value(node.this, rules))
+            if type(node) in COMPARISON_TYPES or isinstance(node, (exp.In, exp.Between)):
+                left = node.this
+                column = left if isinstance(left, exp.Column) else left.find(exp.Column)
+                literal_nodes = [n for n in node.find_all(exp.Literal)]
+                if column is not None and literal_nodes:
+                    operator = COMPARISON_TYPES.get(type(node), "IN" if isinstance(node, exp.In) else "BETWEEN")
+                    for literal in literal_nodes:
+                        bindings.append((column_name(column, rules), operator, normalize_value(literal.this, rules)))
+    return columns, bindings, aggregations, formulas, values
+
+
+def extract_question_spec(text: str | None, dialect: str = "", rules: AppRules | None = None, parse_hints: bool = True) -> QuestionSpec:
+    """Extract requested features from one natural-language text (Q_u or Q_e).
+
+    Args:
+        text: the question; ``None`` or blank gives an empty spec.
+        dialect: dialect used to parse SQL-like hints (quoting rules).
+        rules: R_app (column mappings, value normalisation).
+        parse_hints: parse SQL-like definitions in the text (on for Q_e, cheap for Q_u too).
+
+    Returns:
+        A frozen :class:`QuestionSpec`.
+
+    >>> spec = extract_question_spec("How many male patients were born after 1990?", "sqlite")
+    >>> spec.aggregations, spec.count_asked, spec.comparison_ops, spec.years
+    (('COUNT',), True, ('>',), ('1990',))
+    >>> extract_question_spec("Which school has the highest score? highest refers to MAX(score)").ordering
+    'DESC'
+    """
+    if text is None or not text.strip():
+        return QuestionSpec()
+    lowered = " " + " ".join(text.lower().split()) + " "
+    words = _words(text)
+    word_set = set(words)
+
+    aggregations = [name for phrase, name in AGGREGATION_PHRASES if _has_phrase(lowered, phrase)]
+    ordering = None
+    desc_hits = [w for w in words if w in DESC_WORDS]
+    asc_hits = [w for w in words if w in ASC_WORDS]
+    if desc_hits and not asc_hits:
+        ordering = "DESC"
+    elif asc_hits and not desc_hits:
+        ordering = "ASC"
+    top_k = None
+    match = _TOP_K.search(text)
+    if match:
+        token = match.group(1).lower()
+        top_k = int(token) if token.isdigit() else NUMBER_WORDS.get(token)
+    comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if _has_phrase(lowered, phrase)))
+
+    filter_values: list[str] = []
+    for groups in _QUOTED.findall(text):
+        value = next((g for g in groups if g), "")
+        if value.strip():
+            filter_values.append(normalize_value(value, rules))
+    years = tuple(dict.fromkeys(_YEAR.findall(text)))
+    for number in _NUMBER.findall(text):
+        filter_values.append(normalize_value(number.replace(",", ""), rules))
+    entities: list[str] = []
+    for match_cap in _CAPITALISED.finditer(text):
+        tokens = match_cap.group(1).strip(" .,'").split()
+        while tokens and tokens[0] in STOP_CAPITALISED:
+            tokens = tokens[1:]
+        if tokens:
+            entities.append(normalize_value(" ".join(tokens).strip(" .,'"), rules))
+
+    columns: list[str] = []
+    bindings: list[tuple[str, str, str]] = []
+    formulas: list[str] = []
+    if parse_hints and _looks_like_sql(text):
+        expressions = hint_expressions(text, dialect)
+        hint_columns, bindings, hint_aggs, formulas, hint_values = _hint_features(expressions, rules)
+        columns.extend(hint_columns)
+        aggregations.extend(hint_aggs)
+        filter_values.extend(hint_values)
+        if "MAX" in hint_aggs and ordering is None:
+            ordering = "DESC"
+        elif "MIN" in hint_aggs and ordering is None:
+            ordering = "ASC"
+    for quoted in re.findall(r"`([^`]{1,120})`", text):
+        columns.append(column_name(quoted, rules))
+
+    known = set(columns) | {a.lower() for a in aggregations}
+    entities = [e for e in entities if e and e not in known and e not in filter_values]
+    return QuestionSpec(
+        aggregations=tuple(dict.fromkeys(aggregations)),
+        entities=tuple(dict.fromkeys(entities)),
+        filter_values=tuple(dict.fromkeys(v for v in filter_values if v)),
+        column_mentions=tuple(dict.fromkeys(columns)),
+        value_bindings=tuple(dict.fromkeys(bindings)),
+        formulas=tuple(dict.fromkeys(formulas)),
+        top_k=top_k,
+        ordering=ordering,  # type: ignore[arg-type]
+        superlative=bool(desc_hits or asc_hits),
+        distinct=bool(word_set & DISTINCT_WORDS),
+        grouping=any(phrase in lowered for phrase in GROUPING_PHRASES),
+        percentage=bool(word_set & PERCENT_WORDS) or "%" in text and "'%" not in text,
+        ratio=bool(word_set & RATIO_WORDS),
+        count_asked="COUNT" in aggregations,
+        list_asked=bool(word_set & LIST_WORDS),
+        comparison_ops=comparison_ops,
+        years=years,
+    )

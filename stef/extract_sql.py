@@ -1,0 +1,393 @@
+"""Stage B (SQL side): semantic features of the answer SQL S (STEF paper §2.B).
+
+Walks the parsed sqlglot tree once per feature family with sqlglot's own traversal
+(``find_all``, scope traversal) — never regexes over SQL — and returns a frozen
+:class:`stef.models.SQLSpec`. Column names are normalised: unqualified, lower case, quotes
+removed, R_app column mappings applied; table aliases are resolved to table names; values are
+case- and whitespace-normalised.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import traverse_scope
+
+from stef.models import FilterPredicate, SQLSpec
+from stef.rules import AppRules
+
+AGGREGATE_TYPES: tuple[type[exp.Expression], ...] = (exp.AggFunc,)
+WINDOW_TYPES: tuple[type[exp.Expression], ...] = (exp.Window,)
+COMPARISON_TYPES: dict[type[exp.Expression], str] = {
+    exp.EQ: "=",
+    exp.NEQ: "!=",
+    exp.GT: ">",
+    exp.GTE: ">=",
+    exp.LT: "<",
+    exp.LTE: "<=",
+    exp.Like: "LIKE",
+    exp.ILike: "LIKE",
+    exp.Glob: "LIKE",
+    exp.NullSafeEQ: "=",
+    exp.NullSafeNEQ: "!=",
+}
+FLIPPED = {"=": "=", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">=", "LIKE": "LIKE"}
+NEGATED = {"=": "!=", "!=": "=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "LIKE": "NOT LIKE", "IN": "NOT IN", "IS NULL": "IS NOT NULL", "BETWEEN": "NOT BETWEEN"}
+ARITHMETIC_TYPES: dict[type[exp.Expression], str] = {exp.Div: "/", exp.Mul: "*", exp.Add: "+", exp.Sub: "-", exp.Mod: "%"}
+SET_OPERATION_TYPES: dict[type[exp.Expression], str] = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}
+
+
+def normalize_value(value: str, rules: AppRules | None = None) -> str:
+    """Case/whitespace-normalise a literal value, then apply R_app value aliases.
+
+    >>> normalize_value("  New   York ")
+    'new york'
+    >>> normalize_value("2.50")
+    '2.5'
+    """
+    options = rules.value_normalization if rules is not None else {}
+    text = value
+    if options.get("collapse_whitespace", True):
+        text = " ".join(text.split())
+    if options.get("lowercase", True):
+        text = text.lower()
+    text = _canonical_number(text)
+    aliases = options.get("value_aliases") or {}
+    return aliases.get(text, text)
+
+
+def _canonical_number(text: str) -> str:
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    if number != number or number in (float("inf"), float("-inf")):
+        return text
+    if number.is_integer() and abs(number) < 1e15:
+        return str(int(number))
+    return repr(number)
+
+
+def column_name(column: exp.Column | exp.Identifier | str, rules: AppRules | None = None) -> str:
+    """Normalised column name: unqualified, lower case, whitespace collapsed, R_app mapping applied."""
+    name = column if isinstance(column, str) else column.name
+    name = " ".join(name.split()).lower()
+    return rules.canonical_column(name) if rules is not None else name
+
+
+def _literal_text(node: exp.Expression) -> str | None:
+    if isinstance(node, exp.Literal):
+        return node.this
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
+        return f"-{node.this.this}"
+    if isinstance(node, exp.Boolean):
+        return "1" if node.this else "0"
+    if isinstance(node, (exp.Cast, exp.TryCast)):
+        return _literal_text(node.this)
+    if isinstance(node, exp.Paren):
+        return _literal_text(node.this)
+    return None
+
+
+def _first_column(node: exp.Expression) -> exp.Column | None:
+    if isinstance(node, exp.Column):
+        return node
+    return next(iter(node.find_all(exp.Column)), None)
+
+
+def _predicates(condition: exp.Expression) -> list[tuple[exp.Expression, bool]]:
+    """Flatten AND/OR/NOT into (predicate, negated) pairs without copying."""
+    out: list[tuple[exp.Expression, bool]] = []
+    stack: list[tuple[exp.Expression, bool]] = [(condition, False)]
+    while stack:
+        node, negated = stack.pop()
+        if isinstance(node, exp.Paren):
+            stack.append((node.this, negated))
+        elif isinstance(node, exp.Connector):
+            stack.append((node.right, negated))
+            stack.append((node.left, negated))
+        elif isinstance(node, exp.Not):
+            stack.append((node.this, not negated))
+        else:
+            out.append((node, negated))
+    return out
+
+
+def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rules: AppRules | None, dialect: str) -> FilterPredicate | None:
+    operator: str | None = None
+    left: exp.Expression | None = None
+    values: list[str] = []
+    for node_type, symbol in COMPARISON_TYPES.items():
+        if type(node) is node_type:
+            operator = symbol
+            left, right = node.this, node.expression
+            left_value, right_value = _literal_text(left), _literal_text(right)
+            if left_value is not None and right_value is None:
+                left, right = right, left
+                operator = FLIPPED[symbol]
+                right_value = left_value
+            if right_value is not None:
+                values = [normalize_value(right_value, rules)]
+            break
+    if operator is None:
+        if isinstance(node, exp.In):
+            operator, left = "IN", node.this
+            values = [normalize_value(v, rules) for v in (_literal_text(e) for e in node.expressions) if v is not None]
+        elif isinstance(node, exp.Between):
+            operator, left = "BETWEEN", node.this
+            values = [normalize_value(v, rules) for v in (_literal_text(node.args.get("low")), _literal_text(node.args.get("high"))) if v is not None]
+        elif isinstance(node, exp.Is):
+            left = node.this
+            operator = "IS NULL" if isinstance(node.expression, exp.Null) else "IS"
+        elif isinstance(node, exp.Column):
+            left, operator = node, "IS TRUE"
+        else:
+            return None
+    if left is None:
+        return None
+    column = _first_column(left)
+    if column is None:
+        return None
+    if negated:
+        operator = NEGATED.get(operator, f"NOT {operator}")
+    return FilterPredicate(
+        column=column_name(column, rules),
+        operator=operator,
+        value=values[0] if len(values) == 1 else None,
+        values=tuple(values),
+        clause=clause,  # type: ignore[arg-type]
+        negated=negated,
+        sql=node.sql(dialect=dialect or None)[:500],
+    )
+
+
+def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | None = None, flags: tuple[str, ...] = ()) -> SQLSpec:
+    """Extract the semantic features of one parsed query.
+
+    Args:
+        tree: the answer statement from :func:`stef.clean.parse_sql` (not mutated).
+        dialect: dialect name used for rendering snippets.
+        rules: R_app (column mappings, value normalisation); ``None`` = defaults.
+        flags: cleaning/splitting flags to carry on.
+
+    Returns:
+        A frozen :class:`SQLSpec`.
+
+    >>> import sqlglot
+    >>> spec = extract_sql_spec(sqlglot.parse_one(
+    ...     "SELECT T1.name, COUNT(*) FROM users AS T1 WHERE T1.Country = 'Italy ' GROUP BY T1.name ORDER BY 2 DESC LIMIT 3"))
+    >>> spec.tables, spec.aggregations, spec.group_by, spec.limit
+    (('users',), ('COUNT',), ('name',), 3)
+    >>> spec.filters[0].column, spec.filters[0].operator, spec.filters[0].value
+    ('country', '=', 'italy')
+    """
+    outer = tree
+    while isinstance(outer, exp.Subquery):
+        outer = outer.this
+    outer_select = outer if isinstance(outer, exp.Select) else outer.find(exp.Select)
+
+    projections: list[str] = []
+    projection_columns: list[str] = []
+    distinct = False
+    if outer_select is not None:
+        distinct = outer_select.args.get("distinct") is not None
+        for projection in outer_select.expressions:
+            inner = projection.this if isinstance(projection, exp.Alias) else projection
+            projections.append(inner.sql(dialect=dialect or None)[:300].lower())
+            projection_columns.extend(column_name(c, rules) for c in inner.find_all(exp.Column))
+        if any(isinstance(p, exp.Star) for p in outer_select.expressions):
+            projection_columns.append("*")
+
+    aggregations: list[str] = []
+    windows: list[str] = []
+    functions: list[str] = []
+    arithmetic: list[str] = []
+    literals: list[str] = []
+    columns: list[str] = []
+    tables: list[str] = []
+    joins: list[str] = []
+    join_conditions: list[str] = []
+    filters: list[FilterPredicate] = []
+    set_operations: list[str] = []
+    subquery_count = 0
+    cte_names: list[str] = []
+
+    for node in tree.walk():
+        if isinstance(node, exp.Window):
+            function = node.this
+            windows.append(function.key.upper() if isinstance(function, exp.Func) else "WINDOW")
+        elif isinstance(node, AGGREGATE_TYPES):
+            if not isinstance(node.parent, exp.Window):
+                aggregations.append(node.key.upper() if not isinstance(node, exp.Anonymous) else str(node.this).upper())
+        elif isinstance(node, exp.Column):
+            if node.name:
+                columns.append(column_name(node, rules))
+        elif isinstance(node, exp.Table):
+            if node.name:
+                tables.append(node.name.lower())
+        elif isinstance(node, exp.Literal):
+            literals.append(normalize_value(node.this, rules))
+        elif isinstance(node, exp.Join):
+            kind = " ".join(p for p in (node.side, node.kind) if p).upper() or "INNER"
+            joins.append(kind)
+            on = node.args.get("on")
+            if on is not None:
+                for predicate, negated in _predicates(on):
+                    if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
+                        pair = sorted((column_name(predicate.this, rules), column_name(predicate.expression, rules)))
+                        join_conditions.append(" = ".join(pair))
+                    else:
+                        found = _filter_from_predicate(predicate, negated, "join", rules, dialect)
+                        if found is not None:
+                            filters.append(found)
+        elif isinstance(node, (exp.Where, exp.Having, exp.Qualify)):
+            clause = {exp.Where: "where", exp.Having: "having", exp.Qualify: "qualify"}[type(node)]
+            for predicate, negated in _predicates(node.this):
+                found = _filter_from_predicate(predicate, negated, clause, rules, dialect)
+                if found is not None:
+                    filters.append(found)
+        elif isinstance(node, exp.Subquery):
+            subquery_count += 1
+        elif isinstance(node, exp.CTE):
+            cte_names.append(node.alias_or_name.lower())
+        elif type(node) in SET_OPERATION_TYPES:
+            set_operations.append(SET_OPERATION_TYPES[type(node)])
+        elif type(node) in ARITHMETIC_TYPES:
+            arithmetic.append(ARITHMETIC_TYPES[type(node)])
+        elif isinstance(node, exp.Func) and not isinstance(node, (exp.AggFunc, exp.Connector, exp.Binary)):
+            name = str(node.this).upper() if isinstance(node, exp.Anonymous) else node.key.upper()
+            functions.append(name)
+        if isinstance(node, (exp.In, exp.Exists)) and node.find(exp.Select) is not None and not isinstance(node, exp.Subquery):
+            if not any(isinstance(a, exp.Subquery) for a in node.iter_expressions()):
+                subquery_count += 1
+
+    group_by: list[str] = []
+    order_by: list[tuple[str, str]] = []
+    limit: int | None = None
+    if isinstance(outer, exp.Query):
+        query_for_modifiers = outer
+        group = outer_select.args.get("group") if outer_select is not None else None
+        if group is not None:
+            for key in group.expressions:
+                group_by.append(column_name(key, rules) if isinstance(key, exp.Column) else key.sql(dialect=dialect or None).lower())
+        order = query_for_modifiers.args.get("order")
+        if order is not None:
+            for ordered in order.expressions:
+                direction = "DESC" if ordered.args.get("desc") else "ASC"
+                key = ordered.this
+                order_by.append((column_name(key, rules) if isinstance(key, exp.Column) else key.sql(dialect=dialect or None).lower(), direction))
+        limit_node = query_for_modifiers.args.get("limit")
+        if limit_node is None and outer_select is not None:
+            limit_node = outer_select.args.get("limit")
+        if limit_node is not None:
+            limit_value = limit_node.expression if isinstance(limit_node, exp.Limit) else limit_node
+            text = _literal_text(limit_value) if limit_value is not None else None
+            if text is not None and text.lstrip("-").isdigit():
+                limit = int(text)
+        fetch = query_for_modifiers.args.get("fetch") if limit is None else None
+        if fetch is not None:
+            text = _literal_text(fetch.args.get("count")) if fetch.args.get("count") is not None else None
+            limit = int(text) if text and text.isdigit() else limit
+
+    integer_divisions = sum(1 for div in tree.find_all(exp.Div) if not _has_float_evidence(div))
+    null_comparisons = sum(
+        1 for node in tree.find_all(exp.EQ, exp.NEQ) if isinstance(node.expression, exp.Null) or isinstance(node.this, exp.Null)
+    )
+    statement_kinds = tuple(dict.fromkeys([tree.key.upper()]))
+    return SQLSpec(
+        dialect=dialect,
+        statement_kinds=statement_kinds,
+        projections=tuple(projections),
+        projection_columns=tuple(dict.fromkeys(projection_columns)),
+        aggregations=tuple(aggregations),
+        window_functions=tuple(windows),
+        filters=tuple(filters),
+        group_by=tuple(group_by),
+        order_by=tuple(order_by),
+        limit=limit,
+        distinct=distinct,
+        tables=tuple(dict.fromkeys(t for t in tables if t not in cte_names)),
+        joins=tuple(joins),
+        join_conditions=tuple(join_conditions),
+        subquery_count=subquery_count,
+        cte_names=tuple(cte_names),
+        set_operations=tuple(set_operations),
+        columns=tuple(dict.fromkeys(columns)),
+        functions=tuple(dict.fromkeys(functions)),
+        arithmetic=tuple(arithmetic),
+        literals=tuple(dict.fromkeys(literals)),
+        unused_tables=unused_join_tables(tree),
+        integer_divisions=integer_divisions,
+        null_comparisons=null_comparisons,
+        flags=flags,
+    )
+
+
+FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DECIMAL", "NUMERIC", "DOUBLE PRECISION", "FLOAT64", "BIGDECIMAL"})
+
+
+def _has_float_evidence(division: exp.Div) -> bool:
+    """A cast to a float type, a float literal or a float function on either side of ``/``."""
+    for node in division.walk():
+        if isinstance(node, (exp.Cast, exp.TryCast)) and node.to.this.name.upper() in FLOAT_TYPES | {"DOUBLE"}:
+            return True
+        if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.REAL_TYPES):
+            return True
+        if isinstance(node, exp.Literal) and not node.is_string and ("." in node.this or "e" in node.this.lower()):
+            return True
+        if isinstance(node, exp.Avg):
+            return True
+    return False
+
+
+def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
+    """Tables joined in a SELECT whose columns are used only in join conditions.
+
+    Uses sqlglot's scope traversal to resolve table aliases per SELECT. Only qualified columns
+    can be attributed; a scope with unqualified columns and several tables is skipped.
+
+    >>> import sqlglot
+    >>> unused_join_tables(sqlglot.parse_one("SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id"))
+    ('y',)
+    """
+    unused: list[str] = []
+    try:
+        scopes = traverse_scope(tree)
+    except SqlglotError:
+        return ()
+    for scope in scopes:
+        select = scope.expression
+        if not isinstance(select, exp.Select) or not select.args.get("joins"):
+            continue
+        try:
+            sources = dict(scope.selected_sources)
+        except SqlglotError:
+            continue
+        if len(sources) < 2:
+            continue
+        used_outside_join: set[str] = set()
+        unqualified = False
+        for column in scope.columns:
+            in_join_on = any(isinstance(a, exp.Join) for a in _ancestors_until(column, select))
+            if not column.table:
+                unqualified = True
+                continue
+            if not in_join_on:
+                used_outside_join.add(column.table)
+        if unqualified or any(isinstance(p, exp.Star) and not p.args.get("table") for p in select.expressions):
+            continue
+        for alias, (node, _source) in sources.items():
+            if alias not in used_outside_join and isinstance(node, exp.Table):
+                if any(isinstance(s, exp.Column) and s.table == alias for s in select.find_all(exp.Star)):
+                    continue
+                unused.append(node.name.lower())
+    return tuple(unused)
+
+
+def _ancestors_until(node: exp.Expression, stop: exp.Expression) -> list[exp.Expression]:
+    out = []
+    parent = node.parent
+    while parent is not None and parent is not stop:
+        out.append(parent)
+        parent = parent.parent
+    return out

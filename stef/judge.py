@@ -1,0 +1,289 @@
+"""Stage D: the semantic verdict (STEF paper §2.D).
+
+A :class:`Judge` turns the evidence of the earlier stages into one of four verdicts, a
+confidence γ ∈ [0, 1] and a short rationale. :class:`SymbolicJudge` is deterministic, needs no
+network and is the default; an LLM judge (litellm) implements the same protocol.
+
+How the symbolic verdict follows from the evidence
+--------------------------------------------------
+Each check in :data:`CHECKS` looks for one kind of semantic error and reports
+:class:`SuspectedError` items (NL2SQL-BUGs taxonomy names) with a severity weight. The weights
+of all suspected errors are summed into W:
+
+    W = 0            -> CORRECT
+    0 < W < 1.0      -> LIKELY_CORRECT
+    1.0 <= W < 2.0   -> POTENTIALLY_INCORRECT
+    W >= 2.0         -> INCORRECT
+
+γ grows with the amount of evidence the judge could check (hints in Q_e, requested filters)
+and with the distance of W from the nearest verdict boundary; it is lower when the question
+offered little to check against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from stef.models import AlignmentResult, JudgeResult, QuestionSpec, SQLSpec, SuspectedError, Verdict
+from stef.rules import AppRules
+
+INTEGER_DIVISION_DIALECTS = frozenset({"sqlite", "postgres", "tsql", "redshift", "trino", "presto", "snowflake", "oracle", ""})
+"""Dialects in which ``int / int`` truncates (or may, for the generic dialect)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeInput:
+    """Everything a judge sees for one record (no schema, no reference SQL).
+
+    Attributes:
+        question: Q_u.
+        enriched_question: Q_e or ``None``.
+        sql: the cleaned answer SQL text.
+        sql_spec: the normalised SQL spec (after stage E).
+        question_spec, enriched_spec: specs of Q_u and Q_e.
+        alignment: the filter alignment of stage C.
+        normalization_rules_applied: names of the stage-E rules that fired.
+        grouping_required: stage E found the GROUP BY structurally required.
+        rules: R_app.
+    """
+
+    question: str
+    enriched_question: str | None
+    sql: str
+    sql_spec: SQLSpec
+    question_spec: QuestionSpec
+    enriched_spec: QuestionSpec
+    alignment: AlignmentResult
+    normalization_rules_applied: tuple[str, ...]
+    grouping_required: bool
+    rules: AppRules
+
+
+class Judge(Protocol):
+    """A semantic judge: ``judge(JudgeInput) -> JudgeResult``; ``name`` is stored with results."""
+
+    name: str
+
+    def judge(self, judge_input: JudgeInput) -> JudgeResult:
+        """Return verdict, confidence γ ∈ [0, 1], rationale and suspected errors."""
+        ...
+
+
+Finding = tuple[SuspectedError, float]
+Check = Callable[[JudgeInput], list[Finding]]
+
+
+def _error(category: str, subcategory: str, evidence: str) -> SuspectedError:
+    return SuspectedError(category=category, subcategory=subcategory, evidence=evidence)
+
+
+def _merged(judge_input: JudgeInput) -> QuestionSpec:
+    """Q_u and Q_e requirements together (Q_e refines Q_u)."""
+    q, e = judge_input.question_spec, judge_input.enriched_spec
+    return QuestionSpec(
+        aggregations=tuple(dict.fromkeys((*q.aggregations, *e.aggregations))),
+        column_mentions=tuple(dict.fromkeys((*q.column_mentions, *e.column_mentions))),
+        formulas=tuple(dict.fromkeys((*q.formulas, *e.formulas))),
+        top_k=e.top_k if e.top_k is not None else q.top_k,
+        ordering=e.ordering or q.ordering,
+        superlative=q.superlative or e.superlative,
+        distinct=q.distinct or e.distinct,
+        grouping=q.grouping or e.grouping,
+        percentage=q.percentage or e.percentage,
+        count_asked=q.count_asked or e.count_asked,
+        comparison_ops=tuple(dict.fromkeys((*q.comparison_ops, *e.comparison_ops))),
+    )
+
+
+def check_filters(judge_input: JudgeInput) -> list[Finding]:
+    """Missing, wrong and extra filters from the alignment (Condition/Value/Attribute errors)."""
+    alignment = judge_input.alignment
+    findings: list[Finding] = []
+    for item in alignment.missing:
+        findings.append((_error("Condition-Related Errors", "Explicit Condition Missing", f"requested filter not applied: {item}"), 0.8))
+    for item in alignment.wrong:
+        if "another column" in item:
+            findings.append((_error("Attribute-Related Errors", "Attribute Mismatch", f"filter on the wrong column: {item}"), 1.2))
+        else:
+            findings.append((_error("Value-Related Errors", "Value Mismatch", f"filter value differs from the question: {item}"), 1.5))
+    benign = set(alignment.benign_extra)
+    for item in alignment.extra:
+        if item not in benign:
+            findings.append((_error("Condition-Related Errors", "Explicit Condition Redundancy", f"filter not asked for: {item}"), 0.9))
+    return findings
+
+
+def check_hint_columns(judge_input: JudgeInput) -> list[Finding]:
+    """Columns that Q_e's definitions name but S never uses (Attribute Mismatch/Missing)."""
+    enriched = judge_input.enriched_spec
+    used = set(judge_input.sql_spec.columns) | set(judge_input.sql_spec.tables)
+    findings: list[Finding] = []
+    for column in enriched.column_mentions:
+        if column in used or column.replace(" ", "_") in used or column.replace("_", " ") in used:
+            continue
+        findings.append((_error("Attribute-Related Errors", "Attribute Mismatch", f"Q_e names column `{column}`, S does not use it"), 0.7))
+    return findings
+
+
+def check_aggregations(judge_input: JudgeInput) -> list[Finding]:
+    """Aggregation asked vs used ("how many" vs SUM, MAX vs ORDER BY ... LIMIT 1 ...)."""
+    wanted = _merged(judge_input)
+    spec = judge_input.sql_spec
+    used = set(spec.aggregations)
+    findings: list[Finding] = []
+    hint_aggs = set(judge_input.enriched_spec.aggregations) - set(judge_input.question_spec.aggregations)
+    order_directions = {direction for _, direction in spec.order_by}
+    for aggregation in sorted(hint_aggs):
+        if aggregation in used:
+            continue
+        if aggregation == "MAX" and ("DESC" in order_directions and spec.limit is not None):
+            continue
+        if aggregation == "MIN" and ("ASC" in order_directions and spec.limit is not None):
+            continue
+        if aggregation == "AVG" and "/" in spec.arithmetic:
+            continue
+        if aggregation in {"COUNT", "SUM"} and used & {"COUNT", "SUM"}:
+            continue
+        findings.append((_error("Function-Related Errors", "Aggregate Functions", f"Q_e asks for {aggregation}, S does not use it"), 0.8))
+    if wanted.count_asked and not used & {"COUNT", "SUM"} and not spec.window_functions:
+        findings.append((_error("Function-Related Errors", "Aggregate Functions", "the question asks how many, S counts nothing"), 1.0))
+    return findings
+
+
+def check_formulas(judge_input: JudgeInput) -> list[Finding]:
+    """Arithmetic defined in Q_e (ratios, percentages) that S does not implement."""
+    wanted = _merged(judge_input)
+    spec = judge_input.sql_spec
+    findings: list[Finding] = []
+    if "/" in judge_input.enriched_spec.formulas and "/" not in spec.arithmetic:
+        findings.append((_error("Function-Related Errors", "Math Functions", "Q_e defines a division, S divides nothing"), 0.8))
+    if wanted.percentage and "/" in spec.arithmetic and not any(lit in {"100", "100.0"} for lit in spec.literals):
+        findings.append((_error("Function-Related Errors", "Math Functions", "a percentage is asked, S does not multiply by 100"), 0.6))
+    if "/" in spec.arithmetic and spec.integer_divisions and spec.dialect in INTEGER_DIVISION_DIALECTS:
+        findings.append((_error("Function-Related Errors", "Conversion Functions", "integer division: no cast to a real type before '/'"), 0.6))
+    return findings
+
+
+def check_ordering(judge_input: JudgeInput) -> list[Finding]:
+    """Sort direction vs "highest/lowest", top-k vs LIMIT, superlatives without ordering."""
+    wanted = _merged(judge_input)
+    spec = judge_input.sql_spec
+    findings: list[Finding] = []
+    directions = [direction for _, direction in spec.order_by]
+    if wanted.ordering and directions and spec.limit is not None and wanted.top_k is None:
+        if all(d != wanted.ordering for d in directions) and not (set(spec.aggregations) & {"MAX", "MIN"}):
+            findings.append((_error("Other Errors", "ASC/DESC", f"the question asks for {wanted.ordering} order, S sorts {directions[0]}"), 0.7))
+    if wanted.top_k is not None and spec.limit is not None and spec.limit != wanted.top_k:
+        findings.append((_error("Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S limits to {spec.limit}"), 1.0))
+    if wanted.top_k is not None and spec.limit is None and not spec.window_functions:
+        findings.append((_error("Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S has no LIMIT"), 0.8))
+    return findings
+
+
+def check_distinct(judge_input: JudgeInput) -> list[Finding]:
+    """DISTINCT asked ("different", "unique") but neither DISTINCT nor GROUP BY used."""
+    wanted = _merged(judge_input)
+    spec = judge_input.sql_spec
+    if wanted.distinct and not spec.distinct and not spec.group_by and "DISTINCT" not in " ".join(spec.projections).upper():
+        return [(_error("Other Errors", "DISTINCT", "the question asks for distinct values, S may return duplicates"), 0.6)]
+    return []
+
+
+def check_structure(judge_input: JudgeInput) -> list[Finding]:
+    """Joined tables that contribute nothing, ``= NULL`` comparisons, unrequested LIMIT/GROUP BY."""
+    spec = judge_input.sql_spec
+    wanted = _merged(judge_input)
+    findings: list[Finding] = []
+    for table in spec.unused_tables:
+        findings.append((_error("Table-Related Errors", "Table Redundancy", f"table {table} is joined but none of its columns is used"), 0.5))
+    if spec.null_comparisons:
+        findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", "comparison with = NULL is never true; use IS NULL"), 1.5))
+    if spec.limit is not None and wanted.top_k is None and not wanted.superlative and not wanted.ordering:
+        findings.append((_error("Clause-Related Errors", "Clause Redundancy", f"LIMIT {spec.limit} without a superlative or top-k in the question"), 0.6))
+    return findings
+
+
+def check_statements(judge_input: JudgeInput) -> list[Finding]:
+    """Non-SELECT statements logged with the answer (DROP, DELETE ...): never a clean answer."""
+    flagged = [f.split(": ", 1)[1] for f in judge_input.sql_spec.flags if f.startswith("non_select_statement")]
+    if flagged:
+        return [(_error("Other Errors", "Other", f"S also runs non-SELECT statement(s): {', '.join(flagged)}"), 3.0)]
+    return []
+
+
+CHECKS: tuple[Check, ...] = (
+    check_statements,
+    check_filters,
+    check_hint_columns,
+    check_aggregations,
+    check_formulas,
+    check_ordering,
+    check_distinct,
+    check_structure,
+)
+"""The symbolic checks, in the order their findings are reported."""
+
+VERDICT_THRESHOLDS: tuple[tuple[float, Verdict], ...] = (
+    (2.0, Verdict.INCORRECT),
+    (1.0, Verdict.POTENTIALLY_INCORRECT),
+    (1e-9, Verdict.LIKELY_CORRECT),
+)
+"""(minimum summed weight W, verdict), first match wins; W = 0 is CORRECT."""
+
+
+class SymbolicJudge:
+    """Deterministic rule-based judge (the default; no network, no model).
+
+    >>> SymbolicJudge().name
+    'symbolic'
+    """
+
+    name = "symbolic"
+
+    def __init__(self, checks: tuple[Check, ...] = CHECKS) -> None:
+        self.checks = checks
+
+    def judge(self, judge_input: JudgeInput) -> JudgeResult:
+        """Run every check, sum the weights, map to a verdict and a confidence γ.
+
+        Returns:
+            :class:`JudgeResult` with ``suspected_errors`` in check order.
+        """
+        findings: list[Finding] = []
+        for check in self.checks:
+            findings.extend(check(judge_input))
+        weight = sum(w for _, w in findings)
+        verdict = Verdict.CORRECT
+        for threshold, candidate in VERDICT_THRESHOLDS:
+            if weight >= threshold:
+                verdict = candidate
+                break
+        confidence = _confidence(judge_input, weight, verdict)
+        errors = tuple(error for error, _ in findings)
+        if errors:
+            rationale = f"{verdict.value} (W={weight:.2f}): " + "; ".join(e.evidence for e in errors[:6])
+        else:
+            checked = _evidence_count(judge_input)
+            rationale = f"CORRECT: no semantic mismatch found across {checked} checked requirement(s)"
+        return JudgeResult(verdict=verdict, confidence=confidence, rationale=rationale[:2000], judge=self.name, suspected_errors=errors)
+
+
+def _evidence_count(judge_input: JudgeInput) -> int:
+    alignment = judge_input.alignment
+    enriched = judge_input.enriched_spec
+    return len(alignment.matched) + len(enriched.column_mentions) + len(enriched.aggregations) + len(enriched.formulas)
+
+
+def _confidence(judge_input: JudgeInput, weight: float, verdict: Verdict) -> float:
+    """γ: more checked evidence and a W far from the verdict boundaries mean more confidence."""
+    evidence = _evidence_count(judge_input)
+    richness = min(evidence, 6) / 6.0
+    if verdict is Verdict.CORRECT:
+        return round(0.78 + 0.2 * richness, 3)
+    if verdict is Verdict.LIKELY_CORRECT:
+        return round(0.86 - 0.1 * weight, 3)
+    if verdict is Verdict.POTENTIALLY_INCORRECT:
+        return round(0.7 + 0.05 * richness, 3)
+    return round(min(0.95, 0.75 + 0.05 * (weight - 2.0)), 3)
