@@ -19,96 +19,9 @@ Classification:
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-
+from stef.matching import is_grounded, values_match
 from stef.models import AlignmentResult, FilterPredicate, FilterStatus, QuestionSpec, SQLSpec
 from stef.rules import AppRules
-
-_TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
-_ALNUM = re.compile(r"[a-z0-9]+")
-_WILDCARDS = str.maketrans({"%": " ", "_": " ", "*": " "})
-
-
-@lru_cache(maxsize=16384)
-def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(_TOKEN.findall(text.lower()))
-
-
-def _contains_sequence(haystack: tuple[str, ...], needle: tuple[str, ...]) -> bool:
-    if not needle:
-        return False
-    width = len(needle)
-    first = needle[0]
-    for index, token in enumerate(haystack):
-        if token == first and haystack[index : index + width] == needle:
-            return True
-    return False
-
-
-def is_grounded(value: str, text: str, like: bool = False) -> bool:
-    """Whether a SQL literal is stated in the natural-language text.
-
-    Token-level: the value's tokens appear contiguously in the text, or (for values of several
-    words) every alphanumeric token appears somewhere. LIKE wildcards are ignored. Numbers
-    compare numerically ("29.00" grounds 29).
-
-    >>> is_grounded("alameda", "schools in Alameda County")
-    True
-    >>> is_grounded("tr018", "molecule TR010")
-    False
-    >>> is_grounded("%smith%", "players named Smith", like=True)
-    True
-    """
-    probe = value.translate(_WILDCARDS) if like else value
-    needle = _tokens(probe.strip())
-    if not needle:
-        return True
-    haystack = _tokens(text)
-    if _contains_sequence(haystack, needle):
-        return True
-    words = [t for t in needle if _ALNUM.fullmatch(t)]
-    if len(words) >= 2 and all(w in haystack for w in words):
-        return True
-    try:
-        number = float(value)
-    except ValueError:
-        return False
-    for token in _ALNUM.findall(text.lower().replace(",", "")):
-        try:
-            if float(token) == number:
-                return True
-        except ValueError:
-            continue
-    return False
-
-
-def values_match(requested: str, applied: str) -> bool:
-    """Loose equality of two normalised values (LIKE wildcards and date prefixes tolerated).
-
-    >>> values_match("2012", "2012-05-01")
-    True
-    >>> values_match("m", "f")
-    False
-    """
-    if requested == applied:
-        return True
-    left = requested.strip("%").strip()
-    right = applied.strip("%").strip()
-    if not left or not right:
-        return False
-    if left == right:
-        return True
-    try:
-        if float(left) == float(right):
-            return True
-    except ValueError:
-        pass
-    if len(left) >= 3 and len(right) >= 3:
-        left_tokens, right_tokens = _tokens(left), _tokens(right)
-        return _contains_sequence(right_tokens, left_tokens) or _contains_sequence(left_tokens, right_tokens)
-    return False
-
 
 def _is_benign(predicate: FilterPredicate, rules: AppRules | None) -> bool:
     if rules is None:
@@ -195,8 +108,21 @@ def align_filters(
             matched.append(f"{hit.column} = {value}")
         elif any(values_match(value, literal) for literal in literal_pool):
             matched.append(f"{value} (used in an expression)")
+        elif value.replace(".", "").isdigit() and any(value in column for column in sql_spec.columns):
+            matched.append(f"{value} (part of a column name)")
         else:
             missing.append(value)
+
+    optional = [
+        *(value for _, _, value in (*question.optional_bindings, *enriched.optional_bindings)),
+        *question.optional_values,
+        *enriched.optional_values,
+    ]
+    for value in dict.fromkeys(optional):
+        for f, v in applied_values:
+            if id(f) not in used and values_match(value, v):
+                used.add(id(f))
+                matched.append(f"{f.column} = {value} (defined in Q_e)")
 
     entities = [e for e in dict.fromkeys((*question.entities, *enriched.entities)) if e not in requested_values]
     unmatched_entities: list[str] = []

@@ -82,7 +82,7 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
     try:
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
         question_spec = extract_question_spec(record.question, dialect, rules)
-        enriched_spec = extract_question_spec(record.enriched_question, dialect, rules)
+        enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)
         alignment = align_filters(sql_spec, question_spec, enriched_spec, record.question, record.enriched_question, rules)
         normalised = normalize(sql_spec, question_spec, enriched_spec, rules)
         judge_input = JudgeInput(

@@ -19,6 +19,7 @@ type may replace this module.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 
 import sqlglot
@@ -26,6 +27,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from stef.extract_sql import COMPARISON_TYPES, column_name, normalize_value
+from stef.matching import STOPWORDS, is_grounded, phrase_overlap
 from stef.models import QuestionSpec
 from stef.rules import AppRules
 
@@ -101,7 +103,7 @@ STOP_CAPITALISED = frozenset(
     "Based Between Consider Determine Out If It Its This That These Those Also I".split()
 )
 
-_QUOTED = re.compile(r"'([^']{1,200})'|\"([^\"]{1,200})\"|“([^”]{1,200})”")
+_QUOTED = re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?![\w])")
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 _TOP_K = re.compile(r"\b(?:top|first|best|highest|lowest|last|bottom|worst)\s+(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty)\b", re.IGNORECASE)
@@ -132,7 +134,7 @@ def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
     trimmed span is accepted only when it holds SQL structure (an operator, function or
     literal), so a stray prose word is never taken for a column.
     """
-    words = text.strip().rstrip(".;,").split()
+    words = [_quote_hyphenated(w, dialect) for w in text.strip().rstrip(".;,").split()]
     if not words or len(words) > MAX_HINT_WORDS:
         return None
     for start in range(min(MAX_LEADING_WORDS, len(words) - 1) + 1):
@@ -151,9 +153,34 @@ def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
             structured = any(not isinstance(p, exp.Column) for p in projections) or any(
                 p.this.args.get("quoted") for p in projections if isinstance(p, exp.Column)
             )
-            if whole or structured:
+            prose_columns = any(c.name.lower() in PROSE_WORDS and not c.this.args.get("quoted") for c in parsed.find_all(exp.Column))
+            if (whole or structured) and not prose_columns:
                 return parsed
     return None
+
+
+PROSE_WORDS = STOPWORDS | frozenset("what which who where when why how there here not no yes do does did has have had".split())
+"""English words that are never taken for a column name in a hint."""
+_HYPHENATED = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+$")
+
+
+@lru_cache(maxsize=1024)
+def _identifier_quote(dialect: str) -> str:
+    from sqlglot.dialects.dialect import Dialect
+
+    quotes = Dialect.get_or_raise(dialect or None).tokenizer_class.IDENTIFIERS
+    first = quotes[0]
+    return first if isinstance(first, str) else first[0]
+
+
+def _quote_hyphenated(word: str, dialect: str) -> str:
+    """``T-BIL`` / ``non-carcinogenic`` in hints are one name, not a subtraction."""
+    stripped = word.rstrip(",;:)")
+    if _HYPHENATED.match(stripped):
+        quote = _identifier_quote(dialect)
+        closing = {"[": "]"}.get(quote, quote)
+        return f"{quote}{stripped}{closing}{word[len(stripped):]}"
+    return word
 
 
 def _looks_like_sql(text: str) -> bool:
@@ -161,59 +188,106 @@ def _looks_like_sql(text: str) -> bool:
 
 
 def hint_clauses(text: str) -> list[str]:
-    """Split hint text into definition clauses (on ``;`` and sentence ends).
+    """Split hint text into definition clauses (on ``;``, sentence ends, and commas that start
+    a new definition).
 
     >>> hint_clauses("male refers to gender = 'M'; rate = `A` / `B`.")
     ["male refers to gender = 'M'", 'rate = `A` / `B`']
+    >>> hint_clauses("element = 'o' means Oxygen, element = 's' means Sulfur")
+    ["element = 'o' means Oxygen", "element = 's' means Sulfur"]
     """
-    parts = re.split(r";|(?<=[a-z0-9)'\"`])\.\s+(?=[A-Z])|\n", text)
-    return [p.strip().rstrip(".").strip() for p in parts if p.strip().rstrip(".").strip()]
+    clauses: list[str] = []
+    for part in re.split(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n", text):
+        pieces = part.split(", ")
+        current = pieces[0]
+        for piece in pieces[1:]:
+            if _is_definition(piece) and _is_definition(current):
+                clauses.append(current)
+                current = piece
+            else:
+                current = f"{current}, {piece}"
+        clauses.append(current)
+    return [c.strip().rstrip(".").strip() for c in clauses if c.strip().rstrip(".").strip()]
 
 
-def hint_expressions(text: str, dialect: str = "") -> list[exp.Expression]:
+def _is_definition(text: str) -> bool:
+    lowered = f" {text.lower()} "
+    return "=" in text or any(marker in lowered for marker in HINT_MARKERS[:-2])
+
+
+@dataclass(frozen=True, slots=True)
+class HintDefinition:
+    """One SQL-like definition in a hint: ``<phrase> refers to <expression>``.
+
+    Attributes:
+        phrase: the natural-language side ("male"), ``""`` for a bare expression.
+        expression: the parsed ``SELECT <expr>`` (sqlglot tree).
+    """
+
+    phrase: str
+    expression: exp.Expression
+
+
+def hint_definitions(text: str, dialect: str = "") -> list[HintDefinition]:
     """Parse the SQL-like definitions of a hint text with sqlglot.
 
     Returns:
-        One parsed ``SELECT <expr>, ...`` per definition whose right-hand side parses.
+        One :class:`HintDefinition` per clause whose SQL side parses.
 
-    >>> [e.sql("sqlite") for e in hint_expressions("male refers to gender = 'M'; rate = `A` / `B`", "sqlite")]
-    ["SELECT gender = 'M'", 'SELECT "A" / "B"']
+    >>> [(d.phrase, d.expression.sql("sqlite")) for d in hint_definitions("male refers to gender = 'M'; rate = `A` / `B`", "sqlite")]
+    [('male', "SELECT gender = 'M'"), ('rate', 'SELECT "A" / "B"')]
     """
-    parsed: list[exp.Expression] = []
+    parsed: list[HintDefinition] = []
     for clause in hint_clauses(text):
         padded = f" {clause} "
         lowered = padded.lower()
         right: str | None = None
+        phrase = ""
         for marker in HINT_MARKERS:
             position = lowered.find(marker)
             if position >= 0:
                 candidate = padded[position + len(marker) :]
+                before = padded[:position]
                 if marker in (" is ", " are ") and not _looks_like_sql(candidate):
                     continue
-                right = candidate
+                if not _looks_like_sql(candidate) and _looks_like_sql(before):
+                    right, phrase = before, candidate  # "element = 'cl' means Chlorine"
+                else:
+                    right, phrase = candidate, before
                 break
         if right is None and "=" in clause:
             left, _, rest = clause.partition("=")
             rest_expression = _parse_hint_expression(rest.strip(), dialect)
             if rest_expression is not None and any(not isinstance(p, (exp.Literal, exp.Neg)) for p in rest_expression.expressions):
-                right = rest  # "eligible free rate = `a` / `b`": a named formula
+                right, phrase = rest, left  # "eligible free rate = `a` / `b`": a named formula
             else:
                 right = clause
         if right is None or not _looks_like_sql(right):
             continue
         expression = _parse_hint_expression(right.strip(), dialect)
         if expression is not None:
-            parsed.append(expression)
+            parsed.append(HintDefinition(phrase.strip(), expression))
     return parsed
 
 
-def _hint_features(expressions: list[exp.Expression], rules: AppRules | None) -> tuple[list[str], list[tuple[str, str, str]], list[str], list[str], list[str]]:
+def _is_relevant(definition: HintDefinition, values: list[str], reference: str | None) -> bool:
+    """A definition applies to the question when its phrase or one of its values is in it."""
+    if reference is None:
+        return True
+    if definition.phrase and phrase_overlap(definition.phrase, reference) > 0.5:
+        return True
+    if any(is_grounded(v, reference) for v in values if len(v) > 2):
+        return True
+    return not definition.phrase and not values
+
+
+def _hint_features(expression: exp.Expression, rules: AppRules | None) -> tuple[list[str], list[tuple[str, str, str]], list[str], list[str], list[str]]:
     columns: list[str] = []
     bindings: list[tuple[str, str, str]] = []
     aggregations: list[str] = []
     formulas: list[str] = []
     values: list[str] = []
-    for expression in expressions:
+    if True:
         for node in expression.walk():
             if isinstance(node, exp.Column) and node.name:
                 name = column_name(node, rules)
@@ -244,7 +318,9 @@ def _hint_features(expressions: list[exp.Expression], rules: AppRules | None) ->
     return columns, bindings, aggregations, formulas, values
 
 
-def extract_question_spec(text: str | None, dialect: str = "", rules: AppRules | None = None, parse_hints: bool = True) -> QuestionSpec:
+def extract_question_spec(
+    text: str | None, dialect: str = "", rules: AppRules | None = None, parse_hints: bool = True, reference: str | None = None
+) -> QuestionSpec:
     """Extract requested features from one natural-language text (Q_u or Q_e).
 
     Args:
@@ -252,6 +328,9 @@ def extract_question_spec(text: str | None, dialect: str = "", rules: AppRules |
         dialect: dialect used to parse SQL-like hints (quoting rules).
         rules: R_app (column mappings, value normalisation).
         parse_hints: parse SQL-like definitions in the text (on for Q_e, cheap for Q_u too).
+        reference: Q_u when ``text`` is Q_e. Values and definitions of Q_e that Q_u does not
+            mention become *optional* (``optional_values``/``optional_bindings``): matched when
+            S applies them, never reported missing. ``None``: everything is requested.
 
     Returns:
         A frozen :class:`QuestionSpec`.
@@ -284,13 +363,17 @@ def extract_question_spec(text: str | None, dialect: str = "", rules: AppRules |
     comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if _has_phrase(lowered, phrase)))
 
     filter_values: list[str] = []
+    optional_values: list[str] = []
     for groups in _QUOTED.findall(text):
-        value = next((g for g in groups if g), "")
-        if value.strip():
+        value = next((g for g in groups if g), "").replace("''", "'")
+        if value.strip() and len(value.split()) <= 6 and not value.rstrip().endswith("?"):
             filter_values.append(normalize_value(value, rules))
-    years = tuple(dict.fromkeys(_YEAR.findall(text)))
-    for number in _NUMBER.findall(text):
+    for number in _NUMBER.findall(_QUOTED.sub(" ", text)):
         filter_values.append(normalize_value(number.replace(",", ""), rules))
+    if reference is not None:
+        optional_values = [v for v in filter_values if not is_grounded(v, reference)]
+        filter_values = [v for v in filter_values if v not in optional_values]
+    years = tuple(dict.fromkeys(y for y in _YEAR.findall(text) if reference is None or y in reference))
     entities: list[str] = []
     for match_cap in _CAPITALISED.finditer(text):
         tokens = match_cap.group(1).strip(" .,'").split()
@@ -301,28 +384,39 @@ def extract_question_spec(text: str | None, dialect: str = "", rules: AppRules |
 
     columns: list[str] = []
     bindings: list[tuple[str, str, str]] = []
+    optional_bindings: list[tuple[str, str, str]] = []
     formulas: list[str] = []
+    hint_values: list[str] = []
     if parse_hints and _looks_like_sql(text):
-        expressions = hint_expressions(text, dialect)
-        hint_columns, bindings, hint_aggs, formulas, hint_values = _hint_features(expressions, rules)
-        columns.extend(hint_columns)
-        aggregations.extend(hint_aggs)
-        filter_values.extend(hint_values)
-        if "MAX" in hint_aggs and ordering is None:
-            ordering = "DESC"
-        elif "MIN" in hint_aggs and ordering is None:
-            ordering = "ASC"
-    for quoted in re.findall(r"`([^`]{1,120})`", text):
-        columns.append(column_name(quoted, rules))
+        for definition in hint_definitions(text, dialect):
+            def_columns, def_bindings, def_aggs, def_formulas, def_values = _hint_features(definition.expression, rules)
+            hint_values.extend(def_values)
+            if not _is_relevant(definition, def_values, reference):
+                optional_bindings.extend(def_bindings)
+                continue
+            columns.extend(def_columns)
+            bindings.extend(def_bindings)
+            aggregations.extend(def_aggs)
+            formulas.extend(def_formulas)
+            if "MAX" in def_aggs and ordering is None:
+                ordering = "DESC"
+            elif "MIN" in def_aggs and ordering is None:
+                ordering = "ASC"
+    bound = {value for _, _, value in (*bindings, *optional_bindings)}
+    optional_values.extend(v for v in filter_values if v in bound)
+    filter_values = [v for v in filter_values if v not in bound]
+    optional_values.extend(v for v in hint_values if v not in bound)
 
     known = set(columns) | {a.lower() for a in aggregations}
-    entities = [e for e in entities if e and e not in known and e not in filter_values]
+    entities = [e for e in entities if e and e not in known and e not in filter_values and (reference is None or is_grounded(e, reference))]
     return QuestionSpec(
         aggregations=tuple(dict.fromkeys(aggregations)),
         entities=tuple(dict.fromkeys(entities)),
         filter_values=tuple(dict.fromkeys(v for v in filter_values if v)),
         column_mentions=tuple(dict.fromkeys(columns)),
         value_bindings=tuple(dict.fromkeys(bindings)),
+        optional_bindings=tuple(dict.fromkeys(b for b in optional_bindings if b not in bindings)),
+        optional_values=tuple(dict.fromkeys(v for v in optional_values if v)),
         formulas=tuple(dict.fromkeys(formulas)),
         top_k=top_k,
         ordering=ordering,  # type: ignore[arg-type]
@@ -331,7 +425,7 @@ def extract_question_spec(text: str | None, dialect: str = "", rules: AppRules |
         grouping=any(phrase in lowered for phrase in GROUPING_PHRASES),
         percentage=bool(word_set & PERCENT_WORDS) or "%" in text and "'%" not in text,
         ratio=bool(word_set & RATIO_WORDS),
-        count_asked="COUNT" in aggregations,
+        count_asked=_has_phrase(lowered, "how many"),
         list_asked=bool(word_set & LIST_WORDS),
         comparison_ops=comparison_ops,
         years=years,

@@ -148,7 +148,7 @@ def check_aggregations(judge_input: JudgeInput) -> list[Finding]:
             continue
         findings.append((_error("Function-Related Errors", "Aggregate Functions", f"Q_e asks for {aggregation}, S does not use it"), 0.8))
     if wanted.count_asked and not used & {"COUNT", "SUM"} and not spec.window_functions:
-        findings.append((_error("Function-Related Errors", "Aggregate Functions", "the question asks how many, S counts nothing"), 1.0))
+        findings.append((_error("Function-Related Errors", "Aggregate Functions", "the question asks how many, S counts nothing"), 0.8))
     return findings
 
 
@@ -197,7 +197,7 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
     wanted = _merged(judge_input)
     findings: list[Finding] = []
     for table in spec.unused_tables:
-        findings.append((_error("Table-Related Errors", "Table Redundancy", f"table {table} is joined but none of its columns is used"), 0.5))
+        findings.append((_error("Table-Related Errors", "Table Redundancy", f"table {table} is joined but none of its columns is used"), 0.3))
     if spec.null_comparisons:
         findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", "comparison with = NULL is never true; use IS NULL"), 1.5))
     if spec.limit is not None and wanted.top_k is None and not wanted.superlative and not wanted.ordering:
@@ -276,12 +276,18 @@ def _evidence_count(judge_input: JudgeInput) -> int:
     return len(alignment.matched) + len(enriched.column_mentions) + len(enriched.aggregations) + len(enriched.formulas)
 
 
+def structural_complexity(spec: SQLSpec) -> int:
+    """Constructs a schema-free judge checks least reliably (STEF paper §6, limitations):
+    tables beyond two, subqueries, set operations and window functions, one point each."""
+    return max(0, len(spec.tables) - 2) + spec.subquery_count + len(spec.set_operations) + len(spec.window_functions)
+
+
 def _confidence(judge_input: JudgeInput, weight: float, verdict: Verdict) -> float:
     """γ: more checked evidence and a W far from the verdict boundaries mean more confidence."""
     evidence = _evidence_count(judge_input)
     richness = min(evidence, 6) / 6.0
     if verdict is Verdict.CORRECT:
-        return round(0.78 + 0.2 * richness, 3)
+        return round(max(0.66, 0.78 + 0.2 * richness - 0.1 * structural_complexity(judge_input.sql_spec)), 3)
     if verdict is Verdict.LIKELY_CORRECT:
         return round(0.86 - 0.1 * weight, 3)
     if verdict is Verdict.POTENTIALLY_INCORRECT:

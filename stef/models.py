@@ -172,6 +172,10 @@ class QuestionSpec(_Frozen):
     """Column names mentioned explicitly (backticks, ``col = value`` in hints)."""
     value_bindings: tuple[tuple[str, str, str], ...] = ()
     """(column, operator, value) triples stated in the text, e.g. ``gender = 'M'``."""
+    optional_values: tuple[str, ...] = ()
+    """Values Q_e mentions but Q_u does not (enumerated codes ...): matched if applied, never missing."""
+    optional_bindings: tuple[tuple[str, str, str], ...] = ()
+    """Definitions of Q_e whose phrase Q_u does not mention (``element = 'cl' means Chlorine``)."""
     formulas: tuple[str, ...] = ()
     """Normalised formula texts ("rate = a / b") stated in the hint."""
     top_k: int | None = None
