@@ -186,4 +186,30 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     return ParsedSQL(answer, statements, dialect, all_flags)
 
 
-__all__ = ["ParsedSQL", "parse_sql", "parser_message", "resolve_dialect", "strip_markdown", "ParseError"]
+FALLBACK_DIALECTS = ("mysql", "tsql", "postgres", "bigquery", "snowflake")
+"""Dialects tried, in order, when SQL logged without a dialect fails in the generic one."""
+
+
+def parse_sql_with_fallback(sql_text: str, dialect: str = "") -> ParsedSQL:
+    """:func:`parse_sql`, and for the generic dialect only, a retry in common dialects.
+
+    A record with no dialect that uses ``SELECT TOP 10`` (T-SQL) would otherwise be a
+    ``parse_error``; the first dialect of :data:`FALLBACK_DIALECTS` that parses it is used and
+    the flag ``dialect_inferred: <name>`` says so. The original parser message is kept when no
+    dialect parses it.
+
+    >>> parsed = parse_sql_with_fallback("SELECT TOP 3 name FROM t")
+    >>> parsed.dialect, parsed.flags
+    ('tsql', ('dialect_inferred: tsql',))
+    """
+    parsed = parse_sql(sql_text, dialect)
+    if dialect or parsed.error != "parse_error":
+        return parsed
+    for candidate in FALLBACK_DIALECTS:
+        retry = parse_sql(sql_text, candidate)
+        if retry.error is None or retry.error == "non_select":
+            return ParsedSQL(retry.answer, retry.statements, candidate, (*retry.flags, f"dialect_inferred: {candidate}"), retry.error, retry.error_message)
+    return parsed
+
+
+__all__ = ["ParsedSQL", "parse_sql", "parse_sql_with_fallback", "parser_message", "resolve_dialect", "strip_markdown", "ParseError"]

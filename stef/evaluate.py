@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 
 from stef.align import align_filters
-from stef.clean import parse_sql, resolve_dialect
+from stef.clean import parse_sql_with_fallback, resolve_dialect
 from stef.errors import UnknownDialectError
 from stef.extract_nl import extract_question_spec
 from stef.extract_sql import extract_sql_spec
@@ -74,7 +74,8 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
     if not record.sql.strip():
         return _failure(record, EvaluationStatus.INVALID_INPUT, "SQL is empty", dialect, judge=judge_name, started=started)
 
-    parsed = parse_sql(record.sql, dialect)
+    parsed = parse_sql_with_fallback(record.sql, dialect)
+    dialect = parsed.dialect
     if parsed.error is not None or parsed.answer is None:
         status = EvaluationStatus(parsed.error or "parse_error")
         return _failure(record, status, parsed.error_message or "no answer statement", dialect, parsed.flags, judge_name, started)
