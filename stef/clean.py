@@ -22,6 +22,14 @@ from stef.errors import UnknownDialectError
 QUERY_TYPES: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Subquery)
 """Statement node types that count as a read-only query answer."""
 
+def _statement_types() -> tuple[type[exp.Expression], ...]:
+    names = ("Drop", "Delete", "Insert", "Update", "Create", "Alter", "Merge", "Command", "TruncateTable", "Grant", "Revoke", "Use", "Set", "Pragma", "Transaction", "Commit", "Rollback", "Copy", "Describe", "Analyze", "Cache", "Uncache", "LoadData", "Refresh")
+    return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
+
+
+NON_QUERY_STATEMENT_TYPES: tuple[type[exp.Expression], ...] = _statement_types()
+"""Statement node types that are real statements but not queries (DDL, DML, session commands)."""
+
 STATEMENT_START_WORDS = frozenset(
     {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "DROP", "CREATE", "ALTER", "TRUNCATE", "MERGE", "REPLACE", "GRANT", "REVOKE", "VALUES", "(SELECT", "EXPLAIN", "PRAGMA"}
 )
@@ -174,6 +182,9 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     for statement in statements:
         if isinstance(statement, QUERY_TYPES):
             answer = statement
+        elif not isinstance(statement, NON_QUERY_STATEMENT_TYPES):
+            shown = statement.sql(dialect=dialect or None)[:80]
+            return ParsedSQL(None, statements, dialect, flags, "parse_error", f"not a SQL statement (parsed as the bare expression {shown!r})")
         else:
             kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
             statement_flags.append(f"non_select_statement: {kind}")

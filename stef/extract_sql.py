@@ -188,6 +188,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
 
     projections: list[str] = []
     projection_columns: list[str] = []
+    plain_projections = 0
     distinct = False
     if outer_select is not None:
         distinct = outer_select.args.get("distinct") is not None
@@ -195,6 +196,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             inner = projection.this if isinstance(projection, exp.Alias) else projection
             projections.append(inner.sql(dialect=dialect or None)[:300].lower())
             projection_columns.extend(column_name(c, rules) for c in inner.find_all(exp.Column))
+            if inner.find(exp.AggFunc) is None and inner.find(exp.Column) is not None:
+                plain_projections += 1
         if any(isinstance(p, exp.Star) for p in outer_select.expressions):
             projection_columns.append("*")
 
@@ -299,6 +302,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         statement_kinds=statement_kinds,
         projections=tuple(projections),
         projection_columns=tuple(dict.fromkeys(projection_columns)),
+        plain_projections=plain_projections,
         aggregations=tuple(aggregations),
         window_functions=tuple(windows),
         filters=tuple(filters),

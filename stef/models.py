@@ -126,6 +126,8 @@ class SQLSpec(_Frozen):
     statement_kinds: tuple[str, ...]
     projections: tuple[str, ...]
     projection_columns: tuple[str, ...]
+    plain_projections: int
+    """Projections of the outer SELECT with no aggregate inside (need a GROUP BY next to one)."""
     aggregations: tuple[str, ...]
     """Upper-case aggregate function names used anywhere (``COUNT``, ``SUM`` ...)."""
     window_functions: tuple[str, ...]

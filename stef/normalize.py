@@ -53,8 +53,7 @@ def normalize(sql_spec: SQLSpec, question: QuestionSpec, enriched: QuestionSpec,
     top_k_asked = question.top_k is not None or enriched.top_k is not None
     ordering_asked = question.ordering is not None or enriched.ordering is not None or top_k_asked
 
-    has_plain_projection = any(c != "*" for c in sql_spec.projection_columns)
-    grouping_required = bool(sql_spec.group_by) and bool(sql_spec.aggregations) and has_plain_projection
+    grouping_required = bool(sql_spec.group_by) and bool(sql_spec.aggregations) and sql_spec.plain_projections > 0
     if rules.rule_enabled("required_group_by") and grouping_required and not (question.grouping or enriched.grouping):
         applied.append("required_group_by")
 

@@ -1,0 +1,380 @@
+"""Tests of the STEF method stages (no Prefect, no DuckDB)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import sqlglot
+
+from stef.align import align_filters
+from stef.clean import parse_sql_with_fallback, resolve_dialect
+from stef.errors import RulesError, UnknownDialectError
+from stef.evaluate import evaluate, evaluate_many
+from stef.extract_nl import extract_question_spec, hint_definitions
+from stef.extract_sql import extract_sql_spec
+from stef.models import AgentLogRecord, AlignmentResult, Band, EvaluationStatus, FilterStatus, QuestionSpec, Verdict
+from stef.normalize import normalize
+from stef.rules import RuleBook, default_rules, load_rules_file, parse_rules
+from stef.score import compute_score
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _cases(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# --- boundary: cleaning and parsing -------------------------------------------------------------
+
+REAL_WORLD = _cases(FIXTURES / "clean" / "real_world_sql.jsonl")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["title"].replace(" ", "_")) for c in REAL_WORLD])
+def test_real_world_sql_gets_a_typed_status(case: dict) -> None:
+    record = AgentLogRecord(run_id="r", question="Show the names of the users", sql=case["sql"], dialect=case["dialect"] or None)
+    evaluation = evaluate(record)
+    assert evaluation.status.value == case["status"]
+    parsed = parse_sql_with_fallback(case["sql"], resolve_dialect(case["dialect"] or None))
+    if case["flag"] is not None:
+        assert case["flag"] in evaluation.flags
+    if case["answer"] is None:
+        assert parsed.answer is None
+        assert evaluation.score is None and evaluation.status_reason
+    else:
+        assert parsed.answer is not None
+        assert parsed.answer.sql(dialect=parsed.dialect or None) == case["answer"]
+
+
+def test_non_select_statement_is_never_scored_clean() -> None:
+    record = AgentLogRecord(run_id="r", question="Show the names of the users", sql="SELECT name FROM users; DROP TABLE users")
+    evaluation = evaluate(record)
+    assert evaluation.status is EvaluationStatus.EVALUATED
+    assert evaluation.verdict is Verdict.INCORRECT
+    assert evaluation.score is not None and evaluation.score < 75
+    assert any(e.evidence.startswith("S also runs non-SELECT") for e in evaluation.suspected_errors)
+
+
+def test_parse_error_keeps_the_parser_message() -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="q?", sql="SELECT a FROM WHERE", dialect="postgres"))
+    assert evaluation.status is EvaluationStatus.PARSE_ERROR
+    assert evaluation.status_reason is not None and "line 1" in evaluation.status_reason
+    assert "\x1b" not in evaluation.status_reason
+
+
+@pytest.mark.parametrize(
+    ("question", "sql", "reason"),
+    [
+        pytest.param("", "SELECT 1", "question is empty", id="empty_question"),
+        pytest.param("   ", "SELECT 1", "question is empty", id="blank_question"),
+        pytest.param("How many?", "", "SQL is empty", id="empty_sql"),
+        pytest.param("How many?", "```sql\n```", "SQL is empty", id="empty_fence"),
+    ],
+)
+def test_empty_inputs_are_invalid_input(question: str, sql: str, reason: str) -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question=question, sql=sql))
+    assert evaluation.status is EvaluationStatus.INVALID_INPUT
+    assert evaluation.status_reason == reason
+
+
+def test_unknown_dialect_in_a_record_is_invalid_input_naming_it() -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="How many?", sql="SELECT 1", dialect="klingon"))
+    assert evaluation.status is EvaluationStatus.INVALID_INPUT
+    assert "'klingon'" in (evaluation.status_reason or "")
+
+
+def test_unknown_dialect_setting_raises() -> None:
+    with pytest.raises(UnknownDialectError, match="unknown SQL dialect 'klingon'"):
+        resolve_dialect("klingon")
+
+
+def test_record_without_dialect_uses_rule_default() -> None:
+    rules = parse_rules({"app_id": "x", "default_dialect": "tsql"}, "rules/x.json")
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Top 3 names", sql="SELECT TOP 3 name FROM t ORDER BY score DESC"), rules)
+    assert evaluation.status is EvaluationStatus.EVALUATED
+    assert evaluation.dialect == "tsql"
+    assert evaluation.sql_spec is not None and evaluation.sql_spec.limit == 3
+
+
+def test_one_bad_record_never_stops_a_batch() -> None:
+    records = [
+        AgentLogRecord(run_id="ok1", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+        AgentLogRecord(run_id="bad", question="How many users?", sql="SELEC oops"),
+        AgentLogRecord(run_id="huge", question="q", sql="SELECT " + " + ".join(["1"] * 20000)),
+        AgentLogRecord(run_id="ok2", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
+    evaluations = evaluate_many(records)
+    assert [e.run_id for e in evaluations] == ["ok1", "bad", "huge", "ok2"]
+    assert evaluations[0].status is EvaluationStatus.EVALUATED
+    assert evaluations[1].status is EvaluationStatus.PARSE_ERROR
+    assert evaluations[2].status in {EvaluationStatus.EVALUATED, EvaluationStatus.PARSE_ERROR}
+    assert evaluations[3].status is EvaluationStatus.EVALUATED
+
+
+# --- stage A: rules ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        pytest.param({"benign_filters": [{"operator": "="}]}, r"field `benign_filters\[0\]\.column` is missing", id="missing_column"),
+        pytest.param({"column_mappings": {"a": 3}}, r"field `column_mappings\.a` is invalid", id="mapping_not_string"),
+        pytest.param({"scoring": {"gamma_high": 2}}, r"field `scoring\.gamma_high` is invalid", id="gamma_out_of_range"),
+        pytest.param({"colum_mappings": {}}, r"field `\(root\)` is not allowed", id="misspelt_key"),
+    ],
+)
+def test_invalid_rule_file_names_file_and_field(tmp_path: Path, payload: dict, message: str) -> None:
+    path = tmp_path / "acme.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    with pytest.raises(RulesError, match=rf"acme\.json: {message}"):
+        load_rules_file(path)
+
+
+def test_rule_file_that_is_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(RulesError, match=r"broken\.json: not valid JSON \(line 1, column 2"):
+        load_rules_file(path)
+
+
+def test_rulebook_uses_app_file_then_default(tmp_path: Path) -> None:
+    (tmp_path / "sales.json").write_text(json.dumps({"app_id": "sales", "column_mappings": {"territory": "region"}}), encoding="utf-8")
+    book = RuleBook(rules_dirs=(tmp_path,))
+    assert book.for_app("sales").canonical_column("Territory") == "region"
+    assert book.for_app("sales").safety_limit_threshold == 1000  # merged from default.json
+    assert book.for_app("unknown_app").app_id == "default"
+    assert book.for_app(None).app_id == "default"
+
+
+def test_bundled_example_rules_are_valid() -> None:
+    rules_dir = Path(__import__("rules").__file__).parent
+    for path in sorted(rules_dir.glob("*.json")):
+        if path.name != "schema.json":
+            assert load_rules_file(path).scoring.gamma_high == 0.85
+
+
+# --- stage B: SQL features ----------------------------------------------------------------------
+
+
+def test_sql_spec_resolves_aliases_and_normalises() -> None:
+    rules = parse_rules({"column_mappings": {"territory": "region"}}, "rules/t.json")
+    tree = sqlglot.parse_one(
+        "WITH big AS (SELECT * FROM sales WHERE amount > 100) "
+        "SELECT T1.Territory, SUM(T2.amount) AS total, RANK() OVER (ORDER BY SUM(T2.amount) DESC) "
+        "FROM regions AS T1 LEFT JOIN big AS T2 ON T1.id = T2.region_id "
+        "WHERE T1.Country IN ('Italy', ' france ') AND NOT T1.closed "
+        "GROUP BY T1.Territory HAVING COUNT(*) >= 2 ORDER BY total DESC LIMIT 5",
+        read="postgres",
+    )
+    spec = extract_sql_spec(tree, "postgres", rules)
+    assert spec.tables == ("regions", "sales")
+    assert spec.cte_names == ("big",)
+    assert spec.joins == ("LEFT",)
+    assert spec.join_conditions == ("id = region_id",)
+    assert spec.group_by == ("region",)
+    assert spec.order_by == (("total", "DESC"),)
+    assert spec.limit == 5
+    assert spec.window_functions == ("RANK",)
+    assert set(spec.aggregations) == {"SUM", "COUNT"}
+    by_column = {f.column: f for f in spec.filters}
+    assert by_column["country"].operator == "IN" and by_column["country"].values == ("italy", "france")
+    assert by_column["closed"].operator == "NOT IS TRUE" and by_column["closed"].negated
+    assert by_column["amount"].operator == ">" and by_column["amount"].value == "100"
+    assert "region" in spec.projection_columns
+    assert tree.sql(dialect="postgres").startswith("WITH big AS")  # caller's tree not mutated
+
+
+def test_flipped_comparison_and_set_operations() -> None:
+    spec = extract_sql_spec(sqlglot.parse_one("SELECT a FROM t WHERE 10 < b UNION SELECT a FROM u WHERE c LIKE 'x%'"))
+    assert spec.set_operations == ("UNION",)
+    assert [(f.column, f.operator, f.value) for f in spec.filters] == [("b", ">", "10"), ("c", "LIKE", "x%")]
+
+
+def test_integer_division_and_null_comparison() -> None:
+    spec = extract_sql_spec(sqlglot.parse_one("SELECT SUM(a) / COUNT(b) FROM t WHERE c = NULL", read="sqlite"), "sqlite")
+    assert spec.integer_divisions == 1 and spec.null_comparisons == 1
+    spec = extract_sql_spec(sqlglot.parse_one("SELECT CAST(SUM(a) AS REAL) * 100 / COUNT(b) FROM t", read="sqlite"), "sqlite")
+    assert spec.integer_divisions == 0
+
+
+# --- stage B: natural language ------------------------------------------------------------------
+
+
+def test_hint_definitions_are_parsed_with_sqlglot() -> None:
+    definitions = hint_definitions(
+        "male refers to gender = 'M'; high cholesterol refers to `T-CHO` >= 250; ratio = DIVIDE(SUM(salary), COUNT(id)); "
+        "element = 'cl' means Chlorine, element = 'c' means Carbon",
+        "sqlite",
+    )
+    assert [d.phrase for d in definitions] == ["male", "high cholesterol", "ratio", "Chlorine", "Carbon"]
+    assert definitions[1].expression.sql("sqlite") == 'SELECT "T-CHO" >= 250'
+
+
+def test_enriched_spec_splits_requested_and_optional() -> None:
+    question = "How many carcinogenic molecules contain Chlorine?"
+    enriched = question + " label = '+' means carcinogenic; element = 'cl' means Chlorine; element = 'c' means Carbon"
+    spec = extract_question_spec(enriched, "sqlite", reference=question)
+    assert ("label", "=", "+") in spec.value_bindings
+    assert ("element", "=", "cl") in spec.value_bindings
+    assert ("element", "=", "c") in spec.optional_bindings
+    assert spec.count_asked
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "expected"),
+    [
+        pytest.param("Show the top 5 products by revenue", "top_k", 5, id="top_k_digit"),
+        pytest.param("Name the three oldest players", "top_k", None, id="no_top_k_without_top"),
+        pytest.param("List the different cities", "distinct", True, id="distinct"),
+        pytest.param("What is the lowest price?", "ordering", "ASC", id="ascending"),
+        pytest.param("Which users have at least 10 posts?", "comparison_ops", (">=",), id="at_least"),
+        pytest.param("What percentage of orders shipped?", "percentage", True, id="percentage"),
+        pytest.param("Average salary for each department", "grouping", True, id="grouping"),
+    ],
+)
+def test_question_lexicon(text: str, field: str, expected: object) -> None:
+    assert getattr(extract_question_spec(text), field) == expected
+
+
+# --- stage C: alignment -------------------------------------------------------------------------
+
+
+def _align(question: str, enriched: str | None, sql: str) -> AlignmentResult:
+    spec = extract_sql_spec(sqlglot.parse_one(sql, read="sqlite"), "sqlite")
+    return align_filters(
+        spec,
+        extract_question_spec(question, "sqlite"),
+        extract_question_spec(enriched, "sqlite", reference=question),
+        question,
+        enriched,
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "enriched", "sql", "status"),
+    [
+        pytest.param("How many users live in 'Rome'?", None, "SELECT COUNT(*) FROM users WHERE city = 'Rome'", FilterStatus.FULLY_APPLIED, id="fully"),
+        pytest.param(
+            "How many users live in 'Rome'?", None, "SELECT COUNT(*) FROM users WHERE city = 'Rome' AND kind = 'premium'",
+            FilterStatus.FULLY_APPLIED_WITH_EXTRAS, id="with_extras",
+        ),
+        pytest.param(
+            "How many male users live in 'Rome'?", "How many male users live in 'Rome'? male refers to gender = 'M'",
+            "SELECT COUNT(*) FROM users WHERE city = 'Rome' AND gender = 'F'", FilterStatus.PARTIALLY_APPLIED, id="partially_wrong_value",
+        ),
+        pytest.param("How many users live in 'Rome'?", None, "SELECT COUNT(*) FROM users", FilterStatus.NOT_APPLIED, id="not_applied"),
+        pytest.param("Which molecule is TR010?", None, "SELECT * FROM molecule WHERE id = 'TR018'", FilterStatus.NOT_APPLIED, id="wrong_entity"),
+    ],
+)
+def test_filter_alignment_classes(question: str, enriched: str | None, sql: str, status: FilterStatus) -> None:
+    assert _align(question, enriched, sql).status is status
+
+
+def test_alignment_evidence_lists() -> None:
+    result = _align(
+        "How many male users live in 'Rome'?",
+        "How many male users live in 'Rome'? male refers to gender = 'M'",
+        "SELECT COUNT(*) FROM users WHERE city = 'Rome' AND gender = 'F'",
+    )
+    assert result.missing == ()
+    assert result.wrong == ("gender = m: S filters gender = 'F' (another value)",)
+    assert "city = rome" in result.matched
+
+
+def test_benign_extra_filter_earns_the_leniency_bonus() -> None:
+    rules = parse_rules({"benign_filters": [{"column": "tenant_id"}]}, "rules/t.json")
+    record = AgentLogRecord(
+        run_id="r", question="How many users live in 'Rome'?", sql="SELECT COUNT(*) FROM users WHERE city = 'Rome' AND tenant_id = 42"
+    )
+    evaluation = evaluate(record, rules)
+    assert evaluation.filter_status is FilterStatus.FULLY_APPLIED_WITH_EXTRAS
+    assert evaluation.alignment is not None and evaluation.alignment.benign_extra == ("tenant_id = 42",)
+    assert evaluation.score_breakdown is not None and evaluation.score_breakdown.leniency_bonus == 1.0
+    assert evaluation.score_breakdown.base == 10.0
+
+
+# --- stage E: normalisation ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("question", "sql", "applied"),
+    [
+        pytest.param("Revenue of each country", "SELECT country, SUM(revenue) FROM s GROUP BY country", (), id="grouping_asked"),
+        pytest.param("Total revenue in Italy", "SELECT country, SUM(revenue) FROM s GROUP BY country", ("required_group_by",), id="required_group_by"),
+        pytest.param(
+            "Total revenue in Italy", "SELECT SUM(revenue) FROM s WHERE country = 'Italy' GROUP BY country", ("benign_group_by",), id="benign_group_by"
+        ),
+        pytest.param("List the products", "SELECT name FROM p ORDER BY name", ("order_by_tolerance",), id="order_by_tolerance"),
+        pytest.param("List the products", "SELECT name FROM p LIMIT 10000", ("limit_tolerance",), id="safety_limit"),
+        pytest.param("Top 5 products", "SELECT name FROM p ORDER BY sales DESC LIMIT 5", (), id="top_k_not_tolerated"),
+    ],
+)
+def test_production_normalisation_rules(question: str, sql: str, applied: tuple[str, ...]) -> None:
+    spec = extract_sql_spec(sqlglot.parse_one(sql))
+    result = normalize(spec, extract_question_spec(question), QuestionSpec(), default_rules())
+    assert result.applied == applied
+
+
+def test_normalisation_rules_can_be_switched_off() -> None:
+    rules = parse_rules({"normalization_rules": {"limit_tolerance": False, "order_by_tolerance": False}}, "rules/t.json")
+    spec = extract_sql_spec(sqlglot.parse_one("SELECT name FROM p ORDER BY name LIMIT 5000"))
+    result = normalize(spec, QuestionSpec(), QuestionSpec(), rules)
+    assert result.applied == () and result.sql_spec.limit == 5000
+
+
+# --- score Φ ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "verdict", "gamma", "expected"),
+    [
+        pytest.param(FilterStatus.FULLY_APPLIED, Verdict.CORRECT, 0.9, 100.0, id="best"),
+        pytest.param(FilterStatus.FULLY_APPLIED, Verdict.LIKELY_CORRECT, 0.85, 90.0, id="gamma_boundary_high"),
+        pytest.param(FilterStatus.FULLY_APPLIED_WITH_EXTRAS, Verdict.CORRECT, 0.7, 72.0, id="extras_mid_gamma"),
+        pytest.param(FilterStatus.PARTIALLY_APPLIED, Verdict.POTENTIALLY_INCORRECT, 0.65, 32.0, id="gamma_boundary_low"),
+        pytest.param(FilterStatus.NOT_APPLIED, Verdict.INCORRECT, 0.99, 0.0, id="worst"),
+        pytest.param(FilterStatus.FULLY_APPLIED, Verdict.CORRECT, 0.5, 50.0, id="low_gamma_halves"),
+    ],
+)
+def test_score_hand_computed(status: FilterStatus, verdict: Verdict, gamma: float, expected: float) -> None:
+    # Φ = B/10 × 100 × Γ with B = filter + verdict (+ bonus); maps of DESIGN.md §3.
+    breakdown = compute_score(AlignmentResult(status=status), verdict, gamma, default_rules().scoring)
+    assert breakdown.score == expected
+
+
+def test_score_caps_base_at_ten_with_overrides() -> None:
+    rules = parse_rules({"scoring": {"filter_scores": {"FULLY_APPLIED_WITH_EXTRAS": 5}}}, "rules/t.json")
+    alignment = AlignmentResult(status=FilterStatus.FULLY_APPLIED_WITH_EXTRAS, extra=("x = 1",), benign_extra=("x = 1",))
+    breakdown = compute_score(alignment, Verdict.CORRECT, 0.9, rules.scoring)
+    assert breakdown.base == 10.0 and breakdown.score == 100.0 and breakdown.band is Band.EXCELLENT
+
+
+# --- golden end-to-end ---------------------------------------------------------------------------
+
+GOLDEN_INPUT = FIXTURES / "evaluate" / "nl2sql_bugs_sample.jsonl"
+GOLDEN_EXPECTED = FIXTURES / "evaluate" / "expected.jsonl"
+GOLDEN_KEYS = ("run_id", "status", "score", "band", "filter_status", "verdict", "confidence")
+
+
+def _golden_rows() -> list[dict]:
+    from stef.benchmark import bugs_record_to_log
+
+    rows = _cases(GOLDEN_INPUT)
+    evaluations = evaluate_many([bugs_record_to_log(row) for row in rows])
+    out = []
+    for row, evaluation in zip(rows, evaluations, strict=True):
+        dumped = evaluation.model_dump(mode="json")
+        out.append({"title": row["title"], **{k: dumped[k] for k in GOLDEN_KEYS}, "suspected": sorted({e["subcategory"] for e in dumped["suspected_errors"]})})
+    return out
+
+
+def test_golden_evaluations_on_real_records() -> None:
+    expected = _cases(GOLDEN_EXPECTED)
+    assert _golden_rows() == expected
+
+
+if __name__ == "__main__":  # regenerate the golden file after a reviewed change of the method
+    if sys.argv[1:] == ["--regenerate"]:
+        GOLDEN_EXPECTED.write_text("".join(json.dumps(r) + "\n" for r in _golden_rows()), encoding="utf-8")
