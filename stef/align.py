@@ -93,6 +93,8 @@ def align_filters(
             wrong.append(f"{column} {operator} {value}: S filters {', '.join(_describe(f) for f in same_column)} (another value)")
         elif any(values_match(value, literal) for literal in literal_pool):
             matched.append(f"{column} {operator} {value} (used in an expression)")
+        elif column in sql_spec.projection_columns:
+            matched.append(f"{column} {operator} {value} (answered through the projection)")
         else:
             missing.append(f"{column} {operator} {value}")
 

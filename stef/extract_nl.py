@@ -19,6 +19,7 @@ type may replace this module.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -105,10 +106,31 @@ STOP_CAPITALISED = frozenset(
 
 _QUOTED = re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?![\w])")
+_DATE = re.compile(r"(?<![\w/])(\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{4})(?![\w/])")
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
 _TOP_K = re.compile(r"\b(?:top|first|best|highest|lowest|last|bottom|worst)\s+(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty)\b", re.IGNORECASE)
 _CAPITALISED = re.compile(r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)")
 _WORD = re.compile(r"[a-z0-9%]+")
+
+
+def compared_numbers(text: str) -> list[str]:
+    """Numbers stated right after a comparison phrase ("more than 50", "after 1990").
+
+    A number elsewhere (an id in a name, "80%" of something, "top 5") is not a requested
+    filter value by itself.
+
+    >>> compared_numbers("users with more than 1,000 posts in the league 1. Bundesliga after 1990")
+    ['1000', '1990']
+    """
+    lowered = text.lower()
+    found: list[str] = []
+    for phrase, _ in COMPARISON_PHRASES:
+        for match in re.finditer(rf"(?<![a-z]){re.escape(phrase)}(?![a-z])", lowered):
+            window = lowered[match.end() : match.end() + 40]
+            number = _NUMBER.search(window)
+            if number and window[: number.start()].count(" ") <= 4 and not window[number.end() :].startswith("%"):
+                found.append(number.group(0).replace(",", ""))
+    return list(dict.fromkeys(found))
 
 
 def _words(text: str) -> list[str]:
@@ -368,8 +390,10 @@ def extract_question_spec(
         value = next((g for g in groups if g), "").replace("''", "'")
         if value.strip() and len(value.split()) <= 6 and not value.rstrip().endswith("?"):
             filter_values.append(normalize_value(value, rules))
-    for number in _NUMBER.findall(_QUOTED.sub(" ", text)):
-        filter_values.append(normalize_value(number.replace(",", ""), rules))
+    prose = _QUOTED.sub(" ", text)
+    for date in _DATE.findall(prose):
+        filter_values.append(normalize_value(date, rules))
+    filter_values.extend(normalize_value(n, rules) for n in compared_numbers(_DATE.sub(" ", prose)))
     if reference is not None:
         optional_values = [v for v in filter_values if not is_grounded(v, reference)]
         filter_values = [v for v in filter_values if v not in optional_values]
@@ -387,13 +411,21 @@ def extract_question_spec(
     optional_bindings: list[tuple[str, str, str]] = []
     formulas: list[str] = []
     hint_values: list[str] = []
-    if parse_hints and _looks_like_sql(text):
-        for definition in hint_definitions(text, dialect):
+    definitions = hint_definitions(text, dialect) if parse_hints and _looks_like_sql(text) else []
+    if definitions:
+        relevant_columns = Counter(
+            column for d in definitions for column, _, _ in _hint_features(d.expression, rules)[1] if _is_relevant(d, _hint_features(d.expression, rules)[4], reference)
+        )
+        for definition in definitions:
             def_columns, def_bindings, def_aggs, def_formulas, def_values = _hint_features(definition.expression, rules)
             hint_values.extend(def_values)
             if not _is_relevant(definition, def_values, reference):
                 optional_bindings.extend(def_bindings)
                 continue
+            alternatives = [b for b in def_bindings if relevant_columns[b[0]] > 1 and b[1] == "="]
+            if alternatives:
+                optional_bindings.extend(alternatives)  # "inpatient (= '+') or outpatient (= '-')": a choice, not a filter
+                def_bindings = [b for b in def_bindings if b not in alternatives]
             columns.extend(def_columns)
             bindings.extend(def_bindings)
             aggregations.extend(def_aggs)
@@ -402,6 +434,8 @@ def extract_question_spec(
                 ordering = "DESC"
             elif "MIN" in def_aggs and ordering is None:
                 ordering = "ASC"
+    phrase_values = {normalize_value(d.phrase, rules).strip("'\" ") for d in definitions}
+    filter_values = [v for v in filter_values if not any(v and v in p for p in phrase_values)]
     bound = {value for _, _, value in (*bindings, *optional_bindings)}
     optional_values.extend(v for v in filter_values if v in bound)
     filter_values = [v for v in filter_values if v not in bound]

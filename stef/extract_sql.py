@@ -9,6 +9,8 @@ case- and whitespace-normalised.
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import traverse_scope
@@ -51,9 +53,32 @@ def normalize_value(value: str, rules: AppRules | None = None) -> str:
         text = " ".join(text.split())
     if options.get("lowercase", True):
         text = text.lower()
-    text = _canonical_number(text)
+    text = _canonical_date(_canonical_number(text))
     aliases = options.get("value_aliases") or {}
     return aliases.get(text, text)
+
+
+_YMD = re.compile(r"^(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})$")
+_MDY = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")
+
+
+def _canonical_date(text: str) -> str:
+    """``2012/8/25`` and ``8/25/2012`` (US order) -> ``2012-08-25``; anything else unchanged.
+
+    >>> _canonical_date("2012/8/25"), _canonical_date("1/10/2019"), _canonical_date("2019-01-10 00:00")
+    ('2012-08-25', '2019-01-10', '2019-01-10 00:00')
+    """
+    match = _YMD.match(text)
+    if match:
+        year, month, day = match.groups()
+    else:
+        match = _MDY.match(text)
+        if not match:
+            return text
+        month, day, year = match.groups()
+    if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31):
+        return text
+    return f"{year}-{int(month):02d}-{int(day):02d}"
 
 
 def _canonical_number(text: str) -> str:

@@ -102,16 +102,16 @@ def check_filters(judge_input: JudgeInput) -> list[Finding]:
     alignment = judge_input.alignment
     findings: list[Finding] = []
     for item in alignment.missing:
-        findings.append((_error("Condition-Related Errors", "Explicit Condition Missing", f"requested filter not applied: {item}"), 0.8))
+        findings.append((_error("Condition-Related Errors", "Explicit Condition Missing", f"requested filter not applied: {item}"), 1.2))
     for item in alignment.wrong:
         if "another column" in item:
             findings.append((_error("Attribute-Related Errors", "Attribute Mismatch", f"filter on the wrong column: {item}"), 1.2))
         else:
-            findings.append((_error("Value-Related Errors", "Value Mismatch", f"filter value differs from the question: {item}"), 1.5))
+            findings.append((_error("Value-Related Errors", "Value Mismatch", f"filter value differs from the question: {item}"), 2.0))
     benign = set(alignment.benign_extra)
     for item in alignment.extra:
         if item not in benign:
-            findings.append((_error("Condition-Related Errors", "Explicit Condition Redundancy", f"filter not asked for: {item}"), 0.9))
+            findings.append((_error("Condition-Related Errors", "Explicit Condition Redundancy", f"filter not asked for: {item}"), 1.5))
     return findings
 
 
@@ -176,7 +176,7 @@ def check_ordering(judge_input: JudgeInput) -> list[Finding]:
         if all(d != wanted.ordering for d in directions) and not (set(spec.aggregations) & {"MAX", "MIN"}):
             findings.append((_error("Other Errors", "ASC/DESC", f"the question asks for {wanted.ordering} order, S sorts {directions[0]}"), 0.7))
     if wanted.top_k is not None and spec.limit is not None and spec.limit != wanted.top_k:
-        findings.append((_error("Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S limits to {spec.limit}"), 1.0))
+        findings.append((_error("Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S limits to {spec.limit}"), 1.5))
     if wanted.top_k is not None and spec.limit is None and not spec.window_functions:
         findings.append((_error("Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S has no LIMIT"), 0.8))
     return findings
@@ -187,7 +187,7 @@ def check_distinct(judge_input: JudgeInput) -> list[Finding]:
     wanted = _merged(judge_input)
     spec = judge_input.sql_spec
     if wanted.distinct and not spec.distinct and not spec.group_by and "DISTINCT" not in " ".join(spec.projections).upper():
-        return [(_error("Other Errors", "DISTINCT", "the question asks for distinct values, S may return duplicates"), 0.6)]
+        return [(_error("Other Errors", "DISTINCT", "the question asks for distinct values, S may return duplicates"), 1.0)]
     return []
 
 
