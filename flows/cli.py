@@ -1,10 +1,513 @@
-"""The ``stef`` command line (stub, being written)."""
+"""The ``stef`` command line: ``evaluate``, ``nightly``, ``demo`` (DESIGN.md §8).
+
+The CLI is the outermost layer. Importing it loads only typer, rich and the pure ``stef``
+package: Prefect, DuckDB, litellm and Great Expectations are imported inside the commands that
+need them, so ``stef evaluate`` with the symbolic judge never loads any of them.
+
+Every error STEF raises on purpose (:class:`stef.errors.StefError`) is printed as one line on
+stderr and ends the command with exit code 2, without a traceback.
+"""
 
 from __future__ import annotations
 
-import typer
+import json
+import logging
+import shutil
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from enum import Enum
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
 
-app = typer.Typer(no_args_is_help=True, help="STEF: quality monitor for Text-to-SQL agents.")
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from stef.errors import InputError, StefError, UnknownDialectError
+from stef.models import Band, EvaluationStatus, FilterStatus, Verdict
+
+if TYPE_CHECKING:
+    from flows.nightly import NightlySummary
+    from stef.logs import LogLine
+    from stef.models import AgentLogRecord, Evaluation
+    from stef.rules import RuleBook
+
+EXIT_USAGE = 2
+"""Exit code of every error a person can fix (bad option, bad rule file, missing input)."""
+JUDGES = ("symbolic",)
+"""Judges selectable with ``--judge`` today."""
+BATCH_SIZE = 500
+"""Records evaluated per call of :func:`stef.evaluate.evaluate_many` by ``stef evaluate``."""
+DEMO_DIR = "stef-demo"
+DEMO_WAREHOUSE = "stef-demo.duckdb"
+NOT_EVALUATED_SHOWN = 5
+"""How many not-evaluated records ``stef evaluate`` lists with their reason."""
+
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="STEF: reference-free quality monitor for Text-to-SQL agents.",
+)
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+
+class CliError(StefError):
+    """A command-line problem outside the STEF method (e.g. an output file that cannot be written)."""
+
+
+@contextmanager
+def _user_errors() -> Iterator[None]:
+    """Turn :class:`StefError` into ``error: <message>`` on stderr and exit code 2."""
+    try:
+        yield
+    except StefError as exc:
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+class _NoStefTraceback(logging.Filter):
+    """Console-log filter: keep Prefect's "task run failed" line for a StefError, drop its traceback.
+
+    The CLI prints the error's message itself (:func:`_user_errors`); the traceback of an error
+    raised on purpose only hides it. Other exceptions keep their traceback.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and isinstance(record.exc_info[1], StefError):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_stef_tracebacks() -> None:
+    """Add :class:`_NoStefTraceback` to the root logger's console handlers (Prefect's console).
+
+    Prefect's API log handler sits on its run loggers and sees the record first, so the Prefect
+    UI keeps the full traceback.
+    """
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and not any(isinstance(f, _NoStefTraceback) for f in handler.filters):
+            handler.addFilter(_NoStefTraceback())
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate_dialect(name: str) -> str:
+    """Check a ``--dialect`` value with :func:`stef.clean.resolve_dialect`; return its normal form.
+
+    >>> validate_dialect("SQLite")
+    'sqlite'
+
+    Raises:
+        UnknownDialectError: sqlglot does not know the dialect (the message names it and lists
+            the known ones).
+    """
+    from stef.clean import resolve_dialect
+
+    try:
+        return resolve_dialect(name) or "generic"
+    except UnknownDialectError as exc:
+        raise UnknownDialectError(f"--dialect: {exc}") from None
+
+
+def validate_judge(name: str) -> None:
+    """Check that ``name`` is a judge this version can run.
+
+    Raises:
+        CliError: any judge other than ``symbolic``.
+    """
+    if name not in JUDGES:
+        raise CliError(f"--judge '{name}' is not available yet; use --judge symbolic (the deterministic default)")
+
+
+def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
+    """The JSONL files to evaluate: ``path`` itself, or the ``*.jsonl`` files in a directory.
+
+    Args:
+        path: a JSONL file or a directory of them.
+        exclude: a file to leave out (the output file when it sits in the input directory).
+
+    Raises:
+        InputError: ``path`` does not exist, or is a directory without ``*.jsonl`` files.
+    """
+    from stef.logs import log_files
+
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory (give a JSONL file or a directory of *.jsonl files)")
+    files = log_files(path)
+    if exclude is not None:
+        files = [f for f in files if f.resolve() != exclude.resolve()]
+    if not files:
+        raise InputError(f"{path}: directory holds no *.jsonl files")
+    return files
+
+
+# --------------------------------------------------------------------------- evaluate
+
+
+def _lines(files: Sequence[Path]) -> Iterator[LogLine]:
+    from stef.logs import read_log_file
+
+    for path in files:
+        try:
+            yield from read_log_file(path)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def _with_dialect(record: AgentLogRecord, dialect: str | None) -> AgentLogRecord:
+    if dialect is None or record.dialect:
+        return record
+    return record.model_copy(update={"dialect": dialect})
+
+
+def evaluate_lines(
+    lines: Iterable[LogLine],
+    rulebook: RuleBook,
+    dialect: str | None = None,
+    judge: object | None = None,
+    batch_size: int = BATCH_SIZE,
+) -> Iterator[Evaluation]:
+    """Evaluate log lines in batches, yielding exactly one evaluation per line, in order.
+
+    A rejected line (not JSON, invalid record) yields ``rejected_evaluation(run_id, reason)`` at
+    its position; a record without a dialect is evaluated in ``dialect`` when one is given.
+
+    Args:
+        lines: the lines of one or more log files (:func:`stef.logs.read_log_file`).
+        rulebook: resolves each record's ``app_id`` to its rules.
+        dialect: default dialect for records that name none (``None``: the rules decide).
+        judge: the judge (``None``: the default symbolic judge).
+        batch_size: records per :func:`stef.evaluate.evaluate_many` call.
+    """
+    from stef.evaluate import evaluate_many, rejected_evaluation
+
+    iterator = iter(lines)
+    while batch := list(islice(iterator, batch_size)):
+        records = [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
+        evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge))
+        for line in batch:
+            if line.record is None:
+                yield rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}")
+            else:
+                yield next(evaluated)
+
+
+def p90(values: Sequence[float]) -> float | None:
+    """90th percentile with linear interpolation (numpy's default); ``None`` for no values.
+
+    >>> p90([10.0, 20.0, 30.0, 40.0, 50.0])
+    46.0
+    """
+    if not values:
+        return None
+    if len(values) == 1:
+        return float(values[0])
+    return statistics.quantiles(values, n=10, method="inclusive")[-1]
+
+
+_ORDERS: dict[str, type[Enum]] = {"status": EvaluationStatus, "band": Band, "filter_status": FilterStatus, "verdict": Verdict}
+"""The Evaluation fields counted in the ``stef evaluate`` summary, with their values in display order."""
+
+
+@dataclass(slots=True)
+class EvaluationStats:
+    """Running totals of a ``stef evaluate`` run (the printed summary)."""
+
+    records: int = 0
+    scores: list[float] = field(default_factory=list)
+    counts: dict[str, Counter[str]] = field(default_factory=lambda: {key: Counter() for key in _ORDERS})
+    not_evaluated: list[tuple[str, str, str]] = field(default_factory=list)
+    """The first few (run_id, status, reason) of records that got no score."""
+
+    def add(self, evaluation: Evaluation) -> None:
+        """Count one evaluation."""
+        self.records += 1
+        if evaluation.score is not None:
+            self.scores.append(evaluation.score)
+        for key in self.counts:
+            value = getattr(evaluation, key)
+            if value is not None:
+                self.counts[key][value.value] += 1
+        if evaluation.status is not EvaluationStatus.EVALUATED and len(self.not_evaluated) < NOT_EVALUATED_SHOWN:
+            self.not_evaluated.append((evaluation.run_id or "(no run_id)", evaluation.status.value, evaluation.status_reason or ""))
+
+    @property
+    def evaluated(self) -> int:
+        """Records with status ``evaluated``."""
+        return self.counts["status"][EvaluationStatus.EVALUATED.value]
+
+    @property
+    def coverage(self) -> float | None:
+        """evaluated / records (``None`` when there were no records)."""
+        return self.evaluated / self.records if self.records else None
+
+    @property
+    def mean_score(self) -> float | None:
+        """Mean Φ of the evaluated records."""
+        return statistics.fmean(self.scores) if self.scores else None
+
+
+def _fmt(value: float | None, spec: str = ".1f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
+
+
+def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[Table]:
+    overview = Table(title="stef evaluate", show_header=False, title_justify="left")
+    overview.add_column("", style="bold")
+    overview.add_column("", justify="right")
+    for name, value in (
+        ("input", str(source)),
+        ("records", str(stats.records)),
+        ("evaluated", str(stats.evaluated)),
+        ("coverage", _pct(stats.coverage)),
+        ("mean Φ", _fmt(stats.mean_score)),
+        ("P90 Φ", _fmt(p90(stats.scores))),
+        ("output", str(out)),
+    ):
+        overview.add_row(name, value)
+    breakdown = Table(title="Counts", title_justify="left")
+    breakdown.add_column("by")
+    breakdown.add_column("value")
+    breakdown.add_column("records", justify="right")
+    for key, enum in _ORDERS.items():
+        for index, member in enumerate(enum):
+            breakdown.add_row(key if index == 0 else "", str(member.value), str(stats.counts[key][member.value]), end_section=index == len(enum) - 1)
+    tables = [overview, breakdown]
+    if stats.not_evaluated:
+        failures = Table(title=f"Not evaluated (first {NOT_EVALUATED_SHOWN})", title_justify="left")
+        failures.add_column("run_id")
+        failures.add_column("status")
+        failures.add_column("reason", overflow="fold")
+        for row in stats.not_evaluated:
+            failures.add_row(*row)
+        tables.append(failures)
+    return tables
+
+
+@app.command()
+def evaluate(
+    input_path: Annotated[Path, typer.Argument(metavar="INPUT", help="A JSONL log file, or a directory of *.jsonl files.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write one JSON object per input line (JSONL).")],
+    rules: Annotated[Path | None, typer.Option("--rules", help="R_app rule file applied to every record (default: rules/<app_id>.json, else rules/default.json).")] = None,
+    judge: Annotated[str, typer.Option("--judge", help="Judge that gives the semantic verdict: only 'symbolic' for now.")] = "symbolic",
+    dialect: Annotated[str | None, typer.Option("--dialect", help="sqlglot dialect for records that name none (a record's own dialect wins).")] = None,
+) -> None:
+    """Score every record of INPUT without a warehouse; write one result line per input line.
+
+    Lines that are not valid records get an ``invalid_input`` row at their position, so the
+    output has exactly as many lines as the input (blank lines aside), in the same order.
+    """
+    from stef.rules import RuleBook
+
+    with _user_errors():
+        validate_judge(judge)
+        if dialect is not None:
+            dialect = validate_dialect(dialect)
+        rulebook = RuleBook(rules_file=rules)
+        files = input_files(input_path, exclude=out)
+        stats = EvaluationStats()
+        partial = out.with_name(out.name + ".partial")
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            handle = partial.open("w", encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"{out}: cannot write output ({exc.strerror or exc})") from exc
+        from rich.progress import Progress, SpinnerColumn, TextColumn
+
+        progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err_console, transient=True,
+                            disable=not err_console.is_terminal)
+        try:
+            with handle, progress:
+                task = progress.add_task("evaluating", total=None)
+                for evaluation in evaluate_lines(_lines(files), rulebook, dialect=dialect):
+                    handle.write(json.dumps(evaluation.summary_row(), ensure_ascii=False) + "\n")
+                    stats.add(evaluation)
+                    progress.update(task, description=f"evaluated {stats.records} records")
+            partial.replace(out)
+        finally:
+            partial.unlink(missing_ok=True)
+    for table in _evaluation_tables(stats, input_path, out):
+        console.print(table)
+
+
+# --------------------------------------------------------------------------- nightly + demo
+
+_METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("records", "records"),
+    ("coverage", "coverage"),
+    ("mean_score", "mean Φ"),
+    ("p90_score", "P90 Φ"),
+    ("n_excellent", "exc."),
+    ("n_good", "good"),
+    ("n_marginal", "marg."),
+    ("n_poor", "poor"),
+)
+"""(metric-row key, column header) of the per agent × version tables."""
+BANDS_CAPTION = "bands: exc. = Φ ≥ 90, good = 75–90, marg. = 50–75 (human review), poor < 50"
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "–"
+    if key == "coverage":
+        return _pct(float(value))
+    if key in ("mean_score", "p90_score"):
+        return _fmt(float(value))
+    return str(value)
+
+
+def metrics_table(rows: Sequence[Mapping[str, Any]], title: str, day_key: str | None = None) -> Table:
+    """A rich table of per agent × version metric rows (the ``daily_agent_metrics`` columns).
+
+    Args:
+        rows: mappings with ``agent_id``, ``agent_version``, ``records``, ``coverage``,
+            ``mean_score``, ``p90_score``, ``n_excellent``, ``n_good``, ``n_marginal``, ``n_poor``.
+        title: table title; when every row has the same agent, the agent is named in the title
+            instead of a column (the table then fits 80 columns).
+        day_key: key of the day in each row, to add a first ``day`` column (``None``: no column).
+    """
+    agents = sorted({str(row["agent_id"]) for row in rows})
+    one_agent = len(agents) == 1
+    table = Table(title=f"{title} — agent {agents[0]}" if one_agent else title, title_justify="left",
+                  caption=BANDS_CAPTION, caption_justify="left", box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
+    keys: list[str] = [] if day_key is None else [day_key]
+    keys += ["agent_version"] if one_agent else ["agent_id", "agent_version"]
+    def label(key: str, row: Mapping[str, Any]) -> str:
+        return str(row[key])[:10] if key == day_key else str(row[key])  # a day may come as a datetime
+
+    for key in keys:
+        header = {"agent_id": "agent", "agent_version": "version"}.get(key, "day")
+        table.add_column(header, no_wrap=True, min_width=max((len(label(key, row)) for row in rows), default=0))
+    for _, header in _METRIC_COLUMNS:
+        table.add_column(header, justify="right")
+    for row in rows:
+        table.add_row(*[label(key, row) for key in keys], *[_cell(key, row.get(key)) for key, _ in _METRIC_COLUMNS])
+    return table
+
+
+def _summary_line(summary: NightlySummary) -> str:
+    unscored = summary.records - summary.evaluated - summary.quarantined
+    return (f"{summary.log_date}: {summary.records} lines, {summary.evaluated} scored, "
+            f"{unscored} unscored (typed status), {summary.quarantined} quarantined, "
+            f"coverage {_pct(summary.coverage)}")
+
+
+@app.command()
+def nightly(
+    log_date: Annotated[datetime | None, typer.Option("--date", formats=["%Y-%m-%d"], help="Day to process, YYYY-MM-DD (default: yesterday, UTC).")] = None,
+    logs_root: Annotated[str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")] = "./logs",
+    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
+    rules_dir: Annotated[str | None, typer.Option("--rules-dir", help="Folder of <app_id>.json rule files (searched before the bundled rules).")] = None,
+    max_bad_share: Annotated[float, typer.Option("--max-bad-share", min=0.0, max=1.0, help="Fail when more than this share of lines is quarantined.")] = 0.05,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = BATCH_SIZE,
+) -> None:
+    """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
+    with _user_errors():
+        from flows.nightly import nightly as nightly_flow
+
+        _quiet_stef_tracebacks()
+        summary = nightly_flow(
+            log_date=log_date.date() if log_date is not None else None,
+            logs_root=logs_root,
+            warehouse=warehouse,
+            rules_dir=rules_dir,
+            max_bad_share=max_bad_share,
+            batch_size=batch_size,
+        )
+    console.print(_summary_line(summary), soft_wrap=True)
+    console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
+
+
+def demo_days() -> list[str]:
+    """The days (``YYYY-MM-DD``) of the sample logs bundled in ``flows/demo_data``."""
+    from importlib import resources
+
+    root = resources.files("flows.demo_data")
+    days = []
+    for entry in root.iterdir():
+        try:
+            date.fromisoformat(entry.name)
+        except ValueError:
+            continue
+        if entry.is_dir():
+            days.append(entry.name)
+    return sorted(days)
+
+
+def copy_demo_logs(logs_root: Path) -> list[str]:
+    """Copy the bundled sample logs to ``<logs_root>/<YYYY-MM-DD>/*.jsonl``; return the days.
+
+    Also copies ``labels.jsonl`` (NL2SQL-BUGs labels, to check scores against) beside
+    ``logs_root``. Existing files of the same name are overwritten; nothing else is touched.
+
+    Raises:
+        CliError: the package holds no sample logs (a broken installation).
+    """
+    from importlib import resources
+
+    root = resources.files("flows.demo_data")
+    days = demo_days()
+    if not days:
+        raise CliError("the installed package holds no sample logs in flows/demo_data/: reinstall stef")
+    for day in days:
+        target = logs_root / day
+        target.mkdir(parents=True, exist_ok=True)
+        for entry in root.joinpath(day).iterdir():
+            if entry.name.endswith(".jsonl"):
+                with entry.open("rb") as src, (target / entry.name).open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+    labels = root.joinpath("labels.jsonl")
+    if labels.is_file():
+        (logs_root.parent / "labels.jsonl").write_bytes(labels.read_bytes())
+    return days
+
+
+@app.command()
+def demo(
+    workdir: Annotated[Path, typer.Option("--workdir", help="Where to create stef-demo/ and stef-demo.duckdb.")] = Path("."),
+) -> None:
+    """Run the nightly flow on the bundled sample logs (3 days, 2 agent versions).
+
+    Needs nothing but the installed package: the sample logs (real questions and SQL from
+    NL2SQL-BUGs / BIRD) are copied to WORKDIR/stef-demo/logs/, scored day by day into
+    WORKDIR/stef-demo.duckdb, and the daily metrics are read back and printed.
+    """
+    with _user_errors():
+        logs_root = workdir / DEMO_DIR / "logs"
+        warehouse_path = workdir / DEMO_WAREHOUSE
+        days = copy_demo_logs(logs_root)
+        console.print(f"Sample logs: {logs_root}/<day>/*.jsonl ({len(days)} days: {days[0]} … {days[-1]})", soft_wrap=True)
+        from flows.nightly import nightly_days
+        from warehouse import connect, read_daily_metrics
+
+        _quiet_stef_tracebacks()
+        summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
+        with connect(str(warehouse_path)) as conn:
+            frame = read_daily_metrics(conn, start=summaries[0].log_date, end=summaries[-1].log_date,
+                                       evaluator_version=summaries[-1].evaluator_version)
+    for summary in summaries:
+        console.print(_summary_line(summary), soft_wrap=True)
+    console.print(metrics_table(list(frame.iter_rows(named=True)), title=f"Daily metrics read back from {warehouse_path}", day_key="log_date"))
+    console.print(
+        f"Labels to check the scores against: {logs_root.parent / 'labels.jsonl'}\n"
+        f"Score one day without a warehouse: stef evaluate {logs_root / days[-1]} --out scores.jsonl",
+        soft_wrap=True,
+    )
 
 
 @app.command()
@@ -13,3 +516,7 @@ def version() -> None:
     from stef.models import EVALUATOR_VERSION
 
     typer.echo(EVALUATOR_VERSION)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,1 +1,30 @@
-"""Package."""
+"""Prefect tasks: thin wrappers over :mod:`stef` and :mod:`warehouse` (DESIGN.md §5).
+
+Tasks take paths and settings, never open connections; they open DuckDB inside. Only the I/O
+tasks (reading logs, writing the warehouse) retry, and only on I/O errors. No task caches: the
+inputs are large and the writing tasks must run every time.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Defaults that must be in place before Prefect is imported (the submodules below import it).
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+from tasks.artifacts import publish_summary_artifact, summary_table  # noqa: E402
+from tasks.evaluate import evaluate_batch  # noqa: E402
+from tasks.logs import LogQualityError, load_logs, validate_logs  # noqa: E402
+from tasks.store import compute_metrics, quarantine_evaluations, store_results  # noqa: E402
+
+__all__ = [
+    "LogQualityError",
+    "compute_metrics",
+    "evaluate_batch",
+    "load_logs",
+    "publish_summary_artifact",
+    "quarantine_evaluations",
+    "store_results",
+    "summary_table",
+    "validate_logs",
+]

@@ -1,0 +1,166 @@
+"""The nightly flow: load -> validate -> evaluate in batches -> store -> daily metrics -> artifact.
+
+Runs with no Prefect server: Prefect starts a temporary local API in the first flow call of a
+process and reuses it for the next calls (ephemeral mode). The drift check of DESIGN.md §5 is
+not part of this flow yet.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Must be set before Prefect is imported (tasks/__init__.py does the same for the task modules).
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+from collections.abc import Iterable  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
+from datetime import UTC, date, datetime, timedelta  # noqa: E402
+from typing import Any, Literal  # noqa: E402
+
+from prefect import Flow, flow  # noqa: E402
+from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner  # noqa: E402
+from prefect.utilities.annotations import quote  # noqa: E402
+
+from stef.errors import InputError  # noqa: E402
+from stef.models import EVALUATOR_VERSION  # noqa: E402
+from tasks import compute_metrics, evaluate_batch, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
+from tasks.evaluate import DEFAULT_BATCH_SIZE, batches  # noqa: E402
+from warehouse import resolve_path  # noqa: E402
+
+DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
+"""Workers of the default thread-pool task runner."""
+
+
+@dataclass(frozen=True, slots=True)
+class NightlySummary:
+    """What one nightly run did.
+
+    Attributes:
+        log_date: the day processed.
+        records: non-blank log lines of the day (valid + quarantined).
+        evaluated: evaluations with status ``evaluated`` (they carry a score Φ).
+        quarantined: lines stored in ``quarantine`` (with their reason).
+        coverage: ``evaluated / records`` (0.0 for a day without lines).
+        metrics: one dict per agent x version with the ``daily_agent_metrics`` columns
+            (``agent_id``, ``agent_version``, ``records``, ``coverage``, ``mean_score``,
+            ``p50_score``, ``p90_score``, ``n_excellent`` ... ``n_quarantined``).
+        evaluator_version: the evaluator version of the stored evaluations.
+        warehouse: the DuckDB file written.
+    """
+
+    log_date: date
+    records: int
+    evaluated: int
+    quarantined: int
+    coverage: float
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    evaluator_version: str = EVALUATOR_VERSION
+    warehouse: str = ""
+
+
+def make_task_runner(kind: Literal["thread", "process"] = "thread", max_workers: int | None = None) -> TaskRunner[Any]:
+    """A task runner for the evaluation batches.
+
+    Args:
+        kind: ``"thread"`` (default; light, shares memory) or ``"process"`` (uses every core for
+            the CPU-bound scoring; with no Prefect server configured each worker process starts
+            its own temporary API, so use it with a server).
+        max_workers: pool size (default :data:`DEFAULT_WORKERS` threads / one process per core).
+
+    Raises:
+        ValueError: an unknown ``kind``.
+    """
+    if kind == "thread":
+        return ThreadPoolTaskRunner(max_workers=max_workers or DEFAULT_WORKERS)
+    if kind == "process":
+        return ProcessPoolTaskRunner(max_workers=max_workers)
+    raise ValueError(f"task runner must be 'thread' or 'process', got {kind!r}")
+
+
+def resolve_log_date(value: date | str | None) -> date:
+    """The day to process: ``value`` as a date, or yesterday (UTC) when ``None``.
+
+    Raises:
+        InputError: ``value`` is a string that is not ``YYYY-MM-DD``.
+
+    >>> resolve_log_date("2026-11-20")
+    datetime.date(2026, 11, 20)
+    """
+    if value is None:
+        return datetime.now(UTC).date() - timedelta(days=1)
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    try:
+        return date.fromisoformat(value.strip())
+    except ValueError as exc:
+        raise InputError(f"log date {value!r} is not a date in YYYY-MM-DD form") from exc
+
+
+@flow(name="stef-nightly", task_runner=make_task_runner("thread"))
+def nightly(
+    log_date: date | str | None = None,
+    logs_root: str = "./logs",
+    warehouse: str | None = None,
+    rules_dir: str | None = None,
+    max_bad_share: float = 0.05,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> NightlySummary:
+    """Score one day of agent logs into the warehouse.
+
+    Rerunning a day replaces its rows (idempotent). To evaluate batches in processes instead
+    of threads: ``nightly.with_options(task_runner=make_task_runner("process"))(...)``.
+
+    Args:
+        log_date: the day (``date`` or ``YYYY-MM-DD``); default yesterday (UTC).
+        logs_root: folder (or fsspec URL) with ``<YYYY-MM-DD>/*.jsonl``.
+        warehouse: DuckDB file; default ``$STEF_WAREHOUSE``, else ``./stef.duckdb``.
+        rules_dir: folder of ``<app_id>.json`` rule files searched before the bundled rules.
+        max_bad_share: fail (before storing) when a larger share of lines is bad.
+        batch_size: records per evaluation task.
+
+    Returns:
+        A :class:`NightlySummary`.
+
+    Raises:
+        InputError: no log folder / files for the day, or a malformed ``log_date``.
+        LogQualityError: too many bad lines (nothing is stored).
+        RulesError: ``rules_dir`` or a rule file in it is invalid.
+        WarehouseLockedError: another process writes the warehouse.
+        ValueError: ``batch_size`` < 1 or ``max_bad_share`` outside [0, 1].
+    """
+    day = resolve_log_date(log_date)
+    warehouse_path = str(resolve_path(warehouse))
+    lines = load_logs(logs_root, day)
+    # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
+    lines = validate_logs(quote(lines), max_bad_share)  # type: ignore[call-overload]
+    records = [line.record for line in lines if line.record is not None]
+    futures = [evaluate_batch.submit(batch, rules_dir) for batch in batches(records, batch_size)]
+    evaluations = [evaluation for future in futures for evaluation in future.result()]
+    stored = store_results(warehouse_path, day, quote(lines), quote(evaluations))  # type: ignore[call-overload]
+    metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
+    publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
+    return NightlySummary(
+        log_date=day,
+        records=stored.lines,
+        evaluated=stored.evaluated,
+        quarantined=stored.quarantined,
+        coverage=stored.evaluated / stored.lines if stored.lines else 0.0,
+        metrics=metrics,
+        evaluator_version=stored.evaluator_version,
+        warehouse=warehouse_path,
+    )
+
+
+def nightly_days(days: Iterable[date | str], **settings: Any) -> list[NightlySummary]:
+    """Run :func:`nightly` for each day in order (one flow run per day, stops at the first failure).
+
+    Args:
+        days: the days.
+        **settings: the other :func:`nightly` parameters (``logs_root``, ``warehouse`` ...).
+
+    Returns:
+        One summary per day.
+    """
+    return [nightly(log_date=day, **settings) for day in days]

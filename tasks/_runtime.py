@@ -1,0 +1,30 @@
+"""Shared task plumbing: a logger that works with and without a Prefect run, the retry rule."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from prefect import get_run_logger
+from prefect.context import FlowRunContext, TaskRunContext
+
+from warehouse import WarehouseLockedError
+
+FALLBACK_LOGGER = "stef.tasks"
+"""Logger used when a task body runs outside a Prefect run (``task.fn(...)``)."""
+
+
+def run_logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+    """Prefect's run logger inside a flow or task run, else the ``stef.tasks`` logger."""
+    if TaskRunContext.get() is not None or FlowRunContext.get() is not None:
+        return get_run_logger()
+    return logging.getLogger(FALLBACK_LOGGER)
+
+
+def retry_on_io_error(task: Any, task_run: Any, state: Any) -> bool:
+    """``retry_condition_fn`` of the I/O tasks: retry on ``OSError`` and a locked warehouse only.
+
+    Prefect passes the failed state whose ``data`` is the raised exception; data errors
+    (a missing log folder, a broken contract) fail at once instead of being retried.
+    """
+    return isinstance(state.data, (OSError, WarehouseLockedError))

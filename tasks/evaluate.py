@@ -1,0 +1,62 @@
+"""Task that scores one batch of records with the STEF pipeline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from stef.errors import RulesError
+from stef.evaluate import evaluate_many
+from stef.models import AgentLogRecord, Evaluation
+from stef.rules import RuleBook
+
+DEFAULT_BATCH_SIZE = 500
+"""Records per :func:`evaluate_batch` task run: large enough that Prefect's per-task cost
+(milliseconds) is noise, small enough to spread a day over the task runner's workers."""
+
+
+def batches(records: list[AgentLogRecord], size: int = DEFAULT_BATCH_SIZE) -> list[list[AgentLogRecord]]:
+    """Split ``records`` into consecutive batches of at most ``size``.
+
+    Raises:
+        ValueError: ``size`` < 1.
+
+    >>> [len(b) for b in batches([AgentLogRecord(run_id=str(i), question="q", sql="SELECT 1") for i in range(5)], 2)]
+    [2, 2, 1]
+    """
+    if size < 1:
+        raise ValueError(f"batch size must be at least 1, got {size}")
+    return [records[start : start + size] for start in range(0, len(records), size)]
+
+
+def rulebook(rules_dir: str | None) -> RuleBook:
+    """The rule book for ``rules_dir`` (searched before the bundled rules), or the bundled rules.
+
+    Raises:
+        RulesError: ``rules_dir`` is given but is not a folder.
+    """
+    if rules_dir is None:
+        return RuleBook()
+    if not Path(rules_dir).is_dir():
+        raise RulesError(f"{rules_dir}: rules folder does not exist (expected a folder of <app_id>.json files)")
+    return RuleBook(rules_dirs=(rules_dir,))
+
+
+@task(name="evaluate-batch", cache_policy=NO_CACHE, persist_result=False)
+def evaluate_batch(records: list[AgentLogRecord], rules_dir: str | None = None) -> list[Evaluation]:
+    """Evaluate one batch with :func:`stef.evaluate.evaluate_many` (symbolic judge).
+
+    Args:
+        records: the batch (usually :data:`DEFAULT_BATCH_SIZE` records).
+        rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
+
+    Returns:
+        One :class:`stef.models.Evaluation` per record, in order; a bad record gets a typed
+        status, it never fails the batch.
+
+    Raises:
+        RulesError: ``rules_dir`` is missing, or a rule file in it is invalid.
+    """
+    return evaluate_many(records, rulebook=rulebook(rules_dir))

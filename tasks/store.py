@@ -1,0 +1,125 @@
+"""Tasks that write a day to the warehouse and compute its daily metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from stef.evaluate import rejected_evaluation
+from stef.logs import LogLine
+from stef.models import EVALUATOR_VERSION, Evaluation
+from tasks._runtime import retry_on_io_error, run_logger
+from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
+
+
+def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[Evaluation]) -> list[Evaluation]:
+    """``invalid_input`` evaluations for the quarantined lines that have a run_id of their own.
+
+    A quarantined line gets one when it has a ``run_id`` that no valid record, no evaluation in
+    ``evaluations`` and no earlier quarantined line uses (the counting rule of
+    :mod:`warehouse.store`). Agent and app ids are read from the line where possible.
+
+    Args:
+        lines: the day's lines after validation.
+        evaluations: the evaluations of the valid records.
+
+    Returns:
+        The extra evaluations, in line order.
+    """
+    taken = {e.run_id for e in evaluations} | {line.record.run_id for line in lines if line.record is not None}
+    extra: list[Evaluation] = []
+    for line in lines:
+        if line.record is not None or line.run_id is None or line.run_id in taken:
+            continue
+        taken.add(line.run_id)
+        agent_id, agent_version, app_id = line_identity(line)
+        evaluation = rejected_evaluation(line.run_id, line.reason or "rejected log line")
+        extra.append(evaluation.model_copy(update={"agent_id": agent_id, "agent_version": agent_version, "app_id": app_id}))
+    return extra
+
+
+@task(
+    name="store-results",
+    retries=2,
+    retry_delay_seconds=10,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def store_results(
+    warehouse_path: str | None,
+    log_date: date,
+    lines: list[LogLine],
+    evaluations: list[Evaluation],
+) -> StoreSummary:
+    """Replace the day in the warehouse: runs, evaluations and quarantine (one transaction).
+
+    Adds the ``invalid_input`` evaluations of quarantined lines
+    (:func:`quarantine_evaluations`) before calling :func:`warehouse.store_day`.
+
+    Args:
+        warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
+        log_date: the day.
+        lines: the day's lines after validation.
+        evaluations: one evaluation per valid record.
+
+    Returns:
+        The :class:`warehouse.StoreSummary` of what was written.
+
+    Raises:
+        WarehouseLockedError: another process writes the file (retried twice).
+        WarehouseError: the write failed or the inputs break the contract.
+    """
+    everything = [*evaluations, *quarantine_evaluations(lines, evaluations)]
+    conn = connect(warehouse_path)
+    try:
+        summary = store_day(conn, log_date, lines, everything)
+    finally:
+        conn.close()
+    run_logger().info(
+        "stored %s: %d runs, %d evaluations (%d scored), %d quarantined",
+        log_date.isoformat(), summary.runs, summary.evaluations, summary.evaluated, summary.quarantined,
+    )
+    return summary
+
+
+@task(
+    name="compute-metrics",
+    retries=2,
+    retry_delay_seconds=10,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def compute_metrics(
+    warehouse_path: str | None,
+    log_date: date,
+    evaluator_version: str = EVALUATOR_VERSION,
+) -> list[dict[str, Any]]:
+    """Compute and store the day's metrics per agent x version (:func:`warehouse.compute_daily_metrics`).
+
+    Args:
+        warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
+        log_date: the day.
+        evaluator_version: whose evaluations to summarise.
+
+    Returns:
+        One dict per agent x version with the ``daily_agent_metrics`` columns (``log_date``,
+        ``agent_id``, ``agent_version``, ``evaluator_version``, ``records``, ``evaluated``,
+        ``coverage``, ``mean_score``, ``p50_score``, ``p90_score``, ``n_excellent``, ``n_good``,
+        ``n_marginal``, ``n_poor``, ``n_quarantined``, ``computed_at``).
+
+    Raises:
+        WarehouseLockedError: another process writes the file (retried twice).
+        WarehouseError: the write failed.
+    """
+    conn = connect(warehouse_path)
+    try:
+        frame = compute_daily_metrics(conn, log_date, evaluator_version)
+    finally:
+        conn.close()
+    return frame.to_dicts()

@@ -1,0 +1,40 @@
+"""Shared test fixtures: one Prefect test harness per session, the agent-log fixtures."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Before anything imports Prefect: no telemetry from the temporary test server.
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+AGENT_LOGS = FIXTURES / "agent_logs"
+"""Two small JSONL files that together form one day of logs (see its README.md)."""
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """A temporary Prefect API (own database) for every flow test of the session.
+
+    Starting it costs several seconds, so it is shared; only tests that run flows use it
+    (mark them ``@pytest.mark.flow``).
+    """
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=60):
+        yield
+
+
+@pytest.fixture
+def log_day(tmp_path: Path) -> Path:
+    """``<tmp>/logs`` holding the fixture files as the day ``2026-11-20``; returns the logs root."""
+    day = tmp_path / "logs" / "2026-11-20"
+    day.mkdir(parents=True)
+    for source in sorted(AGENT_LOGS.glob("*.jsonl")):
+        shutil.copyfile(source, day / source.name)
+    return tmp_path / "logs"

@@ -1,0 +1,90 @@
+"""Smoke test of the nightly flow under the session's Prefect test harness, plus its helpers."""
+
+from __future__ import annotations
+
+import doctest
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+import flows.nightly
+from flows.nightly import NightlySummary, nightly, resolve_log_date
+from stef.errors import InputError
+from tasks.artifacts import SUMMARY_ARTIFACT_KEY
+from warehouse import connect, day_is_done
+
+DAY = date(2026, 11, 20)
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_nightly_stores_a_day_and_a_rerun_replaces_it(log_day: Path, tmp_path: Path) -> None:
+    from prefect.artifacts import Artifact
+
+    warehouse_path = tmp_path / "warehouse" / "stef.duckdb"
+    settings: dict[str, Any] = {"logs_root": str(log_day), "warehouse": str(warehouse_path), "max_bad_share": 0.3, "batch_size": 2}
+    first = nightly(log_date="2026-11-20", **settings)
+    second = nightly(log_date=DAY, **settings)  # rerun of the same day: replaces, never duplicates
+
+    assert isinstance(first, NightlySummary)
+    assert (first.log_date, first.records, first.quarantined, first.warehouse) == (DAY, 8, 2, str(warehouse_path))
+    assert first.evaluated == 4  # 6 valid records: one unparseable SQL, one empty question
+    assert first.coverage == pytest.approx(4 / 8)
+    assert sorted((m["agent_id"], m["agent_version"], m["records"], m["evaluated"]) for m in first.metrics) == [
+        ("sales-analyst", "v2.3.0", 2, 2),
+        ("sales-analyst", "v2.4.0", 2, 1),
+        ("support-bot", "v1.0.0", 3, 1),
+    ]
+    assert (second.records, second.evaluated, second.quarantined) == (first.records, first.evaluated, first.quarantined)
+
+    conn = connect(warehouse_path, read_only=True)
+    try:
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM agent_runs), (SELECT count(*) FROM evaluations), "
+            "(SELECT count(*) FROM quarantine), (SELECT count(*) FROM daily_agent_metrics)"
+        ).fetchall()
+        assert counts == [(6, 7, 2, 3)]
+        statuses = dict(conn.execute("SELECT run_id, status FROM evaluations WHERE status <> 'evaluated'").fetchall())
+        assert statuses == {"sales-0004": "parse_error", "support-0002": "invalid_input", "support-0003": "invalid_input"}
+        quarantined = conn.execute("SELECT line_number, run_id FROM quarantine ORDER BY source_file").fetchall()
+        assert quarantined == [(5, None), (4, "support-0003")]
+        assert day_is_done(conn, DAY, first.evaluator_version)
+    finally:
+        conn.close()
+
+    artifact = cast(Artifact | None, Artifact.get(SUMMARY_ARTIFACT_KEY))  # sync call: not a coroutine
+    assert artifact is not None and artifact.type == "table"
+    assert "2026-11-20: 8 log lines, 4 scored, 2 quarantined" in (artifact.description or "")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        pytest.param("2026-11-20", DAY, id="iso_string"),
+        pytest.param(" 2026-11-20 ", DAY, id="padded_string"),
+        pytest.param(DAY, DAY, id="date"),
+        pytest.param(datetime(2026, 11, 20, 23, 59), DAY, id="datetime"),
+    ],
+)
+def test_resolve_log_date(value: date | str, expected: date) -> None:
+    assert resolve_log_date(value) == expected
+
+
+def test_default_log_date_is_yesterday_utc() -> None:
+    assert resolve_log_date(None) == datetime.now(UTC).date() - timedelta(days=1)
+
+
+def test_malformed_log_date_is_a_clear_error() -> None:
+    with pytest.raises(InputError, match=r"log date '20/11/2026' is not a date in YYYY-MM-DD form"):
+        resolve_log_date("20/11/2026")
+
+
+def test_make_task_runner_rejects_an_unknown_kind() -> None:
+    with pytest.raises(ValueError, match=r"task runner must be 'thread' or 'process'"):
+        flows.nightly.make_task_runner("cluster")  # type: ignore[arg-type]
+
+
+def test_nightly_doctests() -> None:
+    assert doctest.testmod(flows.nightly).failed == 0

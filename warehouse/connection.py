@@ -1,0 +1,122 @@
+"""Opening the warehouse: path resolution, the one-writer lock, migrations."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import duckdb
+
+from warehouse.errors import WarehouseError, WarehouseLockedError
+from warehouse.migrate import apply_migrations, available_migrations, current_version
+
+DEFAULT_PATH = Path("stef.duckdb")
+"""Warehouse file used when neither an explicit path nor ``STEF_WAREHOUSE`` is given (relative
+to the working directory)."""
+
+ENV_VAR = "STEF_WAREHOUSE"
+"""Environment variable that overrides :data:`DEFAULT_PATH`."""
+
+IN_MEMORY = ":memory:"
+"""Path that opens a private in-memory warehouse (tests, ``stef evaluate`` previews)."""
+
+DEFAULT_LOCK_TIMEOUT_S = 5.0
+"""How long :func:`connect` waits for another process to release the file before failing."""
+
+_LOCK_POLL_S = 0.2
+
+
+def resolve_path(path: str | Path | None = None) -> Path:
+    """The warehouse file to use: ``path``, else ``$STEF_WAREHOUSE``, else ``./stef.duckdb``.
+
+    Args:
+        path: explicit path (wins over everything); ``None`` or ``""`` means "not given".
+
+    Returns:
+        The path with ``~`` expanded (not resolved against the working directory).
+
+    >>> str(resolve_path("/data/wh.duckdb"))
+    '/data/wh.duckdb'
+    """
+    if path is not None and str(path):
+        return Path(path).expanduser()
+    from_env = os.environ.get(ENV_VAR, "").strip()
+    if from_env:
+        return Path(from_env).expanduser()
+    return DEFAULT_PATH
+
+
+def _is_lock_conflict(exc: duckdb.IOException) -> bool:
+    # DuckDB has no dedicated exception type for a conflicting file lock; the IOException
+    # message ("Could not set lock on file ...") is the only signal it gives.
+    return "Could not set lock" in str(exc)
+
+
+def connect(
+    path: str | Path | None = None,
+    *,
+    read_only: bool = False,
+    lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+) -> duckdb.DuckDBPyConnection:
+    """Open the warehouse, creating the file (and missing parent folders) and migrating it.
+
+    DuckDB allows one writer process per file: when another process holds it, this waits up to
+    ``lock_timeout`` seconds for the lock, then raises :class:`WarehouseLockedError`. Close the
+    connection when done (``with connect(...) as conn:``) so other processes can write.
+
+    Args:
+        path: the DuckDB file; ``None`` resolves as in :func:`resolve_path`; ``":memory:"``
+            opens a private in-memory warehouse.
+        read_only: open without write access (several reader processes may share a file that
+            no process writes); the file must exist and be fully migrated.
+        lock_timeout: seconds to wait for another process's lock (0: fail at once).
+
+    Returns:
+        An open connection with the schema at the latest migration.
+
+    Raises:
+        WarehouseLockedError: another process still holds the file after ``lock_timeout``.
+        WarehouseError: the file cannot be opened (not a DuckDB file, no permission, missing in
+            read-only mode) or cannot be migrated.
+    """
+    if str(path) == IN_MEMORY:
+        conn = duckdb.connect(IN_MEMORY)
+        apply_migrations(conn)
+        return conn
+    target = resolve_path(path)
+    if not read_only:
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WarehouseError(f"cannot create the folder of warehouse {target}: {exc.strerror or exc}") from exc
+    deadline = time.monotonic() + max(lock_timeout, 0.0)
+    while True:
+        try:
+            conn = duckdb.connect(str(target), read_only=read_only)
+            break
+        except duckdb.IOException as exc:
+            if not _is_lock_conflict(exc):
+                raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc
+            if time.monotonic() >= deadline:
+                raise WarehouseLockedError(
+                    f"another stef process writes to {target}; retry later when it has finished "
+                    f"(waited {lock_timeout:g} s; DuckDB allows one writer process per file)"
+                ) from exc
+            time.sleep(_LOCK_POLL_S)
+        except duckdb.Error as exc:
+            raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc
+    try:
+        if read_only:
+            latest = available_migrations()[-1].version
+            if current_version(conn) < latest:
+                raise WarehouseError(
+                    f"warehouse {target} has an older schema than this stef (version "
+                    f"{current_version(conn)} < {latest}); open it once for writing to migrate it"
+                )
+        else:
+            apply_migrations(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn

@@ -1,0 +1,13 @@
+"""Errors of the warehouse layer; both are :class:`stef.errors.StefError` subclasses."""
+
+from __future__ import annotations
+
+from stef.errors import StefError
+
+
+class WarehouseError(StefError):
+    """The warehouse cannot be opened, migrated or written (the message names the file and fix)."""
+
+
+class WarehouseLockedError(WarehouseError):
+    """Another process holds the DuckDB file open for writing (DuckDB allows one writer process)."""

@@ -1,0 +1,161 @@
+"""Daily metrics per day x agent x agent version x evaluator version, and read helpers."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+import duckdb
+import polars as pl
+
+from stef.models import EVALUATOR_VERSION
+from warehouse.errors import WarehouseError
+
+_DAY_METRICS_SQL = """
+WITH line_counts AS (
+    SELECT agent_id, agent_version, count(*) AS records, sum(quarantined) AS n_quarantined
+    FROM (
+        SELECT agent_id, agent_version, 0 AS quarantined FROM agent_runs WHERE log_date = $log_date
+        UNION ALL
+        SELECT agent_id, agent_version, 1 AS quarantined FROM quarantine WHERE log_date = $log_date
+    )
+    WHERE agent_id IS NOT NULL AND agent_version IS NOT NULL
+    GROUP BY agent_id, agent_version
+), scores AS (
+    SELECT
+        agent_id,
+        agent_version,
+        count(*) FILTER (WHERE status = 'evaluated') AS evaluated,
+        avg(score) FILTER (WHERE status = 'evaluated') AS mean_score,
+        quantile_cont(score, 0.5) FILTER (WHERE status = 'evaluated') AS p50_score,
+        quantile_cont(score, 0.9) FILTER (WHERE status = 'evaluated') AS p90_score,
+        count(*) FILTER (WHERE band = 'excellent') AS n_excellent,
+        count(*) FILTER (WHERE band = 'good') AS n_good,
+        count(*) FILTER (WHERE band = 'marginal') AS n_marginal,
+        count(*) FILTER (WHERE band = 'poor') AS n_poor
+    FROM evaluations
+    WHERE log_date = $log_date AND evaluator_version = $version
+      AND agent_id IS NOT NULL AND agent_version IS NOT NULL
+    GROUP BY agent_id, agent_version
+)
+SELECT
+    $log_date::DATE AS log_date,
+    coalesce(l.agent_id, s.agent_id) AS agent_id,
+    coalesce(l.agent_version, s.agent_version) AS agent_version,
+    $version AS evaluator_version,
+    coalesce(l.records, 0) AS records,
+    coalesce(s.evaluated, 0) AS evaluated,
+    CASE WHEN coalesce(l.records, 0) = 0 THEN 0.0 ELSE coalesce(s.evaluated, 0) / l.records END AS coverage,
+    s.mean_score,
+    s.p50_score,
+    s.p90_score,
+    coalesce(s.n_excellent, 0) AS n_excellent,
+    coalesce(s.n_good, 0) AS n_good,
+    coalesce(s.n_marginal, 0) AS n_marginal,
+    coalesce(s.n_poor, 0) AS n_poor,
+    coalesce(l.n_quarantined, 0) AS n_quarantined,
+    $now::TIMESTAMP AS computed_at
+FROM line_counts AS l
+FULL OUTER JOIN scores AS s ON l.agent_id = s.agent_id AND l.agent_version = s.agent_version
+"""
+
+
+def compute_daily_metrics(
+    conn: duckdb.DuckDBPyConnection,
+    log_date: date,
+    evaluator_version: str = EVALUATOR_VERSION,
+) -> pl.DataFrame:
+    """Compute and replace one day's ``daily_agent_metrics`` rows (one transaction).
+
+    Per agent x agent version: ``records`` = log lines of the day (``agent_runs`` +
+    ``quarantine``), ``evaluated`` = evaluations with status ``evaluated``, ``coverage`` =
+    evaluated / records, mean / P50 / P90 of Φ over evaluated rows (``quantile_cont``, linear
+    interpolation), counts per band and ``n_quarantined``. Quarantined lines that are not JSON
+    objects name no agent: they count in the day totals (``stored_days``) but in no row here.
+    Marks the day done for :func:`day_is_done`.
+
+    Args:
+        conn: a read-write warehouse connection.
+        log_date: the day.
+        evaluator_version: whose evaluations to summarise.
+
+    Returns:
+        The rows written, shaped like :func:`read_daily_metrics` (empty when the day has no
+        rows).
+
+    Raises:
+        WarehouseError: the write failed (rolled back).
+
+    Example: scores 10, 20, 30, 40 plus one ``parse_error`` give records 5, evaluated 4,
+    coverage 0.8, mean 25, P50 25, P90 37.
+    """
+    now = datetime.now(UTC).replace(tzinfo=None)
+    params = {"log_date": log_date, "version": evaluator_version}
+    conn.begin()
+    try:
+        conn.execute(
+            "DELETE FROM daily_agent_metrics WHERE log_date = $log_date AND evaluator_version = $version", params
+        )
+        conn.execute(f"INSERT INTO daily_agent_metrics BY NAME {_DAY_METRICS_SQL}", {**params, "now": now})
+        conn.execute(
+            "UPDATE stored_days SET metrics_at = $now WHERE log_date = $log_date AND evaluator_version = $version",
+            {**params, "now": now},
+        )
+        conn.commit()
+    except duckdb.Error as exc:
+        conn.rollback()
+        raise WarehouseError(f"computing metrics of {log_date.isoformat()} failed and was rolled back: {exc}") from exc
+    except BaseException:
+        conn.rollback()
+        raise
+    return read_daily_metrics(conn, log_date, log_date, evaluator_version=evaluator_version)
+
+
+def read_daily_metrics(
+    conn: duckdb.DuckDBPyConnection,
+    start: date | None = None,
+    end: date | None = None,
+    *,
+    evaluator_version: str | None = None,
+) -> pl.DataFrame:
+    """Stored daily metrics, optionally limited to ``start <= log_date <= end`` and one version.
+
+    Args:
+        conn: a warehouse connection (read-only is fine).
+        start: first day (inclusive); ``None`` for no lower bound.
+        end: last day (inclusive); ``None`` for no upper bound.
+        evaluator_version: only this evaluator version; ``None`` for all.
+
+    Returns:
+        One row per log_date x agent_id x agent_version x evaluator_version, sorted by those
+        keys; columns as in ``daily_agent_metrics`` (log_date Date, counts Int64, coverage and
+        scores Float64, computed_at Datetime).
+    """
+    return conn.sql(
+        """
+        SELECT * FROM daily_agent_metrics
+        WHERE ($start::DATE IS NULL OR log_date >= $start)
+          AND ($end::DATE IS NULL OR log_date <= $end)
+          AND ($version::VARCHAR IS NULL OR evaluator_version = $version)
+        ORDER BY log_date, agent_id, agent_version, evaluator_version
+        """,
+        params={"start": start, "end": end, "version": evaluator_version},
+    ).pl()
+
+
+def day_is_done(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str = EVALUATOR_VERSION) -> bool:
+    """Whether ``log_date`` was stored and its metrics computed with ``evaluator_version``.
+
+    Args:
+        conn: a warehouse connection (read-only is fine).
+        log_date: the day.
+        evaluator_version: the evaluator version to check.
+
+    Returns:
+        ``True`` when :func:`warehouse.store_day` and :func:`compute_daily_metrics` both
+        completed for that day and version (backfill skips such days unless forced).
+    """
+    rows = conn.execute(
+        "SELECT count(*) FROM stored_days WHERE log_date = $log_date AND evaluator_version = $version AND metrics_at IS NOT NULL",
+        {"log_date": log_date, "version": evaluator_version},
+    ).fetchall()
+    return bool(rows[0][0])

@@ -1,0 +1,426 @@
+"""Writing one day: agent runs, evaluations and quarantine rows, in one transaction.
+
+Counting rule (nothing is dropped silently). Every non-blank log line of the day ends up as
+exactly one of:
+
+* a valid record: one ``agent_runs`` row and one ``evaluations`` row;
+* a quarantined line (``LogLine.record is None``, or a valid record whose ``run_id`` is already
+  stored for another day): one ``quarantine`` row with the reason and line number, plus an
+  ``evaluations`` row (status ``invalid_input``, made by the caller with
+  :func:`stef.evaluate.rejected_evaluation`) only when the line has a ``run_id`` that no other
+  line of the day and no other day already uses.
+
+Hence, per day: ``lines == agent_runs rows + quarantine rows`` and
+``lines == evaluations rows + quarantined lines without an evaluation``
+(:class:`StoreSummary` reports both sides).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+
+from stef.logs import LogLine
+from stef.models import EVALUATOR_VERSION, AgentLogRecord, Evaluation, EvaluationStatus
+from warehouse.errors import WarehouseError
+
+UNKNOWN = "unknown"
+"""Agent id / version of a quarantined JSON line that names none (AgentLogRecord's default)."""
+
+_RUNS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("timestamp", pa.string()),
+        ("agent_id", pa.string()),
+        ("agent_version", pa.string()),
+        ("question", pa.string()),
+        ("enriched_question", pa.string()),
+        ("sql", pa.string()),
+        ("dialect", pa.string()),
+        ("app_id", pa.string()),
+        ("tool_calls", pa.string()),
+        ("tokens", pa.string()),
+        ("latency_ms", pa.float64()),
+        ("cost_usd", pa.float64()),
+        ("model_version", pa.string()),
+        ("prompt_version", pa.string()),
+        ("source_file", pa.string()),
+        ("line_number", pa.int32()),
+        ("raw", pa.string()),
+    ]
+)
+
+_EVALUATIONS_SCHEMA = pa.schema(
+    [
+        ("run_id", pa.string()),
+        ("evaluator_version", pa.string()),
+        ("agent_id", pa.string()),
+        ("agent_version", pa.string()),
+        ("app_id", pa.string()),
+        ("evidence", pa.string()),
+    ]
+)
+
+_EVIDENCE_FIELDS = {
+    "status": "VARCHAR",
+    "status_reason": "VARCHAR",
+    "score": "DOUBLE",
+    "band": "VARCHAR",
+    "filter_status": "VARCHAR",
+    "verdict": "VARCHAR",
+    "confidence": "DOUBLE",
+    "judge": "VARCHAR",
+    "judge_fallback_reason": "VARCHAR",
+    "dialect": "VARCHAR",
+    "suspected_errors": "JSON",
+    "flags": "JSON",
+    "cost_usd": "DOUBLE",
+    "tokens": "BIGINT",
+}
+"""The flat ``evaluations`` columns read from the evidence (``Evaluation.model_dump_json``), with
+their DuckDB types: the JSON is the one source of every stored field, parsed once per row."""
+
+_INSERT_EVALUATIONS = f"""
+INSERT INTO evaluations BY NAME
+SELECT
+    run_id,
+    evaluator_version,
+    $log_date::DATE AS log_date,
+    agent_id,
+    agent_version,
+    app_id,
+    {", ".join(f"e.{name} AS {name}" for name in _EVIDENCE_FIELDS)},
+    evidence,
+    $now::TIMESTAMP AS evaluated_at
+FROM (SELECT *, from_json(evidence, '{json.dumps(_EVIDENCE_FIELDS)}') AS e FROM _stef_evaluations)
+"""
+
+_QUARANTINE_SCHEMA = pa.schema(
+    [
+        ("source_file", pa.string()),
+        ("line_number", pa.int32()),
+        ("run_id", pa.string()),
+        ("agent_id", pa.string()),
+        ("agent_version", pa.string()),
+        ("reason", pa.string()),
+        ("raw", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSummary:
+    """What :func:`store_day` wrote for one day.
+
+    Attributes:
+        log_date: the day.
+        evaluator_version: the evaluator version whose evaluations were replaced.
+        lines: non-blank log lines received.
+        runs: ``agent_runs`` rows written (valid records).
+        evaluations: ``evaluations`` rows written.
+        evaluated: of those, rows with status ``evaluated`` (they carry a score).
+        quarantined: ``quarantine`` rows written.
+        quarantined_without_evaluation: quarantined lines with no ``evaluations`` row (no
+            ``run_id``, or a ``run_id`` already used by another line or day).
+
+    Invariants: ``lines == runs + quarantined == evaluations + quarantined_without_evaluation``.
+    """
+
+    log_date: date
+    evaluator_version: str
+    lines: int
+    runs: int
+    evaluations: int
+    evaluated: int
+    quarantined: int
+    quarantined_without_evaluation: int
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value) else None
+
+
+Identity = tuple[str | None, str | None, str | None]
+"""``(agent_id, agent_version, app_id)`` of a log line."""
+
+
+def line_identity(line: LogLine) -> Identity:
+    """``(agent_id, agent_version, app_id)`` of a line, read from the raw JSON when it was rejected.
+
+    A rejected line that is a JSON object gets the ids it names (``"unknown"`` when absent, as
+    :class:`stef.models.AgentLogRecord` would give); a line that is not a JSON object names no
+    agent: ``(None, None, None)``.
+
+    >>> from stef.logs import parse_line
+    >>> line_identity(parse_line(b'{"run_id": "r9", "agent_id": "sales-bot", "sql": "SELECT 1"}', "a.jsonl", 3))
+    ('sales-bot', 'unknown', None)
+    >>> line_identity(parse_line(b'{"run_id": "r9", "agent_id": "sales-b', "a.jsonl", 4))
+    (None, None, None)
+    """
+    if line.record is not None:
+        return line.record.agent_id, line.record.agent_version, line.record.app_id
+    try:
+        payload = json.loads(line.raw)
+    except ValueError:
+        return None, None, None
+    if not isinstance(payload, dict):
+        return None, None, None
+    return (
+        _text(payload.get("agent_id")) or UNKNOWN,
+        _text(payload.get("agent_version")) or UNKNOWN,
+        _text(payload.get("app_id")),
+    )
+
+
+def _json_or_none(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _evaluator_version(evaluations: Sequence[Evaluation], evaluator_version: str | None) -> str:
+    versions = {e.evaluator_version for e in evaluations}
+    if evaluator_version is not None:
+        versions.add(evaluator_version)
+    if len(versions) > 1:
+        raise WarehouseError(f"evaluations of one day must share one evaluator version, got {sorted(versions)}")
+    return versions.pop() if versions else EVALUATOR_VERSION
+
+
+def _where(line: LogLine) -> str:
+    return f"{line.source}:{line.line_number}"
+
+
+def _owners(lines: Sequence[LogLine], evaluations: Sequence[Evaluation]) -> dict[str, int]:
+    """Map each evaluation's run_id to the index of the line it belongs to; check the contract."""
+    valid: dict[str, int] = {}
+    rejected: dict[str, int] = {}
+    for index, line in enumerate(lines):
+        if line.record is not None:
+            if line.record.run_id in valid:
+                raise WarehouseError(
+                    f"run_id {line.record.run_id!r} is a valid record twice ({_where(lines[valid[line.record.run_id]])} "
+                    f"and {_where(line)}); quarantine duplicates before storing (tasks.validate_logs does)"
+                )
+            valid[line.record.run_id] = index
+        elif line.run_id is not None:
+            rejected.setdefault(line.run_id, index)
+    owners: dict[str, int] = {}
+    for evaluation in evaluations:
+        run_id = evaluation.run_id
+        if run_id is None:
+            raise WarehouseError("an evaluation without run_id cannot be stored (its key is run_id + evaluator_version)")
+        if run_id in owners:
+            raise WarehouseError(f"two evaluations for run_id {run_id!r}; pass one per run")
+        owner = valid.get(run_id, rejected.get(run_id))
+        if owner is None:
+            raise WarehouseError(f"evaluation for run_id {run_id!r} matches no log line of the day")
+        owners[run_id] = owner
+    missing = [run_id for run_id in valid if run_id not in owners]
+    if missing:
+        raise WarehouseError(
+            f"{len(missing)} valid record(s) have no evaluation, first run_id {missing[0]!r} "
+            f"({_where(lines[valid[missing[0]]])}); evaluate every record before storing"
+        )
+    return owners
+
+
+def _stored_elsewhere(conn: duckdb.DuckDBPyConnection, run_ids: list[str], evaluator_version: str) -> dict[str, date]:
+    """run_id -> log date for run ids already stored (called after this day's rows are deleted)."""
+    if not run_ids:
+        return {}
+    with _registered(conn, "_stef_incoming_ids", pa.table({"run_id": pa.array(run_ids, pa.string())})):
+        rows = conn.execute(
+            """
+            SELECT run_id, min(log_date) FROM (
+                SELECT run_id, log_date FROM agent_runs
+                UNION ALL
+                SELECT run_id, log_date FROM evaluations WHERE evaluator_version = $version
+            ) WHERE run_id IN (SELECT run_id FROM _stef_incoming_ids)
+            GROUP BY run_id
+            """,
+            {"version": evaluator_version},
+        ).fetchall()
+    return {str(run_id): day for run_id, day in rows}
+
+
+@contextmanager
+def _registered(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+    conn.register(name, table)
+    try:
+        yield
+    finally:
+        conn.unregister(name)
+
+
+def _runs_table(runs: Sequence[tuple[LogLine, AgentLogRecord]]) -> pa.Table:
+    columns: dict[str, list[Any]] = {field.name: [] for field in _RUNS_SCHEMA}
+    for line, record in runs:
+        columns["run_id"].append(record.run_id)
+        columns["timestamp"].append(record.timestamp)
+        columns["agent_id"].append(record.agent_id)
+        columns["agent_version"].append(record.agent_version)
+        columns["question"].append(record.question)
+        columns["enriched_question"].append(record.enriched_question)
+        columns["sql"].append(record.sql)
+        columns["dialect"].append(record.dialect)
+        columns["app_id"].append(record.app_id)
+        columns["tool_calls"].append(_json_or_none(record.tool_calls))
+        columns["tokens"].append(_json_or_none(record.tokens))
+        columns["latency_ms"].append(record.latency_ms)
+        columns["cost_usd"].append(record.cost_usd)
+        columns["model_version"].append(record.model_version)
+        columns["prompt_version"].append(record.prompt_version)
+        columns["source_file"].append(line.source)
+        columns["line_number"].append(line.line_number)
+        columns["raw"].append(line.raw)
+    return pa.Table.from_pydict(columns, schema=_RUNS_SCHEMA)
+
+
+def _evaluations_table(rows: Sequence[tuple[Evaluation, Identity]]) -> pa.Table:
+    columns: dict[str, list[Any]] = {field.name: [] for field in _EVALUATIONS_SCHEMA}
+    for evaluation, (agent_id, agent_version, app_id) in rows:
+        columns["run_id"].append(evaluation.run_id)
+        columns["evaluator_version"].append(evaluation.evaluator_version)
+        columns["agent_id"].append(agent_id if agent_id is not None else evaluation.agent_id)
+        columns["agent_version"].append(agent_version if agent_version is not None else evaluation.agent_version)
+        columns["app_id"].append(app_id if app_id is not None else evaluation.app_id)
+        columns["evidence"].append(evaluation.model_dump_json())
+    return pa.Table.from_pydict(columns, schema=_EVALUATIONS_SCHEMA)
+
+
+def _quarantine_table(rows: Sequence[tuple[LogLine, str]]) -> pa.Table:
+    columns: dict[str, list[Any]] = {field.name: [] for field in _QUARANTINE_SCHEMA}
+    for line, reason in rows:
+        agent_id, agent_version, _ = line_identity(line)
+        columns["source_file"].append(line.source)
+        columns["line_number"].append(line.line_number)
+        columns["run_id"].append(line.run_id)
+        columns["agent_id"].append(agent_id)
+        columns["agent_version"].append(agent_version)
+        columns["reason"].append(reason)
+        columns["raw"].append(line.raw)
+    return pa.Table.from_pydict(columns, schema=_QUARANTINE_SCHEMA)
+
+
+def store_day(
+    conn: duckdb.DuckDBPyConnection,
+    log_date: date,
+    log_lines: Sequence[LogLine],
+    evaluations: Sequence[Evaluation],
+    *,
+    evaluator_version: str | None = None,
+) -> StoreSummary:
+    """Replace one day's rows with ``log_lines`` and their ``evaluations``, in one transaction.
+
+    Deletes the day's ``agent_runs`` and ``quarantine`` rows and its ``evaluations`` of this
+    evaluator version, then inserts the new rows (bulk, via Arrow), so a rerun replaces and never
+    duplicates; evaluations of other evaluator versions are kept. A valid record whose
+    ``run_id`` is already stored for another day is quarantined ("duplicate run_id") instead.
+    See the module docstring for the counting rule.
+
+    Args:
+        conn: a read-write warehouse connection (:func:`warehouse.connect`).
+        log_date: the day (the log folder's date).
+        log_lines: every non-blank line of the day, valid (``record`` set) or rejected.
+        evaluations: one per valid record, plus optionally one per rejected line with a
+            ``run_id`` (status ``invalid_input``); all with the same evaluator version.
+        evaluator_version: the version to replace when ``evaluations`` is empty (default
+            :data:`stef.models.EVALUATOR_VERSION`); must match the evaluations otherwise.
+
+    Returns:
+        A :class:`StoreSummary` with the row counts written.
+
+    Raises:
+        WarehouseError: the inputs break the contract (an evaluation without a line, a valid
+            record without an evaluation, two valid records with one run_id, mixed evaluator
+            versions) or the write failed; nothing is written then.
+    """
+    version = _evaluator_version(evaluations, evaluator_version)
+    owners = _owners(log_lines, evaluations)
+    now = _utc_now()
+    params = {"log_date": log_date, "now": now}
+    conn.begin()
+    try:
+        conn.execute("DELETE FROM agent_runs WHERE log_date = $log_date", {"log_date": log_date})
+        conn.execute("DELETE FROM quarantine WHERE log_date = $log_date", {"log_date": log_date})
+        conn.execute(
+            "DELETE FROM evaluations WHERE log_date = $log_date AND evaluator_version = $version",
+            {"log_date": log_date, "version": version},
+        )
+        conn.execute(
+            "DELETE FROM stored_days WHERE log_date = $log_date AND evaluator_version = $version",
+            {"log_date": log_date, "version": version},
+        )
+        elsewhere = _stored_elsewhere(conn, list(owners), version)
+
+        runs: list[tuple[LogLine, AgentLogRecord]] = []
+        quarantined: list[tuple[LogLine, str]] = []
+        for line in log_lines:
+            if line.record is None:
+                quarantined.append((line, line.reason or "rejected log line"))
+            elif line.record.run_id in elsewhere:
+                reason = f"duplicate run_id: already stored for log date {elsewhere[line.record.run_id].isoformat()}"
+                quarantined.append((line, reason))
+            else:
+                runs.append((line, line.record))
+        kept = [
+            (evaluation, line_identity(log_lines[owners[evaluation.run_id]]))
+            for evaluation in evaluations
+            if evaluation.run_id is not None and evaluation.run_id not in elsewhere
+        ]
+        evaluated_lines = {owners[e.run_id] for e, _ in kept if e.run_id is not None}
+        with _registered(conn, "_stef_runs", _runs_table(runs)):
+            conn.execute(
+                "INSERT INTO agent_runs BY NAME "
+                "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS ingested_at FROM _stef_runs",
+                params,
+            )
+        with _registered(conn, "_stef_evaluations", _evaluations_table(kept)):
+            conn.execute(_INSERT_EVALUATIONS, params)
+        with _registered(conn, "_stef_quarantine", _quarantine_table(quarantined)):
+            conn.execute(
+                "INSERT INTO quarantine BY NAME "
+                "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS quarantined_at FROM _stef_quarantine",
+                params,
+            )
+        summary = StoreSummary(
+            log_date=log_date,
+            evaluator_version=version,
+            lines=len(log_lines),
+            runs=len(runs),
+            evaluations=len(kept),
+            evaluated=sum(1 for e, _ in kept if e.status is EvaluationStatus.EVALUATED),
+            quarantined=len(quarantined),
+            quarantined_without_evaluation=len(log_lines) - len(evaluated_lines),
+        )
+        conn.execute(
+            "INSERT INTO stored_days (log_date, evaluator_version, lines, runs, evaluations, quarantined, stored_at) "
+            "VALUES ($log_date, $version, $lines, $runs, $evaluations, $quarantined, $now)",
+            {
+                "log_date": log_date,
+                "version": version,
+                "lines": summary.lines,
+                "runs": summary.runs,
+                "evaluations": summary.evaluations,
+                "quarantined": summary.quarantined,
+                "now": now,
+            },
+        )
+        conn.commit()
+    except duckdb.Error as exc:
+        conn.rollback()
+        raise WarehouseError(f"storing {log_date.isoformat()} failed and was rolled back: {exc}") from exc
+    except BaseException:
+        conn.rollback()
+        raise
+    return summary
