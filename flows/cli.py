@@ -510,6 +510,50 @@ def demo(
     )
 
 
+@app.command("bench-judge")
+def bench_judge(
+    labelled_file: Annotated[Path, typer.Argument(metavar="FILE", help="Labelled JSONL in the NL2SQL-BUGs format (question, evidence, sql, label, error_types, db_id).")],
+    dialect: Annotated[str, typer.Option("--dialect", help="sqlglot dialect of the SQL in FILE.")] = "sqlite",
+    threshold: Annotated[float, typer.Option("--threshold", help="Φ at or above which an answer counts as predicted correct.")] = 75.0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")] = False,
+) -> None:
+    """Measure the judge on labelled records: accuracy, AUROC, precision/recall, coverage, recall per error category.
+
+    Each row maps to a log record as the NL2SQL-BUGs README says (question + " " + evidence is
+    the enriched question); the label is used only for measuring.
+    """
+    from stef.benchmark import bugs_record_to_log, measure, read_bugs_file
+    from stef.evaluate import evaluate_many
+
+    with _user_errors():
+        resolved = validate_dialect(dialect)
+        if not labelled_file.is_file():
+            raise InputError(f"{labelled_file}: no such file")
+        try:
+            rows = read_bugs_file(labelled_file)
+            records = [bugs_record_to_log(row, dialect=resolved) for row in rows]
+        except (ValueError, KeyError) as exc:
+            raise InputError(f"{labelled_file}: not an NL2SQL-BUGs-format file ({exc})") from exc
+        figures = measure(rows, evaluate_many(records), threshold)
+    if as_json:
+        console.print_json(json.dumps(figures.__dict__), indent=None)
+        return
+    table = Table(title=f"Judge on {labelled_file.name} (Φ ≥ {threshold:g} = predicted correct)", box=box.SIMPLE_HEAD)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for name in ("records", "coverage", "accuracy", "auroc", "negative_precision", "negative_recall", "positive_precision", "positive_recall"):
+        value = getattr(figures, name)
+        table.add_row(name, str(value) if isinstance(value, int) else f"{value:.3f}")
+    console.print(table)
+    per_category = Table(title="Recall per error category (share of incorrect SQL scored < threshold)", box=box.SIMPLE_HEAD)
+    per_category.add_column("category")
+    per_category.add_column("incorrect rows", justify="right")
+    per_category.add_column("recall", justify="right")
+    for category, recall in figures.recall_by_category.items():
+        per_category.add_row(category, str(figures.category_counts[category]), f"{recall:.2f}")
+    console.print(per_category)
+
+
 @app.command()
 def version() -> None:
     """Print the evaluator version."""

@@ -136,7 +136,7 @@ def nightly(
     # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
     lines = validate_logs(quote(lines), max_bad_share)  # type: ignore[call-overload]
     records = [line.record for line in lines if line.record is not None]
-    futures = [evaluate_batch.submit(batch, rules_dir) for batch in batches(records, batch_size)]
+    futures = [evaluate_batch.submit(quote(batch), rules_dir) for batch in batches(records, batch_size)]  # type: ignore[call-overload]
     evaluations = [evaluation for future in futures for evaluation in future.result()]
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations))  # type: ignore[call-overload]
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)

@@ -378,3 +378,22 @@ def test_golden_evaluations_on_real_records() -> None:
 if __name__ == "__main__":  # regenerate the golden file after a reviewed change of the method
     if sys.argv[1:] == ["--regenerate"]:
         GOLDEN_EXPECTED.write_text("".join(json.dumps(r) + "\n" for r in _golden_rows()), encoding="utf-8")
+
+
+def test_bench_judge_figures_match_a_hand_count() -> None:
+    """``stef bench-judge`` on the golden sample agrees with counting the golden file by hand."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    result = CliRunner().invoke(app, ["bench-judge", str(GOLDEN_INPUT), "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    labels = {str(row["id"]): bool(row["label"]) for row in _cases(GOLDEN_INPUT)}
+    expected = _cases(GOLDEN_EXPECTED)
+    hits = sum(1 for row in expected if (row["score"] >= 75) == labels[row["run_id"]])
+    assert figures["records"] == len(expected) == 24
+    assert figures["coverage"] == 1.0
+    assert figures["accuracy"] == pytest.approx(hits / len(expected))
+    true_negatives = sum(1 for row in expected if row["score"] < 75 and not labels[row["run_id"]])
+    assert figures["negative_recall"] == pytest.approx(true_negatives / sum(1 for v in labels.values() if not v))
