@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from stef.align import align_filters
 from stef.clean import parse_sql_with_fallback, resolve_dialect
+from stef.enrichment import validate_enrichment
 from stef.errors import UnknownDialectError
 from stef.extract_nl import extract_question_spec
 from stef.extract_sql import extract_sql_spec
@@ -84,6 +85,7 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
         question_spec = extract_question_spec(record.question, dialect, rules)
         enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)
+        enrichment = validate_enrichment(question_spec, enriched_spec, record.question, record.enriched_question)
         alignment = align_filters(sql_spec, question_spec, enriched_spec, record.question, record.enriched_question, rules)
         normalised = normalize(sql_spec, question_spec, enriched_spec, rules)
         judge_input = JudgeInput(
@@ -97,6 +99,7 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
             normalization_rules_applied=normalised.applied,
             grouping_required=normalised.grouping_required,
             rules=rules,
+            enrichment=enrichment,
         )
         result: JudgeResult = judge.judge(judge_input)
     except RecursionError:
@@ -123,6 +126,8 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
         sql_spec=sql_spec,
         question_spec=question_spec,
         enriched_spec=enriched_spec,
+        enrichment_status=enrichment.status if enrichment is not None else None,
+        enrichment=enrichment,
         normalization_rules_applied=normalised.applied,
         suspected_errors=result.suspected_errors,
         flags=parsed.flags,

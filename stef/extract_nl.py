@@ -113,6 +113,20 @@ _CAPITALISED = re.compile(r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A
 _WORD = re.compile(r"[a-z0-9%]+")
 
 
+def quoted_values(text: str) -> list[str]:
+    """Strings quoted in a text, as written (case kept; SQL-style doubled quotes undone).
+
+    >>> quoted_values("atoms of “c” element; label = '+' means it; don't")
+    ['c', '+']
+    """
+    out = []
+    for groups in _QUOTED.findall(text):
+        value = next((g for g in groups if g), "").replace("''", "'")
+        if value.strip():
+            out.append(value)
+    return out
+
+
 def compared_numbers(text: str) -> list[str]:
     """Numbers stated right after a comparison phrase ("more than 50", "after 1990").
 

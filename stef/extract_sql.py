@@ -175,8 +175,10 @@ def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rul
         return None
     if negated:
         operator = NEGATED.get(operator, f"NOT {operator}")
+    raw_values = tuple(n.this for n in node.find_all(exp.Literal) if n.is_string)
     return FilterPredicate(
         column=column_name(column, rules),
+        raw_values=raw_values,
         operator=operator,
         value=values[0] if len(values) == 1 else None,
         values=tuple(values),

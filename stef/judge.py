@@ -10,7 +10,7 @@ Each check in :data:`CHECKS` looks for one kind of semantic error and reports
 :class:`SuspectedError` items (NL2SQL-BUGs taxonomy names) with a severity weight. The weights
 of all suspected errors are summed into W:
 
-    W = 0            -> CORRECT
+    W = 0            -> CORRECT      (weak findings, weight <= 0.25, only lower γ)
     0 < W < 1.0      -> LIKELY_CORRECT
     1.0 <= W < 2.0   -> POTENTIALLY_INCORRECT
     W >= 2.0         -> INCORRECT
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from stef.models import AlignmentResult, JudgeResult, QuestionSpec, SQLSpec, SuspectedError, Verdict
+from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, QuestionSpec, SQLSpec, SuspectedError, Verdict
 from stef.rules import AppRules
 
 INTEGER_DIVISION_DIALECTS = frozenset({"sqlite", "postgres", "tsql", "redshift", "trino", "presto", "snowflake", "oracle", ""})
@@ -47,6 +47,7 @@ class JudgeInput:
         normalization_rules_applied: names of the stage-E rules that fired.
         grouping_required: stage E found the GROUP BY structurally required.
         rules: R_app.
+        enrichment: the Q_u/Q_e comparison (``None`` without Q_e).
     """
 
     question: str
@@ -59,6 +60,7 @@ class JudgeInput:
     normalization_rules_applied: tuple[str, ...]
     grouping_required: bool
     rules: AppRules
+    enrichment: EnrichmentResult | None = None
 
 
 class Judge(Protocol):
@@ -198,6 +200,8 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
     findings: list[Finding] = []
     for table in spec.unused_tables:
         findings.append((_error("Table-Related Errors", "Table Redundancy", f"table {table} is joined but none of its columns is used"), 0.3))
+    if "COUNT" in spec.aggregations and spec.joins and not any("DISTINCT" in p.upper() for p in spec.projections) and not spec.distinct:
+        findings.append((_error("Other Errors", "DISTINCT", "COUNT over a join without DISTINCT may count rows of the joined table twice"), 0.25))
     if spec.null_comparisons:
         findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", "comparison with = NULL is never true; use IS NULL"), 1.5))
     if spec.limit is not None and wanted.top_k is None and not wanted.superlative and not wanted.ordering:
@@ -213,8 +217,20 @@ def check_statements(judge_input: JudgeInput) -> list[Finding]:
     return []
 
 
+def check_enrichment(judge_input: JudgeInput) -> list[Finding]:
+    """Q_e contradicts Q_u (another year, threshold or top-k): S built on Q_e is suspect."""
+    enrichment = judge_input.enrichment
+    if enrichment is None or enrichment.status is not EnrichmentStatus.CONTRADICTS:
+        return []
+    return [
+        (_error("Condition-Related Errors", "Explicit Condition Mismatch", f"Q_e contradicts Q_u: {item}"), 0.8)
+        for item in enrichment.contradictions
+    ]
+
+
 CHECKS: tuple[Check, ...] = (
     check_statements,
+    check_enrichment,
     check_filters,
     check_hint_columns,
     check_aggregations,
@@ -231,6 +247,11 @@ VERDICT_THRESHOLDS: tuple[tuple[float, Verdict], ...] = (
     (1e-9, Verdict.LIKELY_CORRECT),
 )
 """(minimum summed weight W, verdict), first match wins; W = 0 is CORRECT."""
+WEAK_WEIGHT = 0.25
+"""Findings of this weight or less are weak evidence (e.g. COUNT over a join without
+DISTINCT): they are reported and lower γ by :data:`WEAK_PENALTY` each, but
+do not change the verdict."""
+WEAK_PENALTY = 0.08
 
 
 class SymbolicJudge:
@@ -254,13 +275,14 @@ class SymbolicJudge:
         findings: list[Finding] = []
         for check in self.checks:
             findings.extend(check(judge_input))
-        weight = sum(w for _, w in findings)
+        weight = sum(w for _, w in findings if w > WEAK_WEIGHT)
+        weak = sum(1 for _, w in findings if w <= WEAK_WEIGHT)
         verdict = Verdict.CORRECT
         for threshold, candidate in VERDICT_THRESHOLDS:
             if weight >= threshold:
                 verdict = candidate
                 break
-        confidence = _confidence(judge_input, weight, verdict)
+        confidence = _confidence(judge_input, weight, verdict, weak)
         errors = tuple(error for error, _ in findings)
         if errors:
             rationale = f"{verdict.value} (W={weight:.2f}): " + "; ".join(e.evidence for e in errors[:6])
@@ -282,12 +304,14 @@ def structural_complexity(spec: SQLSpec) -> int:
     return max(0, len(spec.tables) - 2) + spec.subquery_count + len(spec.set_operations) + len(spec.window_functions)
 
 
-def _confidence(judge_input: JudgeInput, weight: float, verdict: Verdict) -> float:
-    """γ: more checked evidence and a W far from the verdict boundaries mean more confidence."""
+def _confidence(judge_input: JudgeInput, weight: float, verdict: Verdict, weak: int = 0) -> float:
+    """γ: more checked evidence and a W far from the verdict boundaries mean more confidence;
+    structural complexity and weak findings lower the confidence in a CORRECT verdict."""
     evidence = _evidence_count(judge_input)
     richness = min(evidence, 6) / 6.0
     if verdict is Verdict.CORRECT:
-        return round(max(0.66, 0.78 + 0.2 * richness - 0.1 * structural_complexity(judge_input.sql_spec)), 3)
+        doubt = 0.1 * structural_complexity(judge_input.sql_spec) + WEAK_PENALTY * weak
+        return round(max(0.66, 0.78 + 0.2 * richness - doubt), 3)
     if verdict is Verdict.LIKELY_CORRECT:
         return round(0.86 - 0.1 * weight, 3)
     if verdict is Verdict.POTENTIALLY_INCORRECT:

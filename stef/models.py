@@ -111,6 +111,8 @@ class FilterPredicate(_Frozen):
     operator: str
     value: str | None = None
     values: tuple[str, ...] = ()
+    raw_values: tuple[str, ...] = ()
+    """The string literals as written in S (case kept), for case-sensitive comparisons."""
     clause: Literal["where", "having", "join", "qualify", "case"] = "where"
     negated: bool = False
     sql: str = ""
@@ -206,6 +208,31 @@ class AlignmentResult(_Frozen):
     """The subset of ``extra`` confirmed benign by R_app (earns the leniency bonus)."""
 
 
+class EnrichmentStatus(str, Enum):
+    """How faithfully Q_e restates Q_u."""
+
+    FAITHFUL = "faithful"
+    ADDS_CONSTRAINTS = "adds_constraints"
+    DROPS_CONSTRAINTS = "drops_constraints"
+    CONTRADICTS = "contradicts"
+
+
+class EnrichmentResult(_Frozen):
+    """Outcome of comparing Q_u and Q_e.
+
+    Attributes:
+        status: the class (see module docstring).
+        added: constraints Q_e adds (``"gender = m"``, ``"value 'gold'"``).
+        dropped: constraints of Q_u missing from Q_e.
+        contradictions: conflicting pairs, e.g. ``"year 2012 in Q_u, 2011 in Q_e"``.
+    """
+
+    status: EnrichmentStatus
+    added: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+    contradictions: tuple[str, ...] = ()
+
+
 class SuspectedError(_Frozen):
     """A suspected semantic error in the NL2SQL-BUGs taxonomy (category, subcategory)."""
 
@@ -265,6 +292,9 @@ class Evaluation(_Frozen):
     sql_spec: SQLSpec | None = None
     question_spec: QuestionSpec | None = None
     enriched_spec: QuestionSpec | None = None
+    enrichment_status: EnrichmentStatus | None = None
+    """How faithfully Q_e restates Q_u (``None`` when the record has no Q_e)."""
+    enrichment: EnrichmentResult | None = None
     normalization_rules_applied: tuple[str, ...] = ()
     suspected_errors: tuple[SuspectedError, ...] = ()
     flags: tuple[str, ...] = ()
