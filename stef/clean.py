@@ -62,6 +62,8 @@ class ParsedSQL:
     flags: tuple[str, ...]
     error: str | None = None
     error_message: str | None = None
+    text: str = ""
+    """The cleaned SQL text (fences and prose removed) that was parsed."""
 
 
 def resolve_dialect(name: str | None) -> str:
@@ -194,7 +196,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     if answer is None:
         kinds = ", ".join(f.split(": ", 1)[1] for f in statement_flags if f.startswith("non_select"))
         return ParsedSQL(None, statements, dialect, all_flags, "non_select", f"no SELECT statement; found {kinds}")
-    return ParsedSQL(answer, statements, dialect, all_flags)
+    return ParsedSQL(answer, statements, dialect, all_flags, text=text)
 
 
 FALLBACK_DIALECTS = ("mysql", "tsql", "postgres", "bigquery", "snowflake")
@@ -219,7 +221,7 @@ def parse_sql_with_fallback(sql_text: str, dialect: str = "") -> ParsedSQL:
     for candidate in FALLBACK_DIALECTS:
         retry = parse_sql(sql_text, candidate)
         if retry.error is None or retry.error == "non_select":
-            return ParsedSQL(retry.answer, retry.statements, candidate, (*retry.flags, f"dialect_inferred: {candidate}"), retry.error, retry.error_message)
+            return ParsedSQL(retry.answer, retry.statements, candidate, (*retry.flags, f"dialect_inferred: {candidate}"), retry.error, retry.error_message, retry.text)
     return parsed
 
 

@@ -91,7 +91,7 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
         judge_input = JudgeInput(
             question=record.question,
             enriched_question=record.enriched_question,
-            sql=parsed.answer.sql(dialect=dialect or None),
+            sql=parsed.text if len(parsed.statements) == 1 else parsed.answer.sql(dialect=dialect or None),
             sql_spec=normalised.sql_spec,
             question_spec=question_spec,
             enriched_spec=enriched_spec,

@@ -139,7 +139,9 @@ def compared_numbers(text: str) -> list[str]:
     lowered = text.lower()
     found: list[str] = []
     for phrase, _ in COMPARISON_PHRASES:
-        for match in re.finditer(rf"(?<![a-z]){re.escape(phrase)}(?![a-z])", lowered):
+        if phrase not in lowered:
+            continue
+        for match in _phrase_pattern(phrase).finditer(lowered):
             window = lowered[match.end() : match.end() + 40]
             number = _NUMBER.search(window)
             if number and window[: number.start()].count(" ") <= 4 and not window[number.end() :].startswith("%"):
@@ -151,8 +153,13 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+@lru_cache(maxsize=256)
+def _phrase_pattern(phrase: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![a-z]){re.escape(phrase.strip())}(?![a-z])")
+
+
 def _has_phrase(lowered: str, phrase: str) -> bool:
-    return re.search(rf"(?<![a-z]){re.escape(phrase.strip())}(?![a-z])", lowered) is not None
+    return _phrase_pattern(phrase).search(lowered) is not None
 
 
 MAX_HINT_WORDS = 40
@@ -173,8 +180,14 @@ def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
     words = [_quote_hyphenated(w, dialect) for w in text.strip().rstrip(".;,").split()]
     if not words or len(words) > MAX_HINT_WORDS:
         return None
+    prose_tail = 0
+    while prose_tail < len(words) - 1 and _is_prose_word(words[len(words) - 1 - prose_tail]):
+        prose_tail += 1
     for start in range(min(MAX_LEADING_WORDS, len(words) - 1) + 1):
-        for end in range(len(words), start, -1):
+        if start and not _is_prose_word(words[start - 1]):
+            break  # only prose words are trimmed from the front
+        lowest_end = max(start + 1, len(words) - prose_tail)
+        for end in range(len(words), lowest_end - 1, -1):
             candidate = " ".join(words[start:end])
             try:
                 parsed = sqlglot.parse_one(f"SELECT {candidate}", read=dialect or None)
@@ -197,6 +210,9 @@ def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
 
 PROSE_WORDS = STOPWORDS | frozenset("what which who where when why how there here not no yes do does did has have had".split())
 """English words that are never taken for a column name in a hint."""
+_HINT_WHERE = re.compile(r"\s+where\s+", re.IGNORECASE)
+_SPACED_OPERATOR = re.compile(r"([<>!])\s+=")
+"""Hints write ``> =`` / ``! =``; SQL needs ``>=`` / ``!=``."""
 _HYPHENATED = re.compile(r"^[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)+$")
 
 
@@ -219,6 +235,11 @@ def _quote_hyphenated(word: str, dialect: str) -> str:
     return word
 
 
+def _is_prose_word(word: str) -> bool:
+    """A plain word (letters only, not upper-case) that can be trimmed around a hint's SQL."""
+    return word.isalpha() and not word.isupper()
+
+
 def _looks_like_sql(text: str) -> bool:
     return any(ch in text for ch in "=<>`'\"()*/_") or any(w.isupper() and len(w) > 1 for w in text.split())
 
@@ -232,9 +253,10 @@ def hint_clauses(text: str) -> list[str]:
     >>> hint_clauses("element = 'o' means Oxygen, element = 's' means Sulfur")
     ["element = 'o' means Oxygen", "element = 's' means Sulfur"]
     """
+    text = _SPACED_OPERATOR.sub(lambda m: m.group(1) + "=", text)
     clauses: list[str] = []
     for part in re.split(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n", text):
-        pieces = part.split(", ")
+        pieces = _split_top_level_commas(part)
         current = pieces[0]
         for piece in pieces[1:]:
             if _is_definition(piece) and _is_definition(current):
@@ -244,6 +266,23 @@ def hint_clauses(text: str) -> list[str]:
                 current = f"{current}, {piece}"
         clauses.append(current)
     return [c.strip().rstrip(".").strip() for c in clauses if c.strip().rstrip(".").strip()]
+
+
+def _split_top_level_commas(text: str) -> list[str]:
+    """Split on ", " outside parentheses ("DIVIDE(SUM(a), COUNT(b))" stays whole)."""
+    pieces: list[str] = []
+    depth = 0
+    start = 0
+    for index, char in enumerate(text):
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth = max(0, depth - 1)
+        elif char == "," and depth == 0 and text[index + 1 : index + 2] == " ":
+            pieces.append(text[start:index])
+            start = index + 2
+    pieces.append(text[start:])
+    return pieces
 
 
 def _is_definition(text: str) -> bool:
@@ -274,7 +313,9 @@ def hint_definitions(text: str, dialect: str = "") -> list[HintDefinition]:
     [('male', "SELECT gender = 'M'"), ('rate', 'SELECT "A" / "B"')]
     """
     parsed: list[HintDefinition] = []
-    for clause in hint_clauses(text):
+    for full_clause in hint_clauses(text):
+        # "rate = DIVIDE(SUM(x), COUNT(y)) where label = '+'": a definition and its condition
+        clause, *conditions = _HINT_WHERE.split(full_clause, maxsplit=1)
         padded = f" {clause} "
         lowered = padded.lower()
         right: str | None = None
@@ -298,11 +339,10 @@ def hint_definitions(text: str, dialect: str = "") -> list[HintDefinition]:
                 right, phrase = rest, left  # "eligible free rate = `a` / `b`": a named formula
             else:
                 right = clause
-        if right is None or not _looks_like_sql(right):
-            continue
-        expression = _parse_hint_expression(right.strip(), dialect)
-        if expression is not None:
-            parsed.append(HintDefinition(phrase.strip(), expression))
+        for part in ([right] if right is not None and _looks_like_sql(right) else []) + conditions:
+            expression = _parse_hint_expression(part.strip(), dialect) if part.strip() else None
+            if expression is not None:
+                parsed.append(HintDefinition(phrase.strip(), expression))
     return parsed
 
 
@@ -383,7 +423,7 @@ def extract_question_spec(
     words = _words(text)
     word_set = set(words)
 
-    aggregations = [name for phrase, name in AGGREGATION_PHRASES if _has_phrase(lowered, phrase)]
+    aggregations = [name for phrase, name in AGGREGATION_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)]
     ordering = None
     desc_hits = [w for w in words if w in DESC_WORDS]
     asc_hits = [w for w in words if w in ASC_WORDS]
@@ -396,7 +436,7 @@ def extract_question_spec(
     if match:
         token = match.group(1).lower()
         top_k = int(token) if token.isdigit() else NUMBER_WORDS.get(token)
-    comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if _has_phrase(lowered, phrase)))
+    comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)))
 
     filter_values: list[str] = []
     optional_values: list[str] = []

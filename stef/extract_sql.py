@@ -39,6 +39,15 @@ ARITHMETIC_TYPES: dict[type[exp.Expression], str] = {exp.Div: "/", exp.Mul: "*",
 SET_OPERATION_TYPES: dict[type[exp.Expression], str] = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}
 
 
+def render(node: exp.Expression) -> str:
+    """SQL text of a sub-tree for evidence, in sqlglot's generic dialect, without copying it.
+
+    The generic generator applies no tree transforms, so ``copy=False`` leaves the tree as it
+    was (a copy of every node would cost more than parsing).
+    """
+    return node.sql(copy=False)
+
+
 def normalize_value(value: str, rules: AppRules | None = None) -> str:
     """Case/whitespace-normalise a literal value, then apply R_app value aliases.
 
@@ -184,7 +193,7 @@ def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rul
         values=tuple(values),
         clause=clause,  # type: ignore[arg-type]
         negated=negated,
-        sql=node.sql(dialect=dialect or None)[:500],
+        sql=render(node)[:500],
     )
 
 
@@ -221,7 +230,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         distinct = outer_select.args.get("distinct") is not None
         for projection in outer_select.expressions:
             inner = projection.this if isinstance(projection, exp.Alias) else projection
-            projections.append(inner.sql(dialect=dialect or None)[:300].lower())
+            projections.append(render(inner)[:300].lower())
             projection_columns.extend(column_name(c, rules) for c in inner.find_all(exp.Column))
             if inner.find(exp.AggFunc) is None and inner.find(exp.Column) is not None:
                 plain_projections += 1
@@ -299,7 +308,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         group = outer_select.args.get("group") if outer_select is not None else None
         if group is not None:
             for key in group.expressions:
-                group_by.append(column_name(key, rules) if isinstance(key, exp.Column) else key.sql(dialect=dialect or None).lower())
+                group_by.append(column_name(key, rules) if isinstance(key, exp.Column) else render(key).lower())
         order = query_for_modifiers.args.get("order")
         if order is not None:
             for ordered in order.expressions:
