@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from stef.calibrate import DEFAULT_CALIBRATOR, Calibrator, feature_vector, load_calibrator, verdict_from_probability
 from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, QuestionSpec, SQLSpec, SuspectedError, Verdict
 from stef.rules import AppRules
 
@@ -263,8 +264,28 @@ class SymbolicJudge:
 
     name = "symbolic"
 
-    def __init__(self, checks: tuple[Check, ...] = CHECKS) -> None:
+    def __init__(self, checks: tuple[Check, ...] = CHECKS, calibrator: Calibrator | None | str = DEFAULT_CALIBRATOR) -> None:
+        """Args:
+        checks: the checks to run, in order.
+        calibrator: a :class:`stef.calibrate.Calibrator`, the name of an artifact in
+            ``stef/calibrators/``, or ``None`` for the uncalibrated rule mapping of W.
+        """
         self.checks = checks
+        self._calibrator = calibrator
+
+    @property
+    def calibrator(self) -> Calibrator | None:
+        """The calibrator in use (an artifact name is loaded on first use)."""
+        if isinstance(self._calibrator, str):
+            self._calibrator = load_calibrator(self._calibrator)
+        return self._calibrator
+
+    def findings(self, judge_input: JudgeInput) -> list[Finding]:
+        """Every check's findings (suspected error, weight), in check order."""
+        found: list[Finding] = []
+        for check in self.checks:
+            found.extend(check(judge_input))
+        return found
 
     def judge(self, judge_input: JudgeInput) -> JudgeResult:
         """Run every check, sum the weights, map to a verdict and a confidence γ.
@@ -272,9 +293,14 @@ class SymbolicJudge:
         Returns:
             :class:`JudgeResult` with ``suspected_errors`` in check order.
         """
-        findings: list[Finding] = []
-        for check in self.checks:
-            findings.extend(check(judge_input))
+        findings = self.findings(judge_input)
+        errors = tuple(error for error, _ in findings)
+        if self.calibrator is not None:
+            probability = self.calibrator.probability(feature_vector(judge_input, findings))
+            verdict, confidence = verdict_from_probability(probability)
+            detail = "; ".join(e.evidence for e in errors[:6]) or "no semantic mismatch found"
+            rationale = f"{verdict.value} (calibrated P(correct)={probability:.2f}, {self.calibrator.version}): {detail}"
+            return JudgeResult(verdict=verdict, confidence=confidence, rationale=rationale[:2000], judge=self.name, suspected_errors=errors)
         weight = sum(w for _, w in findings if w > WEAK_WEIGHT)
         weak = sum(1 for _, w in findings if w <= WEAK_WEIGHT)
         verdict = Verdict.CORRECT
@@ -283,7 +309,6 @@ class SymbolicJudge:
                 verdict = candidate
                 break
         confidence = _confidence(judge_input, weight, verdict, weak)
-        errors = tuple(error for error, _ in findings)
         if errors:
             rationale = f"{verdict.value} (W={weight:.2f}): " + "; ".join(e.evidence for e in errors[:6])
         else:

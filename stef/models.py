@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EVALUATOR_VERSION = "stef-0.1.0+symbolic-1"
+EVALUATOR_VERSION = "stef-0.1.0+symbolic-2"
 """Version of the evaluation method; part of the key of stored evaluations."""
 
 

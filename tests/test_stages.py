@@ -438,3 +438,51 @@ def test_contradicting_enrichment_lowers_the_verdict() -> None:
     assert contradicting.enrichment_status is not None and contradicting.enrichment_status.value == "contradicts"
     assert any(e.evidence.startswith("Q_e contradicts Q_u") for e in contradicting.suspected_errors)
     assert contradicting.verdict is Verdict.INCORRECT
+
+
+# --- calibrator ---------------------------------------------------------------------------------
+
+
+def test_shipped_calibrator_matches_the_feature_code() -> None:
+    """The artifact's feature names are exactly what feature_vector produces (no silent zeros)."""
+    from stef.calibrate import feature_vector, load_calibrator
+    from stef.judge import JudgeInput
+
+    calibrator = load_calibrator()
+    spec = extract_sql_spec(sqlglot.parse_one("SELECT COUNT(*) FROM users WHERE city = 'Rome'"))
+    judge_input = JudgeInput(
+        question="How many users live in 'Rome'?", enriched_question=None, sql="", sql_spec=spec,
+        question_spec=extract_question_spec("How many users live in 'Rome'?"), enriched_spec=QuestionSpec(),
+        alignment=AlignmentResult(status=FilterStatus.FULLY_APPLIED), normalization_rules_applied=(), grouping_required=False,
+        rules=default_rules(),
+    )
+    assert set(feature_vector(judge_input, [])) == set(calibrator.names)
+    cv = calibrator.metadata["cross_validation"]
+    assert cv["grouped_by"] == "question" and cv["folds"] == 5
+    assert calibrator.metadata["trained_on"] == "dev_canonical.jsonl"
+
+
+def test_calibrated_score_is_monotone_in_probability() -> None:
+    """Φ never decreases as P(correct) grows, and Φ ≥ 75 exactly when p ≥ 0.5 (filters fully applied)."""
+    from stef.calibrate import verdict_from_probability
+
+    scoring = default_rules().scoring
+    previous = -1.0
+    for step in range(0, 1001):
+        p = step / 1000
+        verdict, gamma = verdict_from_probability(p)
+        score = compute_score(AlignmentResult(status=FilterStatus.FULLY_APPLIED), verdict, gamma, scoring).score
+        assert score >= previous, (p, score, previous)
+        assert (score >= 75) == (p >= 0.5), p
+        previous = score
+
+
+def test_uncalibrated_judge_uses_the_rule_mapping() -> None:
+    from stef.judge import SymbolicJudge
+
+    record = AgentLogRecord(run_id="r", question="How many users live in 'Rome'?", sql="SELECT COUNT(*) FROM users WHERE city = 'Paris'")
+    raw = evaluate(record, judge=SymbolicJudge(calibrator=None))
+    calibrated = evaluate(record)
+    assert raw.verdict is Verdict.INCORRECT  # W = 2.0 (value mismatch) by the rule table
+    assert "calibrated P(correct)" in (calibrated.rationale or "")
+    assert [e.subcategory for e in raw.suspected_errors] == [e.subcategory for e in calibrated.suspected_errors]
