@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Protocol
 
 from stef.calibrate import DEFAULT_CALIBRATOR, Calibrator, feature_vector, load_calibrator, verdict_from_probability
@@ -34,7 +35,7 @@ INTEGER_DIVISION_DIALECTS = frozenset({"sqlite", "postgres", "tsql", "redshift",
 """Dialects in which ``int / int`` truncates (or may, for the generic dialect)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class JudgeInput:
     """Everything a judge sees for one record (no schema, no reference SQL).
 
@@ -62,6 +63,11 @@ class JudgeInput:
     grouping_required: bool
     rules: AppRules
     enrichment: EnrichmentResult | None = None
+
+    @cached_property
+    def wanted(self) -> QuestionSpec:
+        """Q_u and Q_e requirements merged (Q_e refines Q_u); computed once per record."""
+        return _merged(self)
 
 
 class Judge(Protocol):
@@ -132,7 +138,7 @@ def check_hint_columns(judge_input: JudgeInput) -> list[Finding]:
 
 def check_aggregations(judge_input: JudgeInput) -> list[Finding]:
     """Aggregation asked vs used ("how many" vs SUM, MAX vs ORDER BY ... LIMIT 1 ...)."""
-    wanted = _merged(judge_input)
+    wanted = judge_input.wanted
     spec = judge_input.sql_spec
     used = set(spec.aggregations)
     findings: list[Finding] = []
@@ -157,7 +163,7 @@ def check_aggregations(judge_input: JudgeInput) -> list[Finding]:
 
 def check_formulas(judge_input: JudgeInput) -> list[Finding]:
     """Arithmetic defined in Q_e (ratios, percentages) that S does not implement."""
-    wanted = _merged(judge_input)
+    wanted = judge_input.wanted
     spec = judge_input.sql_spec
     findings: list[Finding] = []
     if "/" in judge_input.enriched_spec.formulas and "/" not in spec.arithmetic:
@@ -171,7 +177,7 @@ def check_formulas(judge_input: JudgeInput) -> list[Finding]:
 
 def check_ordering(judge_input: JudgeInput) -> list[Finding]:
     """Sort direction vs "highest/lowest", top-k vs LIMIT, superlatives without ordering."""
-    wanted = _merged(judge_input)
+    wanted = judge_input.wanted
     spec = judge_input.sql_spec
     findings: list[Finding] = []
     directions = [direction for _, direction in spec.order_by]
@@ -187,7 +193,7 @@ def check_ordering(judge_input: JudgeInput) -> list[Finding]:
 
 def check_distinct(judge_input: JudgeInput) -> list[Finding]:
     """DISTINCT asked ("different", "unique") but neither DISTINCT nor GROUP BY used."""
-    wanted = _merged(judge_input)
+    wanted = judge_input.wanted
     spec = judge_input.sql_spec
     if wanted.distinct and not spec.distinct and not spec.group_by and "DISTINCT" not in " ".join(spec.projections).upper():
         return [(_error("Other Errors", "DISTINCT", "the question asks for distinct values, S may return duplicates"), 1.0)]
@@ -197,7 +203,7 @@ def check_distinct(judge_input: JudgeInput) -> list[Finding]:
 def check_structure(judge_input: JudgeInput) -> list[Finding]:
     """Joined tables that contribute nothing, ``= NULL`` comparisons, unrequested LIMIT/GROUP BY."""
     spec = judge_input.sql_spec
-    wanted = _merged(judge_input)
+    wanted = judge_input.wanted
     findings: list[Finding] = []
     for table in spec.unused_tables:
         findings.append((_error("Table-Related Errors", "Table Redundancy", f"table {table} is joined but none of its columns is used"), 0.3))

@@ -1,0 +1,110 @@
+"""Throughput of `stef evaluate` (symbolic judge) against the parser's floor — not run in CI.
+
+Usage:
+
+    python tests/benchmarks/bench_throughput.py [--records 20000] [--source FILE.jsonl]
+
+Builds N records by replicating real agent logs (default: the bundled demo logs, real
+NL2SQL-BUGs / BIRD questions and SQL; or any JSONL of agent log records / NL2SQL-BUGs rows), then
+times, in the same environment:
+
+1. a whole Python process that only parses every SQL once with ``sqlglot.parse`` (the floor);
+2. a whole ``stef evaluate`` process on the same file (symbolic judge, output written);
+
+and prints records/s of both, the ratio (2)/(1) and the peak RSS of (2). Each run gets a new
+run_id so nothing is cached between records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+PARSE_ONLY = """
+import json, sys
+import sqlglot
+from sqlglot.errors import SqlglotError
+count = 0
+with open(sys.argv[1], encoding="utf-8") as handle:
+    for line in handle:
+        row = json.loads(line)
+        try:
+            sqlglot.parse(row["sql"], read=row.get("dialect") or None)
+        except SqlglotError:
+            pass
+        count += 1
+print(count)
+"""
+
+
+def source_rows(source: Path | None) -> list[dict]:
+    """Real records to replicate: the bundled demo logs, or a given JSONL file."""
+    if source is not None:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    else:
+        demo = resources.files("flows.demo_data")
+        lines = [line for day in sorted(demo.iterdir(), key=lambda p: p.name) if day.is_dir() for line in day.joinpath("agent-logs.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = []
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and row.get("sql") and row.get("question"):
+            if "evidence" in row:  # NL2SQL-BUGs format
+                evidence = (row.get("evidence") or "").strip()
+                row = {"question": row["question"], "enriched_question": f"{row['question']} {evidence}" if evidence else None,
+                       "sql": row["sql"], "dialect": "sqlite", "app_id": row.get("db_id")}
+            rows.append(row)
+    return rows
+
+
+def write_records(rows: list[dict], count: int, path: Path) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for index in range(count):
+            row = dict(rows[index % len(rows)])
+            row["run_id"] = f"bench-{index}"
+            row.setdefault("agent_id", "bench")
+            row.setdefault("agent_version", "v1")
+            handle.write(json.dumps(row) + "\n")
+
+
+def timed(command: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of a child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    started = time.perf_counter()
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return elapsed, max(after, before)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=20_000)
+    parser.add_argument("--source", type=Path, default=None)
+    args = parser.parse_args(argv)
+    rows = source_rows(args.source)
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "records.jsonl"
+        write_records(rows, args.records, data)
+        parse_seconds, _ = timed([sys.executable, "-c", PARSE_ONLY, str(data)])
+        stef = str(Path(sys.executable).with_name("stef"))
+        evaluate_seconds, peak_kib = timed([stef, "evaluate", str(data), "--out", str(Path(tmp) / "out.jsonl")])
+    print(f"records: {args.records} (replicated from {len(rows)} real records)")
+    print(f"parse only (whole process):     {parse_seconds:7.2f} s  {args.records / parse_seconds:8.0f} records/s")
+    print(f"stef evaluate (whole process):  {evaluate_seconds:7.2f} s  {args.records / evaluate_seconds:8.0f} records/s")
+    print(f"ratio evaluate / parse:         {evaluate_seconds / parse_seconds:7.2f}")
+    print(f"peak RSS of stef evaluate:      {peak_kib / 1024:7.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
