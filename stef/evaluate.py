@@ -9,8 +9,11 @@ and its reason (``invalid_input``, ``parse_error``, ``non_select``, ``too_large`
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 from stef.align import align_filters
 from stef.clean import parse_sql_with_fallback, resolve_dialect
@@ -25,6 +28,38 @@ from stef.rules import AppRules, RuleBook, default_rules
 from stef.score import compute_score
 
 _DEFAULT_JUDGE = SymbolicJudge()
+
+DEFAULT_TIME_CAP_S = 2.0
+"""Per-record evaluation time cap in seconds (``None`` or 0 switches it off)."""
+
+
+class RecordTimeout(Exception):
+    """Raised inside :func:`evaluate` when the per-record time cap expires."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise RecordTimeout
+
+
+@contextmanager
+def _time_cap(seconds: float | None) -> Iterator[None]:
+    """Interrupt the block after ``seconds`` with :class:`RecordTimeout` (SIGALRM timer).
+
+    Signals can only be handled in the main thread of a process, so the cap applies there
+    (``stef evaluate``, process-pool workers); elsewhere the size cap of
+    :data:`stef.clean.MAX_SQL_CHARS` bounds the work.
+    """
+    usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _failure(record: AgentLogRecord, status: EvaluationStatus, reason: str, dialect: str | None = None, flags: tuple[str, ...] = (), judge: str = "symbolic", started: float | None = None) -> Evaluation:
@@ -135,12 +170,19 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
     )
 
 
-def evaluate_many(records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None, judge: Judge | None = None, default_dialect: str | None = None) -> list[Evaluation]:
+def evaluate_many(
+    records: Iterable[AgentLogRecord],
+    rulebook: RuleBook | None = None,
+    judge: Judge | None = None,
+    default_dialect: str | None = None,
+    time_cap_s: float | None = DEFAULT_TIME_CAP_S,
+) -> list[Evaluation]:
     """Evaluate records in order; one bad record never stops the batch.
 
     An unexpected exception inside STEF for one record becomes an ``internal_error``
-    evaluation naming the exception, and the batch goes on. An invalid rule file
-    (:class:`stef.errors.RulesError`) is a configuration error and is raised.
+    evaluation naming the exception, and a record that runs past ``time_cap_s`` seconds gets
+    the ``timeout`` status (main thread only, see :func:`_time_cap`); the batch goes on. An
+    invalid rule file (:class:`stef.errors.RulesError`) is a configuration error and is raised.
 
     Returns:
         One :class:`Evaluation` per record, same order.
@@ -151,7 +193,10 @@ def evaluate_many(records: Iterable[AgentLogRecord], rulebook: RuleBook | None =
     for record in records:
         rules = rulebook.for_app(record.app_id)
         try:
-            out.append(evaluate(record, rules, judge, default_dialect))
+            with _time_cap(time_cap_s):
+                out.append(evaluate(record, rules, judge, default_dialect))
+        except RecordTimeout:
+            out.append(_failure(record, EvaluationStatus.TIMEOUT, f"evaluation exceeded the {time_cap_s:g} s per-record cap", record.dialect))
         except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped
             out.append(_failure(record, EvaluationStatus.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:1000], record.dialect))
     return out

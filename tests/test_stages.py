@@ -109,7 +109,7 @@ def test_one_bad_record_never_stops_a_batch() -> None:
     assert [e.run_id for e in evaluations] == ["ok1", "bad", "huge", "ok2"]
     assert evaluations[0].status is EvaluationStatus.EVALUATED
     assert evaluations[1].status is EvaluationStatus.PARSE_ERROR
-    assert evaluations[2].status in {EvaluationStatus.EVALUATED, EvaluationStatus.PARSE_ERROR}
+    assert evaluations[2].status in {EvaluationStatus.EVALUATED, EvaluationStatus.PARSE_ERROR, EvaluationStatus.TIMEOUT}
     assert evaluations[3].status is EvaluationStatus.EVALUATED
 
 
@@ -486,3 +486,33 @@ def test_uncalibrated_judge_uses_the_rule_mapping() -> None:
     assert raw.verdict is Verdict.INCORRECT  # W = 2.0 (value mismatch) by the rule table
     assert "calibrated P(correct)" in (calibrated.rationale or "")
     assert [e.subcategory for e in raw.suspected_errors] == [e.subcategory for e in calibrated.suspected_errors]
+
+
+# --- pathological input ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sql", "statuses"),
+    [
+        pytest.param("SELECT a FROM t WHERE b IN (" + ",".join(["'x'"] * 200_000) + ")", {"too_large"}, id="sql_1mb"),
+        pytest.param("SELECT a FROM " + "(SELECT a FROM " * 200 + "t" + ")" * 200, {"evaluated", "parse_error", "timeout"}, id="nested_200_subqueries"),
+        pytest.param("SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(5000)), {"evaluated", "timeout"}, id="or_5000_predicates"),
+        pytest.param("\x00\x01\x02garbage\xff", {"invalid_input"}, id="binary_junk"),
+    ],
+)
+def test_pathological_sql_gets_a_typed_status(sql: str, statuses: set[str]) -> None:
+    records = [AgentLogRecord(run_id="odd", question="How many rows?", sql=sql), AgentLogRecord(run_id="next", question="How many users?", sql="SELECT COUNT(*) FROM users")]
+    odd, following = evaluate_many(records)
+    assert odd.status.value in statuses
+    assert following.status is EvaluationStatus.EVALUATED
+
+
+def test_time_cap_gives_timeout_status_and_the_batch_goes_on() -> None:
+    records = [
+        AgentLogRecord(run_id="slow", question="How many rows?", sql="SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(12000))),
+        AgentLogRecord(run_id="fast", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
+    slow, fast = evaluate_many(records, time_cap_s=0.05)
+    assert slow.status is EvaluationStatus.TIMEOUT
+    assert slow.status_reason == "evaluation exceeded the 0.05 s per-record cap"
+    assert fast.status is EvaluationStatus.EVALUATED
