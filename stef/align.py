@@ -19,6 +19,8 @@ Classification:
 
 from __future__ import annotations
 
+import re
+
 from stef.matching import is_grounded, values_match
 from stef.models import AlignmentResult, FilterPredicate, FilterStatus, QuestionSpec, SQLSpec
 from stef.rules import AppRules
@@ -39,6 +41,15 @@ def _is_benign(predicate: FilterPredicate, rules: AppRules | None) -> bool:
                 continue
         return True
     return False
+
+
+MAX_ALIGNED_FILTERS = 500
+"""Only the first 500 filters with values are aligned (bounds the work on machine-made SQL)."""
+NEGATION_WORDS = re.compile(r"\b(not|no|never|none|except|excluding|exclude|without|other than|non|isn't|aren't|doesn't|don't|didn't|wasn't|weren't|haven't|hasn't|neither|nor)\b|n't\b")
+"""Words of a question that ask for a negated filter (natural language, not SQL)."""
+NEGATIVE_OPERATORS = frozenset({"!=", "NOT IN", "NOT LIKE", "NOT BETWEEN", "IS NOT NULL", "NOT IS TRUE"})
+DIRECTION = {">": ">", ">=": ">", "<": "<", "<=": "<"}
+"""Comparison operators by direction; a filter compared the other way reverses the request."""
 
 
 def _describe(predicate: FilterPredicate) -> str:
@@ -66,13 +77,25 @@ def align_filters(
         evidence as readable strings.
     """
     text = question_text + " " + (enriched_text or "")
-    valued = [f for f in sql_spec.filters if f.values]
+    valued = [f for f in sql_spec.filters if f.values][:MAX_ALIGNED_FILTERS]
     applied_values = [(f, v) for f in valued for v in f.values]
     literal_pool = set(sql_spec.literals)
     used: set[int] = set()
     matched: list[str] = []
     missing: list[str] = []
     wrong: list[str] = []
+
+    negation_asked = NEGATION_WORDS.search(question_text.lower()) is not None
+    asked_ops = set(question.comparison_ops) | set(enriched.comparison_ops)
+
+    def operator_conflict(requested: str | None, predicate: FilterPredicate) -> str | None:
+        applied = predicate.operator
+        if applied in NEGATIVE_OPERATORS and not negation_asked and requested not in NEGATIVE_OPERATORS:
+            return f"S negates it ({applied}) but the question asks for no negation"
+        wanted = {requested} if requested in DIRECTION else {op for op in asked_ops if op in DIRECTION}
+        if applied in DIRECTION and wanted and all(DIRECTION[op] != DIRECTION[applied] for op in wanted):
+            return f"S compares with {applied}, the question asks for {'/'.join(sorted(wanted))}"
+        return None
 
     bindings = list(dict.fromkeys((*question.value_bindings, *enriched.value_bindings)))
     bound_values = {value for _, _, value in bindings}
@@ -81,7 +104,11 @@ def align_filters(
         hit = next((f for f in same_column if any(values_match(value, v) for v in f.values)), None)
         if hit is not None:
             used.add(id(hit))
-            matched.append(f"{column} {operator} {value}")
+            conflict = operator_conflict(operator, hit)
+            if conflict:
+                wrong.append(f"{column} {operator} {value}: {conflict} (operator)")
+            else:
+                matched.append(f"{column} {operator} {value}")
             continue
         elsewhere = next((f for f, v in applied_values if values_match(value, v)), None)
         if elsewhere is not None:
@@ -107,7 +134,11 @@ def align_filters(
         hit = next((f for f, v in applied_values if values_match(value, v)), None)
         if hit is not None:
             used.add(id(hit))
-            matched.append(f"{hit.column} = {value}")
+            conflict = operator_conflict(None, hit)
+            if conflict:
+                wrong.append(f"{value}: {conflict} (operator)")
+            else:
+                matched.append(f"{hit.column} = {value}")
         elif any(values_match(value, literal) for literal in literal_pool):
             matched.append(f"{value} (used in an expression)")
         elif value.replace(".", "").isdigit() and any(value in column for column in sql_spec.columns):
@@ -132,7 +163,11 @@ def align_filters(
         hit = next((f for f, v in applied_values if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)), None)
         if hit is not None:
             used.add(id(hit))
-            matched.append(f"{hit.column} = {entity}")
+            conflict = operator_conflict(None, hit)
+            if conflict:
+                wrong.append(f"{entity}: {conflict} (operator)")
+            else:
+                matched.append(f"{hit.column} = {entity}")
         else:
             unmatched_entities.append(entity)
 
@@ -154,6 +189,10 @@ def align_filters(
             unmatched_entities.pop(0)
         else:
             extra.append(_describe(predicate))
+
+    if not valued and not sql_spec.filters:
+        # S filters nothing at all: a name the question restricts to was dropped, not just mapped
+        missing.extend(f"{entity} (no filter in S)" for entity in unmatched_entities)
 
     if missing or wrong:
         status = FilterStatus.PARTIALLY_APPLIED if matched else FilterStatus.NOT_APPLIED

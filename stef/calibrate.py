@@ -46,6 +46,7 @@ SUBCATEGORIES: tuple[str, ...] = (
     "Clause Missing",
     "Clause Redundancy",
     "Comparison Operator Mismatch",
+    "Logical Operator Mismatch",
     "Conversion Functions",
     "DISTINCT",
     "Explicit Condition Missing",

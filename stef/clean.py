@@ -125,6 +125,25 @@ def strip_markdown(text: str) -> tuple[str, tuple[str, ...]]:
     return stripped, tuple(flags)
 
 
+def _without_trailing_prose(text: str) -> str | None:
+    """Cut the text before the first line that reads as prose ("This query returns ...").
+
+    A prose line starts with a capitalised word that is not a SQL keyword and has at least four
+    words; the cut is made only after at least one line. ``None`` when there is no such line.
+    """
+    lines = text.splitlines()
+    for index, line in enumerate(lines[1:], start=1):
+        words = line.strip().split()
+        if len(words) >= 4 and words[0][:1].isupper() and not words[0].isupper() and words[0].upper() not in PROSE_EXEMPT_WORDS:
+            head = "\n".join(lines[:index]).strip()
+            return head or None
+    return None
+
+
+PROSE_EXEMPT_WORDS = frozenset({"SELECT", "FROM", "WHERE", "AND", "OR", "GROUP", "ORDER", "HAVING", "LIMIT", "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "ON", "UNION", "WITH", "CASE", "WHEN", "THEN", "ELSE", "END", "AS", "NOT", "IN"})
+"""Capitalised SQL words ("Select", "From") that never start a prose line."""
+
+
 def _starts_statement(line: str) -> bool:
     words = line.strip().split(None, 1)
     if not words:
@@ -144,6 +163,26 @@ def parser_message(error: SqlglotError) -> str:
         near = f" near {highlight!r}" if highlight else ""
         return f"{description}{where}{near}"
     return _ANSI.sub("", str(error)).splitlines()[0] if str(error) else type(error).__name__
+
+
+WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
+    t for t in (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Create, exp.Drop, getattr(exp, "TruncateTable", None)) if isinstance(t, type)
+)
+"""Write statements that can hide inside a query (a data-modifying CTE)."""
+
+
+def embedded_writes(query: exp.Expression) -> list[str]:
+    """Writes inside a query statement: ``SELECT ... INTO t`` and data-modifying CTEs.
+
+    >>> import sqlglot
+    >>> embedded_writes(sqlglot.parse_one("SELECT * INTO backup FROM users"))
+    ['SELECT INTO']
+    >>> embedded_writes(sqlglot.parse_one("WITH d AS (DELETE FROM users RETURNING *) SELECT COUNT(*) FROM d", read="postgres"))
+    ['DELETE (inside the query)']
+    """
+    found = [f"{node.key.upper()} (inside the query)" for node in query.find_all(*WRITE_TYPES)]
+    found += ["SELECT INTO" for select in query.find_all(exp.Select) if select.args.get("into") is not None]
+    return found
 
 
 def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
@@ -174,7 +213,14 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     try:
         parsed = sqlglot.parse(text, read=dialect or None)
     except SqlglotError as error:
-        return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
+        trimmed = _without_trailing_prose(text)
+        if trimmed is None:
+            return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
+        try:
+            parsed = sqlglot.parse(trimmed, read=dialect or None)
+        except SqlglotError:
+            return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
+        text, flags = trimmed, (*flags, "stripped prose after SQL")
     except RecursionError:
         return ParsedSQL(None, (), dialect, flags, "parse_error", "SQL nests too deeply for the parser")
     statements = tuple(s for s in parsed if s is not None)
@@ -191,6 +237,8 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         else:
             kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
             statement_flags.append(f"non_select_statement: {kind}")
+    if answer is not None:
+        statement_flags.extend(f"non_select_statement: {kind}" for kind in embedded_writes(answer))
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")
     all_flags = (*flags, *statement_flags)

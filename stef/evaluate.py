@@ -29,6 +29,8 @@ from stef.score import compute_score
 
 _DEFAULT_JUDGE = SymbolicJudge()
 
+MAX_TEXT_CHARS = 20_000
+"""Q_u or Q_e longer than this is not analysed (status ``too_large``)."""
 DEFAULT_TIME_CAP_S = 2.0
 """Per-record evaluation time cap in seconds (``None`` or 0 switches it off)."""
 
@@ -41,13 +43,19 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise RecordTimeout
 
 
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.perf_counter() > deadline:
+        raise RecordTimeout
+
+
 @contextmanager
 def _time_cap(seconds: float | None) -> Iterator[None]:
     """Interrupt the block after ``seconds`` with :class:`RecordTimeout` (SIGALRM timer).
 
-    Signals can only be handled in the main thread of a process, so the cap applies there
-    (``stef evaluate``, process-pool workers); elsewhere the size cap of
-    :data:`stef.clean.MAX_SQL_CHARS` bounds the work.
+    Signals can only be handled in the main thread of a process, so the timer interrupts work
+    there (``stef evaluate``, process-pool workers); in other threads (the nightly flow's
+    thread pool) the deadline is checked between stages, and the size caps
+    (:data:`stef.clean.MAX_SQL_CHARS`, :data:`MAX_TEXT_CHARS`) bound each stage.
     """
     usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable:
@@ -77,7 +85,13 @@ def _failure(record: AgentLogRecord, status: EvaluationStatus, reason: str, dial
     )
 
 
-def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge | None = None, default_dialect: str | None = None) -> Evaluation:
+def evaluate(
+    record: AgentLogRecord,
+    rules: AppRules | None = None,
+    judge: Judge | None = None,
+    default_dialect: str | None = None,
+    deadline: float | None = None,
+) -> Evaluation:
     """Evaluate one agent answer with the STEF method.
 
     Args:
@@ -86,6 +100,8 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
         judge: the semantic judge (``None``: :class:`SymbolicJudge`).
         default_dialect: dialect for records with none, before the rules' default (e.g. the
             CLI's ``--dialect``); must be a valid sqlglot name.
+        deadline: ``time.perf_counter()`` value after which the record is abandoned with
+            :class:`RecordTimeout` (checked between stages; works in any thread).
 
     Returns:
         An :class:`Evaluation`; ``status`` is ``evaluated`` with ``score`` set, or a typed
@@ -109,9 +125,13 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
         return _failure(record, EvaluationStatus.INVALID_INPUT, "question is empty", dialect, judge=judge_name, started=started)
     if not record.sql.strip():
         return _failure(record, EvaluationStatus.INVALID_INPUT, "SQL is empty", dialect, judge=judge_name, started=started)
+    for label, text in (("question", record.question), ("enriched question", record.enriched_question or "")):
+        if len(text) > MAX_TEXT_CHARS:
+            return _failure(record, EvaluationStatus.TOO_LARGE, f"{label} is {len(text)} characters, over the {MAX_TEXT_CHARS} cap", dialect, judge=judge_name, started=started)
 
     parsed = parse_sql_with_fallback(record.sql, dialect)
     dialect = parsed.dialect
+    _check_deadline(deadline)
     if parsed.error is not None or parsed.answer is None:
         status = EvaluationStatus(parsed.error or "parse_error")
         return _failure(record, status, parsed.error_message or "no answer statement", dialect, parsed.flags, judge_name, started)
@@ -120,8 +140,10 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
         question_spec = extract_question_spec(record.question, dialect, rules)
         enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)
+        _check_deadline(deadline)
         enrichment = validate_enrichment(question_spec, enriched_spec, record.question, record.enriched_question)
         alignment = align_filters(sql_spec, question_spec, enriched_spec, record.question, record.enriched_question, rules)
+        _check_deadline(deadline)
         normalised = normalize(sql_spec, question_spec, enriched_spec, rules)
         judge_input = JudgeInput(
             question=record.question,
@@ -139,7 +161,7 @@ def evaluate(record: AgentLogRecord, rules: AppRules | None = None, judge: Judge
         result: JudgeResult = judge.judge(judge_input)
     except RecursionError:
         return _failure(record, EvaluationStatus.PARSE_ERROR, "SQL nests too deeply to analyse", dialect, parsed.flags, judge_name, started)
-    if any(f.startswith("non_select_statement") for f in parsed.flags) and result.verdict in (Verdict.CORRECT, Verdict.LIKELY_CORRECT):
+    if any(f.startswith("non_select_statement") for f in parsed.flags) and result.verdict is not Verdict.INCORRECT:
         result = result.model_copy(update={"verdict": Verdict.INCORRECT, "rationale": "non-SELECT statement in the answer; " + result.rationale})
     breakdown = compute_score(alignment, result.verdict, result.confidence, rules.scoring)
     return Evaluation(
@@ -193,8 +215,9 @@ def evaluate_many(
     for record in records:
         rules = rulebook.for_app(record.app_id)
         try:
+            deadline = time.perf_counter() + time_cap_s if time_cap_s else None
             with _time_cap(time_cap_s):
-                out.append(evaluate(record, rules, judge, default_dialect))
+                out.append(evaluate(record, rules, judge, default_dialect, deadline))
         except RecordTimeout:
             out.append(_failure(record, EvaluationStatus.TIMEOUT, f"evaluation exceeded the {time_cap_s:g} s per-record cap", record.dialect))
         except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped

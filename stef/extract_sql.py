@@ -332,6 +332,11 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     null_comparisons = sum(
         1 for node in tree.find_all(exp.EQ, exp.NEQ) if isinstance(node.expression, exp.Null) or isinstance(node.this, exp.Null)
     )
+    tautologies = sum(
+        1
+        for node in tree.find_all(*COMPARISON_TYPES)
+        if _literal_text(node.this) is not None and _literal_text(node.expression) is not None
+    )
     statement_kinds = tuple(dict.fromkeys([tree.key.upper()]))
     return SQLSpec(
         dialect=dialect,
@@ -359,6 +364,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         unused_tables=unused_join_tables(tree),
         integer_divisions=integer_divisions,
         null_comparisons=null_comparisons,
+        tautologies=tautologies,
         flags=flags,
     )
 

@@ -113,7 +113,9 @@ def check_filters(judge_input: JudgeInput) -> list[Finding]:
     for item in alignment.missing:
         findings.append((_error("Condition-Related Errors", "Explicit Condition Missing", f"requested filter not applied: {item}"), 1.2))
     for item in alignment.wrong:
-        if "another column" in item:
+        if item.endswith("(operator)"):
+            findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", f"filter operator differs from the question: {item}"), 1.5))
+        elif "another column" in item:
             findings.append((_error("Attribute-Related Errors", "Attribute Mismatch", f"filter on the wrong column: {item}"), 1.2))
         else:
             findings.append((_error("Value-Related Errors", "Value Mismatch", f"filter value differs from the question: {item}"), 2.0))
@@ -209,6 +211,8 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
         findings.append((_error("Table-Related Errors", "Table Redundancy", f"table {table} is joined but none of its columns is used"), 0.3))
     if "COUNT" in spec.aggregations and spec.joins and not any("DISTINCT" in p.upper() for p in spec.projections) and not spec.distinct:
         findings.append((_error("Other Errors", "DISTINCT", "COUNT over a join without DISTINCT may count rows of the joined table twice"), 0.25))
+    if spec.tautologies:
+        findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", "a predicate compares two constants (e.g. OR 1 = 1) and disables the filters"), 2.0))
     if spec.null_comparisons:
         findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", "comparison with = NULL is never true; use IS NULL"), 1.5))
     if spec.limit is not None and wanted.top_k is None and not wanted.superlative and not wanted.ordering:

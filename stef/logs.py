@@ -50,6 +50,16 @@ def _validation_reason(exc: ValidationError) -> str:
     return "invalid record: " + "; ".join(parts)
 
 
+def _salvage_run_id(text: str) -> str | None:
+    """The ``run_id`` of a line rejected for its encoding, when the rest of it is readable JSON."""
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    run_id = payload.get("run_id") if isinstance(payload, dict) else None
+    return str(run_id) if isinstance(run_id, (str, int)) and not isinstance(run_id, bool) and str(run_id) else None
+
+
 def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | None:
     """Turn one raw line into a :class:`LogLine`; ``None`` for a blank line.
 
@@ -62,10 +72,13 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
         return None
     if len(raw_bytes) > MAX_LINE_BYTES:
         return LogLine(source, line_number, None, f"line longer than {MAX_LINE_BYTES} bytes", raw_bytes[:65536].decode("utf-8", "replace"))
+    if line_number == 1 and raw_bytes.startswith(b"\xef\xbb\xbf"):
+        raw_bytes = raw_bytes[3:]  # UTF-8 byte-order mark written by some editors
     try:
         text = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return LogLine(source, line_number, None, f"invalid UTF-8 at byte {exc.start}", raw_bytes[:65536].decode("utf-8", "replace"))
+        salvaged = raw_bytes[:65536].decode("utf-8", "replace")
+        return LogLine(source, line_number, None, f"invalid UTF-8 at byte {exc.start}", salvaged, _salvage_run_id(salvaged))
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -73,8 +86,8 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
     if not isinstance(payload, dict):
         return LogLine(source, line_number, None, f"not a JSON object but {type(payload).__name__}", text[:65536])
     run_id = payload.get("run_id")
-    run_id = str(run_id) if isinstance(run_id, (str, int)) and str(run_id) else None
-    if isinstance(payload.get("run_id"), int):
+    run_id = str(run_id) if isinstance(run_id, (str, int)) and not isinstance(run_id, bool) and str(run_id) else None
+    if isinstance(payload.get("run_id"), int) and not isinstance(payload.get("run_id"), bool):
         payload = {**payload, "run_id": str(payload["run_id"])}
     try:
         record = AgentLogRecord.model_validate(payload)

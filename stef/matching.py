@@ -22,10 +22,20 @@ _WILDCARDS = str.maketrans({"%": " ", "_": " ", "*": " "})
 
 @lru_cache(maxsize=16384)
 def tokens(text: str) -> tuple[str, ...]:
+    """Lower-case word and punctuation tokens of a text (cached).
+
+    >>> tokens("New-York, 2012")
+    ('new', '-', 'york', ',', '2012')
+    """
     return tuple(_TOKEN.findall(text.lower()))
 
 
 def contains_sequence(haystack: tuple[str, ...], needle: tuple[str, ...]) -> bool:
+    """Whether ``needle`` occurs contiguously in ``haystack`` (both token tuples).
+
+    >>> contains_sequence(("a", "b", "c"), ("b", "c")), contains_sequence(("a", "b"), ())
+    (True, False)
+    """
     if not needle:
         return False
     width = len(needle)

@@ -158,6 +158,8 @@ class SQLSpec(_Frozen):
     """Joined tables whose columns are used only in join conditions (scope analysis)."""
     integer_divisions: int = 0
     """Divisions with no float cast or float literal on either side (integer division risk)."""
+    tautologies: int = 0
+    """Comparisons of two constants (``1 = 1``): always true or false, they disable filters."""
     null_comparisons: int = 0
     """Comparisons with ``= NULL`` / ``!= NULL`` (always unknown in SQL)."""
     flags: tuple[str, ...] = ()

@@ -89,6 +89,10 @@ class AppRules(BaseModel):
         return self.column_mappings.get(lowered, lowered)
 
 
+RESERVED_RULE_NAMES = frozenset({"schema"})
+"""File stems in ``rules/`` that are not rule files (an app called ``schema`` uses the defaults)."""
+
+
 def _rules_dir() -> Path:
     return Path(str(resources.files("rules")))
 
@@ -145,10 +149,23 @@ def parse_rules(payload: Any, source: str) -> AppRules:
             path = [*path, missing]
             problem = "is missing"
         elif error.validator == "additionalProperties":
-            problem = f"is not allowed: {error.message}"
+            allowed = set(error.schema.get("properties", {}))
+            unexpected = sorted(k for k in error.instance if k not in allowed) if isinstance(error.instance, dict) else []
+            if unexpected:
+                path = [*path, unexpected[0]]
+            problem = f"is not allowed (allowed: {', '.join(sorted(allowed))})"
         else:
             problem = f"is invalid: {error.message}"
         raise RulesError(f"{source}: field `{_field_path(path)}` {problem}")
+    dialect = payload.get("default_dialect")
+    if dialect is not None:
+        from stef.clean import resolve_dialect
+        from stef.errors import UnknownDialectError
+
+        try:
+            resolve_dialect(dialect)
+        except UnknownDialectError as exc:
+            raise RulesError(f"{source}: field `default_dialect` is invalid: {exc}") from exc
     merged = _merge(_default_payload(), payload)
     merged.pop("$schema", None)
     return AppRules.model_validate({**merged, "source": source})
@@ -198,7 +215,7 @@ class RuleBook:
         if app_id in self._cache:
             return self._cache[app_id]
         rules = default_rules()
-        if app_id and app_id.replace("_", "").replace("-", "").isalnum():
+        if app_id and app_id.replace("_", "").replace("-", "").isalnum() and app_id not in RESERVED_RULE_NAMES:
             for directory in (*self._dirs, _rules_dir()):
                 candidate = directory / f"{app_id}.json"
                 if candidate.is_file():

@@ -122,7 +122,9 @@ def test_one_bad_record_never_stops_a_batch() -> None:
         pytest.param({"benign_filters": [{"operator": "="}]}, r"field `benign_filters\[0\]\.column` is missing", id="missing_column"),
         pytest.param({"column_mappings": {"a": 3}}, r"field `column_mappings\.a` is invalid", id="mapping_not_string"),
         pytest.param({"scoring": {"gamma_high": 2}}, r"field `scoring\.gamma_high` is invalid", id="gamma_out_of_range"),
-        pytest.param({"colum_mappings": {}}, r"field `\(root\)` is not allowed", id="misspelt_key"),
+        pytest.param({"colum_mappings": {}}, r"field `colum_mappings` is not allowed", id="misspelt_key"),
+        pytest.param({"normalization_rules": {"limit_tolerence": True}}, r"field `normalization_rules\.limit_tolerence` is not allowed", id="misspelt_nested_key"),
+        pytest.param({"default_dialect": "klingon"}, r"field `default_dialect` is invalid: unknown SQL dialect .klingon.", id="unknown_default_dialect"),
     ],
 )
 def test_invalid_rule_file_names_file_and_field(tmp_path: Path, payload: dict, message: str) -> None:
@@ -516,3 +518,59 @@ def test_time_cap_gives_timeout_status_and_the_batch_goes_on() -> None:
     assert slow.status is EvaluationStatus.TIMEOUT
     assert slow.status_reason == "evaluation exceeded the 0.05 s per-record cap"
     assert fast.status is EvaluationStatus.EVALUATED
+
+
+def test_oversized_question_is_too_large_not_slow() -> None:
+    record = AgentLogRecord(run_id="big", question="word " * 10_000, sql="SELECT 1")
+    evaluation = evaluate(record)
+    assert evaluation.status is EvaluationStatus.TOO_LARGE
+    assert evaluation.status_reason == "question is 50000 characters, over the 20000 cap"
+
+
+def test_deadline_is_checked_between_stages_in_any_thread() -> None:
+    import threading
+    import time as clock
+
+    from stef.evaluate import RecordTimeout
+
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            evaluate(AgentLogRecord(run_id="r", question="How many users?", sql="SELECT COUNT(*) FROM users"), deadline=clock.perf_counter() - 1)
+        except RecordTimeout as exc:
+            caught.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    assert len(caught) == 1
+
+
+@pytest.mark.parametrize(
+    ("question", "wrong_sql", "right_sql", "subcategory"),
+    [
+        pytest.param(
+            "How many schools are in Alameda County?", "SELECT COUNT(*) FROM schools WHERE county != 'Alameda'",
+            "SELECT COUNT(*) FROM schools WHERE county = 'Alameda'", "Comparison Operator Mismatch", id="negated_filter",
+        ),
+        pytest.param(
+            "Which products cost more than 100?", "SELECT name FROM products WHERE cost < 100",
+            "SELECT name FROM products WHERE cost > 100", "Comparison Operator Mismatch", id="reversed_comparison",
+        ),
+        pytest.param(
+            "How many schools are in Alameda County?", "SELECT COUNT(*) FROM schools WHERE county = 'Alameda' OR 1 = 1",
+            "SELECT COUNT(*) FROM schools WHERE county = 'Alameda'", "Logical Operator Mismatch", id="tautology",
+        ),
+        pytest.param(
+            "How many customers in Germany?", "SELECT COUNT(*) FROM customers",
+            "SELECT COUNT(*) FROM customers WHERE country = 'Germany'", "Explicit Condition Missing", id="dropped_filter",
+        ),
+    ],
+)
+def test_operator_and_dropped_filter_errors_are_named(question: str, wrong_sql: str, right_sql: str, subcategory: str) -> None:
+    wrong = evaluate(AgentLogRecord(run_id="w", question=question, sql=wrong_sql))
+    right = evaluate(AgentLogRecord(run_id="r", question=question, sql=right_sql))
+    assert subcategory in {e.subcategory for e in wrong.suspected_errors}
+    assert wrong.score is not None and right.score is not None
+    assert wrong.score < 75 <= right.score
