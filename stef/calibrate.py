@@ -10,14 +10,16 @@ coefficients, training data digest and grouped cross-validation figures) produce
 scikit-learn.
 
 From p to the verdict and γ (:func:`verdict_from_probability`) the mapping keeps Φ monotone in
-p and puts Φ ≥ 75 exactly where p ≥ 0.5 when the filters are fully applied:
+p and puts Φ ≥ 75 exactly where p ≥ 0.5 when the filters are fully applied. The logistic model
+is rarely surer than p ≈ 0.8 on schema-free evidence, so the top bands start at 0.65 and 0.75:
 
-    p ≥ 0.85          CORRECT,               γ = p            Φ = 100
-    0.75 ≤ p < 0.85   LIKELY_CORRECT,        γ = 0.85          Φ = 90
-    0.50 ≤ p < 0.75   CORRECT,               γ = 0.65 + 0.2·(p−0.5)/0.25 (< 0.85)   Φ = 80
-    0.35 ≤ p < 0.50   LIKELY_CORRECT,        γ = 0.65 + …     Φ = 72
-    0.20 ≤ p < 0.35   POTENTIALLY_INCORRECT, γ = 0.85          Φ = 70 → with filter losses lower
+    p ≥ 0.75          CORRECT,               γ = max(p, 0.85)  Φ = 100
+    0.65 ≤ p < 0.75   LIKELY_CORRECT,        γ = 0.85          Φ = 90
+    0.50 ≤ p < 0.65   CORRECT,               0.65 ≤ γ < 0.85   Φ = 80
+    0.35 ≤ p < 0.50   LIKELY_CORRECT,        0.65 ≤ γ < 0.85   Φ = 72
+    0.20 ≤ p < 0.35   POTENTIALLY_INCORRECT, γ = 0.85          Φ = 70
     p < 0.20          INCORRECT,             γ = 0.85          Φ = 50
+(Φ for FULLY_APPLIED filters; fewer applied filters lower it further.)
 """
 
 from __future__ import annotations
@@ -158,15 +160,15 @@ def load_calibrator(name: str = DEFAULT_CALIBRATOR) -> Calibrator:
 def verdict_from_probability(p: float) -> tuple[Verdict, float]:
     """Map p = P(correct) to (verdict, γ) as in the module docstring's table.
 
-    >>> [(v.value, g) for v, g in map(verdict_from_probability, (0.9, 0.8, 0.6, 0.4, 0.3, 0.1))]
-    [('CORRECT', 0.9), ('LIKELY_CORRECT', 0.85), ('CORRECT', 0.73), ('LIKELY_CORRECT', 0.717), ('POTENTIALLY_INCORRECT', 0.85), ('INCORRECT', 0.85)]
+    >>> [(v.value, g) for v, g in map(verdict_from_probability, (0.9, 0.7, 0.6, 0.4, 0.3, 0.1))]
+    [('CORRECT', 0.9), ('LIKELY_CORRECT', 0.85), ('CORRECT', 0.783), ('LIKELY_CORRECT', 0.717), ('POTENTIALLY_INCORRECT', 0.85), ('INCORRECT', 0.85)]
     """
-    if p >= 0.85:
-        return Verdict.CORRECT, round(p, 3)
     if p >= 0.75:
+        return Verdict.CORRECT, round(max(p, 0.85), 3)
+    if p >= 0.65:
         return Verdict.LIKELY_CORRECT, 0.85
     if p >= 0.5:
-        return Verdict.CORRECT, round(0.65 + 0.2 * (p - 0.5) / 0.25 * 0.999, 3)
+        return Verdict.CORRECT, round(0.65 + 0.2 * (p - 0.5) / 0.15 * 0.999, 3)
     if p >= 0.35:
         return Verdict.LIKELY_CORRECT, round(0.65 + 0.2 * (p - 0.35) / 0.15 * 0.999, 3)
     if p >= 0.2:

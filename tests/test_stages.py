@@ -293,8 +293,9 @@ def test_benign_extra_filter_earns_the_leniency_bonus() -> None:
     evaluation = evaluate(record, rules)
     assert evaluation.filter_status is FilterStatus.FULLY_APPLIED_WITH_EXTRAS
     assert evaluation.alignment is not None and evaluation.alignment.benign_extra == ("tenant_id = 42",)
-    assert evaluation.score_breakdown is not None and evaluation.score_breakdown.leniency_bonus == 1.0
-    assert evaluation.score_breakdown.base == 10.0
+    breakdown = evaluation.score_breakdown
+    assert breakdown is not None and breakdown.leniency_bonus == 1.0 and breakdown.filter_score == 4.0
+    assert breakdown.base == min(10.0, 4.0 + breakdown.verdict_score + 1.0)
 
 
 # --- stage E: normalisation ---------------------------------------------------------------------
