@@ -32,7 +32,12 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
     """Lines of ``<logs_root>/<day>/*.jsonl`` for an fsspec URL (``s3://``, ``gs://``, ``file://``...)."""
     import fsspec
 
-    fs, root = fsspec.core.url_to_fs(logs_root)
+    try:
+        fs, root = fsspec.core.url_to_fs(logs_root)
+    except ImportError as exc:  # e.g. s3:// without s3fs installed
+        raise InputError(f"--logs-root {logs_root}: this URL scheme needs an extra package ({exc}); install it next to stef") from exc
+    except ValueError as exc:  # unknown protocol
+        raise InputError(f"--logs-root {logs_root}: not a readable location ({exc})") from exc
     folder = f"{root.rstrip('/')}/{day}"
     if not fs.isdir(folder):
         raise InputError(f"no logs for {day}: folder {logs_root.rstrip('/')}/{day} does not exist")

@@ -233,3 +233,15 @@ def test_tasks_doctests() -> None:
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
 
+
+
+@pytest.mark.parametrize(
+    ("logs_root", "message"),
+    [
+        pytest.param("s3://bucket/logs", r"--logs-root s3://bucket/logs: this URL scheme needs an extra package", id="missing_fsspec_backend"),
+        pytest.param("foo://somewhere", r"--logs-root foo://somewhere: not a readable location", id="unknown_protocol"),
+    ],
+)
+def test_unreadable_logs_root_url_is_a_clear_error(logs_root: str, message: str) -> None:
+    with pytest.raises(InputError, match=message):
+        load_logs.fn(logs_root, date(2026, 11, 20))
