@@ -35,14 +35,20 @@ from stef.models import Band, EvaluationStatus, FilterStatus, Verdict
 
 if TYPE_CHECKING:
     from flows.nightly import NightlySummary
+    from stef.llm_evaluate import JudgeRunStats
+    from stef.llm_judge import JudgeSettings
     from stef.logs import LogLine
     from stef.models import AgentLogRecord, Evaluation
     from stef.rules import RuleBook
 
 EXIT_USAGE = 2
 """Exit code of every error a person can fix (bad option, bad rule file, missing input)."""
-JUDGES = ("symbolic",)
-"""Judges selectable with ``--judge`` today."""
+JUDGES = ("symbolic", "MODEL", "hybrid:MODEL")
+"""Forms of ``--judge``: the deterministic judge, any litellm model string, or hybrid (STEF paper §2.D)."""
+JUDGE_HELP = ("Judge that gives the semantic verdict: 'symbolic' (default, deterministic), a litellm model string "
+              "(openai/gpt-4o-mini, anthropic/..., ollama/..., hosted_vllm/...), or 'hybrid:MODEL' (the model only "
+              "for records whose symbolic confidence is below 0.85 or whose score is marginal).")
+API_BASE_HELP = "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
 BATCH_SIZE = 500
 """Records evaluated per call of :func:`stef.evaluate.evaluate_many` by ``stef evaluate``."""
 DEMO_DIR = "stef-demo"
@@ -120,14 +126,33 @@ def validate_dialect(name: str) -> str:
         raise UnknownDialectError(f"--dialect: {exc}") from None
 
 
-def validate_judge(name: str) -> None:
-    """Check that ``name`` is a judge this version can run.
+def validate_judge(name: str, **options: Any) -> JudgeSettings:
+    """Read ``--judge`` (one of :data:`JUDGES`) and its companion options, and check them before any work.
+
+    A model is checked with :func:`stef.llm_judge.preflight` (litellm knows its provider, its
+    ``*_API_KEY`` is in the environment); other missing variables are printed as warnings.
+    The symbolic judge imports no litellm.
+
+    Args:
+        name: the ``--judge`` value.
+        **options: ``api_base``, ``concurrency``, ``timeout_s``, ``max_cost_usd`` (see
+            :meth:`stef.llm_judge.JudgeSettings.parse`).
+
+    Returns:
+        The parsed :class:`stef.llm_judge.JudgeSettings`.
 
     Raises:
-        CliError: any judge other than ``symbolic``.
+        JudgeConfigError: an unusable setting (the message names it and the fix).
+
+    >>> validate_judge("symbolic").is_symbolic
+    True
     """
-    if name not in JUDGES:
-        raise CliError(f"--judge '{name}' is not available yet; use --judge symbolic (the deterministic default)")
+    from stef.llm_judge import JudgeSettings, preflight
+
+    settings = JudgeSettings.parse(name, **options)
+    for warning in preflight(settings):
+        err_console.print(Text.assemble(("warning: ", "bold yellow"), warning), soft_wrap=True)
+    return settings
 
 
 def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
@@ -187,15 +212,20 @@ def evaluate_lines(
         lines: the lines of one or more log files (:func:`stef.logs.read_log_file`).
         rulebook: resolves each record's ``app_id`` to its rules.
         dialect: default dialect for records that name none (``None``: the rules decide).
-        judge: the judge (``None``: the default symbolic judge).
+        judge: the judge (``None``: the default symbolic judge), or an object that evaluates whole
+            batches (:class:`stef.llm_evaluate.LLMEvaluator`: it has ``evaluate_many``).
         batch_size: records per :func:`stef.evaluate.evaluate_many` call.
     """
     from stef.evaluate import evaluate_many, rejected_evaluation
 
+    batch_evaluate = getattr(judge, "evaluate_many", None)
     iterator = iter(lines)
     while batch := list(islice(iterator, batch_size)):
         records = [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
-        evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge))
+        if batch_evaluate is not None:
+            evaluated = iter(batch_evaluate(records, rulebook))
+        else:
+            evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge))
         for line in batch:
             if line.record is None:
                 yield rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}")
@@ -304,24 +334,46 @@ def evaluate(
     input_path: Annotated[Path, typer.Argument(metavar="INPUT", help="A JSONL log file, or a directory of *.jsonl files.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Where to write one JSON object per input line (JSONL).")],
     rules: Annotated[Path | None, typer.Option("--rules", help="R_app rule file applied to every record (default: rules/<app_id>.json, else rules/default.json).")] = None,
-    judge: Annotated[str, typer.Option("--judge", help="Judge that gives the semantic verdict: only 'symbolic' for now.")] = "symbolic",
+    judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
     dialect: Annotated[str | None, typer.Option("--dialect", help="sqlglot dialect for records that name none (a record's own dialect wins).")] = None,
+    api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Model requests in flight.")] = 8,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).")] = 60.0,
+    cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="DuckDB file caching model verdicts (may be the warehouse); a rerun makes no model call.")] = None,
+    max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.")] = None,
 ) -> None:
     """Score every record of INPUT without a warehouse; write one result line per input line.
 
     Lines that are not valid records get an ``invalid_input`` row at their position, so the
     output has exactly as many lines as the input (blank lines aside), in the same order.
+    With ``--judge MODEL`` or ``hybrid:MODEL`` each row also carries the judge, the fallback
+    reason (if the model could not answer), cost and tokens; a judge summary is printed.
     """
     from stef.rules import RuleBook
 
     with _user_errors():
-        validate_judge(judge)
+        settings = validate_judge(judge, api_base=api_base, concurrency=concurrency, timeout_s=timeout, max_cost_usd=max_cost_usd)
+        evaluator = None
+        if not settings.is_symbolic:
+            from stef.llm_evaluate import LLMEvaluator
+
+            judge_cache = None
+            if cache is not None:
+                from warehouse.judge_cache import DuckDBJudgeCache
+
+                judge_cache = DuckDBJudgeCache(cache)
+            evaluator = LLMEvaluator(settings, cache=judge_cache)
         if dialect is not None:
             dialect = validate_dialect(dialect)
         rulebook = RuleBook(rules_file=rules)
         files = input_files(input_path, exclude=out)
         stats = EvaluationStats()
-        partial = out.with_name(out.name + ".partial")
+        if out.is_dir():
+            raise CliError(f"{out}: is a directory; give --out a file name (e.g. {out / 'scores.jsonl'})")
+        # A regular file is written to OUT.partial and renamed at the end (no half-written output);
+        # a symlink, FIFO or device (/dev/stdout) is written through, never replaced.
+        special = out.is_symlink() or (out.exists() and not out.is_file())
+        partial = out if special else out.with_name(out.name + ".partial")
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             handle = partial.open("w", encoding="utf-8")
@@ -334,15 +386,51 @@ def evaluate(
         try:
             with handle, progress:
                 task = progress.add_task("evaluating", total=None)
-                for evaluation in evaluate_lines(_lines(files), rulebook, dialect=dialect):
+                for evaluation in evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator):
                     handle.write(json.dumps(evaluation.summary_row(), ensure_ascii=False) + "\n")
                     stats.add(evaluation)
                     progress.update(task, description=f"evaluated {stats.records} records")
-            partial.replace(out)
+            if not special:
+                partial.replace(out)
         finally:
-            partial.unlink(missing_ok=True)
+            if not special:
+                partial.unlink(missing_ok=True)
     for table in _evaluation_tables(stats, input_path, out):
         console.print(table)
+    if evaluator is not None:
+        console.print(judge_table(evaluator.stats))
+
+
+def _usd(value: float | None) -> str:
+    return "–" if value is None else f"${value:.6f}"
+
+
+def judge_table(stats: JudgeRunStats) -> Table:
+    """The judge summary of a run with a model: escalation, cache, requests, fallbacks, cost.
+
+    Args:
+        stats: :attr:`stef.llm_evaluate.LLMEvaluator.stats` after the run.
+    """
+    table = Table(title=f"Judge {stats.judge}", show_header=False, title_justify="left")
+    table.add_column("", style="bold")
+    table.add_column("", justify="right")
+    rows = [
+        ("records judged", str(stats.records)),
+        ("sent to the model", f"{stats.escalated} ({_pct(stats.escalated_share)})"),
+        ("model verdicts", str(stats.model_verdicts)),
+        ("cache hits", str(stats.cache_hits)),
+        ("model requests", str(stats.requests)),
+        ("fallbacks to symbolic", str(stats.fallback_count)),
+        *((f"  {reason}", str(count)) for reason, count in stats.fallbacks.most_common()),
+        ("cost_usd (sum of rows)", _usd(stats.cost_usd)),
+        ("spent in this run", _usd(stats.spent_usd)),
+        ("tokens (sum of rows)", str(stats.tokens)),
+    ]
+    if stats.unpriced:
+        rows.append(("verdicts without a price", str(stats.unpriced)))
+    for name, value in rows:
+        table.add_row(name, value)
+    return table
 
 
 # --------------------------------------------------------------------------- nightly + demo
@@ -415,9 +503,14 @@ def nightly(
     rules_dir: Annotated[str | None, typer.Option("--rules-dir", help="Folder of <app_id>.json rule files (searched before the bundled rules).")] = None,
     max_bad_share: Annotated[float, typer.Option("--max-bad-share", min=0.0, max=1.0, help="Fail when more than this share of lines is quarantined.")] = 0.05,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = BATCH_SIZE,
+    judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
+    api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Model requests in flight per evaluation batch.")] = 8,
+    max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Budget for model calls in this run (split evenly over the batches).")] = None,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     with _user_errors():
+        validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd)
         from flows.nightly import nightly as nightly_flow
 
         _quiet_stef_tracebacks()
@@ -428,8 +521,17 @@ def nightly(
             rules_dir=rules_dir,
             max_bad_share=max_bad_share,
             batch_size=batch_size,
+            judge=judge,
+            api_base=api_base,
+            concurrency=concurrency,
+            max_cost_usd=max_cost_usd,
         )
     console.print(_summary_line(summary), soft_wrap=True)
+    if summary.judge != "symbolic":
+        cost = sum(float(row.get("judge_cost_usd") or 0.0) for row in summary.metrics)
+        judged = sum(int(row.get("n_llm_judged") or 0) for row in summary.metrics)
+        fallbacks = sum(int(row.get("n_judge_fallback") or 0) for row in summary.metrics)
+        console.print(f"judge {summary.judge}: {judged} model verdicts, {fallbacks} fallbacks to symbolic, cost {_usd(cost)}", soft_wrap=True)
     console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
 
 
@@ -560,6 +662,12 @@ def version() -> None:
     from stef.models import EVALUATOR_VERSION
 
     typer.echo(EVALUATOR_VERSION)
+
+
+# Monitoring commands (drift, backfill, report, serve) live in their own module.
+from flows.cli_monitoring import register as _register_monitoring  # noqa: E402
+
+_register_monitoring(app)
 
 
 if __name__ == "__main__":

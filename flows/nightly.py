@@ -1,8 +1,9 @@
 """The nightly flow: load -> validate -> evaluate in batches -> store -> daily metrics -> artifact.
 
 Runs with no Prefect server: Prefect starts a temporary local API in the first flow call of a
-process and reuses it for the next calls (ephemeral mode). The drift check of DESIGN.md §5 is
-not part of this flow yet.
+process and reuses it for the next calls (ephemeral mode). After the metrics, the drift checks
+of DESIGN.md §6 run (:func:`tasks.drift.nightly_drift_step`); a failing check is reported in the
+summary and never loses the day's stored data.
 """
 
 from __future__ import annotations
@@ -13,17 +14,19 @@ import os
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 from collections.abc import Iterable  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
+from dataclasses import dataclass, field, replace  # noqa: E402
 from datetime import UTC, date, datetime, timedelta  # noqa: E402
 from typing import Any, Literal  # noqa: E402
 
-from prefect import Flow, flow  # noqa: E402
+from prefect import Flow, flow, get_run_logger  # noqa: E402
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner  # noqa: E402
 from prefect.utilities.annotations import quote  # noqa: E402
 
 from stef.errors import InputError  # noqa: E402
+from stef.llm_judge import DEFAULT_CONCURRENCY, SYMBOLIC, JudgeSettings, preflight  # noqa: E402
 from stef.models import EVALUATOR_VERSION  # noqa: E402
 from tasks import compute_metrics, evaluate_batch, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
+from tasks.drift import nightly_drift_step  # noqa: E402
 from tasks.evaluate import DEFAULT_BATCH_SIZE, batches  # noqa: E402
 from warehouse import resolve_path  # noqa: E402
 
@@ -46,6 +49,9 @@ class NightlySummary:
             ``p50_score``, ``p90_score``, ``n_excellent`` ... ``n_quarantined``).
         evaluator_version: the evaluator version of the stored evaluations.
         warehouse: the DuckDB file written.
+        judge: the judge setting (``symbolic``, a model, or ``hybrid:MODEL``).
+        drift_checks: one summary per drift check of the night (:meth:`tasks.drift.DriftCheck.summary`).
+        drift_error: why the drift step failed, or ``None`` (the day is stored either way).
     """
 
     log_date: date
@@ -56,6 +62,9 @@ class NightlySummary:
     metrics: list[dict[str, Any]] = field(default_factory=list)
     evaluator_version: str = EVALUATOR_VERSION
     warehouse: str = ""
+    judge: str = SYMBOLIC
+    drift_checks: list[dict[str, Any]] = field(default_factory=list)
+    drift_error: str | None = None
 
 
 def make_task_runner(kind: Literal["thread", "process"] = "thread", max_workers: int | None = None) -> TaskRunner[Any]:
@@ -106,6 +115,10 @@ def nightly(
     rules_dir: str | None = None,
     max_bad_share: float = 0.05,
     batch_size: int = DEFAULT_BATCH_SIZE,
+    judge: str = SYMBOLIC,
+    api_base: str | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    max_cost_usd: float | None = None,
 ) -> NightlySummary:
     """Score one day of agent logs into the warehouse.
 
@@ -119,6 +132,13 @@ def nightly(
         rules_dir: folder of ``<app_id>.json`` rule files searched before the bundled rules.
         max_bad_share: fail (before storing) when a larger share of lines is bad.
         batch_size: records per evaluation task.
+        judge: ``symbolic`` (default), a litellm model string, or ``hybrid:MODEL`` (STEF paper
+            §2.D); model verdicts are cached in the warehouse's ``judge_cache`` table, and the
+            evaluations are stored under the judge's evaluator version.
+        api_base: OpenAI-compatible endpoint for the model (default ``$STEF_LLM_API_BASE``).
+        concurrency: model requests in flight per evaluation batch.
+        max_cost_usd: budget for model calls in this run, split evenly over the batches (so it
+            holds with any task runner); past it, records get the symbolic verdict and say so.
 
     Returns:
         A :class:`NightlySummary`.
@@ -127,20 +147,28 @@ def nightly(
         InputError: no log folder / files for the day, or a malformed ``log_date``.
         LogQualityError: too many bad lines (nothing is stored).
         RulesError: ``rules_dir`` or a rule file in it is invalid.
+        JudgeConfigError: an unusable judge setting (unknown provider, key not in the environment ...).
         WarehouseLockedError: another process writes the warehouse.
         ValueError: ``batch_size`` < 1 or ``max_bad_share`` outside [0, 1].
     """
+    settings = JudgeSettings.parse(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd)
+    for warning in preflight(settings):
+        get_run_logger().warning("%s", warning)
     day = resolve_log_date(log_date)
     warehouse_path = str(resolve_path(warehouse))
     lines = load_logs(logs_root, day)
     # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
     lines = validate_logs(quote(lines), max_bad_share)  # type: ignore[call-overload]
     records = [line.record for line in lines if line.record is not None]
-    futures = [evaluate_batch.submit(quote(batch), rules_dir) for batch in batches(records, batch_size)]  # type: ignore[call-overload]
+    parts = batches(records, batch_size)
+    if settings.max_cost_usd is not None and parts:
+        settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
+    futures = [evaluate_batch.submit(quote(batch), rules_dir, settings, warehouse_path) for batch in parts]  # type: ignore[call-overload]
     evaluations = [evaluation for future in futures for evaluation in future.result()]
-    stored = store_results(warehouse_path, day, quote(lines), quote(evaluations))  # type: ignore[call-overload]
+    stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)  # type: ignore[call-overload]
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
     publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
+    drift = nightly_drift_step(warehouse_path, day, stored.evaluator_version)  # never raises
     return NightlySummary(
         log_date=day,
         records=stored.lines,
@@ -150,6 +178,9 @@ def nightly(
         metrics=metrics,
         evaluator_version=stored.evaluator_version,
         warehouse=warehouse_path,
+        judge=settings.name,
+        drift_checks=drift.checks,
+        drift_error=drift.error,
     )
 
 

@@ -9,6 +9,7 @@ from prefect.cache_policies import NO_CACHE
 
 from stef.errors import RulesError
 from stef.evaluate import evaluate_many
+from stef.llm_judge import JudgeSettings
 from stef.models import AgentLogRecord, Evaluation
 from stef.rules import RuleBook
 
@@ -45,18 +46,41 @@ def rulebook(rules_dir: str | None) -> RuleBook:
 
 
 @task(name="evaluate-batch", cache_policy=NO_CACHE, persist_result=False)
-def evaluate_batch(records: list[AgentLogRecord], rules_dir: str | None = None) -> list[Evaluation]:
-    """Evaluate one batch with :func:`stef.evaluate.evaluate_many` (symbolic judge).
+def evaluate_batch(
+    records: list[AgentLogRecord],
+    rules_dir: str | None = None,
+    judge: JudgeSettings | None = None,
+    warehouse_path: str | None = None,
+) -> list[Evaluation]:
+    """Evaluate one batch with :func:`stef.evaluate.evaluate_many` (symbolic judge), or with the
+    LLM judge of ``judge`` (:class:`stef.llm_evaluate.LLMEvaluator`, STEF paper §2.D).
+
+    With a model, the batch's requests run concurrently (``judge.concurrency``) and verdicts are
+    cached in the warehouse's ``judge_cache`` table, so a rerun or backfill of the same records
+    makes no model call; ``judge.max_cost_usd`` is this batch's share of the run's budget.
 
     Args:
         records: the batch (usually :data:`DEFAULT_BATCH_SIZE` records).
         rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
+        judge: judge settings (``None``: symbolic).
+        warehouse_path: the warehouse holding the judge cache (only used with a model).
 
     Returns:
         One :class:`stef.models.Evaluation` per record, in order; a bad record gets a typed
-        status, it never fails the batch.
+        status and a failed model call the symbolic verdict with its reason: it never fails the
+        batch.
 
     Raises:
         RulesError: ``rules_dir`` is missing, or a rule file in it is invalid.
+        WarehouseError: the judge cache cannot be read or written.
     """
-    return evaluate_many(records, rulebook=rulebook(rules_dir))
+    if judge is None or judge.is_symbolic:
+        return evaluate_many(records, rulebook=rulebook(rules_dir))
+    from stef.llm_evaluate import LLMEvaluator
+    from tasks._runtime import run_logger
+    from warehouse.judge_cache import DuckDBJudgeCache
+
+    evaluator = LLMEvaluator(judge, cache=DuckDBJudgeCache(warehouse_path))
+    evaluations = evaluator.evaluate_many(records, rulebook(rules_dir))
+    run_logger().info("%s", evaluator.stats.summary())
+    return evaluations

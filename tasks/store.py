@@ -16,7 +16,7 @@ from tasks._runtime import retry_on_io_error, run_logger
 from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
 
 
-def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[Evaluation]) -> list[Evaluation]:
+def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[Evaluation], evaluator_version: str | None = None) -> list[Evaluation]:
     """``invalid_input`` evaluations for the quarantined lines that have a run_id of their own.
 
     A quarantined line gets one when it has a ``run_id`` that no valid record, no evaluation in
@@ -26,10 +26,13 @@ def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[Evalu
     Args:
         lines: the day's lines after validation.
         evaluations: the evaluations of the valid records.
+        evaluator_version: version of the extra evaluations (default: that of ``evaluations``,
+            else :data:`stef.models.EVALUATOR_VERSION`), so a day judged by a model stores one version.
 
     Returns:
         The extra evaluations, in line order.
     """
+    version = evaluator_version or (evaluations[0].evaluator_version if evaluations else EVALUATOR_VERSION)
     taken = {e.run_id for e in evaluations} | {line.record.run_id for line in lines if line.record is not None}
     extra: list[Evaluation] = []
     for line in lines:
@@ -38,7 +41,8 @@ def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[Evalu
         taken.add(line.run_id)
         agent_id, agent_version, app_id = line_identity(line)
         evaluation = rejected_evaluation(line.run_id, line.reason or "rejected log line")
-        extra.append(evaluation.model_copy(update={"agent_id": agent_id, "agent_version": agent_version, "app_id": app_id}))
+        extra.append(evaluation.model_copy(update={"agent_id": agent_id, "agent_version": agent_version, "app_id": app_id,
+                                                   "evaluator_version": version}))
     return extra
 
 
@@ -55,6 +59,7 @@ def store_results(
     log_date: date,
     lines: list[LogLine],
     evaluations: list[Evaluation],
+    evaluator_version: str | None = None,
 ) -> StoreSummary:
     """Replace the day in the warehouse: runs, evaluations and quarantine (one transaction).
 
@@ -66,6 +71,9 @@ def store_results(
         log_date: the day.
         lines: the day's lines after validation.
         evaluations: one evaluation per valid record.
+        evaluator_version: the version to store (default: that of ``evaluations``); pass it when
+            a judge other than the symbolic one is used, so that a day without valid records is
+            stored under the same version.
 
     Returns:
         The :class:`warehouse.StoreSummary` of what was written.
@@ -74,10 +82,10 @@ def store_results(
         WarehouseLockedError: another process writes the file (retried twice).
         WarehouseError: the write failed or the inputs break the contract.
     """
-    everything = [*evaluations, *quarantine_evaluations(lines, evaluations)]
+    everything = [*evaluations, *quarantine_evaluations(lines, evaluations, evaluator_version)]
     conn = connect(warehouse_path)
     try:
-        summary = store_day(conn, log_date, lines, everything)
+        summary = store_day(conn, log_date, lines, everything, evaluator_version=evaluator_version)
     finally:
         conn.close()
     run_logger().info(

@@ -97,7 +97,8 @@ def test_dialect_option_is_the_default_for_records_without_one(tmp_path: Path) -
     ("args", "expected"),
     [
         pytest.param(["--dialect", "sqllite"], ["--dialect", "'sqllite'", "sqlite"], id="unknown_dialect"),
-        pytest.param(["--judge", "gpt-4o"], ["gpt-4o", "not available yet"], id="unknown_judge"),
+        pytest.param(["--judge", "hybrid:"], ["hybrid:", "needs a model"], id="hybrid_without_model"),
+        pytest.param(["--judge", "nosuchprovider-model"], ["nosuchprovider-model", "does not know this provider"], id="unknown_llm_provider"),
     ],
 )
 def test_bad_option_is_a_clean_error_before_any_work(tmp_path: Path, args: list[str], expected: list[str]) -> None:
@@ -229,3 +230,19 @@ def test_nightly_without_logs_for_the_day_is_a_clean_error(tmp_path: Path) -> No
     assert result.exit_code == 2
     assert "error:" in result.stderr and "2026-11-20" in result.stderr
     assert "Traceback" not in result.output
+
+
+def test_out_symlink_is_written_through_not_replaced(tmp_path: Path) -> None:
+    target = tmp_path / "target.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    result = _invoke("evaluate", str(FIXTURE), "--out", str(link))
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink()
+    assert len(_read_jsonl(target)) == len([line for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()])
+
+
+def test_out_directory_is_a_clean_error(tmp_path: Path) -> None:
+    result = _invoke("evaluate", str(FIXTURE), "--out", str(tmp_path))
+    assert result.exit_code == 2
+    assert "is a directory; give --out a file name" in result.output

@@ -31,7 +31,11 @@ WITH line_counts AS (
         count(*) FILTER (WHERE band = 'excellent') AS n_excellent,
         count(*) FILTER (WHERE band = 'good') AS n_good,
         count(*) FILTER (WHERE band = 'marginal') AS n_marginal,
-        count(*) FILTER (WHERE band = 'poor') AS n_poor
+        count(*) FILTER (WHERE band = 'poor') AS n_poor,
+        sum(cost_usd) AS judge_cost_usd,
+        sum(tokens) AS judge_tokens,
+        count(*) FILTER (WHERE status = 'evaluated' AND judge <> 'symbolic') AS n_llm_judged,
+        count(*) FILTER (WHERE judge_fallback_reason IS NOT NULL) AS n_judge_fallback
     FROM evaluations
     WHERE log_date = $log_date AND evaluator_version = $version
       AND agent_id IS NOT NULL AND agent_version IS NOT NULL
@@ -53,6 +57,10 @@ SELECT
     coalesce(s.n_marginal, 0) AS n_marginal,
     coalesce(s.n_poor, 0) AS n_poor,
     coalesce(l.n_quarantined, 0) AS n_quarantined,
+    s.judge_cost_usd,
+    s.judge_tokens,
+    coalesce(s.n_llm_judged, 0) AS n_llm_judged,
+    coalesce(s.n_judge_fallback, 0) AS n_judge_fallback,
     $now::TIMESTAMP AS computed_at
 FROM line_counts AS l
 FULL OUTER JOIN scores AS s ON l.agent_id = s.agent_id AND l.agent_version = s.agent_version
@@ -69,7 +77,9 @@ def compute_daily_metrics(
     Per agent x agent version: ``records`` = log lines of the day (``agent_runs`` +
     ``quarantine``), ``evaluated`` = evaluations with status ``evaluated``, ``coverage`` =
     evaluated / records, mean / P50 / P90 of Φ over evaluated rows (``quantile_cont``, linear
-    interpolation), counts per band and ``n_quarantined``. Quarantined lines that are not JSON
+    interpolation), counts per band and ``n_quarantined``; the LLM judge's cost: ``judge_cost_usd``
+    and ``judge_tokens`` (sums, ``NULL`` without model calls), ``n_llm_judged`` (model verdicts)
+    and ``n_judge_fallback`` (records that fell back to the symbolic judge). Quarantined lines that are not JSON
     objects name no agent: they count in the day totals (``stored_days``) but in no row here.
     Marks the day done for :func:`day_is_done`.
 

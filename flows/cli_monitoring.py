@@ -1,0 +1,288 @@
+"""The monitoring commands of the ``stef`` CLI: ``drift``, ``backfill``, ``report``, ``serve``.
+
+Registered on the app of :mod:`flows.cli` by :func:`register`. Like the rest of the CLI, this
+module imports only typer, rich and pure ``stef`` code at import time; Prefect and DuckDB are
+imported inside the commands. Errors STEF raises on purpose print as one ``error: …`` line with
+exit code 2 (:func:`flows.cli._user_errors`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from stef.drift import DEFAULT_WINDOW_DAYS, DriftThresholds
+
+if TYPE_CHECKING:
+    from flows.backfill import BackfillDay
+    from tasks.drift import DriftCheck
+
+_DEFAULTS = DriftThresholds()
+_DATE = ["%Y-%m-%d"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``drift``, ``backfill``, ``report`` and ``serve`` to ``app``."""
+    app.command("drift")(drift)
+    app.command("backfill")(backfill)
+    app.command("report")(report)
+    app.command("serve")(serve)
+
+
+# --------------------------------------------------------------------------- drift
+
+
+def _num(value: Any, spec: str = "+.2f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def _ci(value: Any) -> str:
+    return "" if not value or value[0] is None else f"[{value[0]:+.2f}, {value[1]:+.2f}]"
+
+
+def drift_tables(check: DriftCheck) -> list[Table]:
+    """The verdict table and the statistics table that ``stef drift`` prints."""
+    s = check.summary()
+    verdict = s["verdict"] + (f" / {s['direction']}" if s["direction"] else "")
+    style = "bold red" if s["direction"] == "worse" else ("bold green" if s["direction"] == "better" else "bold")
+    head = Table(title=f"Drift check — agent {s['agent_id']} ({s['kind']})", show_header=False, title_justify="left", box=box.SIMPLE)
+    head.add_column("", style="bold")
+    head.add_column("")
+    bw, cw = s["baseline_window"], s["candidate_window"]
+    for name, value in (
+        ("verdict", f"[{style}]{verdict}[/]"),
+        ("baseline", f"{s['baseline_version']}  {bw[0]} … {bw[1]}  ({s['n_baseline']} scored of {s['records_baseline']})"),
+        ("candidate", f"{s['candidate_version']}  {cw[0]} … {cw[1]}  ({s['n_candidate']} scored of {s['records_candidate']})"),
+        ("evaluator", s["evaluator_version"]),
+        *(("reason", reason) for reason in s["reasons"]),
+    ):
+        head.add_row(name, value)
+    stats = Table(title="Statistics (candidate − baseline; 95 % bootstrap intervals)", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("statistic", "baseline", "candidate", "delta", "interval"):
+        stats.add_column(column, justify="left" if column == "statistic" else "right", no_wrap=True)
+    for name, key, spec in (("mean Φ", "mean", ".2f"), ("P90 Φ", "p90", ".2f"), ("coverage", "coverage", ".3f")):
+        stats.add_row(name, _num(s[f"{key}_baseline"], spec), _num(s[f"{key}_candidate"], spec),
+                      _num(s[f"{key}_delta"], "+" + spec), _ci(s[f"{key}_delta_ci"]))
+    for name, value, spec in (
+        ("KS statistic", s["ks_statistic"], ".3f"), ("KS p-value", s["ks_pvalue"], ".3g"),
+        ("Wasserstein (Φ)", s["wasserstein"], ".2f"), ("Wasserstein / σ", s["wasserstein_norm"], ".3f"),
+        ("PSI (10-point bins)", s["psi"], ".3f"), ("χ² verdict p", s["verdict_chi2_pvalue"], ".3g"),
+        ("χ² filter status p", s["filter_status_chi2_pvalue"], ".3g"),
+    ):
+        stats.add_row(name, "", "", _num(value, spec), "")
+    return [head, stats]
+
+
+def drift(
+    agent: Annotated[str, typer.Option("--agent", help="Agent id to check.")],
+    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Baseline agent version (default: the version before the candidate).")] = None,
+    candidate: Annotated[str | None, typer.Option("--candidate", help="Candidate agent version (default: the newest).")] = None,
+    start: Annotated[datetime | None, typer.Option("--start", formats=_DATE, help="First day of the window, YYYY-MM-DD.")] = None,
+    end: Annotated[datetime | None, typer.Option("--end", formats=_DATE, help="Last day of the window (default: the candidate's newest day).")] = None,
+    temporal: Annotated[bool, typer.Option("--temporal", help="Compare the candidate with its own previous window instead of another version.")] = False,
+    window_days: Annotated[int, typer.Option("--window-days", min=1, help="Window length when --start is not given.")] = DEFAULT_WINDOW_DAYS,
+    min_samples: Annotated[int, typer.Option("--min-samples", min=2, help="Scored records needed per side (fewer: insufficient_data).")] = _DEFAULTS.min_samples,
+    mean_delta: Annotated[float, typer.Option("--mean-delta", min=0.0, help="Smallest |mean Φ delta| (points) that counts as drift.")] = _DEFAULTS.mean_delta,
+    p90_delta: Annotated[float, typer.Option("--p90-delta", min=0.0, help="Smallest |P90 Φ delta| (points) that counts as drift.")] = _DEFAULTS.p90_delta,
+    coverage_delta: Annotated[float, typer.Option("--coverage-delta", min=0.0, max=1.0, help="Smallest |coverage delta| (share) that counts as drift.")] = _DEFAULTS.coverage_delta,
+    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="Level of the bootstrap intervals.")] = _DEFAULTS.confidence_level,
+    evaluator_version: Annotated[str | None, typer.Option("--evaluator-version", help="Whose evaluations (default: the newest stored for the agent).")] = None,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the check in drift_checks (opens the warehouse read-only).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")] = False,
+) -> None:
+    """Compare the score distribution of a candidate agent version with a baseline version.
+
+    Default: the newest version against the one before it, over the 7 days ending at the
+    candidate's newest day (the baseline's own last 7 days when it stopped earlier). Verdict
+    ``drift`` only when an effect (mean Δ, P90 Δ, coverage Δ) reaches its threshold and its
+    bootstrap interval excludes 0; ``insufficient_data`` below --min-samples. Exit code 0 whatever
+    the verdict; the check is stored in the warehouse's drift_checks table.
+    """
+    from flows.cli import _user_errors, console
+
+    with _user_errors():
+        from tasks.drift import run_drift_check
+
+        thresholds = DriftThresholds(min_samples=min_samples, mean_delta=mean_delta, p90_delta=p90_delta,
+                                     coverage_delta=coverage_delta, confidence_level=confidence)
+        check = run_drift_check(
+            warehouse, agent, baseline=baseline, candidate=candidate,
+            start=start.date() if start else None, end=end.date() if end else None,
+            temporal=temporal, window_days=window_days, thresholds=thresholds,
+            evaluator_version=evaluator_version, store=not no_store,
+        )
+    if as_json:
+        typer.echo(json.dumps(check.summary(), ensure_ascii=False, allow_nan=False))
+        return
+    for table in drift_tables(check):
+        console.print(table)
+
+
+# --------------------------------------------------------------------------- backfill
+
+
+def _day_line(day: BackfillDay, evaluator_version: str) -> str:
+    if day.status == "skipped":
+        return f"{day.log_date}: skipped (already done with {evaluator_version}; --force redoes it)"
+    if day.status == "no_logs":
+        return f"{day.log_date}: no logs for this day, nothing stored"
+    from flows.cli import _summary_line
+
+    if day.summary is None:
+        return f"{day.log_date}: done"
+    line = _summary_line(day.summary)
+    drift_checks = getattr(day.summary, "drift_checks", None) or []
+    worse = [c for c in drift_checks if c["verdict"] == "drift" and c["direction"] == "worse"]
+    if worse:
+        line += "; drift for the worse: " + ", ".join(f"{c['agent_id']} {c['baseline_version']}→{c['candidate_version']}" for c in worse)
+    return line
+
+
+def backfill(
+    start: Annotated[datetime, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")],
+    end: Annotated[datetime, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD (included).")],
+    logs_root: Annotated[str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")] = "./logs",
+    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Redo days already done with the same evaluator version.")] = False,
+    rules_dir: Annotated[str | None, typer.Option("--rules-dir", help="Folder of <app_id>.json rule files (searched before the bundled rules).")] = None,
+    max_bad_share: Annotated[float, typer.Option("--max-bad-share", min=0.0, max=1.0, help="Per day: fail when more than this share of lines is quarantined.")] = 0.05,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = 500,
+    judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help="Judge, as for stef nightly; it decides the evaluator version that marks a day done.")] = "symbolic",
+) -> None:
+    """Run the nightly work for every day from --start to --end; skip days already done.
+
+    Resumable: after an interruption run the same command again; the days stored before it are
+    skipped (a day is done once its rows and metrics are stored with this evaluator version), the
+    rest run. A day without a log folder is reported and skipped.
+    """
+    from flows.cli import _quiet_stef_tracebacks, _user_errors, console, err_console, validate_judge
+
+    with _user_errors():
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from flows.backfill import backfill as backfill_flow
+        from tasks.backfill import days_in_range
+
+        first, last = start.date(), end.date()
+        total = len(days_in_range(first, last))  # checks the range before Prefect starts
+        version = validate_judge(judge).evaluator_version  # also checks a model's provider and keys
+        _quiet_stef_tracebacks()
+        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            console=err_console, transient=True, disable=not err_console.is_terminal)
+        with progress:
+            bar = progress.add_task(f"backfill {first} … {last}", total=total)
+
+            def on_day(day: BackfillDay) -> None:
+                console.print(_day_line(day, version), soft_wrap=True)  # above the bar while it is shown
+                progress.advance(bar)
+
+            summary = backfill_flow(start=first, end=last, logs_root=logs_root, warehouse=warehouse, force=force,
+                                    rules_dir=rules_dir, max_bad_share=max_bad_share, batch_size=batch_size,
+                                    judge=judge, on_day=on_day)
+    done, skipped, missing = (summary.with_status(s) for s in ("done", "skipped", "no_logs"))
+    console.print(
+        f"backfill {summary.start} … {summary.end} into {summary.warehouse}: {len(done)} days run, "
+        f"{len(skipped)} skipped (already done), {len(missing)} without logs"
+        + (f" ({', '.join(d.isoformat() for d in missing)})" if missing else ""),
+        soft_wrap=True,
+    )
+
+
+# --------------------------------------------------------------------------- report
+
+
+def headline_rich_table(rows: list[dict[str, Any]], week: str) -> Table:
+    """The report's headline table for the terminal (rows of :func:`tasks.report.headline_table`)."""
+    table = Table(title=f"Weekly report {week}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, collapse_padding=True)
+    for column in ("agent", "version", "records", "coverage", "mean Φ", "P90 Φ", "poor", "drift"):
+        table.add_column(column, justify="left" if column in ("agent", "version", "drift") else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(
+            row["agent"], row["version"], str(row["records"]),
+            "–" if row["coverage"] is None else f"{row['coverage']:.1%}", _num(row["mean"], ".1f"), _num(row["p90"], ".1f"),
+            "–" if row["poor_share"] is None else f"{row['poor_share']:.1%}", str(row["drift"]).removeprefix("drift / "),
+        )
+    return table
+
+
+def report(
+    week: Annotated[str | None, typer.Option("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the last complete week).")] = None,
+    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
+    out: Annotated[str | None, typer.Option("--out", help="HTML file, or a folder (existing, or ending in /) for stef-report-<week>.html (default: that name here); the .md twin goes beside it.")] = None,
+    evaluator_version: Annotated[str | None, typer.Option("--evaluator-version", help="Whose evaluations (default: the newest stored in the week).")] = None,
+) -> None:
+    """Write the weekly report: one self-contained HTML file (charts embedded) and its Markdown twin.
+
+    Score histogram per agent × version, daily trend of mean / P90 / coverage, filter-status and
+    verdict breakdown, drift results, and the 10 lowest-scoring queries with their evidence.
+    """
+    from flows.cli import _quiet_stef_tracebacks, _user_errors, console
+
+    with _user_errors():
+        from flows.weekly_report import weekly_report
+        from tasks.report import parse_week
+        from warehouse import WarehouseError, resolve_path
+
+        label, _, _ = parse_week(week)  # check before Prefect starts
+        if not resolve_path(warehouse).is_file():
+            raise WarehouseError(f"warehouse {resolve_path(warehouse)} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse")
+        _quiet_stef_tracebacks()
+        files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
+    if files.headline:
+        console.print(headline_rich_table(files.headline, files.week))
+    else:
+        console.print(f"No evaluations are stored for {label} in {resolve_path(warehouse)}: the report says so.", soft_wrap=True)
+    console.print(f"HTML report: {files.html}\nMarkdown twin: {files.markdown}", soft_wrap=True)
+
+
+# --------------------------------------------------------------------------- serve
+
+
+def serve(
+    timezone: Annotated[str, typer.Option("--timezone", help="IANA time zone of the cron times (e.g. Europe/Zurich).")] = "UTC",
+    logs_root: Annotated[str, typer.Option("--logs-root", help="Folder (or fsspec URL) of the logs, for the nightly and backfill runs.")] = "./logs",
+    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file of every run (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
+    reports_dir: Annotated[str, typer.Option("--reports-dir", help="Folder of the weekly reports.")] = "./reports/",
+    nightly_cron: Annotated[str, typer.Option("--nightly-cron", help="Cron of the nightly run.")] = "0 2 * * *",
+    weekly_cron: Annotated[str, typer.Option("--weekly-cron", help="Cron of the weekly report.")] = "0 6 * * 1",
+    check: Annotated[bool, typer.Option("--check", help="Build the deployments, print their schedules and exit (no server needed).")] = False,
+) -> None:
+    """Serve the nightly (02:00), weekly-report (Monday 06:00) and backfill deployments.
+
+    Schedules need a Prefect server: start one with `prefect server start` and point
+    PREFECT_API_URL at it (e.g. http://127.0.0.1:4200/api); this process then runs the scheduled
+    flows until stopped (Ctrl-C). Without a server it stops with an error (use --check to see the
+    schedules).
+    """
+    from flows.cli import CliError, _user_errors, console
+
+    with _user_errors():
+        from flows.deployments import build_deployments, serve_deployments, server_url
+
+        deployments = build_deployments(timezone=timezone, logs_root=logs_root, warehouse=warehouse, reports_dir=reports_dir,
+                                        nightly_cron=nightly_cron, weekly_cron=weekly_cron)
+        console.print("STEF deployments (schedules fire only with a Prefect server):")
+        for deployment in deployments:
+            schedules = ", ".join(
+                f"schedule {getattr(s.schedule, 'cron', s.schedule)} ({getattr(s.schedule, 'timezone', None)})"
+                for s in deployment.schedules or []
+            )
+            console.print(f"  {deployment.name}: {deployment.entrypoint}, {schedules or 'no schedule (run on demand)'}, "
+                          f"parameters {json.dumps(deployment.parameters)}", soft_wrap=True, markup=False)
+        if check:
+            return
+        url = server_url()
+        if url is None:
+            raise CliError(
+                "stef serve needs a Prefect server for its schedules: start one with `prefect server start` and set "
+                "PREFECT_API_URL=http://127.0.0.1:4200/api (or use `prefect deploy` with prefect.yaml); --check shows the schedules"
+            )
+        console.print(f"Serving on {url}; scheduled runs execute in this process until Ctrl-C.", soft_wrap=True)
+        serve_deployments(deployments)

@@ -1,0 +1,247 @@
+"""The STEF pipeline with an LLM judge for a whole batch (STEF paper §2.D, §3).
+
+:func:`stef.evaluate.evaluate` judges one record at a time. A language model wants the opposite:
+many requests in flight, a cache lookup per batch and one budget per run. :class:`LLMEvaluator`
+therefore runs the pipeline in three steps, reusing :func:`stef.evaluate.evaluate_many` unchanged:
+
+1. stages A–C and E plus the symbolic verdict for every record, capturing each record's
+   :class:`stef.judge.JudgeInput` (records that cannot be evaluated keep their typed status);
+2. one :meth:`stef.llm_judge.LLMJudge.judge_many` call for the records that go to the model
+   (all of them, or in hybrid mode those whose symbolic γ is below the rules' ``gamma_high``,
+   0.85 by default, or whose Φ is in the marginal band);
+3. the records the model judged are scored again with its verdict (same pipeline, the verdict
+   given), so every rule that :func:`stef.evaluate.evaluate` applies after the judge still holds.
+
+Every evaluation then carries ``judge`` (the model string, or ``symbolic``),
+``judge_fallback_reason`` (``None`` unless the model could not answer), ``cost_usd`` and
+``tokens``; :attr:`LLMEvaluator.stats` sums a run (requests, cache hits, fallbacks, spend).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from stef.evaluate import evaluate_many
+from stef.judge import Judge, JudgeInput, SymbolicJudge
+from stef.llm_judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
+from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, JudgeResult
+from stef.rules import RuleBook
+
+
+class _CapturingJudge:
+    """The symbolic judge, remembering the input and verdict of its last call."""
+
+    name = "symbolic"
+
+    def __init__(self, inner: Judge) -> None:
+        self.inner = inner
+        self.last: tuple[JudgeInput, JudgeResult] | None = None
+
+    def judge(self, judge_input: JudgeInput) -> JudgeResult:
+        result = self.inner.judge(judge_input)
+        self.last = (judge_input, result)
+        return result
+
+
+class _GivenJudge:
+    """A judge whose verdict is already known (the model's), for re-scoring one record."""
+
+    def __init__(self, result: JudgeResult) -> None:
+        self.name = result.judge
+        self.result = result
+
+    def judge(self, judge_input: JudgeInput) -> JudgeResult:
+        return self.result
+
+
+def _fallback_kind(reason: str) -> str:
+    """A short class of a fallback reason for the run summary (``RateLimitError (HTTP 429)`` ...)."""
+    text = reason.split(": ", 1)[1] if ": " in reason else reason
+    if text.startswith("cost budget reached"):
+        return "cost budget reached"
+    if text.startswith("malformed model output"):
+        return "malformed model output"
+    if text.startswith("not asked"):
+        return "model disabled after an error"
+    return text.split(":", 1)[0].split(" after ", 1)[0].strip()
+
+
+@dataclass(slots=True)
+class JudgeRunStats:
+    """Totals of the judge over one run (what ``stef evaluate`` prints).
+
+    Attributes:
+        judge: the ``--judge`` setting.
+        records: records that reached the verdict stage (status ``evaluated``).
+        escalated: of those, records sent to the model (hybrid: uncertain or marginal; else all).
+        model_verdicts: verdicts given by the model (fresh or cached).
+        cache_hits: verdicts taken from the cache (or from an identical record of the batch).
+        requests: HTTP requests made.
+        fallbacks: escalated records that got the symbolic verdict instead, by reason class.
+        spent_usd: money spent on requests in this run.
+        cost_usd: sum of ``cost_usd`` over the run's evaluations (cached verdicts count what they cost when made).
+        tokens: sum of ``tokens`` over the run's evaluations.
+        unpriced: model verdicts without a cost because litellm has no price for the model.
+    """
+
+    judge: str
+    records: int = 0
+    escalated: int = 0
+    model_verdicts: int = 0
+    cache_hits: int = 0
+    requests: int = 0
+    fallbacks: Counter[str] = field(default_factory=Counter)
+    spent_usd: float = 0.0
+    cost_usd: float = 0.0
+    tokens: int = 0
+    unpriced: int = 0
+
+    @property
+    def escalated_share(self) -> float | None:
+        """escalated / records (``None`` without records)."""
+        return self.escalated / self.records if self.records else None
+
+    @property
+    def fallback_count(self) -> int:
+        """Escalated records that fell back to the symbolic judge."""
+        return sum(self.fallbacks.values())
+
+    def add(self, outcome: JudgeOutcome, evaluation: Evaluation) -> None:
+        """Count one escalated record."""
+        self.escalated += 1
+        self.requests += outcome.requests
+        self.spent_usd += outcome.spent_usd
+        if outcome.fallback_reason is not None:
+            self.fallbacks[_fallback_kind(outcome.fallback_reason)] += 1
+        else:
+            self.model_verdicts += 1
+            self.cache_hits += int(outcome.cache_hit)
+            self.unpriced += int(outcome.cost_usd is None)
+        self.cost_usd += evaluation.cost_usd or 0.0
+        self.tokens += evaluation.tokens or 0
+
+    def summary(self) -> str:
+        """One line for logs.
+
+        >>> JudgeRunStats("openai/gpt-4o-mini", records=4, escalated=4, model_verdicts=4, requests=4).summary()
+        'judge openai/gpt-4o-mini: 4 records, 4 to the model (100.0%), 4 model verdicts, 0 cache hits, 4 requests, 0 fallbacks, spent $0.0000, tokens 0'
+        """
+        share = f"{self.escalated_share:.1%}" if self.escalated_share is not None else "–"
+        return (f"judge {self.judge}: {self.records} records, {self.escalated} to the model ({share}), {self.model_verdicts} model verdicts, "
+                f"{self.cache_hits} cache hits, {self.requests} requests, {self.fallback_count} fallbacks, "
+                f"spent ${self.spent_usd:.4f}, tokens {self.tokens}")
+
+
+class LLMEvaluator:
+    """Evaluates batches of records with an LLM judge (or hybrid), with cache and budget.
+
+    One instance serves a whole run: the budget (``max_cost_usd``) and :attr:`stats` span every
+    batch given to :meth:`evaluate_many`.
+
+    Args:
+        settings: the judge settings (must name a model).
+        cache: the verdict cache (``None``: none; a rerun then asks the model again).
+        judge: the LLM judge (default: built from ``settings``).
+        symbolic: the symbolic judge (hybrid's first opinion and the fallback).
+
+    Raises:
+        JudgeConfigError: ``settings`` is the symbolic judge.
+    """
+
+    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None, judge: LLMJudge | None = None,
+                 symbolic: Judge | None = None) -> None:
+        if settings.model is None:
+            raise JudgeConfigError("LLMEvaluator needs a model; use stef.evaluate.evaluate_many for the symbolic judge")
+        self.settings = settings
+        self.cache = cache
+        self.symbolic = symbolic or SymbolicJudge()
+        self.judge = judge or LLMJudge.from_settings(settings, fallback=self.symbolic)
+        self.budget = CostBudget(settings.max_cost_usd)
+        self.stats = JudgeRunStats(judge=settings.name)
+
+    @property
+    def name(self) -> str:
+        """The ``--judge`` setting (``MODEL`` or ``hybrid:MODEL``)."""
+        return self.settings.name
+
+    def _escalate(self, evaluation: Evaluation, rulebook: RuleBook, record: AgentLogRecord) -> bool:
+        if not self.settings.hybrid:
+            return True
+        gamma_high = rulebook.for_app(record.app_id).scoring.gamma_high
+        return (evaluation.confidence is not None and evaluation.confidence < gamma_high) or evaluation.band is Band.MARGINAL
+
+    def evaluate_many(self, records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None,
+                      default_dialect: str | None = None) -> list[Evaluation]:
+        """Evaluate a batch; one bad record or one failed model call never stops it.
+
+        Args:
+            records: the batch.
+            rulebook: resolves each record's ``app_id`` to its rules (``None``: bundled rules).
+            default_dialect: dialect for records that name none.
+
+        Returns:
+            One :class:`Evaluation` per record, same order, all with
+            :attr:`JudgeSettings.evaluator_version`.
+
+        Raises:
+            RulesError: an invalid rule file (a configuration error, as in ``evaluate_many``).
+        """
+        rulebook = rulebook or RuleBook()
+        version = self.settings.evaluator_version
+        batch = list(records)
+        capture = _CapturingJudge(self.symbolic)
+        first: list[Evaluation] = []
+        pending: list[tuple[int, JudgeInput]] = []
+        for record in batch:
+            capture.last = None
+            evaluation = evaluate_many([record], rulebook=rulebook, judge=capture, default_dialect=default_dialect)[0]
+            first.append(evaluation.model_copy(update={"evaluator_version": version}))
+            if evaluation.status is EvaluationStatus.EVALUATED and capture.last is not None:
+                self.stats.records += 1
+                if self._escalate(evaluation, rulebook, record):
+                    pending.append((len(first) - 1, capture.last[0]))
+        outcomes = self.judge.judge_many([judge_input for _, judge_input in pending], cache=self.cache, budget=self.budget)
+        out = list(first)
+        for (index, _), outcome in zip(pending, outcomes, strict=True):
+            symbolic = first[index]
+            if outcome.fallback_reason is None:
+                rescored = evaluate_many([batch[index]], rulebook=rulebook, judge=_GivenJudge(outcome.result), default_dialect=default_dialect)[0]
+                if rescored.status is EvaluationStatus.EVALUATED:
+                    duration = (symbolic.duration_ms or 0.0) + outcome.latency_ms
+                    out[index] = rescored.model_copy(update={"evaluator_version": version, "cost_usd": outcome.cost_usd,
+                                                             "tokens": outcome.tokens, "duration_ms": round(duration, 3)})
+                else:  # cannot happen for a deterministic pipeline; keep the symbolic verdict and say why
+                    out[index] = symbolic.model_copy(update={"judge_fallback_reason": f"{self.judge.model}: re-scoring failed ({rescored.status_reason})"})
+            else:
+                out[index] = symbolic.model_copy(update={"judge_fallback_reason": outcome.fallback_reason, "cost_usd": outcome.cost_usd,
+                                                         "tokens": outcome.tokens})
+            self.stats.add(outcome, out[index])
+        return out
+
+
+def evaluate_with_judge(records: Sequence[AgentLogRecord], settings: JudgeSettings, rulebook: RuleBook | None = None,
+                        cache: JudgeCache | None = None) -> tuple[list[Evaluation], JudgeRunStats]:
+    """Evaluate ``records`` with the judge of ``settings`` (symbolic, a model, or hybrid).
+
+    Args:
+        records: the records.
+        settings: the judge settings.
+        rulebook: resolves ``app_id`` to rules (``None``: bundled rules).
+        cache: verdict cache for model verdicts.
+
+    Returns:
+        The evaluations (same order) and the run's :class:`JudgeRunStats`.
+
+    >>> r = AgentLogRecord(run_id="r1", question="How many users live in 'Rome'?", sql="SELECT COUNT(*) FROM users WHERE city = 'Rome'")
+    >>> evaluations, stats = evaluate_with_judge([r], JudgeSettings())
+    >>> evaluations[0].judge, stats.records, stats.escalated
+    ('symbolic', 1, 0)
+    """
+    if settings.is_symbolic:
+        evaluations = evaluate_many(records, rulebook=rulebook)
+        stats = JudgeRunStats(judge=settings.name, records=sum(e.status is EvaluationStatus.EVALUATED for e in evaluations))
+        return evaluations, stats
+    evaluator = LLMEvaluator(settings, cache=cache)
+    return evaluator.evaluate_many(records, rulebook), evaluator.stats

@@ -1,0 +1,78 @@
+"""Backfill helpers: which days of a range are already done, which have logs at all."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from stef.errors import InputError
+from tasks._runtime import retry_on_io_error
+from warehouse import connect
+from warehouse.monitoring import done_days
+
+MAX_BACKFILL_DAYS = 3660
+"""Longest range one backfill accepts (about ten years): a typo in a year should not start a
+decade of work without a second look."""
+
+
+def days_in_range(start: date, end: date) -> list[date]:
+    """Every day from ``start`` to ``end``, both included.
+
+    Raises:
+        InputError: ``end`` is before ``start``, or the range is longer than :data:`MAX_BACKFILL_DAYS`.
+
+    >>> [d.isoformat() for d in days_in_range(date(2026, 11, 30), date(2026, 12, 2))]
+    ['2026-11-30', '2026-12-01', '2026-12-02']
+    """
+    if end < start:
+        raise InputError(f"backfill end {end.isoformat()} is before its start {start.isoformat()}")
+    count = (end - start).days + 1
+    if count > MAX_BACKFILL_DAYS:
+        raise InputError(f"backfill of {count} days is longer than the limit of {MAX_BACKFILL_DAYS}; split the range")
+    return [start + timedelta(days=offset) for offset in range(count)]
+
+
+def day_has_logs(logs_root: str, log_date: date) -> bool:
+    """Whether ``<logs_root>/<YYYY-MM-DD>/`` exists and holds a ``*.jsonl`` file (local folder or fsspec URL)."""
+    day = log_date.isoformat()
+    if "://" in logs_root:
+        import fsspec
+
+        fs, root = fsspec.core.url_to_fs(logs_root)
+        remote = f"{root.rstrip('/')}/{day}"
+        return bool(fs.isdir(remote) and fs.glob(f"{remote}/*.jsonl"))
+    folder = Path(logs_root).expanduser() / day
+    return folder.is_dir() and any(folder.glob("*.jsonl"))
+
+
+@task(
+    name="plan-backfill",
+    retries=2,
+    retry_delay_seconds=5,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def plan_backfill(warehouse_path: str | None, start: date, end: date, evaluator_version: str) -> list[date]:
+    """The days in ``start … end`` already done with ``evaluator_version`` (stored, metrics computed).
+
+    Args:
+        warehouse_path: DuckDB file (created and migrated when missing).
+        start: first day.
+        end: last day.
+        evaluator_version: the version the backfill would store.
+
+    Returns:
+        The done days, sorted.
+
+    Raises:
+        WarehouseLockedError: another process writes the file (retried twice).
+    """
+    conn = connect(warehouse_path)
+    try:
+        return sorted(done_days(conn, start, end, evaluator_version))
+    finally:
+        conn.close()

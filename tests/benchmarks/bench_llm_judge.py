@@ -1,0 +1,140 @@
+"""Benchmark of the LLM judge (issue 4): ``stef evaluate --judge MODEL`` against a local server.
+
+Starts the OpenAI-compatible stub of ``tests/llm_server.py`` on 127.0.0.1 (each answer after
+``--delay`` seconds, 0.2 by default), writes ``--records`` distinct agent log records and runs the
+real ``stef`` command three times in a subprocess:
+
+1. ``--judge openai/gpt-4o-mini --concurrency 16 --cache FILE`` with an empty cache: wall time
+   and request count (target: under 40 s for 1,000 records);
+2. the same command again: every verdict from the cache, zero requests;
+3. a server that answers HTTP 500 to a third of the requests at random, with a fresh cache:
+   every record still has a status, and those that fell back to the symbolic judge say so.
+
+No network beyond the loopback; the API key is a placeholder set for the subprocess only when
+``OPENAI_API_KEY`` is unset. Usage::
+
+    python tests/benchmarks/bench_llm_judge.py [--records 1000] [--concurrency 16] [--delay 0.2]
+
+Exits 1 when a target is missed. Source of the method: STEF paper §2.D.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the stub server
+
+from llm_server import StubLLMServer, stub_llm_server, synthetic_records  # noqa: E402
+
+MODEL = "openai/gpt-4o-mini"
+TARGET_S = 40.0
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One ``stef evaluate`` run: wall time, what the server saw, what was written."""
+
+    seconds: float
+    requests: int
+    failures: int
+    max_in_flight: int
+    rows: list[dict[str, Any]]
+    returncode: int
+    stderr: str
+
+
+def stef_command() -> list[str]:
+    """The installed ``stef`` console script next to this interpreter, else ``python -m flows.cli``."""
+    script = Path(sys.executable).with_name("stef")
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("stef")
+    return [found] if found else [sys.executable, "-m", "flows.cli"]
+
+
+def run_evaluate(server: StubLLMServer, logs: Path, out: Path, cache: Path, concurrency: int) -> Run:
+    """Run ``stef evaluate`` once against ``server`` and collect the figures."""
+    server.reset_counts()
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env.setdefault("OPENAI_API_KEY", "sk-local-placeholder")
+    command = [*stef_command(), "evaluate", str(logs), "--out", str(out), "--judge", MODEL, "--api-base", server.url,
+               "--concurrency", str(concurrency), "--cache", str(cache)]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - started
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
+    return Run(seconds, server.requests, server.failures, server.max_in_flight, rows, done.returncode, done.stderr)
+
+
+def describe(name: str, run: Run) -> None:
+    """Print one run's figures."""
+    statuses = Counter(row.get("status") for row in run.rows)
+    fell_back = [row for row in run.rows if row.get("judge_fallback_reason")]
+    cost = sum(row.get("cost_usd") or 0.0 for row in run.rows)
+    print(f"{name}: {run.seconds:.1f} s wall, {run.requests} requests ({run.failures} answered with an error), "
+          f"max {run.max_in_flight} in flight, {len(run.rows)} rows {dict(statuses)}, "
+          f"{len(fell_back)} fell back to symbolic, cost_usd sum ${cost:.4f}, exit code {run.returncode}")
+    for reason, count in Counter(row["judge_fallback_reason"] for row in fell_back).most_common(3):
+        print(f"    {count} x {reason}")
+    if run.returncode:
+        print(run.stderr[-2000:])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the three scenarios; return 0 when every target is met."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--records", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--delay", type=float, default=0.2, help="seconds before each answer of the stub server")
+    parser.add_argument("--fail-share", type=float, default=1 / 3, help="share of HTTP 500 answers in scenario 3")
+    parser.add_argument("--seed", type=int, default=4)
+    args = parser.parse_args(argv)
+
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="stef-bench-") as tmp:
+        work = Path(tmp)
+        logs = work / "logs.jsonl"
+        logs.write_text("".join(json.dumps(row) + "\n" for row in synthetic_records(args.records)), encoding="utf-8")
+        print(f"{args.records} records, stub server delay {args.delay * 1000:.0f} ms, --concurrency {args.concurrency}, judge {MODEL}")
+        print(f"command: {' '.join(stef_command())} evaluate {logs} --out OUT --judge {MODEL} --api-base http://127.0.0.1:PORT/v1 "
+              f"--concurrency {args.concurrency} --cache CACHE")
+
+        with stub_llm_server(delay_s=args.delay) as server:
+            cold = run_evaluate(server, logs, work / "cold.jsonl", work / "cache.duckdb", args.concurrency)
+            describe("1. empty cache", cold)
+            warm = run_evaluate(server, logs, work / "warm.jsonl", work / "cache.duckdb", args.concurrency)
+            describe("2. rerun, same cache", warm)
+        ok &= cold.returncode == 0 and cold.requests == args.records and cold.seconds < TARGET_S
+        ok &= warm.returncode == 0 and warm.requests == 0 and len(warm.rows) == args.records
+        same = [(r["run_id"], r["verdict"], r["confidence"], r["cost_usd"]) for r in cold.rows] == [
+            (r["run_id"], r["verdict"], r["confidence"], r["cost_usd"]) for r in warm.rows]
+        print(f"   rerun rows equal the first run's (verdict, γ, cost): {same}")
+        ok &= same
+
+        with stub_llm_server(delay_s=args.delay, fail_share=args.fail_share, seed=args.seed) as flaky:
+            errors = run_evaluate(flaky, logs, work / "flaky.jsonl", work / "flaky-cache.duckdb", args.concurrency)
+            describe(f"3. HTTP 500 for {args.fail_share:.0%} of requests", errors)
+        with_status = sum(1 for row in errors.rows if row.get("status"))
+        fell_back = [row for row in errors.rows if row.get("judge_fallback_reason")]
+        say_so = all(row["judge"] == "symbolic" and "HTTP 500" in row["judge_fallback_reason"] for row in fell_back)
+        model_rows = sum(1 for row in errors.rows if row.get("judge") == MODEL)
+        print(f"   every record has a status: {with_status == args.records} ({with_status}/{args.records}); "
+              f"model verdicts {model_rows}, fallbacks {len(fell_back)}, every fallback names HTTP 500: {say_so}")
+        ok &= errors.returncode == 0 and with_status == args.records and say_so and model_rows + len(fell_back) == args.records
+    print("targets met" if ok else "TARGET MISSED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""Tests of the monitoring commands of the CLI (flows/cli_monitoring.py) that run no flow:
+``stef drift``, ``stef serve --check``, and the errors of every command before any work."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import date, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from monitoring_support import answers, store_answers
+from typer.testing import CliRunner
+
+from flows.cli import app
+from stef.models import FilterStatus, Verdict
+from tasks.drift import run_drift_check
+from warehouse import connect
+from warehouse.monitoring import read_drift_checks
+
+D1 = date(2026, 11, 20)
+SUMMARY_KEYS = {"verdict", "direction", "n_baseline", "n_candidate", "mean_delta", "mean_delta_ci", "ks_pvalue", "psi", "wasserstein_norm"}
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Agent ``bird``: v1 (scores 70/90) on days 0–6, v2 (60/80) on days 3–6; agent ``small`` with 20 answers per version."""
+    path = tmp_path_factory.mktemp("cli") / "wh.duckdb"
+    with connect(path) as conn:
+        for offset in range(7):
+            day = D1 + timedelta(days=offset)
+            batch = answers(f"v1-{offset}", "bird", "v1", [70.0, 90.0] * 20)
+            if offset >= 3:
+                batch += answers(f"v2-{offset}", "bird", "v2", [60.0, 80.0] * 20, verdict=Verdict.POTENTIALLY_INCORRECT,
+                                 filter_status=FilterStatus.PARTIALLY_APPLIED)
+            if offset == 6:
+                batch += answers("s1", "small", "a", [50.0, 70.0] * 10) + answers("s2", "small", "b", [10.0, 30.0] * 10)
+            store_answers(conn, day, batch)
+    return path
+
+
+@pytest.fixture
+def warehouse_file(template: Path, tmp_path: Path) -> Path:
+    path = tmp_path / "wh.duckdb"
+    shutil.copyfile(template, path)
+    return path
+
+
+def test_drift_json_is_one_line_with_the_contract_keys(warehouse_file: Path) -> None:
+    result = _invoke("drift", "--warehouse", str(warehouse_file), "--agent", "bird", "--json")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1
+    summary = json.loads(lines[0])
+    assert SUMMARY_KEYS <= summary.keys()
+    assert (summary["verdict"], summary["direction"], summary["n_baseline"], summary["n_candidate"]) == ("drift", "worse", 280, 160)
+    assert summary["mean_delta"] == pytest.approx(-10.0)
+    expected = run_drift_check(warehouse_file, "bird", store=False).summary()
+    assert summary == expected  # same seed, same intervals
+    with connect(warehouse_file, read_only=True) as conn:
+        stored = read_drift_checks(conn).to_dicts()
+    assert [(r["agent_id"], r["source"], r["verdict"]) for r in stored] == [("bird", "cli", "drift")]
+
+
+def test_drift_tables_name_the_verdict_and_statistics(warehouse_file: Path) -> None:
+    result = _invoke("drift", "--warehouse", str(warehouse_file), "--agent", "bird", "--baseline", "v1", "--candidate", "v2",
+                     "--start", "2026-11-23", "--end", "2026-11-26", "--no-store")
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.stdout.split())
+    assert "drift / worse" in out
+    assert "v1 2026-11-23 … 2026-11-26 (160 scored of 160)" in out
+    assert "mean delta -10" in out and "reaches the threshold 1.25 Φ points" in out
+    for name in ("mean Φ", "P90 Φ", "coverage", "KS p-value", "Wasserstein / σ", "PSI (10-point bins)", "χ² verdict p"):
+        assert name in out
+    with connect(warehouse_file, read_only=True) as conn:
+        assert read_drift_checks(conn).height == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "verdict"),
+    [
+        pytest.param(("--agent", "small"), "insufficient_data", id="twenty_per_side"),
+        pytest.param(("--agent", "small", "--min-samples", "10"), "drift", id="lower_minimum"),
+        pytest.param(("--agent", "small", "--min-samples", "10", "--mean-delta", "50"), "drift", id="p90_still_fires"),
+        pytest.param(("--agent", "small", "--min-samples", "10", "--mean-delta", "50", "--p90-delta", "50"), "no_drift", id="higher_effect_thresholds"),
+        pytest.param(("--agent", "bird", "--temporal", "--candidate", "v1", "--window-days", "3"), "no_drift", id="temporal"),
+    ],
+)
+def test_drift_thresholds_and_kinds_from_options(warehouse_file: Path, args: tuple[str, ...], verdict: str) -> None:
+    result = _invoke("drift", "--warehouse", str(warehouse_file), "--json", "--no-store", *args)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["verdict"] == verdict
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(("--agent", "nobody"), r"agent 'nobody' has no evaluations in .* \(agents with evaluations: bird, small\)", id="unknown_agent"),
+        pytest.param(("--agent", "bird", "--candidate", "v7"), r"agent 'bird' has no candidate version 'v7' \(its versions, oldest first: v1, v2\)", id="unknown_version"),
+        pytest.param(("--agent", "bird", "--start", "2026-11-26", "--end", "2026-11-25"), r"window end 2026-11-25 is before its start 2026-11-26", id="empty_window"),
+        pytest.param(("--agent", "bird", "--end", "2026-11-21"), r"agent 'bird' has no version before 'v1' to compare with", id="one_version_up_to_the_end"),
+        pytest.param(("--agent", "bird", "--temporal", "--baseline", "v1"), r"--baseline does not apply to --temporal", id="temporal_with_baseline"),
+    ],
+)
+def test_drift_errors_are_one_line_and_exit_2(warehouse_file: Path, args: tuple[str, ...], message: str) -> None:
+    import re
+
+    result = _invoke("drift", "--warehouse", str(warehouse_file), *args)
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert re.search(r"^error: " + message, result.stderr), result.stderr
+
+
+def test_drift_on_a_missing_warehouse_creates_nothing(tmp_path: Path) -> None:
+    result = _invoke("drift", "--warehouse", str(tmp_path / "none.duckdb"), "--agent", "bird")
+    assert result.exit_code == 2
+    assert "does not exist; run `stef nightly` or `stef backfill` first" in result.stderr
+    assert not (tmp_path / "none.duckdb").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(("report", "--week", "2026-11-23"), "week '2026-11-23' is not an ISO week", id="report_bad_week"),
+        pytest.param(("report", "--week", "2026-W48", "--warehouse", "{missing}"), "does not exist; run `stef nightly`", id="report_missing_warehouse"),
+        pytest.param(("backfill", "--start", "2026-11-26", "--end", "2026-11-20"), "backfill end 2026-11-20 is before its start 2026-11-26", id="backfill_reversed"),
+        pytest.param(("backfill", "--start", "2000-01-01", "--end", "2026-11-20"), "longer than the limit of 3660", id="backfill_too_long"),
+        pytest.param(("serve", "--timezone", "Mars/Olympus", "--check"), "--timezone 'Mars/Olympus' is not an IANA time zone", id="serve_timezone"),
+        pytest.param(("serve", "--weekly-cron", "monday", "--check"), "--weekly-cron 'monday' is not a valid cron expression", id="serve_cron"),
+    ],
+)
+def test_bad_options_fail_before_any_work(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    result = _invoke(*[a.replace("{missing}", str(tmp_path / "none.duckdb")) for a in args])
+    assert result.exit_code == 2, result.output
+    assert message in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_check_prints_the_schedules() -> None:
+    result = _invoke("serve", "--check", "--timezone", "Europe/Zurich", "--warehouse", "/data/wh.duckdb")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "STEF deployments (schedules fire only with a Prefect server):"
+    assert lines[1] == ('  stef-nightly: flows.nightly.nightly, schedule 0 2 * * * (Europe/Zurich), '
+                        'parameters {"logs_root": "./logs", "warehouse": "/data/wh.duckdb"}')
+    assert lines[2].startswith("  stef-weekly-report: flows.weekly_report.weekly_report, schedule 0 6 * * 1 (Europe/Zurich), ")
+    assert lines[3].startswith("  stef-backfill: flows.backfill.backfill, no schedule (run on demand), ")
+
+
+def test_serve_without_a_server_explains_how_to_start_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    with temporary_settings(restore_defaults={PREFECT_API_URL}):
+        result = _invoke("serve")
+    assert result.exit_code == 2
+    assert "stef serve needs a Prefect server for its schedules: start one with `prefect server start`" in " ".join(result.stderr.split())
+
+
+def test_help_lists_the_monitoring_commands() -> None:
+    result = _invoke("--help")
+    assert result.exit_code == 0
+    for command in ("drift", "backfill", "report", "serve"):
+        assert f" {command} " in result.stdout

@@ -1,0 +1,57 @@
+"""The nightly flow with an LLM judge setting, against the local OpenAI-compatible stub server
+(tests/llm_server.py, 127.0.0.1 only): verdicts cached in the warehouse, cost summed per day."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llm_server import stub_llm_server
+from stef.llm_judge import PROMPT_VERSION
+
+MODEL = "openai/gpt-4o-mini"
+
+
+@pytest.fixture(autouse=True)
+def placeholder_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stub needs no key, but litellm's openai/ provider wants one in the environment."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-placeholder")
+    monkeypatch.delenv("STEF_LLM_API_BASE", raising=False)
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_nightly_with_a_model_caches_in_the_warehouse_and_sums_cost_per_day(log_day: Path, tmp_path: Path) -> None:
+    from flows.nightly import nightly
+    from warehouse import connect
+
+    warehouse_path = tmp_path / "wh.duckdb"
+    with stub_llm_server(delay_s=0.0) as server:
+        settings: dict[str, Any] = {"logs_root": str(log_day), "warehouse": str(warehouse_path), "max_bad_share": 0.3,
+                                    "batch_size": 2, "judge": MODEL, "api_base": server.url, "concurrency": 2}
+        first = nightly(log_date="2026-11-20", **settings)
+        asked = server.requests
+        server.reset_counts()
+        second = nightly(log_date="2026-11-20", **settings)
+        assert server.requests == 0  # the rerun takes every verdict from judge_cache
+    assert asked == first.evaluated == 4
+    assert first.judge == MODEL and first.evaluator_version.endswith(f"+judge={MODEL};prompt={PROMPT_VERSION}")
+    assert second.evaluator_version == first.evaluator_version
+    with connect(warehouse_path, read_only=True) as conn:
+        judges = conn.execute("SELECT judge, count(*) FROM evaluations WHERE status = 'evaluated' GROUP BY judge").fetchall()
+        versions = conn.execute("SELECT DISTINCT evaluator_version FROM evaluations").fetchall()
+        cached = conn.execute("SELECT count(*), sum(cost_usd) FROM judge_cache").fetchall()[0]
+        per_day = conn.execute(
+            "SELECT m.agent_version, m.judge_cost_usd, m.judge_tokens, m.n_llm_judged, m.n_judge_fallback, e.cost, e.tokens "
+            "FROM daily_agent_metrics AS m JOIN (SELECT agent_version, sum(cost_usd) AS cost, sum(tokens) AS tokens, count(*) AS n "
+            "FROM evaluations GROUP BY agent_version) AS e USING (agent_version) ORDER BY m.agent_version"
+        ).fetchall()
+    assert judges == [(MODEL, 4)]
+    assert versions == [(first.evaluator_version,)]  # quarantined lines' evaluations too
+    assert cached[0] == 4 and cached[1] > 0
+    for _, cost, tokens, _, fallbacks, summed_cost, summed_tokens in per_day:
+        assert cost == pytest.approx(summed_cost) and tokens == summed_tokens and fallbacks == 0
+    assert sum(row[3] for row in per_day) == 4
+    assert sum(row[1] or 0.0 for row in per_day) == pytest.approx(cached[1])

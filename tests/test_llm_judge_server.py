@@ -1,0 +1,141 @@
+"""The LLM judge against a local OpenAI-compatible server (tests/llm_server.py, 127.0.0.1 only):
+``stef evaluate --judge MODEL --api-base URL --cache FILE``, hybrid, budget and random HTTP 500s.
+Real HTTP through litellm; no network beyond the loopback. The nightly flow with a judge setting
+is in test_llm_judge_flow.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from llm_server import StubLLMServer, stub_llm_server, synthetic_records
+from stef.evaluate import evaluate
+from stef.llm_evaluate import LLMEvaluator
+from stef.llm_judge import PROMPT_VERSION, JudgeSettings, import_litellm
+from stef.models import AgentLogRecord, Band, EvaluationStatus
+
+MODEL = "openai/gpt-4o-mini"
+
+
+@pytest.fixture(autouse=True)
+def placeholder_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stub needs no key, but litellm's openai/ provider wants one in the environment."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-placeholder")
+    monkeypatch.delenv("STEF_LLM_API_BASE", raising=False)
+
+
+def write_logs(path: Path, rows: list[dict[str, Any]], extra_lines: tuple[str, ...] = ()) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows) + "".join(line + "\n" for line in extra_lines), encoding="utf-8")
+    return path
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def expected_cost(server: StubLLMServer) -> dict[str, float]:
+    """question -> cost of its request, from the stub's token counts and litellm's price table."""
+    prices = import_litellm().model_cost["gpt-4o-mini"]
+    costs = {}
+    for body in server.bodies:
+        prompt = sum(len(m["content"]) for m in body["messages"]) // 4
+        completion = max(1, len(server.answer(body)) // 4)
+        question = body["messages"][1]["content"].split("\n")[1]
+        costs[question] = prompt * prices["input_cost_per_token"] + completion * prices["output_cost_per_token"]
+    return costs
+
+
+def test_evaluate_with_a_model_then_a_rerun_from_the_cache(tmp_path: Path) -> None:
+    rows = synthetic_records(30)
+    logs = write_logs(tmp_path / "logs.jsonl", rows, ('{"run_id": "cut-off", "question": "How ma',))
+    out, cache = tmp_path / "out.jsonl", tmp_path / "judge-cache.duckdb"
+    args = ["evaluate", str(logs), "--out", str(out), "--judge", MODEL, "--concurrency", "4", "--cache", str(cache)]
+    with stub_llm_server(delay_s=0.02) as server:
+        result = CliRunner().invoke(app, [*args, "--api-base", server.url])
+        assert result.exit_code == 0, result.output
+        first = read_rows(out)
+        assert server.requests == 30 and server.max_in_flight <= 4
+        costs = expected_cost(server)
+        for body in server.bodies:
+            assert body["temperature"] == 0
+            assert body["response_format"]["type"] == "json_schema"
+        questions = {row["run_id"]: row["question"] for row in rows}
+        assert len(first) == 31 and first[-1]["status"] == "invalid_input"
+        for row in first[:-1]:
+            question = questions[row["run_id"]]
+            clean = not row["alignment"]["missing"] and not row["alignment"]["wrong"]
+            assert (row["status"], row["judge"], row["judge_fallback_reason"]) == ("evaluated", MODEL, None)
+            assert (row["verdict"], row["confidence"]) == (("CORRECT", 0.93) if clean else ("INCORRECT", 0.88))
+            assert row["cost_usd"] == pytest.approx(costs[question])
+            assert row["tokens"] > 0
+            assert row["evaluator_version"].endswith(f"+judge={MODEL};prompt={PROMPT_VERSION}")
+        assert "Judge openai/gpt-4o-mini" in result.stdout and "model requests" in result.stdout
+        assert f"${sum(costs.values()):.6f}" in result.stdout
+
+        server.reset_counts()
+        rerun = CliRunner().invoke(app, [*args, "--api-base", server.url])
+        assert rerun.exit_code == 0, rerun.output
+        assert server.requests == 0
+    second = read_rows(out)
+    strip = [{k: v for k, v in row.items() if k != "duration_ms"} for row in first]
+    assert [{k: v for k, v in row.items() if k != "duration_ms"} for row in second] == strip
+    assert any(line.split() == ["│", "cache", "hits", "│", "30", "│"] for line in rerun.stdout.splitlines())
+
+
+def test_api_base_from_the_environment_and_a_zero_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    logs = write_logs(tmp_path / "logs.jsonl", synthetic_records(3))
+    out = tmp_path / "out.jsonl"
+    with stub_llm_server(delay_s=0.0) as server:
+        monkeypatch.setenv("STEF_LLM_API_BASE", server.url)
+        result = CliRunner().invoke(app, ["evaluate", str(logs), "--out", str(out), "--judge", MODEL, "--max-cost-usd", "0"])
+        assert result.exit_code == 0, result.output
+        assert server.requests == 0
+        ok = CliRunner().invoke(app, ["evaluate", str(logs), "--out", str(out), "--judge", MODEL])
+        assert ok.exit_code == 0 and server.requests == 3
+    assert "cost budget reached" in result.stdout
+    for row in read_rows(tmp_path / "out.jsonl"):
+        assert row["judge"] == MODEL
+
+
+def test_hybrid_sends_only_uncertain_or_marginal_records(tmp_path: Path) -> None:
+    rows = synthetic_records(10)
+    symbolic = {r["run_id"]: evaluate(AgentLogRecord(**r)) for r in rows}
+    escalated = {run_id for run_id, e in symbolic.items() if e.confidence is not None and (e.confidence < 0.85 or e.band is Band.MARGINAL)}
+    out = tmp_path / "out.jsonl"
+    with stub_llm_server(delay_s=0.0) as server:
+        result = CliRunner().invoke(app, ["evaluate", str(write_logs(tmp_path / "l.jsonl", rows)), "--out", str(out),
+                                          "--judge", f"hybrid:{MODEL}", "--api-base", server.url])
+        assert result.exit_code == 0, result.output
+        assert server.requests == len(escalated)
+    stored = {row["run_id"]: row for row in read_rows(out)}
+    assert {run_id for run_id, row in stored.items() if row["judge"] == MODEL} == escalated
+    for run_id in set(stored) - escalated:
+        verdict = symbolic[run_id].verdict
+        assert verdict is not None
+        assert (stored[run_id]["verdict"], stored[run_id]["score"]) == (verdict.value, symbolic[run_id].score)
+    assert f"{len(escalated)} ({len(escalated) / len(rows):.1%})" in result.stdout
+
+
+def test_random_http_500_every_record_keeps_a_status_and_fallbacks_say_so() -> None:
+    records = [AgentLogRecord(**row) for row in synthetic_records(60)]
+    with stub_llm_server(delay_s=0.0, fail_share=1 / 3, seed=7) as server:
+        evaluator = LLMEvaluator(JudgeSettings.parse(MODEL, api_base=server.url, concurrency=1, max_retries=1, backoff_s=0.001))
+        stored = evaluator.evaluate_many(records)
+        failures, requests = server.failures, server.requests
+    assert len(stored) == 60 and all(e.status is EvaluationStatus.EVALUATED for e in stored)
+    fell_back = [e for e in stored if e.judge_fallback_reason is not None]
+    assert fell_back, "with a third of the requests failing, some record fails twice"
+    for evaluation in fell_back:
+        reason = evaluation.judge_fallback_reason or ""
+        assert evaluation.judge == "symbolic"
+        assert "InternalServerError (HTTP 500)" in reason and "after 2 request(s)" in reason
+    assert {e.judge for e in stored if e.judge_fallback_reason is None} == {MODEL}
+    stats = evaluator.stats
+    assert stats.model_verdicts + stats.fallback_count == 60
+    assert (stats.requests, failures) == (requests, requests - stats.model_verdicts)  # every request but the answered ones failed
+    assert stats.fallbacks == {"InternalServerError (HTTP 500)": len(fell_back)}

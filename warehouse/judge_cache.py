@@ -1,0 +1,137 @@
+"""The persistent LLM judge cache: the warehouse's ``judge_cache`` table (DESIGN.md §4).
+
+:class:`DuckDBJudgeCache` implements :class:`stef.llm_judge.JudgeCache` over one DuckDB file:
+the warehouse (``stef nightly``) or a cache file of its own (``stef evaluate --cache FILE``; the
+file gets the warehouse schema, so the two may be the same file). Rows are keyed by
+:func:`stef.llm_judge.cache_key` = hash of (model, prompt version, hash of the judge inputs), so a
+rerun or backfill of the same records with the same model and prompt makes no model call.
+
+Each call opens the file, does its work in one transaction and closes it again, so the cache
+holds no connection while model requests are in flight. Calls from threads of one process are
+serialised (DuckDB allows one writer process per file; :func:`warehouse.connect` waits for
+another process's lock).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from stef.llm_judge import CachedVerdict
+from warehouse.connection import connect
+from warehouse.errors import WarehouseError
+
+_LOCK = threading.Lock()
+
+_ENTRIES_SCHEMA = pa.schema(
+    [
+        ("cache_key", pa.string()),
+        ("model", pa.string()),
+        ("prompt_version", pa.string()),
+        ("response", pa.string()),
+        ("cost_usd", pa.float64()),
+        ("tokens", pa.int64()),
+    ]
+)
+
+
+class DuckDBJudgeCache:
+    """Judge verdicts in the ``judge_cache`` table of a DuckDB file.
+
+    Args:
+        path: the DuckDB file (``None``: ``$STEF_WAREHOUSE``, else ``./stef.duckdb``); missing
+            folders are created and the schema migrated on first use.
+
+    Attributes:
+        hits: keys found by :meth:`get_many` so far.
+        stored: new rows written by :meth:`put_many` so far.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = path
+        self.hits = 0
+        self.stored = 0
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, CachedVerdict]:
+        """The cached verdicts among ``keys`` (one query).
+
+        Raises:
+            WarehouseLockedError: another process holds the file.
+            WarehouseError: the file cannot be opened or read.
+        """
+        if not keys:
+            return {}
+        table = pa.table({"cache_key": pa.array(list(dict.fromkeys(keys)), pa.string())})
+        with _LOCK:
+            conn = connect(self.path)
+            try:
+                conn.register("_stef_cache_keys", table)
+                rows = conn.execute(
+                    "SELECT c.cache_key, c.model, c.prompt_version, c.response::VARCHAR, c.cost_usd, c.tokens "
+                    "FROM judge_cache AS c JOIN _stef_cache_keys AS k USING (cache_key)"
+                ).fetchall()
+            except duckdb.Error as exc:
+                raise WarehouseError(f"reading the judge cache in {self.path or 'the warehouse'} failed: {exc}") from exc
+            finally:
+                conn.close()
+        found = {
+            str(key): CachedVerdict(str(key), str(model), str(prompt_version), json.loads(response), cost, None if tokens is None else int(tokens))
+            for key, model, prompt_version, response, cost, tokens in rows
+        }
+        self.hits += len(found)
+        return found
+
+    def put_many(self, entries: Sequence[CachedVerdict]) -> int:
+        """Store verdicts whose key is new (an existing row is kept), in one transaction.
+
+        Returns:
+            How many rows were added.
+
+        Raises:
+            WarehouseLockedError: another process holds the file.
+            WarehouseError: the write failed (rolled back).
+        """
+        unique = list({entry.key: entry for entry in entries}.values())
+        if not unique:
+            return 0
+        table = pa.Table.from_pydict(
+            {
+                "cache_key": [e.key for e in unique],
+                "model": [e.model for e in unique],
+                "prompt_version": [e.prompt_version for e in unique],
+                "response": [json.dumps(e.response, ensure_ascii=False, sort_keys=True) for e in unique],
+                "cost_usd": [e.cost_usd for e in unique],
+                "tokens": [e.tokens for e in unique],
+            },
+            schema=_ENTRIES_SCHEMA,
+        )
+        with _LOCK:
+            conn = connect(self.path)
+            try:
+                conn.register("_stef_cache_entries", table)
+                conn.begin()
+                try:
+                    before = int(conn.execute("SELECT count(*) FROM judge_cache").fetchall()[0][0])
+                    conn.execute(
+                        "INSERT INTO judge_cache (cache_key, model, prompt_version, response, cost_usd, tokens, created_at) "
+                        "SELECT cache_key, model, prompt_version, response::JSON, cost_usd, tokens, $now::TIMESTAMP FROM _stef_cache_entries "
+                        "ON CONFLICT (cache_key) DO NOTHING",
+                        {"now": datetime.now(UTC).replace(tzinfo=None)},
+                    )
+                    added = int(conn.execute("SELECT count(*) FROM judge_cache").fetchall()[0][0]) - before
+                    conn.commit()
+                except duckdb.Error:
+                    conn.rollback()
+                    raise
+            except duckdb.Error as exc:
+                raise WarehouseError(f"writing the judge cache in {self.path or 'the warehouse'} failed and was rolled back: {exc}") from exc
+            finally:
+                conn.close()
+        self.stored += added
+        return added

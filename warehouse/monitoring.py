@@ -1,0 +1,393 @@
+"""Reads for drift checks, backfills and the weekly report, and the ``drift_checks`` writes.
+
+Typed functions over the tables of DESIGN.md §4; they take an open connection (a read-only one
+is fine except for :func:`store_drift_checks`) and return plain Python values or polars frames.
+Only :mod:`stef` models are imported: the statistics live in :mod:`stef.drift`, the callers
+turn the rows read here into its samples.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+
+from warehouse.errors import WarehouseError
+
+DRIFT_COLUMNS: tuple[str, ...] = (
+    "checked_at",
+    "agent_id",
+    "kind",
+    "baseline_version",
+    "candidate_version",
+    "evaluator_version",
+    "window_start",
+    "window_end",
+    "baseline_window_start",
+    "baseline_window_end",
+    "n_baseline",
+    "n_candidate",
+    "verdict",
+    "direction",
+    "statistics",
+    "source",
+)
+"""Columns of a ``drift_checks`` row as :func:`store_drift_checks` takes and :func:`read_drift_checks` returns them."""
+
+_DRIFT_SCHEMA = pa.schema(
+    [
+        ("checked_at", pa.timestamp("us")),
+        ("agent_id", pa.string()),
+        ("kind", pa.string()),
+        ("baseline_version", pa.string()),
+        ("candidate_version", pa.string()),
+        ("evaluator_version", pa.string()),
+        ("window_start", pa.date32()),
+        ("window_end", pa.date32()),
+        ("baseline_window_start", pa.date32()),
+        ("baseline_window_end", pa.date32()),
+        ("n_baseline", pa.int64()),
+        ("n_candidate", pa.int64()),
+        ("verdict", pa.string()),
+        ("direction", pa.string()),
+        ("statistics", pa.string()),
+        ("source", pa.string()),
+    ]
+)
+
+_SAME_CHECK = """
+    d.agent_id = i.agent_id AND d.kind = i.kind AND d.baseline_version = i.baseline_version
+    AND d.candidate_version = i.candidate_version AND d.evaluator_version = i.evaluator_version
+    AND d.window_start = i.window_start AND d.window_end = i.window_end
+    AND coalesce(d.baseline_window_start, d.window_start) = coalesce(i.baseline_window_start, i.window_start)
+    AND coalesce(d.baseline_window_end, d.window_end) = coalesce(i.baseline_window_end, i.window_end)
+"""
+
+
+@contextmanager
+def _registered(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+    conn.register(name, table)
+    try:
+        yield
+    finally:
+        conn.unregister(name)
+
+
+# --------------------------------------------------------------------------- agents, versions, days
+
+
+def latest_evaluator_version(
+    conn: duckdb.DuckDBPyConnection, agent_id: str | None = None, start: date | None = None, end: date | None = None
+) -> str | None:
+    """The evaluator version of the most recently stored evaluations (newest day, then newest write).
+
+    Args:
+        conn: a warehouse connection.
+        agent_id: only this agent's evaluations; ``None`` for all.
+        start: only evaluations of this day or later.
+        end: only evaluations of this day or earlier.
+
+    Returns:
+        The version, or ``None`` when nothing matches.
+    """
+    rows = conn.execute(
+        """
+        SELECT evaluator_version FROM evaluations
+        WHERE ($agent::VARCHAR IS NULL OR agent_id = $agent)
+          AND ($start::DATE IS NULL OR log_date >= $start) AND ($end::DATE IS NULL OR log_date <= $end)
+        GROUP BY evaluator_version ORDER BY max(log_date) DESC, max(evaluated_at) DESC, evaluator_version LIMIT 1
+        """,
+        {"agent": agent_id, "start": start, "end": end},
+    ).fetchall()
+    return str(rows[0][0]) if rows else None
+
+
+def known_agents(conn: duckdb.DuckDBPyConnection, evaluator_version: str | None = None) -> list[str]:
+    """Agent ids with stored evaluations (of ``evaluator_version`` if given), sorted."""
+    rows = conn.execute(
+        "SELECT DISTINCT agent_id FROM evaluations WHERE agent_id IS NOT NULL "
+        "AND ($version::VARCHAR IS NULL OR evaluator_version = $version) ORDER BY agent_id",
+        {"version": evaluator_version},
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def agents_on_day(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str) -> list[str]:
+    """Agent ids with evaluations of ``evaluator_version`` on ``log_date``, sorted."""
+    rows = conn.execute(
+        "SELECT DISTINCT agent_id FROM evaluations WHERE log_date = $day AND evaluator_version = $version "
+        "AND agent_id IS NOT NULL ORDER BY agent_id",
+        {"day": log_date, "version": evaluator_version},
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def version_first_days(
+    conn: duckdb.DuckDBPyConnection, agent_id: str, evaluator_version: str, until: date | None = None
+) -> dict[str, date]:
+    """Agent version -> first day it has evaluations of ``evaluator_version`` (up to ``until``).
+
+    Args:
+        conn: a warehouse connection.
+        agent_id: the agent.
+        evaluator_version: whose evaluations count.
+        until: ignore days after this one (``None``: no limit).
+
+    Returns:
+        ``{"v1.4.0": date(2026, 11, 24), ...}`` (empty when the agent has none).
+    """
+    rows = conn.execute(
+        """
+        SELECT agent_version, min(log_date) FROM evaluations
+        WHERE agent_id = $agent AND evaluator_version = $version AND agent_version IS NOT NULL
+          AND ($until::DATE IS NULL OR log_date <= $until)
+        GROUP BY agent_version
+        """,
+        {"agent": agent_id, "version": evaluator_version, "until": until},
+    ).fetchall()
+    return {str(version): first for version, first in rows}
+
+
+def last_day(
+    conn: duckdb.DuckDBPyConnection,
+    agent_id: str,
+    evaluator_version: str,
+    agent_version: str | None = None,
+    until: date | None = None,
+) -> date | None:
+    """The newest day with evaluations of the agent (and version), up to ``until``; ``None`` if none."""
+    rows = conn.execute(
+        """
+        SELECT max(log_date) FROM evaluations
+        WHERE agent_id = $agent AND evaluator_version = $version
+          AND ($agent_version::VARCHAR IS NULL OR agent_version = $agent_version)
+          AND ($until::DATE IS NULL OR log_date <= $until)
+        """,
+        {"agent": agent_id, "version": evaluator_version, "agent_version": agent_version, "until": until},
+    ).fetchall()
+    value = rows[0][0]
+    return value if isinstance(value, date) else None
+
+
+def read_drift_sample_rows(
+    conn: duckdb.DuckDBPyConnection,
+    agent_id: str,
+    agent_version: str,
+    start: date,
+    end: date,
+    evaluator_version: str,
+) -> list[tuple[str, float | None, str | None, str | None]]:
+    """``(status, score, verdict, filter_status)`` of every evaluation of one agent version in a window.
+
+    Args:
+        conn: a warehouse connection.
+        agent_id: the agent.
+        agent_version: the agent version.
+        start: first day (inclusive).
+        end: last day (inclusive).
+        evaluator_version: whose evaluations.
+
+    Returns:
+        One tuple per evaluation (scored or not), ordered by day and run id; the rows of
+        :meth:`stef.drift.DriftSample.from_rows`.
+    """
+    rows = conn.execute(
+        """
+        SELECT status, score, verdict, filter_status FROM evaluations
+        WHERE agent_id = $agent AND agent_version = $agent_version AND evaluator_version = $version
+          AND log_date BETWEEN $start AND $end
+        ORDER BY log_date, run_id
+        """,
+        {"agent": agent_id, "agent_version": agent_version, "version": evaluator_version, "start": start, "end": end},
+    ).fetchall()
+    return [(str(status), score, verdict, filter_status) for status, score, verdict, filter_status in rows]
+
+
+def done_days(conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str) -> set[date]:
+    """Days in ``start … end`` stored with their metrics computed for ``evaluator_version``.
+
+    The set version of :func:`warehouse.day_is_done`, in one query (backfill planning).
+    """
+    rows = conn.execute(
+        "SELECT log_date FROM stored_days WHERE log_date BETWEEN $start AND $end "
+        "AND evaluator_version = $version AND metrics_at IS NOT NULL",
+        {"start": start, "end": end, "version": evaluator_version},
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
+# --------------------------------------------------------------------------- drift_checks
+
+
+def _drift_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+    columns: dict[str, list[Any]] = {name: [] for name in DRIFT_COLUMNS}
+    now = datetime.now(UTC).replace(tzinfo=None)
+    for row in rows:
+        missing = [name for name in ("agent_id", "baseline_version", "candidate_version", "evaluator_version",
+                                     "window_start", "window_end", "verdict") if row.get(name) is None]
+        if missing:
+            raise WarehouseError(f"drift check row lacks {', '.join(missing)}: {dict(row)!r}")
+        for name in DRIFT_COLUMNS:
+            value = row.get(name)
+            if name == "checked_at" and value is None:
+                value = now
+            elif name == "kind" and value is None:
+                value = "version"
+            elif name == "statistics" and value is not None and not isinstance(value, str):
+                value = json.dumps(value, allow_nan=False)
+            columns[name].append(value)
+    return pa.Table.from_pydict(columns, schema=_DRIFT_SCHEMA)
+
+
+def store_drift_checks(conn: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str, Any]]) -> int:
+    """Store drift check results; a check with the same key replaces the earlier row (one transaction).
+
+    The key is agent, kind, both versions, evaluator version and both windows, so rerunning a
+    night (or ``stef drift`` with the same settings) never duplicates a check.
+
+    Args:
+        conn: a read-write warehouse connection.
+        rows: mappings with the :data:`DRIFT_COLUMNS` keys (``checked_at`` defaults to now in
+            UTC, ``kind`` to ``version``, ``statistics`` may be a dict: it is stored as JSON).
+
+    Returns:
+        The number of rows written.
+
+    Raises:
+        WarehouseError: a row lacks a required key, or the write failed (rolled back).
+    """
+    table = _drift_table(rows)
+    if table.num_rows == 0:
+        return 0
+    conn.begin()
+    try:
+        with _registered(conn, "_stef_drift", table):
+            conn.execute(f"DELETE FROM drift_checks AS d USING _stef_drift AS i WHERE {_SAME_CHECK}")
+            conn.execute(f"INSERT INTO drift_checks BY NAME SELECT {', '.join(DRIFT_COLUMNS)} FROM _stef_drift")
+        conn.commit()
+    except duckdb.Error as exc:
+        conn.rollback()
+        raise WarehouseError(f"storing {table.num_rows} drift checks failed and was rolled back: {exc}") from exc
+    except BaseException:
+        conn.rollback()
+        raise
+    return int(table.num_rows)
+
+
+def read_drift_checks(
+    conn: duckdb.DuckDBPyConnection,
+    start: date | None = None,
+    end: date | None = None,
+    *,
+    agent_id: str | None = None,
+    evaluator_version: str | None = None,
+) -> pl.DataFrame:
+    """Stored drift checks whose candidate window ends in ``start … end``, oldest first.
+
+    Args:
+        conn: a warehouse connection.
+        start: first ``window_end`` (inclusive); ``None`` for no bound.
+        end: last ``window_end`` (inclusive); ``None`` for no bound.
+        agent_id: only this agent.
+        evaluator_version: only this evaluator version.
+
+    Returns:
+        A frame with the :data:`DRIFT_COLUMNS` (``statistics`` as JSON text), sorted by
+        ``window_end``, ``agent_id``, ``kind``, ``candidate_version``, ``checked_at``.
+    """
+    frame: pl.DataFrame = conn.sql(
+        f"""
+        SELECT {', '.join(DRIFT_COLUMNS[:-2])}, CAST(statistics AS VARCHAR) AS statistics, source FROM drift_checks
+        WHERE ($start::DATE IS NULL OR window_end >= $start)
+          AND ($end::DATE IS NULL OR window_end <= $end)
+          AND ($agent::VARCHAR IS NULL OR agent_id = $agent)
+          AND ($version::VARCHAR IS NULL OR evaluator_version = $version)
+        ORDER BY window_end, agent_id, kind, candidate_version, checked_at
+        """,
+        params={"start": start, "end": end, "agent": agent_id, "version": evaluator_version},
+    ).pl()
+    return frame
+
+
+# --------------------------------------------------------------------------- weekly report
+
+
+def read_scored_rows(conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str) -> pl.DataFrame:
+    """Every evaluation of ``evaluator_version`` in ``start … end`` (scored or not).
+
+    Returns:
+        Columns ``log_date`` (Date), ``agent_id``, ``agent_version``, ``status``, ``score``
+        (Float64, null unless scored), ``band``, ``filter_status``, ``verdict``; rows without an
+        agent (unreadable quarantined lines) are left out.
+    """
+    frame: pl.DataFrame = conn.sql(
+        """
+        SELECT log_date, agent_id, agent_version, status, score, band, filter_status, verdict
+        FROM evaluations
+        WHERE log_date BETWEEN $start AND $end AND evaluator_version = $version
+          AND agent_id IS NOT NULL AND agent_version IS NOT NULL
+        ORDER BY log_date, agent_id, agent_version, run_id
+        """,
+        params={"start": start, "end": end, "version": evaluator_version},
+    ).pl()
+    return frame
+
+
+def _json_list(text: str | None) -> list[Any]:
+    if not text:
+        return []
+    value = json.loads(text)
+    return list(value) if isinstance(value, list) else []
+
+
+def read_lowest_scores(
+    conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str, limit: int = 10
+) -> list[dict[str, Any]]:
+    """The ``limit`` lowest-scoring evaluations in ``start … end`` with their evidence.
+
+    Args:
+        conn: a warehouse connection.
+        start: first day (inclusive).
+        end: last day (inclusive).
+        evaluator_version: whose evaluations.
+        limit: how many.
+
+    Returns:
+        Dicts with ``log_date``, ``run_id``, ``agent_id``, ``agent_version``, ``score``,
+        ``band``, ``filter_status``, ``verdict``, ``confidence``, ``rationale``, ``question``,
+        ``enriched_question``, ``sql``, ``missing`` / ``extra`` / ``wrong`` (filter lists) and
+        ``suspected_errors`` (``[{category, subcategory, evidence}]``), lowest score first (ties
+        by day and run id).
+    """
+    rows = conn.execute(
+        """
+        SELECT e.log_date, e.run_id, e.agent_id, e.agent_version, e.score, e.band, e.filter_status, e.verdict,
+               e.confidence, json_extract_string(e.evidence, '$.rationale') AS rationale,
+               r.question, r.enriched_question, r.sql,
+               CAST(json_extract(e.evidence, '$.alignment.missing') AS VARCHAR) AS missing,
+               CAST(json_extract(e.evidence, '$.alignment.extra') AS VARCHAR) AS extra,
+               CAST(json_extract(e.evidence, '$.alignment.wrong') AS VARCHAR) AS wrong,
+               CAST(e.suspected_errors AS VARCHAR) AS suspected_errors
+        FROM evaluations AS e LEFT JOIN agent_runs AS r USING (run_id)
+        WHERE e.log_date BETWEEN $start AND $end AND e.evaluator_version = $version AND e.status = 'evaluated'
+        ORDER BY e.score, e.log_date, e.run_id
+        LIMIT $limit
+        """,
+        {"start": start, "end": end, "version": evaluator_version, "limit": limit},
+    ).fetchall()
+    names = ("log_date", "run_id", "agent_id", "agent_version", "score", "band", "filter_status", "verdict",
+             "confidence", "rationale", "question", "enriched_question", "sql", "missing", "extra", "wrong",
+             "suspected_errors")
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        item = dict(zip(names, row, strict=True))
+        for key in ("missing", "extra", "wrong", "suspected_errors"):
+            item[key] = _json_list(item[key])
+        out.append(item)
+    return out
