@@ -201,7 +201,8 @@ def evaluate_lines(
     rulebook: RuleBook,
     dialect: str | None = None,
     judge: object | None = None,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | None = None,
+    workers: int = 1,
 ) -> Iterator[Evaluation]:
     """Evaluate log lines in batches, yielding exactly one evaluation per line, in order.
 
@@ -214,12 +215,35 @@ def evaluate_lines(
         dialect: default dialect for records that name none (``None``: the rules decide).
         judge: the judge (``None``: the default symbolic judge), or an object that evaluates whole
             batches (:class:`stef.llm_evaluate.LLMEvaluator`: it has ``evaluate_many``).
-        batch_size: records per :func:`stef.evaluate.evaluate_many` call.
+        batch_size: records per :func:`stef.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
+        workers: processes for the symbolic judge (``1``: in this process); see
+            :mod:`flows.parallel`.
     """
     from stef.evaluate import evaluate_many, rejected_evaluation
 
     batch_evaluate = getattr(judge, "evaluate_many", None)
+    batch_size = batch_size or BATCH_SIZE
     iterator = iter(lines)
+    if judge is None and workers > 1:
+        from collections import deque
+
+        from flows.parallel import evaluate_batches_in_processes
+
+        line_batches: deque[list[LogLine]] = deque()
+
+        def record_batches() -> Iterator[list[AgentLogRecord]]:
+            while batch := list(islice(iterator, batch_size)):
+                line_batches.append(batch)
+                yield [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
+
+        for evaluations in evaluate_batches_in_processes(record_batches(), rulebook, workers):
+            evaluated = iter(evaluations)
+            for line in line_batches.popleft():
+                if line.record is None:
+                    yield rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}")
+                else:
+                    yield next(evaluated)
+        return
     while batch := list(islice(iterator, batch_size)):
         records = [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
         if batch_evaluate is not None:
@@ -231,6 +255,17 @@ def evaluate_lines(
                 yield rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}")
             else:
                 yield next(evaluated)
+
+
+def _workers(requested: int, evaluator: object | None) -> int:
+    """Processes for ``stef evaluate``: the model judge runs in one process (it is I/O bound)."""
+    if evaluator is not None:
+        return 1
+    if requested:
+        return requested
+    from flows.parallel import default_workers
+
+    return default_workers()
 
 
 def p90(values: Sequence[float]) -> float | None:
@@ -341,6 +376,7 @@ def evaluate(
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).")] = 60.0,
     cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="DuckDB file caching model verdicts (may be the warehouse); a rerun makes no model call.")] = None,
     max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.")] = None,
+    workers: Annotated[int, typer.Option("--workers", min=0, help="Processes for the symbolic judge (0: one per usable core).")] = 0,
 ) -> None:
     """Score every record of INPUT without a warehouse; write one result line per input line.
 
@@ -386,7 +422,7 @@ def evaluate(
         try:
             with handle, progress:
                 task = progress.add_task("evaluating", total=None)
-                for evaluation in evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator):
+                for evaluation in evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator, workers=_workers(workers, evaluator)):
                     handle.write(json.dumps(evaluation.summary_row(), ensure_ascii=False) + "\n")
                     stats.add(evaluation)
                     progress.update(task, description=f"evaluated {stats.records} records")
