@@ -467,13 +467,13 @@ def extract_question_spec(
     hint_values: list[str] = []
     definitions = hint_definitions(text, dialect) if parse_hints and _looks_like_sql(text) else []
     if definitions:
-        relevant_columns = Counter(
-            column for d in definitions for column, _, _ in _hint_features(d.expression, rules)[1] if _is_relevant(d, _hint_features(d.expression, rules)[4], reference)
-        )
-        for definition in definitions:
-            def_columns, def_bindings, def_aggs, def_formulas, def_values = _hint_features(definition.expression, rules)
+        analysed = [(d, _hint_features(d.expression, rules)) for d in definitions]
+        relevance = [_is_relevant(d, features[4], reference) for d, features in analysed]
+        relevant_columns = Counter(column for (_, features), relevant in zip(analysed, relevance) if relevant for column, _, _ in features[1])
+        for (definition, features), relevant in zip(analysed, relevance):
+            def_columns, def_bindings, def_aggs, def_formulas, def_values = features
             hint_values.extend(def_values)
-            if not _is_relevant(definition, def_values, reference):
+            if not relevant:
                 optional_bindings.extend(def_bindings)
                 continue
             alternatives = [b for b in def_bindings if relevant_columns[b[0]] > 1 and b[1] == "="]

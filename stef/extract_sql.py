@@ -10,6 +10,7 @@ case- and whitespace-normalised.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -56,7 +57,9 @@ def normalize_value(value: str, rules: AppRules | None = None) -> str:
     >>> normalize_value("2.50")
     '2.5'
     """
-    options = rules.value_normalization if rules is not None else {}
+    if rules is None or not rules.value_normalization.get("value_aliases") and rules.value_normalization.get("lowercase", True) and rules.value_normalization.get("collapse_whitespace", True):
+        return _default_normalized(value)
+    options = rules.value_normalization
     text = value
     if options.get("collapse_whitespace", True):
         text = " ".join(text.split())
@@ -88,6 +91,12 @@ def _canonical_date(text: str) -> str:
     if not (1 <= int(month) <= 12 and 1 <= int(day) <= 31):
         return text
     return f"{year}-{int(month):02d}-{int(day):02d}"
+
+
+@lru_cache(maxsize=65536)
+def _default_normalized(value: str) -> str:
+    """:func:`normalize_value` under the default options (cached: literals repeat a lot)."""
+    return _canonical_date(_canonical_number(" ".join(value.split()).lower()))
 
 
 def _canonical_number(text: str) -> str:
