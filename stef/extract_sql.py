@@ -206,6 +206,40 @@ def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rul
     )
 
 
+@lru_cache(maxsize=1024)
+def _node_kind(node_type: type[exp.Expression]) -> str | None:
+    """The extractor's category of a node type (decided once per type, then a dict lookup)."""
+    if issubclass(node_type, exp.Window):
+        return "window"
+    if issubclass(node_type, AGGREGATE_TYPES):
+        return "aggregate"
+    if issubclass(node_type, exp.Column):
+        return "column"
+    if issubclass(node_type, exp.Table):
+        return "table"
+    if issubclass(node_type, exp.Literal):
+        return "literal"
+    if issubclass(node_type, exp.Join):
+        return "join"
+    if node_type in (exp.Where, exp.Having, exp.Qualify):
+        return "clause"
+    if issubclass(node_type, exp.Subquery):
+        return "subquery"
+    if issubclass(node_type, exp.CTE):
+        return "cte"
+    if node_type in SET_OPERATION_TYPES:
+        return "set_operation"
+    if node_type in ARITHMETIC_TYPES:
+        return "arithmetic"
+    if node_type in COMPARISON_TYPES:
+        return "comparison"
+    if issubclass(node_type, exp.Func) and not issubclass(node_type, (exp.AggFunc, exp.Connector, exp.Binary)):
+        return "function"
+    if issubclass(node_type, (exp.In, exp.Exists)):
+        return "in_or_exists"
+    return None
+
+
 def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | None = None, flags: tuple[str, ...] = ()) -> SQLSpec:
     """Extract the semantic features of one parsed query.
 
@@ -260,24 +294,29 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     subquery_count = 0
     cte_names: list[str] = []
 
+    integer_divisions = 0
+    null_comparisons = 0
+    tautologies = 0
     for node in tree.walk():
-        if isinstance(node, exp.Window):
+        kind = _node_kind(type(node))
+        if kind is None:
+            continue
+        if kind == "window":
             function = node.this
             windows.append(function.key.upper() if isinstance(function, exp.Func) else "WINDOW")
-        elif isinstance(node, AGGREGATE_TYPES):
+        elif kind == "aggregate":
             if not isinstance(node.parent, exp.Window):
                 aggregations.append(node.key.upper() if not isinstance(node, exp.Anonymous) else str(node.this).upper())
-        elif isinstance(node, exp.Column):
+        elif kind == "column":
             if node.name:
                 columns.append(column_name(node, rules))
-        elif isinstance(node, exp.Table):
+        elif kind == "table":
             if node.name:
                 tables.append(node.name.lower())
-        elif isinstance(node, exp.Literal):
+        elif kind == "literal":
             literals.append(normalize_value(node.this, rules))
-        elif isinstance(node, exp.Join):
-            kind = " ".join(p for p in (node.side, node.kind) if p).upper() or "INNER"
-            joins.append(kind)
+        elif kind == "join":
+            joins.append(" ".join(p for p in (node.side, node.kind) if p).upper() or "INNER")
             on = node.args.get("on")
             if on is not None:
                 for predicate, negated in _predicates(on):
@@ -288,25 +327,32 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
                         found = _filter_from_predicate(predicate, negated, "join", rules, dialect)
                         if found is not None:
                             filters.append(found)
-        elif isinstance(node, (exp.Where, exp.Having, exp.Qualify)):
+        elif kind == "clause":
             clause = {exp.Where: "where", exp.Having: "having", exp.Qualify: "qualify"}[type(node)]
             for predicate, negated in _predicates(node.this):
                 found = _filter_from_predicate(predicate, negated, clause, rules, dialect)
                 if found is not None:
                     filters.append(found)
-        elif isinstance(node, exp.Subquery):
+        elif kind == "subquery":
             subquery_count += 1
-        elif isinstance(node, exp.CTE):
+        elif kind == "cte":
             cte_names.append(node.alias_or_name.lower())
-        elif type(node) in SET_OPERATION_TYPES:
+        elif kind == "set_operation":
             set_operations.append(SET_OPERATION_TYPES[type(node)])
-        elif type(node) in ARITHMETIC_TYPES:
+        elif kind == "arithmetic":
             arithmetic.append(ARITHMETIC_TYPES[type(node)])
-        elif isinstance(node, exp.Func) and not isinstance(node, (exp.AggFunc, exp.Connector, exp.Binary)):
-            name = str(node.this).upper() if isinstance(node, exp.Anonymous) else node.key.upper()
-            functions.append(name)
-        if isinstance(node, (exp.In, exp.Exists)) and node.find(exp.Select) is not None and not isinstance(node, exp.Subquery):
-            if not any(isinstance(a, exp.Subquery) for a in node.iter_expressions()):
+            if type(node) is exp.Div and not _has_float_evidence(node):
+                integer_divisions += 1
+        elif kind == "function":
+            functions.append(str(node.this).upper() if isinstance(node, exp.Anonymous) else node.key.upper())
+        elif kind == "comparison":
+            left, right = node.this, node.expression
+            if type(node) in (exp.EQ, exp.NEQ) and (isinstance(right, exp.Null) or isinstance(left, exp.Null)):
+                null_comparisons += 1
+            if _literal_text(left) is not None and _literal_text(right) is not None:
+                tautologies += 1
+        if kind in ("in_or_exists", "function") and isinstance(node, (exp.In, exp.Exists)):
+            if node.find(exp.Select) is not None and not any(isinstance(a, exp.Subquery) for a in node.iter_expressions()):
                 subquery_count += 1
 
     group_by: list[str] = []
@@ -337,15 +383,6 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             text = _literal_text(fetch.args.get("count")) if fetch.args.get("count") is not None else None
             limit = int(text) if text and text.isdigit() else limit
 
-    integer_divisions = sum(1 for div in tree.find_all(exp.Div) if not _has_float_evidence(div))
-    null_comparisons = sum(
-        1 for node in tree.find_all(exp.EQ, exp.NEQ) if isinstance(node.expression, exp.Null) or isinstance(node.this, exp.Null)
-    )
-    tautologies = sum(
-        1
-        for node in tree.find_all(*COMPARISON_TYPES)
-        if _literal_text(node.this) is not None and _literal_text(node.expression) is not None
-    )
     statement_kinds = tuple(dict.fromkeys([tree.key.upper()]))
     return SQLSpec(
         dialect=dialect,
