@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sqlglot
 from sqlglot import exp
@@ -65,6 +66,12 @@ class ParsedSQL:
     error_message: str | None = None
     text: str = ""
     """The cleaned SQL text (fences and prose removed) that was parsed."""
+
+
+@lru_cache(maxsize=64)
+def dialect_instance(name: str) -> Dialect:
+    """A reusable dialect instance (looking a dialect up by name on every parse costs time)."""
+    return Dialect.get_or_raise(name or None)
 
 
 def resolve_dialect(name: str | None) -> str:
@@ -211,13 +218,13 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     if not text:
         return ParsedSQL(None, (), dialect, flags, "invalid_input", "SQL is empty")
     try:
-        parsed = sqlglot.parse(text, read=dialect or None)
+        parsed = sqlglot.parse(text, read=dialect_instance(dialect))
     except SqlglotError as error:
         trimmed = _without_trailing_prose(text)
         if trimmed is None:
             return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
         try:
-            parsed = sqlglot.parse(trimmed, read=dialect or None)
+            parsed = sqlglot.parse(trimmed, read=dialect_instance(dialect))
         except SqlglotError:
             return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
         text, flags = trimmed, (*flags, "stripped prose after SQL")

@@ -27,6 +27,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from stef.clean import dialect_instance
 from stef.extract_sql import COMPARISON_TYPES, column_name, normalize_value
 from stef.matching import STOPWORDS, is_grounded, phrase_overlap
 from stef.models import QuestionSpec
@@ -190,7 +191,7 @@ def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
         for end in range(len(words), lowest_end - 1, -1):
             candidate = " ".join(words[start:end])
             try:
-                parsed = sqlglot.parse_one(f"SELECT {candidate}", read=dialect or None)
+                parsed = sqlglot.parse_one(f"SELECT {candidate}", read=dialect_instance(dialect))
             except (SqlglotError, RecursionError, ValueError):
                 continue
             if not isinstance(parsed, exp.Select) or parsed.args.get("from") or not parsed.expressions:

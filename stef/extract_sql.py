@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -46,7 +47,14 @@ def render(node: exp.Expression) -> str:
     The generic generator applies no tree transforms, so ``copy=False`` leaves the tree as it
     was (a copy of every node would cost more than parsing).
     """
-    return node.sql(copy=False)
+    return _generic_generator().generate(node, copy=False)
+
+
+@lru_cache(maxsize=1)
+def _generic_generator() -> Any:
+    from sqlglot.dialects.dialect import Dialect
+
+    return Dialect.get_or_raise(None).generator()
 
 
 def normalize_value(value: str, rules: AppRules | None = None) -> str:
