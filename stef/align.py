@@ -97,18 +97,22 @@ def align_filters(
             return f"S compares with {applied}, the question asks for {'/'.join(sorted(wanted))}"
         return None
 
+    def record_hit(requested: str | None, predicate: FilterPredicate, label: str, matched_as: str) -> None:
+        """A requested value S filters on: matched, or wrong when the operator disagrees."""
+        used.add(id(predicate))
+        conflict = operator_conflict(requested, predicate)
+        if conflict:
+            wrong.append(f"{label}: {conflict} (operator)")
+        else:
+            matched.append(matched_as)
+
     bindings = list(dict.fromkeys((*question.value_bindings, *enriched.value_bindings)))
     bound_values = {value for _, _, value in bindings}
     for column, operator, value in bindings:
         same_column = [f for f in valued if f.column == column]
         hit = next((f for f in same_column if any(values_match(value, v) for v in f.values)), None)
         if hit is not None:
-            used.add(id(hit))
-            conflict = operator_conflict(operator, hit)
-            if conflict:
-                wrong.append(f"{column} {operator} {value}: {conflict} (operator)")
-            else:
-                matched.append(f"{column} {operator} {value}")
+            record_hit(operator, hit, f"{column} {operator} {value}", f"{column} {operator} {value}")
             continue
         elsewhere = next((f for f, v in applied_values if values_match(value, v)), None)
         if elsewhere is not None:
@@ -133,12 +137,7 @@ def align_filters(
     for value in requested_values:
         hit = next((f for f, v in applied_values if values_match(value, v)), None)
         if hit is not None:
-            used.add(id(hit))
-            conflict = operator_conflict(None, hit)
-            if conflict:
-                wrong.append(f"{value}: {conflict} (operator)")
-            else:
-                matched.append(f"{hit.column} = {value}")
+            record_hit(None, hit, value, f"{hit.column} = {value}")
         elif any(values_match(value, literal) for literal in literal_pool):
             matched.append(f"{value} (used in an expression)")
         elif value.replace(".", "").isdigit() and any(value in column for column in sql_spec.columns):
@@ -162,12 +161,7 @@ def align_filters(
     for entity in entities:
         hit = next((f for f, v in applied_values if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)), None)
         if hit is not None:
-            used.add(id(hit))
-            conflict = operator_conflict(None, hit)
-            if conflict:
-                wrong.append(f"{entity}: {conflict} (operator)")
-            else:
-                matched.append(f"{hit.column} = {entity}")
+            record_hit(None, hit, entity, f"{hit.column} = {entity}")
         else:
             unmatched_entities.append(entity)
 
