@@ -524,6 +524,14 @@ def metrics_table(rows: Sequence[Mapping[str, Any]], title: str, day_key: str | 
     return table
 
 
+class TaskRunnerChoice(str, Enum):
+    """Values of ``stef nightly --task-runner`` (:func:`flows.nightly.make_task_runner`)."""
+
+    thread = "thread"
+    process = "process"
+    dask = "dask"
+
+
 def _summary_line(summary: NightlySummary) -> str:
     unscored = summary.records - summary.evaluated - summary.quarantined
     return (f"{summary.log_date}: {summary.records} lines, {summary.evaluated} scored, "
@@ -543,14 +551,22 @@ def nightly(
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Model requests in flight per evaluation batch.")] = 8,
     max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Budget for model calls in this run (split evenly over the batches).")] = None,
+    task_runner: Annotated[TaskRunnerChoice, typer.Option("--task-runner", help="Where evaluation batches run: thread (default), process (every core), dask (prefect-dask: --dask-address, else a local cluster).")] = TaskRunnerChoice.thread,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Threads / processes / local Dask workers (default: the runner's own).")] = None,
+    dask_address: Annotated[str | None, typer.Option("--dask-address", metavar="tcp://HOST:8786", help="Scheduler of a running Dask cluster (with --task-runner dask).")] = None,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     with _user_errors():
         validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd)
-        from flows.nightly import nightly as nightly_flow
+        if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
+            raise CliError("--dask-address needs --task-runner dask")
+        from flows.nightly import run_nightly
 
         _quiet_stef_tracebacks()
-        summary = nightly_flow(
+        summary = run_nightly(
+            task_runner=task_runner.value,
+            workers=workers,
+            dask_address=dask_address,
             log_date=log_date.date() if log_date is not None else None,
             logs_root=logs_root,
             warehouse=warehouse,
@@ -704,6 +720,11 @@ def version() -> None:
 from flows.cli_monitoring import register as _register_monitoring  # noqa: E402
 
 _register_monitoring(app)
+
+# The reference-based campaign commands (`stef campaign ...`, DESIGN.md §7).
+from flows.cli_campaign import register as _register_campaign  # noqa: E402
+
+_register_campaign(app)
 
 
 if __name__ == "__main__":

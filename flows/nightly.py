@@ -67,23 +67,43 @@ class NightlySummary:
     drift_error: str | None = None
 
 
-def make_task_runner(kind: Literal["thread", "process"] = "thread", max_workers: int | None = None) -> TaskRunner[Any]:
+TaskRunnerKind = Literal["thread", "process", "dask"]
+"""Task runners the nightly flow can evaluate its batches on (``--task-runner``)."""
+TASK_RUNNERS: tuple[str, ...] = ("thread", "process", "dask")
+
+
+def make_task_runner(kind: TaskRunnerKind = "thread", max_workers: int | None = None, address: str | None = None) -> TaskRunner[Any]:
     """A task runner for the evaluation batches.
 
     Args:
-        kind: ``"thread"`` (default; light, shares memory) or ``"process"`` (uses every core for
+        kind: ``"thread"`` (default; light, shares memory), ``"process"`` (uses every core for
             the CPU-bound scoring; with no Prefect server configured each worker process starts
-            its own temporary API, so use it with a server).
-        max_workers: pool size (default :data:`DEFAULT_WORKERS` threads / one process per core).
+            its own temporary API, so use it with a server) or ``"dask"`` (prefect-dask, the
+            ``dask`` extra: a Dask cluster at ``address``, else a temporary local cluster).
+        max_workers: pool size (default :data:`DEFAULT_WORKERS` threads / one process per core /
+            Dask's default number of local workers).
+        address: scheduler address of a running Dask cluster (``tcp://host:8786``); only with
+            ``kind="dask"``.
 
     Raises:
-        ValueError: an unknown ``kind``.
+        ValueError: an unknown ``kind``, or ``address`` without ``kind="dask"``.
+        InputError: ``kind="dask"`` but prefect-dask is not installed.
     """
+    if address is not None and kind != "dask":
+        raise ValueError(f"a Dask scheduler address only applies to the dask task runner, not {kind!r}")
     if kind == "thread":
         return ThreadPoolTaskRunner(max_workers=max_workers or DEFAULT_WORKERS)
     if kind == "process":
         return ProcessPoolTaskRunner(max_workers=max_workers)
-    raise ValueError(f"task runner must be 'thread' or 'process', got {kind!r}")
+    if kind == "dask":
+        try:
+            from prefect_dask import DaskTaskRunner
+        except ImportError as exc:
+            raise InputError(f"the dask task runner needs prefect-dask ({exc}): pip install 'stef[dask]'") from exc
+        if address is not None:
+            return DaskTaskRunner(address=address)
+        return DaskTaskRunner(cluster_kwargs={} if max_workers is None else {"n_workers": max_workers})
+    raise ValueError(f"task runner must be one of {', '.join(TASK_RUNNERS)}, got {kind!r}")
 
 
 def resolve_log_date(value: date | str | None) -> date:
@@ -122,8 +142,8 @@ def nightly(
 ) -> NightlySummary:
     """Score one day of agent logs into the warehouse.
 
-    Rerunning a day replaces its rows (idempotent). To evaluate batches in processes instead
-    of threads: ``nightly.with_options(task_runner=make_task_runner("process"))(...)``.
+    Rerunning a day replaces its rows (idempotent). To evaluate batches in processes or on a
+    Dask cluster instead of threads: :func:`run_nightly` (``task_runner="process"`` / ``"dask"``).
 
     Args:
         log_date: the day (``date`` or ``YYYY-MM-DD``); default yesterday (UTC).
@@ -148,7 +168,8 @@ def nightly(
         LogQualityError: too many bad lines (nothing is stored).
         RulesError: ``rules_dir`` or a rule file in it is invalid.
         JudgeConfigError: an unusable judge setting (unknown provider, key not in the environment ...).
-        WarehouseLockedError: another process writes the warehouse.
+        WarehouseLockedError: another process still writes the warehouse after the lock timeout
+            (``$STEF_LOCK_TIMEOUT_S``, default 30 s).
         ValueError: ``batch_size`` < 1 or ``max_bad_share`` outside [0, 1].
     """
     settings = JudgeSettings.parse(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd)
@@ -182,6 +203,33 @@ def nightly(
         drift_checks=drift.checks,
         drift_error=drift.error,
     )
+
+
+def run_nightly(
+    task_runner: TaskRunnerKind = "thread",
+    workers: int | None = None,
+    dask_address: str | None = None,
+    **params: Any,
+) -> NightlySummary:
+    """Run :func:`nightly` with its evaluation batches on the chosen task runner.
+
+    Only the evaluation batches use the runner; storing stays one task in the flow's process
+    (DuckDB allows one writer process), so the rows are the same with every runner.
+
+    Args:
+        task_runner: ``thread``, ``process`` or ``dask`` (see :func:`make_task_runner`).
+        workers: pool size / number of local Dask workers (default: the runner's own).
+        dask_address: scheduler address of a running Dask cluster (``dask`` only).
+        **params: the parameters of :func:`nightly`.
+
+    Returns:
+        The run's :class:`NightlySummary`.
+
+    Raises:
+        InputError: ``dask`` without prefect-dask installed; and everything :func:`nightly` raises.
+    """
+    runner = make_task_runner(task_runner, max_workers=workers, address=dask_address)
+    return nightly.with_options(task_runner=runner)(**params)
 
 
 def nightly_days(days: Iterable[date | str], **settings: Any) -> list[NightlySummary]:

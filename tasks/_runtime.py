@@ -22,9 +22,11 @@ def run_logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
 
 
 def retry_on_io_error(task: Any, task_run: Any, state: Any) -> bool:
-    """``retry_condition_fn`` of the I/O tasks: retry on ``OSError`` and a locked warehouse only.
+    """``retry_condition_fn`` of the I/O tasks: retry on ``OSError`` only.
 
     Prefect passes the failed state whose ``data`` is the raised exception; data errors
-    (a missing log folder, a broken contract) fail at once instead of being retried.
+    (a missing log folder, a broken contract) fail at once instead of being retried. A locked
+    warehouse is not retried either: :func:`warehouse.connect` already waits for the lock
+    (``$STEF_LOCK_TIMEOUT_S``), so the wait its error reports is the whole wait of the run.
     """
-    return isinstance(state.data, (OSError, WarehouseLockedError))
+    return isinstance(state.data, OSError) and not isinstance(state.data, WarehouseLockedError)

@@ -79,11 +79,11 @@ def store_results(
         The :class:`warehouse.StoreSummary` of what was written.
 
     Raises:
-        WarehouseLockedError: another process writes the file (retried twice).
+        WarehouseLockedError: another process still writes the file after the lock timeout (not retried).
         WarehouseError: the write failed or the inputs break the contract.
     """
     everything = [*evaluations, *quarantine_evaluations(lines, evaluations, evaluator_version)]
-    conn = connect(warehouse_path)
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
         summary = store_day(conn, log_date, lines, everything, evaluator_version=evaluator_version)
     finally:
@@ -122,10 +122,10 @@ def compute_metrics(
         ``n_marginal``, ``n_poor``, ``n_quarantined``, ``computed_at``).
 
     Raises:
-        WarehouseLockedError: another process writes the file (retried twice).
+        WarehouseLockedError: another process still writes the file after the lock timeout (not retried).
         WarehouseError: the write failed.
     """
-    conn = connect(warehouse_path)
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
         frame = compute_daily_metrics(conn, log_date, evaluator_version)
     finally:

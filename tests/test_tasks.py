@@ -207,7 +207,7 @@ def test_store_results_and_compute_metrics_write_the_warehouse(log_day: Path, tm
     ("error", "retry"),
     [
         pytest.param(OSError("disk hiccup"), True, id="os_error"),
-        pytest.param(WarehouseLockedError("locked"), True, id="locked_warehouse"),
+        pytest.param(WarehouseLockedError("locked"), False, id="locked_warehouse_waits_in_connect"),
         pytest.param(InputError("no folder"), False, id="missing_input"),
         pytest.param(ValueError("bug"), False, id="programming_error"),
     ],

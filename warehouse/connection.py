@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -21,8 +22,13 @@ ENV_VAR = "STEF_WAREHOUSE"
 IN_MEMORY = ":memory:"
 """Path that opens a private in-memory warehouse (tests, ``stef evaluate`` previews)."""
 
-DEFAULT_LOCK_TIMEOUT_S = 5.0
-"""How long :func:`connect` waits for another process to release the file before failing."""
+DEFAULT_LOCK_TIMEOUT_S = 30.0
+"""How long :func:`connect` waits for another process to release the file before failing
+(``$STEF_LOCK_TIMEOUT_S`` overrides it). The flows' tasks do not retry a locked warehouse, so this
+one wait is the whole wait a run does for the lock and its error message states it exactly."""
+
+LOCK_TIMEOUT_ENV_VAR = "STEF_LOCK_TIMEOUT_S"
+"""Environment variable that overrides :data:`DEFAULT_LOCK_TIMEOUT_S` (seconds, ``0``: fail at once)."""
 
 _LOCK_POLL_S = 0.2
 
@@ -47,6 +53,24 @@ def resolve_path(path: str | Path | None = None) -> Path:
     return DEFAULT_PATH
 
 
+def default_lock_timeout() -> float:
+    """Seconds to wait for another writer: ``$STEF_LOCK_TIMEOUT_S``, else :data:`DEFAULT_LOCK_TIMEOUT_S`.
+
+    Raises:
+        WarehouseError: the variable is set but is not a number >= 0.
+    """
+    raw = os.environ.get(LOCK_TIMEOUT_ENV_VAR, "").strip()
+    if not raw:
+        return DEFAULT_LOCK_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0.0:  # also rejects nan
+        raise WarehouseError(f"{LOCK_TIMEOUT_ENV_VAR}={raw!r} is not a number of seconds >= 0")
+    return value
+
+
 def _is_lock_conflict(exc: duckdb.IOException) -> bool:
     # DuckDB has no dedicated exception type for a conflicting file lock; the IOException
     # message ("Could not set lock on file ...") is the only signal it gives.
@@ -57,7 +81,8 @@ def connect(
     path: str | Path | None = None,
     *,
     read_only: bool = False,
-    lock_timeout: float = DEFAULT_LOCK_TIMEOUT_S,
+    lock_timeout: float | None = None,
+    on_wait: Callable[[str], object] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, creating the file (and missing parent folders) and migrating it.
 
@@ -70,7 +95,10 @@ def connect(
             opens a private in-memory warehouse.
         read_only: open without write access (several reader processes may share a file that
             no process writes); the file must exist and be fully migrated.
-        lock_timeout: seconds to wait for another process's lock (0: fail at once).
+        lock_timeout: seconds to wait for another process's lock (0: fail at once; ``None``:
+            :func:`default_lock_timeout`).
+        on_wait: called once with a message when the file is found locked and waiting starts
+            (e.g. a run logger's ``warning``), so a waiting run says why it stalls.
 
     Returns:
         An open connection with the schema at the latest migration.
@@ -90,7 +118,10 @@ def connect(
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise WarehouseError(f"cannot create the folder of warehouse {target}: {exc.strerror or exc}") from exc
-    deadline = time.monotonic() + max(lock_timeout, 0.0)
+    timeout = default_lock_timeout() if lock_timeout is None else max(lock_timeout, 0.0)
+    started = time.monotonic()
+    deadline = started + timeout
+    waiting = False
     while True:
         try:
             conn = duckdb.connect(str(target), read_only=read_only)
@@ -98,11 +129,16 @@ def connect(
         except duckdb.IOException as exc:
             if not _is_lock_conflict(exc):
                 raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if now >= deadline:
                 raise WarehouseLockedError(
                     f"another stef process writes to {target}; retry later when it has finished "
-                    f"(waited {lock_timeout:g} s; DuckDB allows one writer process per file)"
+                    f"(gave up after waiting {now - started:.1f} s for its lock, limit {timeout:g} s, "
+                    f"set ${LOCK_TIMEOUT_ENV_VAR} to wait longer; DuckDB allows one writer process per file)"
                 ) from exc
+            if not waiting and on_wait is not None:
+                on_wait(f"warehouse {target} is locked by another process; waiting up to {timeout:g} s for it")
+            waiting = True
             time.sleep(_LOCK_POLL_S)
         except duckdb.Error as exc:
             raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc

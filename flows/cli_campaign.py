@@ -1,0 +1,276 @@
+"""``stef campaign``: the reference-based campaign protocol from the command line (DESIGN.md §7).
+
+Commands: ``run`` (audit the gold battery, classify every run into the six outcome classes,
+write the evidence, store into the warehouse), ``compare A B`` (two campaigns side by side),
+``calibrate`` (how well Φ predicts ``success``), ``schema`` (JSON Schemas of the inputs).
+Source of the protocol: ``seeds/003_7e3f1b24b92db84a.txt``; issue 6.
+
+Registered on the app of :mod:`flows.cli` by :func:`register`. Imports typer, rich and pure
+``stef`` code only; DuckDB is imported inside the commands that store or read the warehouse.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+
+from stef.errors import InputError
+
+if TYPE_CHECKING:
+    from stef.campaign import CalibrationReport, CampaignResult, CampaignSettings, CampaignSummary
+    from stef.models import Evaluation
+
+SAMPLE_DIR = Path(__file__).parent / "campaign_data"
+"""The bundled GeoQuery sample: geography.sqlite, catalog.json, gold.jsonl, runs.jsonl, settings.json."""
+
+campaign_app = typer.Typer(
+    no_args_is_help=True,
+    help="Reference-based campaigns: gold audit, six outcome classes per run, comparison, calibration of Φ.",
+)
+
+RunsOpt = Annotated[Path, typer.Option("--runs", help="Campaign run log (JSONL, one run per line).")]
+GoldOpt = Annotated[Path, typer.Option("--gold", help="Gold battery (JSONL: question_id, question, gold_sql).")]
+DbOpt = Annotated[Path, typer.Option("--db", help="Test database: SQLite or DuckDB file, opened read-only.")]
+CatalogOpt = Annotated[Path | None, typer.Option("--catalog", help="Canonical catalog JSON {table: [columns]} (default: derived from --db).")]
+DialectOpt = Annotated[str | None, typer.Option("--dialect", help="sqlglot dialect of the statements (default: settings, else sqlite).")]
+SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="Protocol settings JSON (tool_budget, max_statements, timeout_s, row_cap, tariffs, infra_cost_usd).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``campaign`` command group to ``app``."""
+    app.add_typer(campaign_app, name="campaign")
+
+
+def _settings(path: Path | None, dialect: str | None, timeout_s: float | None = None) -> CampaignSettings:
+    from pydantic import ValidationError
+
+    from flows.cli import validate_dialect
+    from stef.campaign import CampaignSettings
+
+    data: dict[str, Any] = {}
+    if path is not None:
+        if not path.is_file():
+            raise InputError(f"{path}: no such settings file")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}: not JSON ({exc})") from exc
+    if dialect is not None:
+        resolved = validate_dialect(dialect)
+        data["dialect"] = "" if resolved == "generic" else resolved
+    if timeout_s is not None:
+        data["timeout_s"] = timeout_s
+    try:
+        return CampaignSettings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(f"{path or 'settings'}: field `{'.'.join(str(p) for p in first['loc'])}`: {first['msg']}") from exc
+
+
+def _run(runs: Path, gold: Path, db: Path, catalog: Path | None, settings: CampaignSettings, out: Path | None) -> CampaignResult:
+    from stef.campaign import CampaignRunLog, GoldQuestion, load_catalog, read_jsonl, run_campaign
+    from stef.campaign_db import open_test_database
+
+    run_logs = read_jsonl(runs, CampaignRunLog)
+    battery = read_jsonl(gold, GoldQuestion)
+    canonical = load_catalog(catalog) if catalog is not None else None
+    database = open_test_database(db)
+    try:
+        return run_campaign(run_logs, battery, database, settings, canonical, out)
+    finally:
+        database.close()
+
+
+def _score(result: CampaignResult, settings: CampaignSettings) -> dict[str, Evaluation]:
+    """STEF (schema-free) evaluations of every classified run, by run_id."""
+    from stef.campaign import stef_record
+    from stef.evaluate import evaluate_many
+
+    records = [stef_record(r, settings.dialect) for r in result.results]
+    return {e.run_id: e for e in evaluate_many(records) if e.run_id is not None}
+
+
+def _fmt(value: float | None, spec: str = ".3f") -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def summary_table(summaries: Sequence[CampaignSummary], title: str) -> Table:
+    """Campaigns side by side: counts and rates per class, then the per-run means."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("figure")
+    for s in summaries:
+        table.add_column(f"{s.campaign_id} ({s.mode.value})", justify="right")
+    classes = list(dict.fromkeys(c for s in summaries for c in s.counts))
+    for c in classes:
+        table.add_row(c, *(f"{s.counts[c]}  ({s.rates[c]:.0%})" if c in s.counts else "n/a" for s in summaries))
+    for name, key, spec in (
+        ("runs classified", "runs", "d"), ("runs excluded (gold audit)", "excluded_runs", "d"),
+        ("mean tool calls", "mean_tool_calls", ".2f"), ("mean latency ms", "mean_latency_ms", ".0f"),
+        ("mean tokens", "mean_tokens", ".0f"), ("mean cost C_i USD", "mean_cost_usd", ".6f"),
+        ("total cost ΣC_i USD", "total_cost_usd", ".6f"), ("C_infra USD (not in C_i)", "infra_cost_usd", ".2f"),
+        ("catalog traceability", "mean_catalog_traceability", ".3f"),
+    ):
+        table.add_row(name, *(_fmt(getattr(s, key), spec) for s in summaries))
+    return table
+
+
+@campaign_app.command("run")
+def run(
+    runs: RunsOpt,
+    gold: GoldOpt,
+    db: DbOpt,
+    out: Annotated[Path, typer.Option("--out", help="Evidence folder: OUT/<campaign_id>/<run_id>/{metrics,context}.json, session.jsonl.")],
+    catalog: CatalogOpt = None,
+    dialect: DialectOpt = None,
+    settings_file: SettingsOpt = None,
+    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
+    no_store: Annotated[bool, typer.Option("--no-store", help="Do not write the warehouse.")] = False,
+    score: Annotated[bool, typer.Option("--score/--no-score", help="Also compute STEF's Φ for each run (stored beside the outcome).")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """Audit the gold battery, classify every run (six outcome classes), write evidence and the summary.
+
+    Demo on the bundled GeoQuery sample: ``stef campaign run --runs flows/campaign_data/runs.jsonl
+    --gold flows/campaign_data/gold.jsonl --db flows/campaign_data/geography.sqlite --out campaign-out``.
+    """
+    from flows.cli import _user_errors, console
+
+    with _user_errors():
+        settings = _settings(settings_file, dialect)
+        result = _run(runs, gold, db, catalog, settings, out)
+        for summary in result.summaries:
+            folder = out / summary.campaign_id
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        evaluations = _score(result, settings) if score else {}
+        stored = None
+        if not no_store:
+            from warehouse import connect
+            from warehouse.campaign import store_campaign
+
+            with connect(warehouse) as conn:
+                stored = store_campaign(conn, result.runs, result.results, result.summaries, result.audit, settings, evaluations)
+    if as_json:
+        payload = result.as_json()
+        payload["evidence"] = str(out)
+        payload["stored_outcomes"] = None if stored is None else stored.outcomes
+        console.print_json(json.dumps(payload), indent=None)
+        return
+    audit = result.audit
+    console.print(f"gold audit: {len(audit.items) - len(audit.excluded)} of {len(audit.items)} questions executable")
+    for item in audit.excluded:
+        console.print(f"  excluded {item.question_id}: {item.reason}")
+    for run_id, reason in result.skipped.items():
+        console.print(f"  run {run_id} not classified: {reason}")
+    console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
+    console.print(f"evidence: {out}/<campaign_id>/<run_id>/" + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse"))
+
+
+@campaign_app.command("compare")
+def compare(
+    first: Annotated[str, typer.Argument(metavar="A", help="Campaign id, e.g. mcp.")],
+    second: Annotated[str, typer.Argument(metavar="B", help="Campaign id, e.g. baseline-static.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Evidence folder of `stef campaign run` (reads <id>/summary.json).")] = None,
+    warehouse: Annotated[str | None, typer.Option("--warehouse", help="Read the summaries from this warehouse instead of --out.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print two campaigns side by side (e.g. ``mcp`` vs ``baseline-static``)."""
+    from flows.cli import _user_errors, console
+    from stef.campaign import CampaignSummary
+
+    with _user_errors():
+        found: dict[str, CampaignSummary] = {}
+        if out is not None:
+            for cid in (first, second):
+                path = out / cid / "summary.json"
+                if path.is_file():
+                    found[cid] = CampaignSummary.model_validate_json(path.read_text(encoding="utf-8"))
+        else:
+            from warehouse import connect, resolve_path
+            from warehouse.campaign import read_campaign_summaries
+
+            if not resolve_path(warehouse).is_file():
+                raise InputError(f"{resolve_path(warehouse)}: no warehouse; run `stef campaign run` first or pass --out")
+            with connect(warehouse, read_only=True) as conn:
+                found = read_campaign_summaries(conn)
+        missing = [cid for cid in (first, second) if cid not in found]
+        if missing:
+            raise InputError(f"campaign {', '.join(repr(m) for m in missing)} not found in {out or 'the warehouse'}")
+    pair = [found[first], found[second]]
+    if as_json:
+        console.print_json(json.dumps({s.campaign_id: s.model_dump(mode="json") for s in pair}), indent=None)
+        return
+    console.print(summary_table(pair, f"Campaign {first} vs {second}"))
+
+
+def calibration_tables(report: CalibrationReport) -> list[Table]:
+    """The headline table, the confusion matrices at the band thresholds and mean Φ per outcome."""
+    head = Table(title="Calibration of Φ (positive: success / correct)", box=box.SIMPLE_HEAD, title_justify="left")
+    head.add_column("figure")
+    head.add_column("value", justify="right")
+    for name, value in (("runs", str(report.runs)), ("scored by STEF", str(report.scored)), ("positives", str(report.positives)), ("AUROC", _fmt(report.auroc))):
+        head.add_row(name, value)
+    confusion = Table(title="Φ ≥ t predicts success (unscored = Φ 0)", box=box.SIMPLE_HEAD, title_justify="left")
+    for column in ("Φ ≥", "TP", "FP", "FN", "TN"):
+        confusion.add_column(column, justify="right")
+    for c in report.confusion:
+        confusion.add_row(f"{c.threshold:g}", str(c.tp), str(c.fp), str(c.fn), str(c.tn))
+    per_class = Table(title="Mean Φ per outcome class", box=box.SIMPLE_HEAD, title_justify="left")
+    per_class.add_column("outcome")
+    per_class.add_column("runs", justify="right")
+    per_class.add_column("mean Φ", justify="right")
+    for outcome, mean in report.mean_score_by_outcome.items():
+        per_class.add_row(outcome, str(report.runs_by_outcome[outcome]), _fmt(mean, ".1f"))
+    return [head, confusion, per_class]
+
+
+@campaign_app.command("calibrate")
+def calibrate(
+    runs: RunsOpt,
+    gold: GoldOpt,
+    db: DbOpt,
+    catalog: CatalogOpt = None,
+    dialect: DialectOpt = None,
+    settings_file: SettingsOpt = None,
+    campaign_id: Annotated[str | None, typer.Option("--campaign", help="Only this campaign id (default: all).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """How well STEF's Φ (schema-free) predicts the campaign outcome: AUROC, confusion, mean Φ per class."""
+    from flows.cli import _user_errors, console
+    from stef.campaign import calibration_report
+
+    with _user_errors():
+        settings = _settings(settings_file, dialect)
+        result = _run(runs, gold, db, catalog, settings, None)
+        if campaign_id is not None:
+            result.results = [r for r in result.results if r.campaign_id == campaign_id]
+            if not result.results:
+                raise InputError(f"no classified run of campaign {campaign_id!r} in {runs}")
+        report = calibration_report(result.results, list(_score(result, settings).values()))
+    if as_json:
+        console.print_json(report.model_dump_json(), indent=None)
+        return
+    for table in calibration_tables(report):
+        console.print(table)
+
+
+@campaign_app.command("schema")
+def schema(
+    name: Annotated[str, typer.Argument(help="run_log | gold_question | catalog | settings | run_result")],
+) -> None:
+    """Print the JSON Schema of one campaign input (or of the per-run result behind metrics.json)."""
+    from flows.cli import _user_errors, console
+    from stef.campaign import json_schemas
+
+    with _user_errors():
+        schemas = json_schemas()
+        if name not in schemas:
+            raise InputError(f"unknown schema {name!r}; choose one of {', '.join(schemas)}")
+    console.print_json(json.dumps(schemas[name]))

@@ -1,0 +1,72 @@
+"""Prefect tasks of the campaign flow: classify the runs, score them with STEF, store (DESIGN.md §7).
+
+Thin wrappers over :mod:`stef.campaign` and :mod:`warehouse.campaign`; paths and settings are
+passed in, the database and the warehouse are opened inside the task (STYLE.md §12).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from stef.campaign import (
+    CampaignResult,
+    CampaignRunLog,
+    CampaignSettings,
+    GoldQuestion,
+    load_catalog,
+    read_jsonl,
+    run_campaign,
+    stef_record,
+)
+from stef.campaign_db import open_test_database
+from stef.evaluate import evaluate_many
+from stef.models import Evaluation
+from tasks._runtime import retry_on_io_error, run_logger
+from warehouse import connect
+from warehouse.campaign import CampaignStoreSummary, store_campaign
+
+
+@task(name="campaign-classify", cache_policy=NO_CACHE, persist_result=False)
+def classify_campaign(runs: str, gold: str, db: str, settings: CampaignSettings, out: str | None = None, catalog: str | None = None) -> CampaignResult:
+    """Audit the gold battery and classify every run (:func:`stef.campaign.run_campaign`).
+
+    Args:
+        runs: run log JSONL path.
+        gold: gold battery JSONL path.
+        db: test database path (opened read-only here).
+        settings: protocol settings.
+        out: evidence folder, or ``None``.
+        catalog: canonical catalog JSON path, or ``None`` to derive it from ``db``.
+
+    Returns:
+        The :class:`stef.campaign.CampaignResult`.
+
+    Raises:
+        InputError: unreadable inputs.
+    """
+    database = open_test_database(db)
+    try:
+        result = run_campaign(read_jsonl(runs, CampaignRunLog), read_jsonl(gold, GoldQuestion), database, settings,
+                              load_catalog(catalog) if catalog else None, Path(out) if out else None)
+    finally:
+        database.close()
+    for summary in result.summaries:
+        run_logger().info("campaign %s: %s", summary.campaign_id, summary.counts)
+    return result
+
+
+@task(name="campaign-score", cache_policy=NO_CACHE, persist_result=False)
+def score_campaign(result: CampaignResult, dialect: str | None) -> list[Evaluation]:
+    """STEF's schema-free evaluation of every classified run (question + statements)."""
+    return evaluate_many([stef_record(r, dialect) for r in result.results])
+
+
+@task(name="campaign-store", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2, retry_condition_fn=retry_on_io_error)
+def store_campaign_task(result: CampaignResult, settings: CampaignSettings, evaluations: list[Evaluation], warehouse: str | None = None) -> CampaignStoreSummary:
+    """Replace the campaigns' rows in the warehouse (one transaction; retried on I/O errors)."""
+    with connect(warehouse) as conn:
+        return store_campaign(conn, result.runs, result.results, result.summaries, result.audit, settings,
+                              {e.run_id: e for e in evaluations if e.run_id is not None})

@@ -1,0 +1,191 @@
+"""The bundled GeoQuery campaign sample, ``stef campaign`` commands, campaign tables, the campaign flow."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from stef.campaign import OUTCOME_CLASSES, CampaignRunLog, CampaignSettings, GoldQuestion, read_jsonl, run_campaign
+from stef.campaign_db import SQLiteTestDatabase
+
+SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"
+SAMPLE_COUNTS = {
+    "budget_exceeded": 2, "syntax_error": 1, "structural_error": 2, "execution_error": 6, "partial_success": 1, "success": 18,
+    "correct": 22, "incorrect": 8,
+}
+"""Outcome counts of the bundled sample (every class at least once; see flows/campaign_data/README.md)."""
+
+runner = CliRunner()
+
+
+def _settings() -> CampaignSettings:
+    return CampaignSettings.model_validate_json((SAMPLE / "settings.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the bundled database, so the checksum test sees only this module's campaigns."""
+    copy = tmp_path_factory.mktemp("geo") / "geography.sqlite"
+    shutil.copyfile(SAMPLE / "geography.sqlite", copy)
+    return copy
+
+
+@pytest.fixture(scope="module")
+def sample_run(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """``stef campaign run --json`` on the bundled sample (once per module)."""
+    out = tmp_path_factory.mktemp("campaign-out")
+    warehouse = out / "wh.duckdb"
+    before = hashlib.sha256(sample_db.read_bytes()).hexdigest()
+    result = runner.invoke(app, [
+        "campaign", "run", "--runs", str(SAMPLE / "runs.jsonl"), "--gold", str(SAMPLE / "gold.jsonl"), "--db", str(sample_db),
+        "--catalog", str(SAMPLE / "catalog.json"), "--settings", str(SAMPLE / "settings.json"), "--out", str(out),
+        "--warehouse", str(warehouse), "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        scored = conn.execute("SELECT count(*) FROM campaign_outcomes WHERE stef_score IS NOT NULL").fetchall()[0][0]
+        statuses = [row[0] for row in conn.execute("SELECT DISTINCT stef_status FROM campaign_outcomes").fetchall()]
+    return {"payload": json.loads(result.stdout), "out": out, "warehouse": warehouse, "before": before, "db": sample_db, "scored": (scored, statuses)}
+
+
+def test_sample_covers_every_outcome_class(sample_run: dict[str, Any]) -> None:
+    payload = sample_run["payload"]
+    assert payload["counts"] == SAMPLE_COUNTS
+    assert set(payload["counts"]) == set(OUTCOME_CLASSES) and all(n >= 1 for n in payload["counts"].values())
+    assert payload["gold_audit"] == {"questions": 30, "excluded": []}
+    assert payload["campaigns"]["mcp"]["mean_latency_ms"] is not None
+    assert payload["campaigns"]["baseline-static"]["mean_latency_ms"] is None
+    assert payload["campaigns"]["mcp"]["infra_cost_usd"] == 1.75 and payload["stored_outcomes"] == 60
+
+
+def test_sample_notes_agree_with_outcomes(sample_run: dict[str, Any]) -> None:
+    """Each sample run's note names the class it was built to show; metrics.json says the same."""
+    runs = [json.loads(line) for line in (SAMPLE / "runs.jsonl").read_text().splitlines()]
+    for run in runs:
+        metrics = json.loads((sample_run["out"] / run["campaign_id"] / run["run_id"] / "metrics.json").read_text())
+        expected = run["note"].split(":")[0].split(" ")[0].rstrip(",")
+        assert metrics["outcome"] == expected, run["run_id"]
+    tie = json.loads((sample_run["out"] / "mcp" / "mcp-008" / "metrics.json").read_text())
+    assert tie["outcome"] == "budget_exceeded" and tie["statements"][0]["outcome"] == "syntax_error"
+
+
+def test_sample_never_modifies_the_database(sample_run: dict[str, Any]) -> None:
+    assert hashlib.sha256(sample_run["db"].read_bytes()).hexdigest() == sample_run["before"]
+    drops = [json.loads((sample_run["out"] / "mcp" / rid / "metrics.json").read_text()) for rid in ("mcp-006", "mcp-011")]
+    assert [m["statements"][0]["executionStatus"] for m in drops] == ["refused", "refused"]
+
+
+def test_evidence_files_use_the_seed_keys(sample_run: dict[str, Any]) -> None:
+    folder = sample_run["out"] / "mcp" / "mcp-001"
+    metrics = json.loads((folder / "metrics.json").read_text())
+    context = json.loads((folder / "context.json").read_text())
+    session = [json.loads(line) for line in (folder / "session.jsonl").read_text().splitlines()]
+    assert {"runId", "campaignId", "outcome", "toolCalls", "statements", "latencyMs", "tokens", "costUsd", "catalogTraceability"} <= set(metrics)
+    assert {"runId", "campaignId", "question", "metadataSnapshot", "seed", "modelVersion", "promptVersion", "commitHash"} <= set(context)
+    assert context["metadataSnapshot"] == {"city": ["city_name", "population", "country_name", "state_name"]}
+    assert [e["event"] for e in session] == ["question", "toolCall", "toolCall", "statement", "outcome"]
+    assert session[-1]["outcome"] == metrics["outcome"] == "success"
+
+
+def test_warehouse_tables_and_idempotent_rerun(sample_run: dict[str, Any]) -> None:
+    from warehouse import connect
+    from warehouse.campaign import read_campaign_outcomes, read_campaign_summaries, store_campaign
+
+    settings = _settings()
+    database = SQLiteTestDatabase(sample_run["db"])
+    try:
+        result = run_campaign(read_jsonl(SAMPLE / "runs.jsonl", CampaignRunLog), read_jsonl(SAMPLE / "gold.jsonl", GoldQuestion), database, settings)
+    finally:
+        database.close()
+    with connect(sample_run["warehouse"]) as conn:
+        stored = store_campaign(conn, result.runs, result.results, result.summaries, result.audit, settings)
+        assert (stored.runs, stored.outcomes) == (60, 60)
+        counts = dict(conn.execute("SELECT outcome, count(*) FROM campaign_outcomes GROUP BY outcome").fetchall())
+        assert counts == SAMPLE_COUNTS
+        assert conn.execute("SELECT count(*) FROM campaign_runs").fetchall() == [(60,)]
+        assert conn.execute("SELECT count(*) FROM campaigns").fetchall() == [(2,)]
+        frame = read_campaign_outcomes(conn, "mcp")
+        assert frame.height == 30 and frame["stef_score"].null_count() == 30  # this rerun stored no scores
+        assert read_campaign_summaries(conn)["baseline-static"].counts == {"correct": 22, "incorrect": 8}
+
+
+def test_cli_run_stores_stef_scores_next_to_outcomes(sample_run: dict[str, Any]) -> None:
+    scored, statuses = sample_run["scored"]
+    assert 50 <= scored < 60  # runs whose SQL STEF cannot parse (syntax errors) have no Φ
+    assert set(statuses) <= {"evaluated", "parse_error", "non_select"}
+
+
+def test_cli_compare_from_evidence_folder(sample_run: dict[str, Any]) -> None:
+    result = runner.invoke(app, ["campaign", "compare", "mcp", "baseline-static", "--out", str(sample_run["out"]), "--json"])
+    assert result.exit_code == 0, result.output
+    both = json.loads(result.stdout)
+    assert both["mcp"]["counts"]["success"] == 18 and both["baseline-static"]["counts"]["correct"] == 22
+    table = runner.invoke(app, ["campaign", "compare", "mcp", "baseline-static", "--out", str(sample_run["out"])])
+    assert "partial_success" in table.stdout and "catalog traceability" in table.stdout
+    missing = runner.invoke(app, ["campaign", "compare", "mcp", "nope", "--out", str(sample_run["out"])])
+    assert missing.exit_code == 2 and "campaign 'nope' not found" in missing.stderr
+
+
+def test_cli_calibrate_on_the_sample() -> None:
+    result = runner.invoke(app, [
+        "campaign", "calibrate", "--runs", str(SAMPLE / "runs.jsonl"), "--gold", str(SAMPLE / "gold.jsonl"),
+        "--db", str(SAMPLE / "geography.sqlite"), "--settings", str(SAMPLE / "settings.json"), "--json",
+    ])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["runs"] == 60 and report["positives"] == 40
+    assert 0.5 < report["auroc"] <= 1.0
+    for cell in report["confusion"]:
+        assert cell["tp"] + cell["fp"] + cell["fn"] + cell["tn"] == 60
+    assert report["runs_by_outcome"] == SAMPLE_COUNTS
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(["--runs", "missing.jsonl"], "missing.jsonl: no such file", id="missing_runs"),
+        pytest.param(["--db", "missing.sqlite"], "missing.sqlite: no such test database", id="missing_db"),
+        pytest.param(["--dialect", "klingon"], "--dialect", id="unknown_dialect"),
+    ],
+)
+def test_cli_run_errors(tmp_path: Path, args: list[str], message: str) -> None:
+    base = {"--runs": str(SAMPLE / "runs.jsonl"), "--gold": str(SAMPLE / "gold.jsonl"), "--db": str(SAMPLE / "geography.sqlite")}
+    base.update(dict(zip(args[::2], args[1::2], strict=True)))
+    flat = [item for pair in base.items() for item in pair]
+    if "--dialect" in args:
+        flat += ["--dialect", "klingon"]
+    result = runner.invoke(app, ["campaign", "run", *flat, "--out", str(tmp_path / "out"), "--no-store"])
+    assert result.exit_code == 2
+    assert message in result.stderr
+
+
+def test_cli_schema() -> None:
+    result = runner.invoke(app, ["campaign", "schema", "run_log"])
+    assert result.exit_code == 0
+    assert "statements" in json.loads(result.stdout)["properties"]
+    bad = runner.invoke(app, ["campaign", "schema", "nope"])
+    assert bad.exit_code == 2 and "unknown schema 'nope'" in bad.stderr
+
+
+@pytest.mark.flow
+def test_campaign_flow_smoke(prefect_harness: None, tmp_path: Path) -> None:
+    from flows.campaign import campaign
+
+    warehouse = tmp_path / "wh.duckdb"
+    result = campaign(str(SAMPLE / "runs.jsonl"), str(SAMPLE / "gold.jsonl"), str(SAMPLE / "geography.sqlite"),
+                      out=str(tmp_path / "out"), settings=_settings(), warehouse=str(warehouse))
+    assert result.counts() == SAMPLE_COUNTS
+    import duckdb
+
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        scored = conn.execute("SELECT count(*) FROM campaign_outcomes WHERE stef_score IS NOT NULL").fetchall()[0][0]
+    assert 0 < scored <= 60

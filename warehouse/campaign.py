@@ -1,0 +1,112 @@
+"""Campaign tables: ``campaigns``, ``campaign_runs``, ``campaign_outcomes`` (migration 0004).
+
+Source: DESIGN.md §4 and §7, issue 6. Writes are idempotent and transactional: storing a
+campaign deletes its previous rows first, in the same transaction. Imports only :mod:`stef`
+models.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import duckdb
+import polars as pl
+
+from stef.campaign import CampaignRunLog, CampaignRunResult, CampaignSettings, CampaignSummary, GoldAudit
+from stef.models import Evaluation
+from warehouse.errors import WarehouseError
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignStoreSummary:
+    """What :func:`store_campaign` wrote: campaign ids and row counts."""
+
+    campaigns: tuple[str, ...]
+    runs: int
+    outcomes: int
+
+
+def store_campaign(
+    conn: duckdb.DuckDBPyConnection,
+    runs: Sequence[CampaignRunLog],
+    results: Sequence[CampaignRunResult],
+    summaries: Sequence[CampaignSummary],
+    audit: GoldAudit,
+    settings: CampaignSettings,
+    evaluations: Mapping[str, Evaluation] | None = None,
+) -> CampaignStoreSummary:
+    """Replace the rows of every campaign in ``summaries`` (one transaction).
+
+    Args:
+        conn: a read-write warehouse connection (migrated).
+        runs: the run log lines (runs of excluded questions included).
+        results: the classified runs.
+        summaries: one per campaign.
+        audit: the gold audit (stored with each campaign).
+        settings: the protocol settings.
+        evaluations: run_id -> STEF evaluation, when calibration was computed.
+
+    Returns:
+        A :class:`CampaignStoreSummary`.
+
+    Raises:
+        WarehouseError: the write failed (nothing is kept).
+    """
+    evaluations = evaluations or {}
+    now = datetime.now(UTC).replace(tzinfo=None)
+    ids = [s.campaign_id for s in summaries]
+    audit_json = json.dumps([i.model_dump(mode="json") for i in audit.items])
+    run_rows = [
+        (r.campaign_id, r.run_id, r.question_id, r.question, json.dumps([c.model_dump(mode="json") for c in r.tool_calls]),
+         json.dumps(r.statements), r.model_version, r.prompt_version, None if r.seed is None else str(r.seed), r.commit_hash,
+         None if r.tokens is None else json.dumps(r.tokens), r.latency_ms, r.cost_usd, r.model_dump_json())
+        for r in runs if r.campaign_id in ids
+    ]
+    outcome_rows = []
+    for x in results:
+        if x.campaign_id not in ids:
+            continue
+        evaluation = evaluations.get(x.run_id)
+        outcome_rows.append((
+            x.campaign_id, x.run_id, x.question_id, x.mode.value, x.outcome, x.reason, x.tool_calls, len(x.statements),
+            x.required, len(x.matched), x.catalog_traceability, x.latency_ms, x.tokens, x.cost_usd,
+            None if evaluation is None else evaluation.score, None if evaluation is None else evaluation.status.value,
+            x.model_dump_json(), now,
+        ))
+    conn.begin()
+    try:
+        for table in ("campaigns", "campaign_runs", "campaign_outcomes"):
+            conn.execute(f"DELETE FROM {table} WHERE campaign_id IN (SELECT unnest($ids))", {"ids": ids})  # noqa: S608 - fixed names
+        conn.executemany(
+            "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(s.campaign_id, s.mode.value, settings.model_dump_json(), audit_json, s.model_dump_json(), s.infra_cost_usd, now) for s in summaries],
+        )
+        if run_rows:
+            conn.executemany("INSERT INTO campaign_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_rows)
+        if outcome_rows:
+            conn.executemany("INSERT INTO campaign_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", outcome_rows)
+        conn.commit()
+    except duckdb.Error as exc:
+        conn.rollback()
+        raise WarehouseError(f"storing campaigns {', '.join(ids)} failed: {exc}") from exc
+    return CampaignStoreSummary(tuple(ids), len(run_rows), len(outcome_rows))
+
+
+def read_campaign_outcomes(conn: duckdb.DuckDBPyConnection, campaign_id: str | None = None) -> pl.DataFrame:
+    """``campaign_outcomes`` rows (one campaign, or all), without the evidence column, ordered by campaign and run."""
+    return conn.sql(
+        "SELECT * EXCLUDE (evidence) FROM campaign_outcomes WHERE ($cid::VARCHAR IS NULL OR campaign_id = $cid) ORDER BY campaign_id, run_id",
+        params={"cid": campaign_id},
+    ).pl()
+
+
+def read_campaign_summaries(conn: duckdb.DuckDBPyConnection) -> dict[str, CampaignSummary]:
+    """Every stored campaign's :class:`CampaignSummary`, by campaign_id."""
+    rows = conn.execute("SELECT campaign_id, summary FROM campaigns ORDER BY campaign_id").fetchall()
+    return {cid: CampaignSummary.model_validate_json(summary) for cid, summary in rows}
+
+
+__all__ = ["CampaignStoreSummary", "read_campaign_outcomes", "read_campaign_summaries", "store_campaign"]
