@@ -27,7 +27,7 @@ from stef.llm_judge import DEFAULT_CONCURRENCY, SYMBOLIC, JudgeSettings, preflig
 from stef.models import EVALUATOR_VERSION  # noqa: E402
 from tasks import compute_metrics, evaluate_batch, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
 from tasks.drift import nightly_drift_step  # noqa: E402
-from tasks.evaluate import DEFAULT_BATCH_SIZE, batches  # noqa: E402
+from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches  # noqa: E402
 from warehouse import resolve_path  # noqa: E402
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
@@ -184,7 +184,7 @@ def nightly(
     parts = batches(records, batch_size)
     if settings.max_cost_usd is not None and parts:
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
-    futures = [evaluate_batch.submit(quote(batch), rules_dir, settings, warehouse_path) for batch in parts]  # type: ignore[call-overload]
+    futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path) for batch in parts]
     evaluations = [evaluation for future in futures for evaluation in future.result()]
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)  # type: ignore[call-overload]
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import overload
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -32,6 +34,39 @@ def batches(records: list[AgentLogRecord], size: int = DEFAULT_BATCH_SIZE) -> li
     return [records[start : start + size] for start in range(0, len(records), size)]
 
 
+class RecordBatch(Sequence[AgentLogRecord]):
+    """One evaluation batch, passed to a task run as a single opaque value.
+
+    Prefect walks list / tuple / pydantic parameters looking for futures, and Dask rewrites
+    tuple subclasses such as ``prefect.utilities.annotations.quote`` into plain tuples; this
+    class is neither, so every task runner (thread, process, dask) hands the batch over as is.
+
+    >>> len(RecordBatch([AgentLogRecord(run_id="r1", question="q", sql="SELECT 1")]))
+    1
+    """
+
+    __slots__ = ("_records",)
+
+    def __init__(self, records: Iterable[AgentLogRecord]) -> None:
+        self._records = tuple(records)
+
+    @overload
+    def __getitem__(self, index: int) -> AgentLogRecord: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[AgentLogRecord]: ...
+    def __getitem__(self, index: int | slice) -> AgentLogRecord | Sequence[AgentLogRecord]:
+        return self._records[index]
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def __getstate__(self) -> tuple[AgentLogRecord, ...]:
+        return self._records
+
+    def __setstate__(self, state: tuple[AgentLogRecord, ...]) -> None:
+        self._records = state
+
+
 def rulebook(rules_dir: str | None) -> RuleBook:
     """The rule book for ``rules_dir`` (searched before the bundled rules), or the bundled rules.
 
@@ -47,7 +82,7 @@ def rulebook(rules_dir: str | None) -> RuleBook:
 
 @task(name="evaluate-batch", cache_policy=NO_CACHE, persist_result=False)
 def evaluate_batch(
-    records: list[AgentLogRecord],
+    records: Sequence[AgentLogRecord],
     rules_dir: str | None = None,
     judge: JudgeSettings | None = None,
     warehouse_path: str | None = None,
@@ -60,7 +95,8 @@ def evaluate_batch(
     makes no model call; ``judge.max_cost_usd`` is this batch's share of the run's budget.
 
     Args:
-        records: the batch (usually :data:`DEFAULT_BATCH_SIZE` records).
+        records: the batch (usually :data:`DEFAULT_BATCH_SIZE` records; a :class:`RecordBatch`
+            from a flow).
         rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
         judge: judge settings (``None``: symbolic).
         warehouse_path: the warehouse holding the judge cache (only used with a model).
@@ -74,6 +110,7 @@ def evaluate_batch(
         RulesError: ``rules_dir`` is missing, or a rule file in it is invalid.
         WarehouseError: the judge cache cannot be read or written.
     """
+    records = list(records)
     if judge is None or judge.is_symbolic:
         return evaluate_many(records, rulebook=rulebook(rules_dir))
     from stef.llm_evaluate import LLMEvaluator

@@ -82,9 +82,9 @@ def _write_day(logs_root: Path, day: date, count: int, prefix: str) -> set[str]:
     return run_ids
 
 
-def _env(tmp_path: Path, name: str, **extra: str) -> dict[str, str]:
-    """Environment of one ``stef`` subprocess: its own Prefect home (no shared server database)."""
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / f"prefect-{name}"), "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+def _env(**extra: str) -> dict[str, str]:
+    """Environment of one ``stef`` subprocess: Prefect's usual home, its own temporary server."""
+    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.pop("PREFECT_API_URL", None)  # never talk to the test session's harness
     env.update(extra)
     return env
@@ -134,7 +134,7 @@ def test_sigkill_while_storing_then_rerun_stores_every_record_exactly_once(tmp_p
     nightly(log_date=OTHER_DAY, logs_root=str(logs), warehouse=str(warehouse))
     expected = _write_day(logs, DAY, 2000, "run")
     marker = tmp_path / "storing"
-    env = _env(tmp_path, "killed", STEF_TEST_MARKER=str(marker))
+    env = _env(STEF_TEST_MARKER=str(marker))
     args = ["nightly", "--date", DAY.isoformat(), "--logs-root", str(logs), "--warehouse", str(warehouse)]
     process = _start_stef(tmp_path, "killed", args, env)
     try:
@@ -165,7 +165,7 @@ def test_two_concurrent_nightly_runs_on_one_warehouse_wait_for_each_other(tmp_pa
     expected = {DAY: _write_day(logs, DAY, 60, "a"), OTHER_DAY: _write_day(logs, OTHER_DAY, 60, "b")}
     processes: dict[str, subprocess.Popen[bytes]] = {}
     for name, day in (("first", DAY), ("second", OTHER_DAY)):
-        env = _env(tmp_path, name, STEF_TEST_MARKER=str(tmp_path / f"{name}.storing"), STEF_TEST_RELEASE=str(release))
+        env = _env(STEF_TEST_MARKER=str(tmp_path / f"{name}.storing"), STEF_TEST_RELEASE=str(release))
         args = ["nightly", "--date", day.isoformat(), "--logs-root", str(logs), "--warehouse", str(warehouse)]
         processes[name] = _start_stef(tmp_path, name, args, env)
 
@@ -230,7 +230,9 @@ def test_nightly_on_a_locked_warehouse_fails_with_the_real_wait(held_warehouse: 
 
     monkeypatch.setenv("STEF_LOCK_TIMEOUT_S", "1")
     started = time.monotonic()
-    result = CliRunner().invoke(app, ["nightly", "--date", "2026-11-20", "--logs-root", str(log_day), "--warehouse", str(held_warehouse)])
+    result = CliRunner().invoke(
+        app, ["nightly", "--date", "2026-11-20", "--logs-root", str(log_day), "--warehouse", str(held_warehouse), "--max-bad-share", "0.5"]
+    )
     elapsed = time.monotonic() - started
     assert result.exit_code == 2
     message = " ".join(result.output.split())
