@@ -1,7 +1,7 @@
 """Learned calibration of the symbolic verdict (a small logistic regression, no runtime deps).
 
 The symbolic checks say *what* looks wrong; how much each kind of evidence predicts a wrong
-answer is learned from labelled data. :data:`FEATURES` turns one judge input plus its findings
+answer is learned from labelled data. :func:`feature_vector` turns one judge input plus its findings
 into numbers (finding counts per taxonomy subcategory, alignment counts, structural counts, the
 amount of evidence in Q_e); a logistic regression maps them to p = P(answer correct). The
 model is a JSON artifact (``stef/calibrators/symbolic-v1.json``: feature names, standardisation,
@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -103,9 +103,6 @@ def feature_vector(judge_input: JudgeInput, findings: Sequence[tuple[SuspectedEr
     features["rule_weight"] = float(sum(weight for _, weight in findings))
     features.update({k: float(v) for k, v in _spec_features(judge_input).items()})
     return features
-
-
-FEATURES: Callable[[JudgeInput, Sequence[tuple[SuspectedError, float]]], dict[str, float]] = feature_vector
 
 
 @dataclass(frozen=True)
