@@ -20,12 +20,13 @@ import textwrap
 import time
 from collections.abc import Iterator
 from datetime import date
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
+
+from demo_records import demo_source_records
 
 DAY = date(2026, 11, 20)
 OTHER_DAY = date(2026, 11, 21)
@@ -53,26 +54,9 @@ _HOOKED_STEF = textwrap.dedent(
 """``python -c`` program: ``stef`` whose store transaction pauses (see the module docstring)."""
 
 
-def _source_records() -> list[dict[str, Any]]:
-    """The valid records of the bundled demo logs (real NL2SQL-BUGs / BIRD questions and SQL)."""
-    rows: list[dict[str, Any]] = []
-    root = resources.files("flows.demo_data")
-    for folder in sorted(root.iterdir(), key=lambda entry: entry.name):
-        if not (folder.is_dir() and folder.name.startswith("20")):
-            continue
-        for line in folder.joinpath("agent-logs.jsonl").read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict) and all(row.get(key) for key in ("run_id", "agent_id", "agent_version", "question", "sql")):
-                rows.append(row)
-    return rows
-
-
 def _write_day(logs_root: Path, day: date, count: int, prefix: str) -> set[str]:
     """Write ``count`` demo records with new run ids ``<prefix>-<i>`` as the day; return the ids."""
-    source = _source_records()
+    source = demo_source_records()
     folder = logs_root / day.isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     run_ids = {f"{prefix}-{i}" for i in range(count)}
@@ -249,7 +233,7 @@ BIG_LINES = 1000
 
 def _write_big_log(path: Path, bad_line: bytes) -> int:
     """Write ~50 MB: :data:`BIG_LINES` padded records with ``bad_line`` in the middle; return its line number."""
-    source = _source_records()
+    source = demo_source_records()
     padding = "x" * 50_000
     middle = BIG_LINES // 2 + 1
     with path.open("wb") as handle:

@@ -9,8 +9,7 @@ turn the rows read here into its samples.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -19,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from warehouse.errors import WarehouseError
+from warehouse.store import registered
 
 DRIFT_COLUMNS: tuple[str, ...] = (
     "checked_at",
@@ -68,15 +68,6 @@ _SAME_CHECK = """
     AND coalesce(d.baseline_window_start, d.window_start) = coalesce(i.baseline_window_start, i.window_start)
     AND coalesce(d.baseline_window_end, d.window_end) = coalesce(i.baseline_window_end, i.window_end)
 """
-
-
-@contextmanager
-def _registered(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
-    conn.register(name, table)
-    try:
-        yield
-    finally:
-        conn.unregister(name)
 
 
 # --------------------------------------------------------------------------- agents, versions, days
@@ -267,7 +258,7 @@ def store_drift_checks(conn: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[s
         return 0
     conn.begin()
     try:
-        with _registered(conn, "_stef_drift", table):
+        with registered(conn, "_stef_drift", table):
             conn.execute(f"DELETE FROM drift_checks AS d USING _stef_drift AS i WHERE {_SAME_CHECK}")
             conn.execute(f"INSERT INTO drift_checks BY NAME SELECT {', '.join(DRIFT_COLUMNS)} FROM _stef_drift")
         conn.commit()

@@ -238,7 +238,7 @@ def _stored_elsewhere(conn: duckdb.DuckDBPyConnection, run_ids: list[str], evalu
     """run_id -> log date for run ids already stored (called after this day's rows are deleted)."""
     if not run_ids:
         return {}
-    with _registered(conn, "_stef_incoming_ids", pa.table({"run_id": pa.array(run_ids, pa.string())})):
+    with registered(conn, "_stef_incoming_ids", pa.table({"run_id": pa.array(run_ids, pa.string())})):
         rows = conn.execute(
             """
             SELECT run_id, min(log_date) FROM (
@@ -254,7 +254,8 @@ def _stored_elsewhere(conn: duckdb.DuckDBPyConnection, run_ids: list[str], evalu
 
 
 @contextmanager
-def _registered(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+def registered(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
+    """Expose an Arrow table to SQL as ``name`` for the duration of the block (bulk inserts/joins)."""
     conn.register(name, table)
     try:
         yield
@@ -379,15 +380,15 @@ def store_day(
             if evaluation.run_id is not None and evaluation.run_id not in elsewhere
         ]
         evaluated_lines = {owners[e.run_id] for e, _ in kept if e.run_id is not None}
-        with _registered(conn, "_stef_runs", _runs_table(runs)):
+        with registered(conn, "_stef_runs", _runs_table(runs)):
             conn.execute(
                 "INSERT INTO agent_runs BY NAME "
                 "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS ingested_at FROM _stef_runs",
                 params,
             )
-        with _registered(conn, "_stef_evaluations", _evaluations_table(kept)):
+        with registered(conn, "_stef_evaluations", _evaluations_table(kept)):
             conn.execute(_INSERT_EVALUATIONS, params)
-        with _registered(conn, "_stef_quarantine", _quarantine_table(quarantined)):
+        with registered(conn, "_stef_quarantine", _quarantine_table(quarantined)):
             conn.execute(
                 "INSERT INTO quarantine BY NAME "
                 "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS quarantined_at FROM _stef_quarantine",

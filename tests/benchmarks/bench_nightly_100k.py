@@ -28,33 +28,18 @@ import sys
 import tempfile
 import threading
 import time
-from importlib import resources
 from pathlib import Path
-from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: shared test support
+
+from demo_records import demo_source_records  # noqa: E402
 
 DAY = "2026-01-15"
 
 
-def source_records() -> list[dict[str, Any]]:
-    """The valid records of the bundled demo logs."""
-    rows: list[dict[str, Any]] = []
-    root = resources.files("flows.demo_data")
-    for folder in sorted(root.iterdir(), key=lambda entry: entry.name):
-        if not (folder.is_dir() and folder.name.startswith("20")):
-            continue
-        for line in folder.joinpath("agent-logs.jsonl").read_text(encoding="utf-8").splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict) and all(row.get(key) for key in ("run_id", "agent_id", "agent_version", "question", "sql")):
-                rows.append(row)
-    return rows
-
-
 def write_day(logs_root: Path, count: int) -> Path:
     """``<logs_root>/<DAY>/agent-logs.jsonl`` with ``count`` records; returns the file."""
-    rows = source_records()
+    rows = demo_source_records()
     folder = logs_root / DAY
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "agent-logs.jsonl"
