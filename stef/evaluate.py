@@ -111,7 +111,7 @@ def evaluate(
     ...     sql="SELECT COUNT(*) FROM users WHERE city = 'Rome'", dialect="sqlite")
     >>> e = evaluate(r)
     >>> e.status.value, e.filter_status.value, e.verdict.value, e.score
-    ('evaluated', 'FULLY_APPLIED', 'LIKELY_CORRECT', 90.0)
+    ('evaluated', 'FULLY_APPLIED', 'CORRECT', 100.0)
     """
     started = time.perf_counter()
     rules = rules or default_rules()

@@ -28,7 +28,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from stef.clean import dialect_instance
-from stef.extract_sql import COMPARISON_TYPES, column_name, normalize_value
+from stef.extract_sql import COMPARISON_TYPES, FLIPPED, column_name, normalize_value
 from stef.matching import STOPWORDS, is_grounded, phrase_overlap
 from stef.models import QuestionSpec
 from stef.rules import AppRules
@@ -358,14 +358,58 @@ def _is_relevant(definition: HintDefinition, values: list[str], reference: str |
     return not definition.phrase and not values
 
 
-def _hint_features(expression: exp.Expression, rules: AppRules | None) -> tuple[list[str], list[tuple[str, str, str]], list[str], list[str], list[str]]:
+@dataclass(frozen=True, slots=True)
+class HintFeatures:
+    """What one parsed hint definition requires of S.
+
+    Attributes:
+        columns: normalised column names it names.
+        bindings: (column, operator, value) comparisons with literals.
+        aggregations: upper-case aggregate names (``COUNT`` ...).
+        formulas: arithmetic operators / named formulas (``/``, ``*`` ...).
+        values: normalised string literals.
+        null_conditions: (column, ``IS NULL`` | ``IS NOT NULL``) pairs.
+    """
+
+    columns: list[str]
+    bindings: list[tuple[str, str, str]]
+    aggregations: list[str]
+    formulas: list[str]
+    values: list[str]
+    null_conditions: list[tuple[str, str]]
+
+
+def _comparison_sides(node: exp.Expression) -> tuple[exp.Expression, list[exp.Literal], bool]:
+    """(compared expression, literals it is compared with, sides swapped) of a comparison.
+
+    The literals are those on the other side (right side, IN list, BETWEEN bounds), never the
+    ones inside the compared expression: ``STRFTIME('%Y', date) = '2010'`` gives ``'2010'``;
+    ``5 < x`` gives ``x`` compared with ``5``, swapped.
+    """
+    if isinstance(node, exp.Between):
+        sides = [node.args.get("low"), node.args.get("high")]
+        return node.this, [lit for side in sides if side is not None for lit in side.find_all(exp.Literal)], False
+    if isinstance(node, exp.In):
+        return node.this, [lit for side in node.expressions for lit in side.find_all(exp.Literal)], False
+    left, right = node.this, node.expression
+    swapped = left.find(exp.Column) is None and right.find(exp.Column) is not None
+    if swapped:
+        left, right = right, left
+    return left, list(right.find_all(exp.Literal)), swapped
+
+
+def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFeatures:
     columns: list[str] = []
     bindings: list[tuple[str, str, str]] = []
     aggregations: list[str] = []
     formulas: list[str] = []
     values: list[str] = []
+    null_conditions: list[tuple[str, str]] = []
     if True:
         for node in expression.walk():
+            if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and isinstance(node.this, exp.Column):
+                negated = isinstance(node.parent, exp.Not)
+                null_conditions.append((column_name(node.this, rules), "IS NOT NULL" if negated else "IS NULL"))
             if isinstance(node, exp.Column) and node.name:
                 name = column_name(node, rules)
                 if name not in {"null", "true", "false"}:
@@ -385,14 +429,17 @@ def _hint_features(expression: exp.Expression, rules: AppRules | None) -> tuple[
             elif isinstance(node, exp.Literal) and node.is_string:
                 values.append(normalize_value(node.this, rules))
             if type(node) in COMPARISON_TYPES or isinstance(node, (exp.In, exp.Between)):
-                left = node.this
+                left, literal_nodes, swapped = _comparison_sides(node)
                 column = left if isinstance(left, exp.Column) else left.find(exp.Column)
-                literal_nodes = [n for n in node.find_all(exp.Literal)]
                 if column is not None and literal_nodes:
                     operator = COMPARISON_TYPES.get(type(node), "IN" if isinstance(node, exp.In) else "BETWEEN")
+                    operator = FLIPPED[operator] if swapped else operator
                     for literal in literal_nodes:
                         bindings.append((column_name(column, rules), operator, normalize_value(literal.this, rules)))
-    return columns, bindings, aggregations, formulas, values
+    return HintFeatures(columns, bindings, aggregations, formulas, values, null_conditions)
+
+
+_AVERAGE_COMPARISON = re.compile(r"\b(?:above|below|over|under|(?:more|less|higher|lower|greater|fewer|bigger|smaller) than)[ -](?:the |an )?(?:overall )?average\b")
 
 
 def extract_question_spec(
@@ -466,14 +513,15 @@ def extract_question_spec(
     optional_bindings: list[tuple[str, str, str]] = []
     formulas: list[str] = []
     hint_values: list[str] = []
+    null_conditions: list[tuple[str, str]] = []
     definitions = hint_definitions(text, dialect) if parse_hints and _looks_like_sql(text) else []
     if definitions:
         analysed = [(d, _hint_features(d.expression, rules)) for d in definitions]
-        relevance = [_is_relevant(d, features[4], reference) for d, features in analysed]
-        relevant_columns = Counter(column for (_, features), relevant in zip(analysed, relevance) if relevant for column, _, _ in features[1])
+        relevance = [_is_relevant(d, features.values, reference) for d, features in analysed]
+        relevant_columns = Counter(column for (_, features), relevant in zip(analysed, relevance) if relevant for column, _, _ in features.bindings)
         for (definition, features), relevant in zip(analysed, relevance):
-            def_columns, def_bindings, def_aggs, def_formulas, def_values = features
-            hint_values.extend(def_values)
+            def_bindings = features.bindings
+            hint_values.extend(features.values)
             if not relevant:
                 optional_bindings.extend(def_bindings)
                 continue
@@ -481,13 +529,14 @@ def extract_question_spec(
             if alternatives:
                 optional_bindings.extend(alternatives)  # "inpatient (= '+') or outpatient (= '-')": a choice, not a filter
                 def_bindings = [b for b in def_bindings if b not in alternatives]
-            columns.extend(def_columns)
+            columns.extend(features.columns)
             bindings.extend(def_bindings)
-            aggregations.extend(def_aggs)
-            formulas.extend(def_formulas)
-            if "MAX" in def_aggs and ordering is None:
+            aggregations.extend(features.aggregations)
+            formulas.extend(features.formulas)
+            null_conditions.extend(features.null_conditions)
+            if "MAX" in features.aggregations and ordering is None:
                 ordering = "DESC"
-            elif "MIN" in def_aggs and ordering is None:
+            elif "MIN" in features.aggregations and ordering is None:
                 ordering = "ASC"
     phrase_values = {normalize_value(d.phrase, rules).strip("'\" ") for d in definitions}
     filter_values = [v for v in filter_values if not any(v and v in p for p in phrase_values)]
@@ -518,4 +567,6 @@ def extract_question_spec(
         list_asked=bool(word_set & LIST_WORDS),
         comparison_ops=comparison_ops,
         years=years,
+        null_conditions=tuple(dict.fromkeys(null_conditions)),
+        average_comparison=_AVERAGE_COMPARISON.search(lowered) is not None,
     )

@@ -239,7 +239,7 @@ def _node_kind(node_type: type[exp.Expression]) -> str | None:
         return "set_operation"
     if node_type in ARITHMETIC_TYPES:
         return "arithmetic"
-    if node_type in COMPARISON_TYPES:
+    if node_type in COMPARISON_TYPES or node_type is exp.Between:
         return "comparison"
     if issubclass(node_type, exp.Func) and not issubclass(node_type, (exp.AggFunc, exp.Connector, exp.Binary)):
         return "function"
@@ -276,6 +276,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     projections: list[str] = []
     projection_columns: list[str] = []
     plain_projections = 0
+    aggregate_projections = 0
     distinct = False
     if outer_select is not None:
         distinct = outer_select.args.get("distinct") is not None
@@ -283,6 +284,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             inner = projection.this if isinstance(projection, exp.Alias) else projection
             projections.append(render(inner)[:300].lower())
             projection_columns.extend(column_name(c, rules) for c in inner.find_all(exp.Column))
+            has_aggregate = inner.find(exp.AggFunc) is not None and inner.find(exp.Window) is None
+            aggregate_projections += has_aggregate
             if inner.find(exp.AggFunc) is None and inner.find(exp.Column) is not None:
                 plain_projections += 1
         if any(isinstance(p, exp.Star) for p in outer_select.expressions):
@@ -305,6 +308,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     integer_divisions = 0
     null_comparisons = 0
     tautologies = 0
+    date_mismatches: list[str] = []
+    join_key_mismatches: list[str] = []
     for node in tree.walk():
         kind = _node_kind(type(node))
         if kind is None:
@@ -331,6 +336,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
                     if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
                         pair = sorted((column_name(predicate.this, rules), column_name(predicate.expression, rules)))
                         join_conditions.append(" = ".join(pair))
+                        if keys_of_different_entities(*pair):
+                            join_key_mismatches.append(render(predicate)[:300])
                     else:
                         found = _filter_from_predicate(predicate, negated, "join", rules, dialect)
                         if found is not None:
@@ -351,9 +358,16 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             arithmetic.append(ARITHMETIC_TYPES[type(node)])
             if type(node) is exp.Div and not _has_float_evidence(node):
                 integer_divisions += 1
+            elif type(node) is exp.Sub and _date_part_subtraction(node):
+                date_mismatches.append(render(node)[:300])
         elif kind == "function":
             functions.append(str(node.this).upper() if isinstance(node, exp.Anonymous) else node.key.upper())
         elif kind == "comparison":
+            mismatch = date_literal_mismatch(node)
+            if mismatch is not None:
+                date_mismatches.append(mismatch)
+            if type(node) is exp.Between:
+                continue
             left, right = node.this, node.expression
             if type(node) in (exp.EQ, exp.NEQ) and (isinstance(right, exp.Null) or isinstance(left, exp.Null)):
                 null_comparisons += 1
@@ -366,6 +380,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     group_by: list[str] = []
     order_by: list[tuple[str, str]] = []
     limit: int | None = None
+    unguarded: list[str] = []
     if isinstance(outer, exp.Query):
         query_for_modifiers = outer
         group = outer_select.args.get("group") if outer_select is not None else None
@@ -381,6 +396,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         limit_node = query_for_modifiers.args.get("limit")
         if limit_node is None and outer_select is not None:
             limit_node = outer_select.args.get("limit")
+        if order is not None and limit_node is not None and group is None:
+            unguarded = _unguarded_null_keys(order, filters, rules)
         if limit_node is not None:
             limit_value = limit_node.expression if isinstance(limit_node, exp.Limit) else limit_node
             text = _literal_text(limit_value) if limit_value is not None else None
@@ -419,8 +436,152 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         integer_divisions=integer_divisions,
         null_comparisons=null_comparisons,
         tautologies=tautologies,
+        date_mismatches=tuple(date_mismatches),
+        join_key_mismatches=tuple(join_key_mismatches),
+        constant_projections=_constant_projections(outer_select) if outer_select is not None and len(projections) > 1 else (),
+        single_row_ordering=bool(
+            outer_select is not None
+            and projections
+            and len(projections) == aggregate_projections
+            and not group_by
+            and (order_by or limit is not None)
+        ),
+        unguarded_null_order=tuple(unguarded),
         flags=flags,
     )
+
+
+DATE_COLUMN_PATTERN = re.compile(r"(?:^|_)(?:date|dob|birthday|timestamp|datetime)$|date$|^date|_at$")
+"""Column names that hold dates or timestamps by convention (``opendate``, ``birth_date``,
+``dob``, ``created_at``). Schema-free: the name is the only evidence of the type."""
+_YEAR = re.compile(r"[12]\d{3}")
+_YEAR_MONTH = re.compile(r"[12]\d{3}-\d{2}")
+
+
+def is_date_column(column: exp.Column) -> bool:
+    """Whether a column's name marks it as a date or timestamp (see :data:`DATE_COLUMN_PATTERN`).
+
+    >>> import sqlglot
+    >>> [is_date_column(sqlglot.parse_one(c)) for c in ("T1.OpenDate", "dob", "created_at", "updated", "birth_date")]
+    [True, True, True, False, True]
+    """
+    return bool(DATE_COLUMN_PATTERN.search(column.name.lower().replace(" ", "_")))
+
+
+def date_literal_mismatch(node: exp.Expression) -> str | None:
+    """SQL of a comparison that matches a raw date column against a bare year or partial date.
+
+    A date column compared, without a date function, with ``1980`` (an integer never equals a
+    date string; in SQLite every integer sorts before every text), ``= '2008-08'`` (no full
+    date equals a partial one) or ``BETWEEN … AND '2008-10'`` (drops the last period) means a
+    year/month extraction (``STRFTIME``, ``YEAR``, ``EXTRACT``) is missing (NL2SQL-BUGs:
+    Date/Time Functions). Returns ``None`` for anything else.
+
+    >>> import sqlglot
+    >>> date_literal_mismatch(sqlglot.parse_one("dob > 1980"))
+    'dob > 1980'
+    >>> date_literal_mismatch(sqlglot.parse_one("STRFTIME('%Y', dob) > '1980'")) is None
+    True
+    >>> date_literal_mismatch(sqlglot.parse_one("d.date BETWEEN '2008-08' AND '2008-10'"))
+    "d.date BETWEEN '2008-08' AND '2008-10'"
+    """
+    if isinstance(node, exp.Between):
+        column, high = node.this, node.args.get("high")
+        if isinstance(column, exp.Column) and isinstance(high, exp.Literal) and is_date_column(column):
+            if _YEAR.fullmatch(high.this) or (high.is_string and _YEAR_MONTH.fullmatch(high.this)):
+                return render(node)[:300]
+        return None
+    left, right = node.this, node.expression
+    if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
+        left, right = right, left
+    if not (isinstance(left, exp.Column) and isinstance(right, exp.Literal) and is_date_column(left)):
+        return None
+    if not right.is_string and _YEAR.fullmatch(right.this):
+        return render(node)[:300]
+    if type(node) is exp.EQ and right.is_string and (_YEAR.fullmatch(right.this) or _YEAR_MONTH.fullmatch(right.this)):
+        return render(node)[:300]
+    return None
+
+
+_KEY_NAME = re.compile(r"^(?:link_to_)(?P<linked>.+)$|^(?P<entity>.+?)_?(?:id|code|key)$")
+
+
+def key_entity(name: str) -> str | None:
+    """The entity a key column names by convention, or ``None`` if the name is not key-like.
+
+    >>> [key_entity(n) for n in ("client_id", "driverId", "link_to_event", "country_code", "id", "name")]
+    ['client', 'driver', 'event', 'country', None, None]
+    """
+    match = _KEY_NAME.match(name.lower().replace(" ", "_"))
+    if match is None:
+        return None
+    entity = match.group("linked") or match.group("entity")
+    return entity.rstrip("_") or None
+
+
+def keys_of_different_entities(left: str, right: str) -> bool:
+    """Whether a join equality pairs the keys of two different entities (``client_id = card_id``).
+
+    Schema-free: only names that follow the ``<entity>_id`` / ``<entity>id`` / ``link_to_<entity>``
+    conventions count, a bare ``id`` never does, and one entity name containing the other
+    (``player_id`` / ``home_player_id``) is taken as the same entity.
+
+    >>> keys_of_different_entities("client_id", "card_id"), keys_of_different_entities("driverid", "driverid")
+    (True, False)
+    >>> keys_of_different_entities("id", "client_id"), keys_of_different_entities("player_id", "home_player_id")
+    (False, False)
+    """
+    left_entity, right_entity = key_entity(left), key_entity(right)
+    if left_entity is None or right_entity is None:
+        return False
+    return left_entity not in right_entity and right_entity not in left_entity
+
+
+DATE_PART_TYPES: tuple[type[exp.Expression], ...] = (exp.TimeToStr, exp.Year, exp.Month, exp.Day, exp.Extract)
+"""sqlglot nodes that extract a part of a date (``STRFTIME('%Y', d)`` parses to TimeToStr)."""
+
+
+def _date_part_subtraction(node: exp.Sub) -> bool:
+    """A raw date column minus an extracted date part, or the reverse (``birthday - STRFTIME('%Y', d)``):
+    a full date and a year do not subtract to anything meaningful."""
+    left, right = node.this, node.expression
+    return any(isinstance(a, exp.Column) and is_date_column(a) and isinstance(b, DATE_PART_TYPES) for a, b in ((left, right), (right, left)))
+
+
+def _constant_projections(select: exp.Select) -> tuple[str, ...]:
+    """Plain-column projections of ``select`` that its WHERE fixes with ``column = literal``
+    (not under OR/NOT): ``SELECT name, county … WHERE county = 'Alameda'``."""
+    where = select.args.get("where")
+    if where is None:
+        return ()
+    fixed: set[str] = set()
+    condition = where.this
+    conjuncts = list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
+    for predicate in conjuncts:
+        if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and _literal_text(predicate.expression) is not None:
+            fixed.add(predicate.this.sql())
+    if not fixed:
+        return ()
+    return tuple(
+        render(projection)
+        for projection in (p.unalias() for p in select.expressions)
+        if isinstance(projection, exp.Column) and projection.sql() in fixed
+    )
+
+
+def _unguarded_null_keys(order: exp.Order, filters: list[FilterPredicate], rules: AppRules | None) -> list[str]:
+    """Plain-column ORDER BY keys that put NULLs first (the parser sets ``nulls_first`` from
+    the dialect's NULL ordering or an explicit NULLS FIRST) with no IS [NOT] NULL filter:
+    ``ORDER BY x LIMIT 1`` for "the lowest x" returns a row whose x is unknown."""
+    guarded = {f.column for f in filters if f.operator in ("IS NULL", "IS NOT NULL")}
+    keys: list[str] = []
+    for ordered in order.expressions:
+        key = ordered.this
+        if ordered.args.get("nulls_first") and isinstance(key, exp.Column):
+            name = column_name(key, rules)
+            if name not in guarded:
+                keys.append(name)
+    return keys
 
 
 FLOAT_TYPES = frozenset({"REAL", "FLOAT", "DOUBLE", "DECIMAL", "NUMERIC", "DOUBLE PRECISION", "FLOAT64", "BIGDECIMAL"})

@@ -101,6 +101,7 @@ def _merged(judge_input: JudgeInput) -> QuestionSpec:
         distinct=q.distinct or e.distinct,
         grouping=q.grouping or e.grouping,
         percentage=q.percentage or e.percentage,
+        average_comparison=q.average_comparison or e.average_comparison,
         count_asked=q.count_asked or e.count_asked,
         comparison_ops=tuple(dict.fromkeys((*q.comparison_ops, *e.comparison_ops))),
     )
@@ -203,10 +204,14 @@ def check_distinct(judge_input: JudgeInput) -> list[Finding]:
 
 
 def check_structure(judge_input: JudgeInput) -> list[Finding]:
-    """Joined tables that contribute nothing, ``= NULL`` comparisons, unrequested LIMIT/GROUP BY."""
+    """Join keys of different entities, joined tables that contribute nothing, ``= NULL`` comparisons, unrequested LIMIT/GROUP BY."""
     spec = judge_input.sql_spec
     wanted = judge_input.wanted
     findings: list[Finding] = []
+    for condition in spec.join_key_mismatches:
+        findings.append((_error("Table-Related Errors", "Join Condition Mismatch", f"join equates keys of two different entities: {condition}"), 1.5))
+    for column in spec.constant_projections:
+        findings.append((_error("Attribute-Related Errors", "Attribute Redundancy", f"projection {column} is fixed by an equality filter; it returns a value the question gave"), 0.8))
     for table in spec.unused_tables:
         findings.append((_error("Table-Related Errors", "Table Redundancy", f"table {table} is joined but none of its columns is used"), 0.3))
     if "COUNT" in spec.aggregations and spec.joins and not any("DISTINCT" in p.upper() for p in spec.projections) and not spec.distinct:
@@ -217,6 +222,42 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
         findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", "comparison with = NULL is never true; use IS NULL"), 1.5))
     if spec.limit is not None and wanted.top_k is None and not wanted.superlative and not wanted.ordering:
         findings.append((_error("Clause-Related Errors", "Clause Redundancy", f"LIMIT {spec.limit} without a superlative or top-k in the question"), 0.6))
+    return findings
+
+
+def check_dates(judge_input: JudgeInput) -> list[Finding]:
+    """A raw date column compared with a bare year or partial date, or minus an extracted
+    date part (Date/Time Functions; see :attr:`stef.models.SQLSpec.date_mismatches`)."""
+    return [
+        (_error("Function-Related Errors", "Date/Time Functions", f"date column used as a year or month without extraction: {expression}"), 1.5)
+        for expression in judge_input.sql_spec.date_mismatches
+    ]
+
+
+def check_null_handling(judge_input: JudgeInput) -> list[Finding]:
+    """Implicit NULL handling: a hint's ``x IS [NOT] NULL`` that S omits; ``ORDER BY x … LIMIT``
+    that puts rows with unknown x first (weak: often harmless when x has no NULLs)."""
+    spec = judge_input.sql_spec
+    applied = {(f.column, f.operator) for f in spec.filters}
+    findings: list[Finding] = []
+    for column, operator in judge_input.enriched_spec.null_conditions:
+        if (column, operator) not in applied:
+            findings.append((_error("Condition-Related Errors", "Implicit Condition Missing", f"Q_e requires {column} {operator}, S does not filter it"), 1.2))
+    for column in spec.unguarded_null_order:
+        findings.append((_error("Condition-Related Errors", "Implicit Condition Missing", f"ORDER BY {column} … LIMIT puts NULL {column} first; no IS NOT NULL filter"), 0.25))
+    return findings
+
+
+def check_subqueries(judge_input: JudgeInput) -> list[Finding]:
+    """Question structure that one flat SELECT cannot express (Subquery Missing): ranking a
+    single aggregated row, or comparing with an average computed nowhere."""
+    spec = judge_input.sql_spec
+    findings: list[Finding] = []
+    if spec.single_row_ordering:
+        findings.append((_error("Subquery-Related Errors", "Subquery Missing", "ORDER BY/LIMIT on a query that aggregates to one row has no effect; the ranking needs a subquery"), 1.5))
+    nested = spec.subquery_count or spec.cte_names or spec.window_functions
+    if judge_input.wanted.average_comparison and not nested:
+        findings.append((_error("Subquery-Related Errors", "Subquery Missing", "the question compares with an average, S computes no average to compare with (no subquery, CTE or window)"), 0.8))
     return findings
 
 
@@ -249,6 +290,9 @@ CHECKS: tuple[Check, ...] = (
     check_ordering,
     check_distinct,
     check_structure,
+    check_dates,
+    check_null_handling,
+    check_subqueries,
 )
 """The symbolic checks, in the order their findings are reported."""
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EVALUATOR_VERSION = "stef-0.1.0+symbolic-2"
+EVALUATOR_VERSION = "stef-0.1.0+symbolic-3"
 """Version of the evaluation method; part of the key of stored evaluations."""
 
 
@@ -162,6 +162,21 @@ class SQLSpec(_Frozen):
     """Comparisons of two constants (``1 = 1``): always true or false, they disable filters."""
     null_comparisons: int = 0
     """Comparisons with ``= NULL`` / ``!= NULL`` (always unknown in SQL)."""
+    date_mismatches: tuple[str, ...] = ()
+    """SQL of date misuse on a date-named column with no date function: compared with a bare
+    year or partial date (``dob > 1980``, ``date = '2008-08'``, ``BETWEEN … AND '2008-10'``), or
+    minus an extracted date part (``birthday - STRFTIME('%Y', date)``)."""
+    join_key_mismatches: tuple[str, ...] = ()
+    """Join equalities between keys of two different entities by naming convention
+    (``client_id = card_id``, ``link_to_budget = link_to_event``)."""
+    constant_projections: tuple[str, ...] = ()
+    """Outer projections that are plain columns the outer WHERE fixes with ``= literal``
+    (more than one projection): they return a value the question already gave."""
+    single_row_ordering: bool = False
+    """The outer query aggregates every projection without GROUP BY (one row) yet has
+    ORDER BY or LIMIT: the ranking the question asks for needs a subquery."""
+    unguarded_null_order: tuple[str, ...] = ()
+    """ORDER BY … LIMIT keys that sort NULLs first in the dialect and have no IS [NOT] NULL filter."""
     flags: tuple[str, ...] = ()
     """Warnings found while cleaning/splitting (non-SELECT statements, stripped prose ...)."""
 
@@ -196,6 +211,11 @@ class QuestionSpec(_Frozen):
     comparison_ops: tuple[str, ...] = ()
     """Comparison operators implied by phrases ("more than" -> ``>``, "at least" -> ``>=``)."""
     years: tuple[str, ...] = ()
+    null_conditions: tuple[tuple[str, str], ...] = ()
+    """(column, ``IS NULL`` | ``IS NOT NULL``) conditions a hint states ("translation is not null")."""
+    average_comparison: bool = False
+    """The text compares with an average ("above-average", "less than the average"): S needs
+    the average computed in a subquery or window, not a constant."""
 
 
 class AlignmentResult(_Frozen):

@@ -575,3 +575,84 @@ def test_operator_and_dropped_filter_errors_are_named(question: str, wrong_sql: 
     assert subcategory in {e.subcategory for e in wrong.suspected_errors}
     assert wrong.score is not None and right.score is not None
     assert wrong.score < 75 <= right.score
+
+
+# --- issue 3: date/time, NULL handling, subquery structure, join keys, redundant projections ----
+
+
+@pytest.mark.parametrize(
+    ("question", "enriched", "wrong_sql", "right_sql", "subcategory", "evidence"),
+    [
+        pytest.param(
+            "How many British drivers were born after 1980?", None,
+            "SELECT COUNT(*) FROM drivers WHERE nationality = 'British' AND dob > 1980",
+            "SELECT COUNT(*) FROM drivers WHERE nationality = 'British' AND STRFTIME('%Y', dob) > '1980'",
+            "Date/Time Functions", "dob > 1980", id="bare_year_on_date_column",
+        ),
+        pytest.param(
+            "How many matches were held from August to October 2008?", None,
+            "SELECT COUNT(*) FROM match WHERE date BETWEEN '2008-08' AND '2008-10'",
+            "SELECT COUNT(*) FROM match WHERE STRFTIME('%Y-%m', date) BETWEEN '2008-08' AND '2008-10'",
+            "Date/Time Functions", "date BETWEEN '2008-08' AND '2008-10'", id="partial_date_upper_bound",
+        ),
+        pytest.param(
+            "How many sets in block Ice Age have an Italian translation?",
+            "Italian translation refers to language = 'Italian' and translation is not null",
+            "SELECT COUNT(s.name) FROM sets AS s JOIN set_translations AS t ON s.code = t.setcode WHERE s.block = 'Ice Age' AND t.language = 'Italian'",
+            "SELECT COUNT(s.name) FROM sets AS s JOIN set_translations AS t ON s.code = t.setcode WHERE s.block = 'Ice Age' AND t.language = 'Italian' AND t.translation IS NOT NULL",
+            "Implicit Condition Missing", "translation IS NOT NULL", id="hint_not_null_dropped",
+        ),
+        pytest.param(
+            "What is the date of the first post of the youngest user?", None,
+            "SELECT MIN(p.creationdate) FROM posts AS p JOIN users AS u ON p.owneruserid = u.id ORDER BY u.age LIMIT 1",
+            "SELECT MIN(p.creationdate) FROM posts AS p WHERE p.owneruserid = (SELECT id FROM users WHERE NOT age IS NULL ORDER BY age LIMIT 1)",
+            "Subquery Missing", "ORDER BY/LIMIT", id="ranking_a_single_aggregated_row",
+        ),
+        pytest.param(
+            "List the teams with above-average passing in 2012.", None,
+            "SELECT name FROM team_attributes WHERE passing > 50 AND season = 2012",
+            "SELECT name FROM team_attributes WHERE season = 2012 AND passing > (SELECT AVG(passing) FROM team_attributes WHERE season = 2012)",
+            "Subquery Missing", "average", id="average_without_subquery",
+        ),
+        pytest.param(
+            "How many female clients have a loan?", "female refers to gender = 'F'",
+            "SELECT COUNT(c.client_id) FROM client AS c JOIN loan AS l ON c.client_id = l.account_id WHERE c.gender = 'F'",
+            "SELECT COUNT(c.client_id) FROM client AS c JOIN disp AS d ON c.client_id = d.client_id JOIN loan AS l ON d.account_id = l.account_id WHERE c.gender = 'F'",
+            "Join Condition Mismatch", "c.client_id = l.account_id", id="join_keys_of_two_entities",
+        ),
+    ],
+)
+def test_structural_errors_are_named_with_their_clause(
+    question: str, enriched: str | None, wrong_sql: str, right_sql: str, subcategory: str, evidence: str
+) -> None:
+    wrong = evaluate(AgentLogRecord(run_id="w", question=question, enriched_question=enriched, sql=wrong_sql, dialect="sqlite"))
+    right = evaluate(AgentLogRecord(run_id="r", question=question, enriched_question=enriched, sql=right_sql, dialect="sqlite"))
+    named = [e for e in wrong.suspected_errors if e.subcategory == subcategory]
+    assert named and evidence in named[0].evidence
+    assert subcategory not in {e.subcategory for e in right.suspected_errors}
+    assert wrong.score is not None and right.score is not None and wrong.score < right.score
+
+
+def test_null_ordering_follows_the_dialect() -> None:
+    """ORDER BY x LIMIT puts NULLs first ascending in SQLite, descending in Postgres, never in DuckDB."""
+    def keys(sql: str, dialect: str) -> tuple[str, ...]:
+        return extract_sql_spec(sqlglot.parse_one(sql, read=dialect), dialect).unguarded_null_order
+
+    assert keys("SELECT a FROM t ORDER BY price LIMIT 1", "sqlite") == ("price",)
+    assert keys("SELECT a FROM t ORDER BY price DESC LIMIT 1", "sqlite") == ()
+    assert keys("SELECT a FROM t ORDER BY price DESC LIMIT 1", "postgres") == ("price",)
+    assert keys("SELECT a FROM t ORDER BY price LIMIT 1", "duckdb") == ()
+    assert keys("SELECT a FROM t WHERE price IS NOT NULL ORDER BY price LIMIT 1", "sqlite") == ()
+    assert keys("SELECT a FROM t ORDER BY price NULLS LAST LIMIT 1", "sqlite") == ()
+
+
+def test_hint_bindings_take_the_compared_literal_not_the_format_string() -> None:
+    spec = extract_question_spec("from August to October 2008 refers to strftime('%Y-%m', date) BETWEEN '2008-08' AND '2008-10'; big refers to 5 < size", "sqlite")
+    assert spec.value_bindings == (("date", "BETWEEN", "2008-08"), ("date", "BETWEEN", "2008-10"), ("size", ">", "5"))
+
+
+def test_projection_fixed_by_an_equality_filter_is_redundant() -> None:
+    spec = extract_sql_spec(sqlglot.parse_one("SELECT name, county FROM schools WHERE county = 'Alameda' AND kind = 'x'"))
+    assert spec.constant_projections == ("county",)
+    assert extract_sql_spec(sqlglot.parse_one("SELECT county FROM schools WHERE county = 'Alameda'")).constant_projections == ()
+    assert extract_sql_spec(sqlglot.parse_one("SELECT name, county FROM schools WHERE county = 'A' OR county = 'B'")).constant_projections == ()
