@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace  # noqa: E402
 from datetime import UTC, date, datetime, timedelta  # noqa: E402
 from typing import Any, Literal  # noqa: E402
 
-from prefect import Flow, flow, get_run_logger  # noqa: E402
+from prefect import flow, get_run_logger  # noqa: E402
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner  # noqa: E402
 from prefect.utilities.annotations import quote  # noqa: E402
 
@@ -184,7 +184,7 @@ def nightly(
     parts = batches(records, batch_size)
     if settings.max_cost_usd is not None and parts:
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
-    futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path) for batch in parts]
+    futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True) for batch in parts]
     evaluations = [evaluation for future in futures for evaluation in future.result()]
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)  # type: ignore[call-overload]
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)

@@ -8,6 +8,7 @@ Source: STEF paper §2 (stages A–E) and §3 (score Φ); DESIGN.md §2–§3.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
 
@@ -327,3 +328,52 @@ class Evaluation(_Frozen):
     def summary_row(self) -> dict[str, Any]:
         """Flat JSON-ready dict with the contract keys first (``stef evaluate`` output)."""
         return self.model_dump(mode="json")
+
+    def evidence_json(self) -> str:
+        """The whole evaluation as one JSON document (the warehouse's ``evidence`` column)."""
+        return self.model_dump_json()
+
+    def compact(self) -> CompactEvaluation:
+        """This evaluation as a :class:`CompactEvaluation` (its keys and its evidence JSON)."""
+        return CompactEvaluation(
+            run_id=self.run_id,
+            status=self.status,
+            evaluator_version=self.evaluator_version,
+            agent_id=self.agent_id,
+            agent_version=self.agent_version,
+            app_id=self.app_id,
+            evidence=self.model_dump_json(),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactEvaluation:
+    """An :class:`Evaluation` reduced to what the warehouse stores: its keys and its evidence as
+    JSON text (about 3 KB per record instead of about 20 KB of Python objects), so a day of
+    100k records fits in memory. Batch tasks of the nightly flow return these.
+
+    >>> e = Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=90.0).compact()
+    >>> e.run_id, e.status.value, Evaluation.model_validate_json(e.evidence_json()).score
+    ('r1', 'evaluated', 90.0)
+    """
+
+    run_id: str | None
+    status: EvaluationStatus
+    evaluator_version: str
+    agent_id: str | None
+    agent_version: str | None
+    app_id: str | None
+    evidence: str
+    """``Evaluation.model_dump_json()``."""
+
+    def evidence_json(self) -> str:
+        """The evaluation's JSON document (as :meth:`Evaluation.evidence_json`)."""
+        return self.evidence
+
+    def compact(self) -> CompactEvaluation:
+        """Itself (already compact)."""
+        return self
+
+
+StoredEvaluation = Evaluation | CompactEvaluation
+"""What the warehouse accepts for one evaluation: the full model or its compact form."""

@@ -189,8 +189,9 @@ def load_rules_file(path: str | Path) -> AppRules:
     return parse_rules(payload, str(path))
 
 
+@lru_cache(maxsize=1)
 def default_rules() -> AppRules:
-    """The built-in ``rules/default.json``."""
+    """The built-in ``rules/default.json`` (parsed and validated once; the model is frozen)."""
     return parse_rules(_default_payload(), "rules/default.json")
 
 

@@ -12,7 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from stef.errors import RulesError
 from stef.evaluate import evaluate_many
 from stef.llm_judge import JudgeSettings
-from stef.models import AgentLogRecord, Evaluation
+from stef.models import AgentLogRecord, CompactEvaluation, Evaluation
 from stef.rules import RuleBook
 
 DEFAULT_BATCH_SIZE = 500
@@ -86,7 +86,8 @@ def evaluate_batch(
     rules_dir: str | None = None,
     judge: JudgeSettings | None = None,
     warehouse_path: str | None = None,
-) -> list[Evaluation]:
+    compact: bool = False,
+) -> list[Evaluation] | list[CompactEvaluation]:
     """Evaluate one batch with :func:`stef.evaluate.evaluate_many` (symbolic judge), or with the
     LLM judge of ``judge`` (:class:`stef.llm_evaluate.LLMEvaluator`, STEF paper §2.D).
 
@@ -100,9 +101,11 @@ def evaluate_batch(
         rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
         judge: judge settings (``None``: symbolic).
         warehouse_path: the warehouse holding the judge cache (only used with a model).
+        compact: return :class:`stef.models.CompactEvaluation` rows (keys + evidence JSON,
+            about a seventh of the memory; serialised in the worker). The nightly flow does.
 
     Returns:
-        One :class:`stef.models.Evaluation` per record, in order; a bad record gets a typed
+        One :class:`stef.models.Evaluation` (or its compact form) per record, in order; a bad record gets a typed
         status and a failed model call the symbolic verdict with its reason: it never fails the
         batch.
 
@@ -112,7 +115,8 @@ def evaluate_batch(
     """
     records = list(records)
     if judge is None or judge.is_symbolic:
-        return evaluate_many(records, rulebook=rulebook(rules_dir))
+        evaluations = evaluate_many(records, rulebook=rulebook(rules_dir))
+        return [e.compact() for e in evaluations] if compact else evaluations
     from stef.llm_evaluate import LLMEvaluator
     from tasks._runtime import run_logger
     from warehouse.judge_cache import DuckDBJudgeCache
@@ -120,4 +124,4 @@ def evaluate_batch(
     evaluator = LLMEvaluator(judge, cache=DuckDBJudgeCache(warehouse_path))
     evaluations = evaluator.evaluate_many(records, rulebook(rules_dir))
     run_logger().info("%s", evaluator.stats.summary())
-    return evaluations
+    return [e.compact() for e in evaluations] if compact else evaluations

@@ -11,12 +11,12 @@ from prefect.cache_policies import NO_CACHE
 
 from stef.evaluate import rejected_evaluation
 from stef.logs import LogLine
-from stef.models import EVALUATOR_VERSION, Evaluation
+from stef.models import EVALUATOR_VERSION, Evaluation, StoredEvaluation
 from tasks._runtime import retry_on_io_error, run_logger
 from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
 
 
-def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[Evaluation], evaluator_version: str | None = None) -> list[Evaluation]:
+def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[StoredEvaluation], evaluator_version: str | None = None) -> list[Evaluation]:
     """``invalid_input`` evaluations for the quarantined lines that have a run_id of their own.
 
     A quarantined line gets one when it has a ``run_id`` that no valid record, no evaluation in
@@ -58,7 +58,7 @@ def store_results(
     warehouse_path: str | None,
     log_date: date,
     lines: list[LogLine],
-    evaluations: list[Evaluation],
+    evaluations: list[StoredEvaluation],
     evaluator_version: str | None = None,
 ) -> StoreSummary:
     """Replace the day in the warehouse: runs, evaluations and quarantine (one transaction).
@@ -70,7 +70,7 @@ def store_results(
         warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
         log_date: the day.
         lines: the day's lines after validation.
-        evaluations: one evaluation per valid record.
+        evaluations: one evaluation (full or compact) per valid record.
         evaluator_version: the version to store (default: that of ``evaluations``); pass it when
             a judge other than the symbolic one is used, so that a day without valid records is
             stored under the same version.
@@ -82,7 +82,7 @@ def store_results(
         WarehouseLockedError: another process still writes the file after the lock timeout (not retried).
         WarehouseError: the write failed or the inputs break the contract.
     """
-    everything = [*evaluations, *quarantine_evaluations(lines, evaluations, evaluator_version)]
+    everything: list[StoredEvaluation] = [*evaluations, *quarantine_evaluations(lines, evaluations, evaluator_version)]
     conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
         summary = store_day(conn, log_date, lines, everything, evaluator_version=evaluator_version)

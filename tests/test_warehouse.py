@@ -410,3 +410,32 @@ def test_warehouse_doctests() -> None:
     for module in (warehouse.connection, warehouse.migrate, warehouse.store):
         result = doctest.testmod(module)
         assert result.failed == 0, module.__name__
+
+
+def test_compact_evaluations_store_the_same_rows_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nightly flow stores CompactEvaluation rows, inserted in chunks: same table as full models."""
+    lines, evaluations = _fixture_day()
+    full = warehouse.connect(tmp_path / "full.duckdb")
+    store_day(full, DAY, lines, evaluations)
+    monkeypatch.setattr(warehouse.store, "INSERT_CHUNK_ROWS", 2)
+    compact = warehouse.connect(tmp_path / "compact.duckdb")
+    summary = store_day(compact, DAY, lines, [e.compact() for e in evaluations])
+    query = "SELECT * EXCLUDE (evaluated_at) FROM evaluations ORDER BY run_id"
+    assert summary.evaluations == 7
+    assert compact.execute(query).fetchall() == full.execute(query).fetchall()
+    runs = "SELECT * EXCLUDE (ingested_at) FROM agent_runs ORDER BY run_id"
+    assert compact.execute(runs).fetchall() == full.execute(runs).fetchall()
+    full.close()
+    compact.close()
+
+
+def test_duckdb_memory_limit_is_bounded_and_configurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STEF_DUCKDB_MEMORY_LIMIT", raising=False)
+    with warehouse.connect(tmp_path / "a.duckdb") as conn:
+        assert conn.execute("SELECT current_setting('memory_limit')").fetchone() == ("488.2 MiB",)  # 512 MB
+    monkeypatch.setenv("STEF_DUCKDB_MEMORY_LIMIT", "1GB")
+    with warehouse.connect(tmp_path / "b.duckdb") as conn:
+        assert conn.execute("SELECT current_setting('memory_limit')").fetchone() == ("953.6 MiB",)
+    monkeypatch.setenv("STEF_DUCKDB_MEMORY_LIMIT", "lots")
+    with pytest.raises(WarehouseError, match="STEF_DUCKDB_MEMORY_LIMIT='lots' is not a DuckDB memory size"):
+        warehouse.connect(tmp_path / "c.duckdb")

@@ -32,6 +32,13 @@ LOCK_TIMEOUT_ENV_VAR = "STEF_LOCK_TIMEOUT_S"
 
 _LOCK_POLL_S = 0.2
 
+DEFAULT_MEMORY_LIMIT = "512MB"
+"""DuckDB's memory limit for a warehouse connection. DuckDB's own default is 80 % of RAM, and a
+day's uncommitted inserts stay in that memory; with a limit DuckDB spills to
+``<warehouse>.tmp/`` instead, so storing 100k records adds a bounded amount to the nightly's
+peak memory. ``$STEF_DUCKDB_MEMORY_LIMIT`` overrides it (any DuckDB size: ``2GB``, ``75%``)."""
+MEMORY_LIMIT_ENV_VAR = "STEF_DUCKDB_MEMORY_LIMIT"
+
 
 def resolve_path(path: str | Path | None = None) -> Path:
     """The warehouse file to use: ``path``, else ``$STEF_WAREHOUSE``, else ``./stef.duckdb``.
@@ -71,6 +78,22 @@ def default_lock_timeout() -> float:
     return value
 
 
+def default_memory_limit() -> str:
+    """DuckDB memory limit: ``$STEF_DUCKDB_MEMORY_LIMIT``, else :data:`DEFAULT_MEMORY_LIMIT`.
+
+    Raises:
+        WarehouseError: the variable is not a size DuckDB accepts.
+    """
+    raw = os.environ.get(MEMORY_LIMIT_ENV_VAR, "").strip()
+    if not raw:
+        return DEFAULT_MEMORY_LIMIT
+    try:
+        duckdb.connect(IN_MEMORY, config={"memory_limit": raw}).close()
+    except duckdb.Error as exc:
+        raise WarehouseError(f"{MEMORY_LIMIT_ENV_VAR}={raw!r} is not a DuckDB memory size (e.g. 512MB, 2GB): {exc}") from exc
+    return raw
+
+
 def _is_lock_conflict(exc: duckdb.IOException) -> bool:
     # DuckDB has no dedicated exception type for a conflicting file lock; the IOException
     # message ("Could not set lock on file ...") is the only signal it gives.
@@ -106,7 +129,7 @@ def connect(
     Raises:
         WarehouseLockedError: another process still holds the file after ``lock_timeout``.
         WarehouseError: the file cannot be opened (not a DuckDB file, no permission, missing in
-            read-only mode) or cannot be migrated.
+            read-only mode), cannot be migrated, or ``$STEF_DUCKDB_MEMORY_LIMIT`` is not a size.
     """
     if str(path) == IN_MEMORY:
         conn = duckdb.connect(IN_MEMORY)
@@ -119,12 +142,13 @@ def connect(
         except OSError as exc:
             raise WarehouseError(f"cannot create the folder of warehouse {target}: {exc.strerror or exc}") from exc
     timeout = default_lock_timeout() if lock_timeout is None else max(lock_timeout, 0.0)
+    memory_limit = default_memory_limit()
     started = time.monotonic()
     deadline = started + timeout
     waiting = False
     while True:
         try:
-            conn = duckdb.connect(str(target), read_only=read_only)
+            conn = duckdb.connect(str(target), read_only=read_only, config={"memory_limit": memory_limit})
             break
         except duckdb.IOException as exc:
             if not _is_lock_conflict(exc):

@@ -28,7 +28,7 @@ import duckdb
 import pyarrow as pa
 
 from stef.logs import LogLine
-from stef.models import EVALUATOR_VERSION, AgentLogRecord, Evaluation, EvaluationStatus
+from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus, StoredEvaluation
 from warehouse.errors import WarehouseError
 
 UNKNOWN = "unknown"
@@ -179,6 +179,11 @@ def line_identity(line: LogLine) -> Identity:
     )
 
 
+INSERT_CHUNK_ROWS = 10_000
+"""Rows per Arrow table handed to DuckDB while storing a day (all in one transaction): bounds
+the Arrow copy of a large day to one chunk."""
+
+
 def _json_or_none(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
 
@@ -187,7 +192,7 @@ def _utc_now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def _evaluator_version(evaluations: Sequence[Evaluation], evaluator_version: str | None) -> str:
+def _evaluator_version(evaluations: Sequence[StoredEvaluation], evaluator_version: str | None) -> str:
     versions = {e.evaluator_version for e in evaluations}
     if evaluator_version is not None:
         versions.add(evaluator_version)
@@ -200,7 +205,7 @@ def _where(line: LogLine) -> str:
     return f"{line.source}:{line.line_number}"
 
 
-def _owners(lines: Sequence[LogLine], evaluations: Sequence[Evaluation]) -> dict[str, int]:
+def _owners(lines: Sequence[LogLine], evaluations: Sequence[StoredEvaluation]) -> dict[str, int]:
     """Map each evaluation's run_id to the index of the line it belongs to; check the contract."""
     valid: dict[str, int] = {}
     rejected: dict[str, int] = {}
@@ -287,7 +292,7 @@ def _runs_table(runs: Sequence[tuple[LogLine, AgentLogRecord]]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=_RUNS_SCHEMA)
 
 
-def _evaluations_table(rows: Sequence[tuple[Evaluation, Identity]]) -> pa.Table:
+def _evaluations_table(rows: Sequence[tuple[StoredEvaluation, Identity]]) -> pa.Table:
     columns: dict[str, list[Any]] = {field.name: [] for field in _EVALUATIONS_SCHEMA}
     for evaluation, (agent_id, agent_version, app_id) in rows:
         columns["run_id"].append(evaluation.run_id)
@@ -295,7 +300,7 @@ def _evaluations_table(rows: Sequence[tuple[Evaluation, Identity]]) -> pa.Table:
         columns["agent_id"].append(agent_id if agent_id is not None else evaluation.agent_id)
         columns["agent_version"].append(agent_version if agent_version is not None else evaluation.agent_version)
         columns["app_id"].append(app_id if app_id is not None else evaluation.app_id)
-        columns["evidence"].append(evaluation.model_dump_json())
+        columns["evidence"].append(evaluation.evidence_json())
     return pa.Table.from_pydict(columns, schema=_EVALUATIONS_SCHEMA)
 
 
@@ -317,7 +322,7 @@ def store_day(
     conn: duckdb.DuckDBPyConnection,
     log_date: date,
     log_lines: Sequence[LogLine],
-    evaluations: Sequence[Evaluation],
+    evaluations: Sequence[StoredEvaluation],
     *,
     evaluator_version: str | None = None,
 ) -> StoreSummary:
@@ -334,7 +339,9 @@ def store_day(
         log_date: the day (the log folder's date).
         log_lines: every non-blank line of the day, valid (``record`` set) or rejected.
         evaluations: one per valid record, plus optionally one per rejected line with a
-            ``run_id`` (status ``invalid_input``); all with the same evaluator version.
+            ``run_id`` (status ``invalid_input``); all with the same evaluator version. Full
+            :class:`Evaluation` models or their :class:`CompactEvaluation` form (``evidence``
+            holds the JSON either way).
         evaluator_version: the version to replace when ``evaluations`` is empty (default
             :data:`stef.models.EVALUATOR_VERSION`); must match the evaluations otherwise.
 
@@ -380,14 +387,16 @@ def store_day(
             if evaluation.run_id is not None and evaluation.run_id not in elsewhere
         ]
         evaluated_lines = {owners[e.run_id] for e, _ in kept if e.run_id is not None}
-        with registered(conn, "_stef_runs", _runs_table(runs)):
-            conn.execute(
-                "INSERT INTO agent_runs BY NAME "
-                "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS ingested_at FROM _stef_runs",
-                params,
-            )
-        with registered(conn, "_stef_evaluations", _evaluations_table(kept)):
-            conn.execute(_INSERT_EVALUATIONS, params)
+        for start in range(0, len(runs), INSERT_CHUNK_ROWS):
+            with registered(conn, "_stef_runs", _runs_table(runs[start : start + INSERT_CHUNK_ROWS])):
+                conn.execute(
+                    "INSERT INTO agent_runs BY NAME "
+                    "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS ingested_at FROM _stef_runs",
+                    params,
+                )
+        for start in range(0, len(kept), INSERT_CHUNK_ROWS):
+            with registered(conn, "_stef_evaluations", _evaluations_table(kept[start : start + INSERT_CHUNK_ROWS])):
+                conn.execute(_INSERT_EVALUATIONS, params)
         with registered(conn, "_stef_quarantine", _quarantine_table(quarantined)):
             conn.execute(
                 "INSERT INTO quarantine BY NAME "
