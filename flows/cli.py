@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flows.parallel import OutputRow
 from stef.errors import InputError, StefError, UnknownDialectError
 from stef.models import Band, EvaluationStatus, FilterStatus, Verdict
 
@@ -51,6 +52,8 @@ JUDGE_HELP = ("Judge that gives the semantic verdict: 'symbolic' (default, deter
 API_BASE_HELP = "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
 BATCH_SIZE = 500
 """Records evaluated per call of :func:`stef.evaluate.evaluate_many` by ``stef evaluate``."""
+PROGRESS_EVERY = 100
+"""``stef evaluate`` refreshes its progress line every this many records."""
 DEMO_DIR = "stef-demo"
 DEMO_WAREHOUSE = "stef-demo.duckdb"
 NOT_EVALUATED_SHOWN = 5
@@ -203,11 +206,12 @@ def evaluate_lines(
     judge: object | None = None,
     batch_size: int | None = None,
     workers: int = 1,
-) -> Iterator[Evaluation]:
-    """Evaluate log lines in batches, yielding exactly one evaluation per line, in order.
+) -> Iterator[OutputRow]:
+    """Evaluate log lines in batches, yielding exactly one output row per line, in order.
 
-    A rejected line (not JSON, invalid record) yields ``rejected_evaluation(run_id, reason)`` at
-    its position; a record without a dialect is evaluated in ``dialect`` when one is given.
+    A rejected line (not JSON, invalid record) yields the row of
+    ``rejected_evaluation(run_id, reason)`` at its position; a record without a dialect is
+    evaluated in ``dialect`` when one is given.
 
     Args:
         lines: the lines of one or more log files (:func:`stef.logs.read_log_file`).
@@ -218,12 +222,19 @@ def evaluate_lines(
         batch_size: records per :func:`stef.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
         workers: processes for the symbolic judge (``1``: in this process); see
             :mod:`flows.parallel`.
+
+    Returns:
+        :class:`flows.parallel.OutputRow` items: the evaluation's JSON line and its counted fields.
     """
     from stef.evaluate import evaluate_many, rejected_evaluation
 
     batch_evaluate = getattr(judge, "evaluate_many", None)
     batch_size = batch_size or BATCH_SIZE
     iterator = iter(lines)
+
+    def rejected(line: LogLine) -> OutputRow:
+        return OutputRow.of(rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}"))
+
     if judge is None and workers > 1:
         from collections import deque
 
@@ -236,25 +247,19 @@ def evaluate_lines(
                 line_batches.append(batch)
                 yield [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
 
-        for evaluations in evaluate_batches_in_processes(record_batches(), rulebook, workers):
-            evaluated = iter(evaluations)
+        for rows in evaluate_batches_in_processes(record_batches(), rulebook, workers):
+            evaluated = iter(rows)
             for line in line_batches.popleft():
-                if line.record is None:
-                    yield rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}")
-                else:
-                    yield next(evaluated)
+                yield rejected(line) if line.record is None else next(evaluated)
         return
     while batch := list(islice(iterator, batch_size)):
         records = [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
         if batch_evaluate is not None:
-            evaluated = iter(batch_evaluate(records, rulebook))
+            evaluations = iter(batch_evaluate(records, rulebook))
         else:
-            evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge))
+            evaluations = iter(evaluate_many(records, rulebook=rulebook, judge=judge))
         for line in batch:
-            if line.record is None:
-                yield rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}")
-            else:
-                yield next(evaluated)
+            yield rejected(line) if line.record is None else OutputRow.of(next(evaluations))
 
 
 def _workers(requested: int, evaluator: object | None) -> int:
@@ -295,8 +300,8 @@ class EvaluationStats:
     not_evaluated: list[tuple[str, str, str]] = field(default_factory=list)
     """The first few (run_id, status, reason) of records that got no score."""
 
-    def add(self, evaluation: Evaluation) -> None:
-        """Count one evaluation."""
+    def add(self, evaluation: Evaluation | OutputRow) -> None:
+        """Count one evaluation (the model or its output row)."""
         self.records += 1
         if evaluation.score is not None:
             self.scores.append(evaluation.score)
@@ -422,10 +427,11 @@ def evaluate(
         try:
             with handle, progress:
                 task = progress.add_task("evaluating", total=None)
-                for evaluation in evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator, workers=_workers(workers, evaluator)):
-                    handle.write(json.dumps(evaluation.summary_row(), ensure_ascii=False) + "\n")
-                    stats.add(evaluation)
-                    progress.update(task, description=f"evaluated {stats.records} records")
+                for row in evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator, workers=_workers(workers, evaluator)):
+                    handle.write(row.json + "\n")
+                    stats.add(row)
+                    if stats.records % PROGRESS_EVERY == 0:
+                        progress.update(task, description=f"evaluated {stats.records} records")
             if not special:
                 partial.replace(out)
         finally:

@@ -24,7 +24,7 @@ from prefect.utilities.annotations import quote  # noqa: E402
 
 from stef.errors import InputError  # noqa: E402
 from stef.llm_judge import DEFAULT_CONCURRENCY, SYMBOLIC, JudgeSettings, preflight  # noqa: E402
-from stef.models import EVALUATOR_VERSION  # noqa: E402
+from stef.models import EVALUATOR_VERSION, CompactEvaluation  # noqa: E402
 from tasks import compute_metrics, evaluate_batch, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
 from tasks.drift import nightly_drift_step  # noqa: E402
 from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches  # noqa: E402
@@ -185,7 +185,9 @@ def nightly(
     if settings.max_cost_usd is not None and parts:
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
     futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True) for batch in parts]
-    evaluations = [evaluation for future in futures for evaluation in future.result()]
+    evaluations: list[CompactEvaluation] = []
+    while futures:  # in order; each finished future is dropped so its task state is freed early
+        evaluations.extend(futures.pop(0).result())
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)  # type: ignore[call-overload]
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
     publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)

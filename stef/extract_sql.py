@@ -392,7 +392,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             for ordered in order.expressions:
                 direction = "DESC" if ordered.args.get("desc") else "ASC"
                 key = ordered.this
-                order_by.append((column_name(key, rules) if isinstance(key, exp.Column) else key.sql(dialect=dialect or None).lower(), direction))
+                order_by.append((column_name(key, rules) if isinstance(key, exp.Column) else render(key).lower(), direction))
         limit_node = query_for_modifiers.args.get("limit")
         if limit_node is None and outer_select is not None:
             limit_node = outer_select.args.get("limit")
@@ -554,18 +554,18 @@ def _constant_projections(select: exp.Select) -> tuple[str, ...]:
     where = select.args.get("where")
     if where is None:
         return ()
-    fixed: set[str] = set()
+    fixed: set[tuple[str, str]] = set()
     condition = where.this
     conjuncts = list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
     for predicate in conjuncts:
         if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and _literal_text(predicate.expression) is not None:
-            fixed.add(predicate.this.sql())
+            fixed.add((predicate.this.table, predicate.this.name))
     if not fixed:
         return ()
     return tuple(
         render(projection)
         for projection in (p.unalias() for p in select.expressions)
-        if isinstance(projection, exp.Column) and projection.sql() in fixed
+        if isinstance(projection, exp.Column) and (projection.table, projection.name) in fixed
     )
 
 

@@ -8,6 +8,7 @@ Source: STEF paper §2 (stages A–E) and §3 (score Φ); DESIGN.md §2–§3.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal
@@ -334,7 +335,7 @@ class Evaluation(_Frozen):
         return self.model_dump_json()
 
     def compact(self) -> CompactEvaluation:
-        """This evaluation as a :class:`CompactEvaluation` (its keys and its evidence JSON)."""
+        """This evaluation as a :class:`CompactEvaluation` (its keys and its compressed evidence JSON)."""
         return CompactEvaluation(
             run_id=self.run_id,
             status=self.status,
@@ -342,15 +343,16 @@ class Evaluation(_Frozen):
             agent_id=self.agent_id,
             agent_version=self.agent_version,
             app_id=self.app_id,
-            evidence=self.model_dump_json(),
+            evidence_zlib=zlib.compress(self.model_dump_json().encode("utf-8"), 1),
         )
 
 
 @dataclass(frozen=True, slots=True)
 class CompactEvaluation:
-    """An :class:`Evaluation` reduced to what the warehouse stores: its keys and its evidence as
-    JSON text (about 3 KB per record instead of about 20 KB of Python objects), so a day of
-    100k records fits in memory. Batch tasks of the nightly flow return these.
+    """An :class:`Evaluation` reduced to what the warehouse stores: its keys and its evidence JSON,
+    zlib-compressed (about 1.2 KB per record instead of about 20 KB of Python objects), so a day
+    of 100k records and its copies in transit between processes fit in memory. Batch tasks of
+    the nightly flow return these.
 
     >>> e = Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=90.0).compact()
     >>> e.run_id, e.status.value, Evaluation.model_validate_json(e.evidence_json()).score
@@ -363,12 +365,12 @@ class CompactEvaluation:
     agent_id: str | None
     agent_version: str | None
     app_id: str | None
-    evidence: str
-    """``Evaluation.model_dump_json()``."""
+    evidence_zlib: bytes
+    """``Evaluation.model_dump_json()`` as UTF-8, zlib level 1 (about 40 % of the text)."""
 
     def evidence_json(self) -> str:
         """The evaluation's JSON document (as :meth:`Evaluation.evidence_json`)."""
-        return self.evidence
+        return zlib.decompress(self.evidence_zlib).decode("utf-8")
 
     def compact(self) -> CompactEvaluation:
         """Itself (already compact)."""

@@ -2,10 +2,11 @@
 warehouse, a lock held past the timeout, a 50 MB log file with one bad line, the Dask task runner.
 
 The subprocess tests run the real ``stef nightly`` command (its typer app) in a fresh Python
-process. To stop a run at a known point *inside* the store transaction, the process is started
-through :data:`_HOOKED_STEF`: it wraps ``warehouse.store._quarantine_table`` (called after the
-``agent_runs`` and ``evaluations`` inserts, before the commit) so that it creates a marker file
-and then waits for a release file. No test hook lives in the product code. Each subprocess pays
+process. To stop a run at a known point of storing, the process is started through
+:data:`_HOOKED_STEF`: it wraps a function of ``warehouse.store`` (``$STEF_TEST_HOLD_AT``, default
+``_record_stored_day``: inside the day's transaction, after its rows were moved from the staging
+tables, before the commit; ``_quarantine_table``: while staging, after the ``agent_runs`` and
+``evaluations`` chunks) so that it creates a marker file and then waits for a release file. No test hook lives in the product code. Each subprocess pays
 Prefect's temporary-server startup (about 10 s), hence the ``slow`` marks.
 """
 
@@ -36,17 +37,18 @@ _HOOKED_STEF = textwrap.dedent(
     import os, sys, time
     import warehouse.store as store
 
-    _original = store._quarantine_table
+    _point = os.environ.get("STEF_TEST_HOLD_AT", "_record_stored_day")
+    _original = getattr(store, _point)
 
-    def _hold_inside_the_transaction(rows):
+    def _hold(*args, **kwargs):
         marker, release = os.environ["STEF_TEST_MARKER"], os.environ.get("STEF_TEST_RELEASE", "")
         open(marker, "w").close()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (release and os.path.exists(release)):
             time.sleep(0.05)
-        return _original(rows)
+        return _original(*args, **kwargs)
 
-    store._quarantine_table = _hold_inside_the_transaction
+    setattr(store, _point, _hold)
     from flows.cli import app
     app(sys.argv[1:], prog_name="stef")
     """
@@ -110,7 +112,8 @@ def _stored_run_ids(warehouse: Path, day: date) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
-def test_sigkill_while_storing_then_rerun_stores_every_record_exactly_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hold_at", ["_record_stored_day", "_quarantine_table"], ids=["inside_the_transaction", "while_staging"])
+def test_sigkill_while_storing_then_rerun_stores_every_record_exactly_once(tmp_path: Path, hold_at: str) -> None:
     from flows.nightly import nightly
 
     logs, warehouse = tmp_path / "logs", tmp_path / "wh.duckdb"
@@ -118,7 +121,7 @@ def test_sigkill_while_storing_then_rerun_stores_every_record_exactly_once(tmp_p
     nightly(log_date=OTHER_DAY, logs_root=str(logs), warehouse=str(warehouse))
     expected = _write_day(logs, DAY, 2000, "run")
     marker = tmp_path / "storing"
-    env = _env(STEF_TEST_MARKER=str(marker))
+    env = _env(STEF_TEST_MARKER=str(marker), STEF_TEST_HOLD_AT=hold_at)
     args = ["nightly", "--date", DAY.isoformat(), "--logs-root", str(logs), "--warehouse", str(warehouse)]
     process = _start_stef(tmp_path, "killed", args, env)
     try:
@@ -129,7 +132,7 @@ def test_sigkill_while_storing_then_rerun_stores_every_record_exactly_once(tmp_p
         process.wait()
     assert process.returncode == -signal.SIGKILL
 
-    # The killed transaction left nothing of the day, and the earlier day is intact.
+    # The killed run left nothing of the day, and the earlier day is intact.
     assert _day_counts(warehouse, DAY) == (0, 0, 0, 0)
     assert _stored_run_ids(warehouse, OTHER_DAY) == earlier
 

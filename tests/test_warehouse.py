@@ -317,7 +317,7 @@ def test_a_failed_write_rolls_back_and_keeps_the_previous_day(conn: duckdb.DuckD
     good = line(1, run_id="r1")
     store_day(conn, DAY, [good], [scored("r1", 80.0, Band.GOOD)])
     corrupt = LogLine(good.source, 1, good.record, None, "this raw text is not JSON", "r1")
-    with pytest.raises(WarehouseError, match=r"storing 2026-11-20 failed and was rolled back"):
+    with pytest.raises(WarehouseError, match=r"storing 2026-11-20 failed while staging its rows; nothing of the day changed"):
         store_day(conn, DAY, [corrupt], [scored("r1", 10.0, Band.POOR)])
     assert conn.execute("SELECT run_id, score FROM evaluations").fetchall() == [("r1", 80.0)]
     assert count(conn, "SELECT count(*) FROM agent_runs") == 1
@@ -432,7 +432,7 @@ def test_compact_evaluations_store_the_same_rows_in_chunks(tmp_path: Path, monke
 def test_duckdb_memory_limit_is_bounded_and_configurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("STEF_DUCKDB_MEMORY_LIMIT", raising=False)
     with warehouse.connect(tmp_path / "a.duckdb") as conn:
-        assert conn.execute("SELECT current_setting('memory_limit')").fetchone() == ("488.2 MiB",)  # 512 MB
+        assert conn.execute("SELECT current_setting('memory_limit')").fetchone() == ("244.1 MiB",)  # 256 MB
     monkeypatch.setenv("STEF_DUCKDB_MEMORY_LIMIT", "1GB")
     with warehouse.connect(tmp_path / "b.duckdb") as conn:
         assert conn.execute("SELECT current_setting('memory_limit')").fetchone() == ("953.6 MiB",)

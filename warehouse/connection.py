@@ -32,7 +32,7 @@ LOCK_TIMEOUT_ENV_VAR = "STEF_LOCK_TIMEOUT_S"
 
 _LOCK_POLL_S = 0.2
 
-DEFAULT_MEMORY_LIMIT = "512MB"
+DEFAULT_MEMORY_LIMIT = "256MB"
 """DuckDB's memory limit for a warehouse connection. DuckDB's own default is 80 % of RAM, and a
 day's uncommitted inserts stay in that memory; with a limit DuckDB spills to
 ``<warehouse>.tmp/`` instead, so storing 100k records adds a bounded amount to the nightly's

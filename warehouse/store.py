@@ -1,4 +1,8 @@
-"""Writing one day: agent runs, evaluations and quarantine rows, in one transaction.
+"""Writing one day: agent runs, evaluations and quarantine rows, made visible in one transaction.
+
+The rows are first written to staging tables in committed chunks (bounded memory), then one
+transaction replaces the day's rows with them: a run killed at any point leaves the day as it
+was before, and a rerun stores every record exactly once.
 
 Counting rule (nothing is dropped silently). Every non-blank log line of the day ends up as
 exactly one of:
@@ -88,7 +92,7 @@ _EVIDENCE_FIELDS = {
 their DuckDB types: the JSON is the one source of every stored field, parsed once per row."""
 
 _INSERT_EVALUATIONS = f"""
-INSERT INTO evaluations BY NAME
+INSERT INTO _stef_stage_evaluations BY NAME
 SELECT
     run_id,
     evaluator_version,
@@ -101,6 +105,7 @@ SELECT
     $now::TIMESTAMP AS evaluated_at
 FROM (SELECT *, from_json(evidence, '{json.dumps(_EVIDENCE_FIELDS)}') AS e FROM _stef_evaluations)
 """
+"""Insert of one Arrow chunk of evaluations into the staging table (see :func:`_stage`)."""
 
 _QUARANTINE_SCHEMA = pa.schema(
     [
@@ -239,8 +244,8 @@ def _owners(lines: Sequence[LogLine], evaluations: Sequence[StoredEvaluation]) -
     return owners
 
 
-def _stored_elsewhere(conn: duckdb.DuckDBPyConnection, run_ids: list[str], evaluator_version: str) -> dict[str, date]:
-    """run_id -> log date for run ids already stored (called after this day's rows are deleted)."""
+def _stored_elsewhere(conn: duckdb.DuckDBPyConnection, run_ids: list[str], evaluator_version: str, log_date: date) -> dict[str, date]:
+    """run_id -> log date for run ids already stored for another day than ``log_date``."""
     if not run_ids:
         return {}
     with registered(conn, "_stef_incoming_ids", pa.table({"run_id": pa.array(run_ids, pa.string())})):
@@ -250,10 +255,10 @@ def _stored_elsewhere(conn: duckdb.DuckDBPyConnection, run_ids: list[str], evalu
                 SELECT run_id, log_date FROM agent_runs
                 UNION ALL
                 SELECT run_id, log_date FROM evaluations WHERE evaluator_version = $version
-            ) WHERE run_id IN (SELECT run_id FROM _stef_incoming_ids)
+            ) WHERE run_id IN (SELECT run_id FROM _stef_incoming_ids) AND log_date <> $log_date
             GROUP BY run_id
             """,
-            {"version": evaluator_version},
+            {"version": evaluator_version, "log_date": log_date},
         ).fetchall()
     return {str(run_id): day for run_id, day in rows}
 
@@ -357,20 +362,8 @@ def store_day(
     owners = _owners(log_lines, evaluations)
     now = _utc_now()
     params = {"log_date": log_date, "now": now}
-    conn.begin()
     try:
-        conn.execute("DELETE FROM agent_runs WHERE log_date = $log_date", {"log_date": log_date})
-        conn.execute("DELETE FROM quarantine WHERE log_date = $log_date", {"log_date": log_date})
-        conn.execute(
-            "DELETE FROM evaluations WHERE log_date = $log_date AND evaluator_version = $version",
-            {"log_date": log_date, "version": version},
-        )
-        conn.execute(
-            "DELETE FROM stored_days WHERE log_date = $log_date AND evaluator_version = $version",
-            {"log_date": log_date, "version": version},
-        )
-        elsewhere = _stored_elsewhere(conn, list(owners), version)
-
+        elsewhere = _stored_elsewhere(conn, list(owners), version, log_date)
         runs: list[tuple[LogLine, AgentLogRecord]] = []
         quarantined: list[tuple[LogLine, str]] = []
         for line in log_lines:
@@ -387,45 +380,35 @@ def store_day(
             if evaluation.run_id is not None and evaluation.run_id not in elsewhere
         ]
         evaluated_lines = {owners[e.run_id] for e, _ in kept if e.run_id is not None}
-        for start in range(0, len(runs), INSERT_CHUNK_ROWS):
-            with registered(conn, "_stef_runs", _runs_table(runs[start : start + INSERT_CHUNK_ROWS])):
-                conn.execute(
-                    "INSERT INTO agent_runs BY NAME "
-                    "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS ingested_at FROM _stef_runs",
-                    params,
-                )
-        for start in range(0, len(kept), INSERT_CHUNK_ROWS):
-            with registered(conn, "_stef_evaluations", _evaluations_table(kept[start : start + INSERT_CHUNK_ROWS])):
-                conn.execute(_INSERT_EVALUATIONS, params)
-        with registered(conn, "_stef_quarantine", _quarantine_table(quarantined)):
-            conn.execute(
-                "INSERT INTO quarantine BY NAME "
-                "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS quarantined_at FROM _stef_quarantine",
-                params,
-            )
-        summary = StoreSummary(
-            log_date=log_date,
-            evaluator_version=version,
-            lines=len(log_lines),
-            runs=len(runs),
-            evaluations=len(kept),
-            evaluated=sum(1 for e, _ in kept if e.status is EvaluationStatus.EVALUATED),
-            quarantined=len(quarantined),
-            quarantined_without_evaluation=len(log_lines) - len(evaluated_lines),
+        _stage(conn, runs, kept, quarantined, params)
+    except duckdb.Error as exc:
+        raise WarehouseError(f"storing {log_date.isoformat()} failed while staging its rows; nothing of the day changed: {exc}") from exc
+    summary = StoreSummary(
+        log_date=log_date,
+        evaluator_version=version,
+        lines=len(log_lines),
+        runs=len(runs),
+        evaluations=len(kept),
+        evaluated=sum(1 for e, _ in kept if e.status is EvaluationStatus.EVALUATED),
+        quarantined=len(quarantined),
+        quarantined_without_evaluation=len(log_lines) - len(evaluated_lines),
+    )
+    conn.begin()
+    try:
+        conn.execute("DELETE FROM agent_runs WHERE log_date = $log_date", {"log_date": log_date})
+        conn.execute("DELETE FROM quarantine WHERE log_date = $log_date", {"log_date": log_date})
+        conn.execute(
+            "DELETE FROM evaluations WHERE log_date = $log_date AND evaluator_version = $version",
+            {"log_date": log_date, "version": version},
         )
         conn.execute(
-            "INSERT INTO stored_days (log_date, evaluator_version, lines, runs, evaluations, quarantined, stored_at) "
-            "VALUES ($log_date, $version, $lines, $runs, $evaluations, $quarantined, $now)",
-            {
-                "log_date": log_date,
-                "version": version,
-                "lines": summary.lines,
-                "runs": summary.runs,
-                "evaluations": summary.evaluations,
-                "quarantined": summary.quarantined,
-                "now": now,
-            },
+            "DELETE FROM stored_days WHERE log_date = $log_date AND evaluator_version = $version",
+            {"log_date": log_date, "version": version},
         )
+        for target, stage in _STAGES.items():
+            conn.execute(f"INSERT INTO {target} BY NAME SELECT * FROM {stage}")
+            conn.execute(f"DROP TABLE {stage}")
+        _record_stored_day(conn, summary, now)
         conn.commit()
     except duckdb.Error as exc:
         conn.rollback()
@@ -434,3 +417,59 @@ def store_day(
         conn.rollback()
         raise
     return summary
+
+
+_STAGES = {"agent_runs": "_stef_stage_agent_runs", "evaluations": "_stef_stage_evaluations", "quarantine": "_stef_stage_quarantine"}
+"""Target table -> its staging table (same columns, no keys), filled chunk by chunk before the
+day's one transaction moves the rows over."""
+
+
+def _stage(
+    conn: duckdb.DuckDBPyConnection,
+    runs: Sequence[tuple[LogLine, AgentLogRecord]],
+    kept: Sequence[tuple[StoredEvaluation, Identity]],
+    quarantined: Sequence[tuple[LogLine, str]],
+    params: dict[str, Any],
+) -> None:
+    """Write the day's rows into the staging tables, one committed Arrow chunk at a time.
+
+    DuckDB keeps a transaction's uncommitted rows in memory, so inserting 100k rows in the day's
+    transaction itself would cost about 1 GB; staged rows are committed per chunk (and spilled by
+    DuckDB under its memory limit). The staging tables are recreated empty here, so rows left by
+    a run killed while staging are discarded; only the final transaction makes the day visible.
+    """
+    for target, stage in _STAGES.items():
+        conn.execute(f"CREATE OR REPLACE TABLE {stage} AS SELECT * FROM {target} LIMIT 0")
+    for start in range(0, len(runs), INSERT_CHUNK_ROWS):
+        with registered(conn, "_stef_runs", _runs_table(runs[start : start + INSERT_CHUNK_ROWS])):
+            conn.execute(
+                f"INSERT INTO {_STAGES['agent_runs']} BY NAME "
+                "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS ingested_at FROM _stef_runs",
+                params,
+            )
+    for start in range(0, len(kept), INSERT_CHUNK_ROWS):
+        with registered(conn, "_stef_evaluations", _evaluations_table(kept[start : start + INSERT_CHUNK_ROWS])):
+            conn.execute(_INSERT_EVALUATIONS, params)
+    with registered(conn, "_stef_quarantine", _quarantine_table(quarantined)):
+        conn.execute(
+            f"INSERT INTO {_STAGES['quarantine']} BY NAME "
+            "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS quarantined_at FROM _stef_quarantine",
+            params,
+        )
+
+
+def _record_stored_day(conn: duckdb.DuckDBPyConnection, summary: StoreSummary, now: datetime) -> None:
+    """The day's ``stored_days`` row (inside the day's transaction, last before the commit)."""
+    conn.execute(
+        "INSERT INTO stored_days (log_date, evaluator_version, lines, runs, evaluations, quarantined, stored_at) "
+        "VALUES ($log_date, $version, $lines, $runs, $evaluations, $quarantined, $now)",
+        {
+            "log_date": summary.log_date,
+            "version": summary.evaluator_version,
+            "lines": summary.lines,
+            "runs": summary.runs,
+            "evaluations": summary.evaluations,
+            "quarantined": summary.quarantined,
+            "now": now,
+        },
+    )
