@@ -187,9 +187,14 @@ def embedded_writes(query: exp.Expression) -> list[str]:
     >>> embedded_writes(sqlglot.parse_one("WITH d AS (DELETE FROM users RETURNING *) SELECT COUNT(*) FROM d", read="postgres"))
     ['DELETE (inside the query)']
     """
-    found = [f"{node.key.upper()} (inside the query)" for node in query.find_all(*WRITE_TYPES)]
-    found += ["SELECT INTO" for select in query.find_all(exp.Select) if select.args.get("into") is not None]
-    return found
+    writes: list[str] = []
+    into: list[str] = []
+    for node in query.walk():  # one walk for both kinds
+        if isinstance(node, WRITE_TYPES):
+            writes.append(f"{node.key.upper()} (inside the query)")
+        elif isinstance(node, exp.Select) and node.args.get("into") is not None:
+            into.append("SELECT INTO")
+    return writes + into
 
 
 def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:

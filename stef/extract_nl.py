@@ -271,6 +271,8 @@ def hint_clauses(text: str) -> list[str]:
 
 def _split_top_level_commas(text: str) -> list[str]:
     """Split on ", " outside parentheses ("DIVIDE(SUM(a), COUNT(b))" stays whole)."""
+    if ", " not in text:
+        return [text]
     pieces: list[str] = []
     depth = 0
     start = 0

@@ -79,7 +79,18 @@ def _env(**extra: str) -> dict[str, str]:
 def _start_stef(tmp_path: Path, name: str, args: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
     """Start the hooked ``stef`` with stdout/stderr in ``<tmp>/<name>.out|.err``."""
     with (tmp_path / f"{name}.out").open("wb") as out, (tmp_path / f"{name}.err").open("wb") as err:
-        return subprocess.Popen([sys.executable, "-c", _HOOKED_STEF, *args], stdout=out, stderr=err, env=env, cwd=tmp_path)
+        # Own process group: a kill takes the run's temporary Prefect server with it (no orphans).
+        return subprocess.Popen([sys.executable, "-c", _HOOKED_STEF, *args], stdout=out, stderr=err, env=env, cwd=tmp_path,
+                                start_new_session=True)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the run and every process it started (a crash of the whole run), then reap it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 def _wait_for(condition: Any, what: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 150.0) -> None:
@@ -126,10 +137,8 @@ def test_sigkill_while_storing_then_rerun_stores_every_record_exactly_once(tmp_p
     process = _start_stef(tmp_path, "killed", args, env)
     try:
         _wait_for(marker.exists, "the store transaction", process)
-        process.send_signal(signal.SIGKILL)
     finally:
-        process.kill()
-        process.wait()
+        _kill_group(process)
     assert process.returncode == -signal.SIGKILL
 
     # The killed run left nothing of the day, and the earlier day is intact.
@@ -168,8 +177,7 @@ def test_two_concurrent_nightly_runs_on_one_warehouse_wait_for_each_other(tmp_pa
             process.wait(timeout=120)
     finally:
         for process in processes.values():
-            process.kill()
-            process.wait()
+            _kill_group(process)
     for name, process in processes.items():
         assert process.returncode == 0, (tmp_path / f"{name}.err").read_text(errors="replace")[-3000:]
     waiting_log = b"".join((tmp_path / f"{name}.err").read_bytes() for name in processes).decode(errors="replace")
