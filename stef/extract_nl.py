@@ -410,8 +410,12 @@ def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFe
     if True:
         for node in expression.walk():
             if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and isinstance(node.this, exp.Column):
-                negated = isinstance(node.parent, exp.Not)
-                null_conditions.append((column_name(node.this, rules), "IS NOT NULL" if negated else "IS NULL"))
+                parent = node.parent
+                while isinstance(parent, exp.Paren):
+                    parent = parent.parent
+                if node.find_ancestor(exp.Or) is None:  # "x IS NULL OR y = 1" requires neither side alone
+                    negated = isinstance(parent, exp.Not)
+                    null_conditions.append((column_name(node.this, rules), "IS NOT NULL" if negated else "IS NULL"))
             if isinstance(node, exp.Column) and node.name:
                 name = column_name(node, rules)
                 if name not in {"null", "true", "false"}:

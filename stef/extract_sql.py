@@ -284,8 +284,10 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             inner = projection.this if isinstance(projection, exp.Alias) else projection
             projections.append(render(inner)[:300].lower())
             projection_columns.extend(column_name(c, rules) for c in inner.find_all(exp.Column))
-            has_aggregate = inner.find(exp.AggFunc) is not None and inner.find(exp.Window) is None
-            aggregate_projections += has_aggregate
+            # an aggregate of this SELECT (not of a scalar subquery, not a window function)
+            aggregate_projections += any(
+                agg.find_ancestor(exp.Select) is outer_select and not isinstance(agg.parent, exp.Window) for agg in inner.find_all(exp.AggFunc)
+            )
             if inner.find(exp.AggFunc) is None and inner.find(exp.Column) is not None:
                 plain_projections += 1
         if any(isinstance(p, exp.Star) for p in outer_select.expressions):
@@ -309,7 +311,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     null_comparisons = 0
     tautologies = 0
     date_mismatches: list[str] = []
-    join_key_mismatches: list[str] = []
+    key_pairs: list[exp.EQ] = []
     for node in tree.walk():
         kind = _node_kind(type(node))
         if kind is None:
@@ -337,7 +339,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
                         pair = sorted((column_name(predicate.this, rules), column_name(predicate.expression, rules)))
                         join_conditions.append(" = ".join(pair))
                         if keys_of_different_entities(*pair):
-                            join_key_mismatches.append(render(predicate)[:300])
+                            key_pairs.append(predicate)
                     else:
                         found = _filter_from_predicate(predicate, negated, "join", rules, dialect)
                         if found is not None:
@@ -437,23 +439,31 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         null_comparisons=null_comparisons,
         tautologies=tautologies,
         date_mismatches=tuple(date_mismatches),
-        join_key_mismatches=tuple(join_key_mismatches),
-        constant_projections=_constant_projections(outer_select) if outer_select is not None and len(projections) > 1 else (),
+        join_key_mismatches=_entity_key_joins(tree, key_pairs) if key_pairs else (),
+        constant_projections=_constant_projections(outer_select) if outer is outer_select and outer_select is not None and len(projections) > 1 else (),
         single_row_ordering=bool(
-            outer_select is not None
+            outer is outer_select
             and projections
             and len(projections) == aggregate_projections
             and not group_by
-            and (order_by or limit is not None)
+            and order_by
         ),
         unguarded_null_order=tuple(unguarded),
         flags=flags,
     )
 
 
-DATE_COLUMN_PATTERN = re.compile(r"(?:^|_)(?:date|dob|birthday|timestamp|datetime)$|date$|^date|_at$")
-"""Column names that hold dates or timestamps by convention (``opendate``, ``birth_date``,
-``dob``, ``created_at``). Schema-free: the name is the only evidence of the type."""
+DATE_COLUMN_PATTERN = re.compile(
+    r"(?:^|_)(?:date|dob|birthday|birthdate|timestamp|datetime)$|_at$"
+    r"|^(?:open|opened|close|closed|creation|created|birth|start|end|release|hire|order|ship|due|expiry|expiration|transaction"
+    r"|payment|modified|updated|last|lastedit|lastaccess|exam|examination|test|admission|discharge|event|report|publish"
+    r"|published|issue|signup|registration|join|joined|delivery|effective|received|sent)date$"
+)
+"""Column names that hold dates or timestamps by convention: ``date`` as the last word
+(``birth_date``, ``Examination Date``), ``dob``, ``*_at``, or a known event word glued to
+``date`` (``opendate``, ``creationdate``). ``candidate``, ``update`` or ``date_year`` do not
+count. Schema-free: the name is the only evidence of the type."""
+_CAMEL_DATE = re.compile(r"[a-z](?:Date|DateTime|Timestamp)$")
 _YEAR = re.compile(r"[12]\d{3}")
 _YEAR_MONTH = re.compile(r"[12]\d{3}-\d{2}")
 
@@ -462,10 +472,13 @@ def is_date_column(column: exp.Column) -> bool:
     """Whether a column's name marks it as a date or timestamp (see :data:`DATE_COLUMN_PATTERN`).
 
     >>> import sqlglot
-    >>> [is_date_column(sqlglot.parse_one(c)) for c in ("T1.OpenDate", "dob", "created_at", "updated", "birth_date")]
-    [True, True, True, False, True]
+    >>> [is_date_column(sqlglot.parse_one(c)) for c in ("T1.OpenDate", "dob", "created_at", "birth_date", "opendate", "t.date")]
+    [True, True, True, True, True, True]
+    >>> [is_date_column(sqlglot.parse_one(c)) for c in ("updated", "candidate", "mandate", "date_year", "dates_count", "validate")]
+    [False, False, False, False, False, False]
     """
-    return bool(DATE_COLUMN_PATTERN.search(column.name.lower().replace(" ", "_")))
+    name = column.name
+    return bool(_CAMEL_DATE.search(name) or DATE_COLUMN_PATTERN.search(name.lower().replace(" ", "_")))
 
 
 def date_literal_mismatch(node: exp.Expression) -> str | None:
@@ -503,14 +516,14 @@ def date_literal_mismatch(node: exp.Expression) -> str | None:
     return None
 
 
-_KEY_NAME = re.compile(r"^(?:link_to_)(?P<linked>.+)$|^(?P<entity>.+?)_?(?:id|code|key)$")
+_KEY_NAME = re.compile(r"^(?:link_to_)(?P<linked>.+)$|^(?P<entity>.+?)_(?:id|code|key)$")
 
 
 def key_entity(name: str) -> str | None:
     """The entity a key column names by convention, or ``None`` if the name is not key-like.
 
-    >>> [key_entity(n) for n in ("client_id", "driverId", "link_to_event", "country_code", "id", "name")]
-    ['client', 'driver', 'event', 'country', None, None]
+    >>> [key_entity(n) for n in ("client_id", "link_to_event", "country_code", "id", "name", "valid", "zipcode")]
+    ['client', 'event', 'country', None, None, None, None]
     """
     match = _KEY_NAME.match(name.lower().replace(" ", "_"))
     if match is None:
@@ -522,11 +535,12 @@ def key_entity(name: str) -> str | None:
 def keys_of_different_entities(left: str, right: str) -> bool:
     """Whether a join equality pairs the keys of two different entities (``client_id = card_id``).
 
-    Schema-free: only names that follow the ``<entity>_id`` / ``<entity>id`` / ``link_to_<entity>``
-    conventions count, a bare ``id`` never does, and one entity name containing the other
-    (``player_id`` / ``home_player_id``) is taken as the same entity.
+    Schema-free: only names that follow the ``<entity>_id`` / ``<entity>_code`` / ``<entity>_key`` /
+    ``link_to_<entity>`` conventions count, a bare ``id`` never does, and one entity name
+    containing the other (``player_id`` / ``home_player_id``) is taken as the same entity.
+    (:func:`extract_sql_spec` also requires both entities to be tables of the query.)
 
-    >>> keys_of_different_entities("client_id", "card_id"), keys_of_different_entities("driverid", "driverid")
+    >>> keys_of_different_entities("client_id", "card_id"), keys_of_different_entities("driver_id", "driver_id")
     (True, False)
     >>> keys_of_different_entities("id", "client_id"), keys_of_different_entities("player_id", "home_player_id")
     (False, False)
@@ -535,6 +549,29 @@ def keys_of_different_entities(left: str, right: str) -> bool:
     if left_entity is None or right_entity is None:
         return False
     return left_entity not in right_entity and right_entity not in left_entity
+
+
+def _entity_key_joins(tree: exp.Expression, candidates: list[exp.EQ]) -> tuple[str, ...]:
+    """SQL of the join equalities that pair keys of two different entities *of this query*:
+    both entities name a table the query reads (``client_id`` ~ ``client``/``clients``) and the
+    two columns come from different tables. Role-named keys (``manager_id = employee_id``,
+    ``sender_id = user_id``) and self-joins are not flagged."""
+    aliases = {table.alias_or_name.lower(): table.name.lower() for table in tree.find_all(exp.Table)}
+    tables = set(aliases.values())
+
+    def names_a_table(entity: str) -> bool:
+        return any(t in (entity, f"{entity}s", f"{entity}es") or entity == f"{t}s" for t in tables)
+
+    found: list[str] = []
+    for predicate in candidates:
+        left, right = predicate.this, predicate.expression
+        left_table, right_table = aliases.get(left.table.lower()), aliases.get(right.table.lower())
+        if left_table is not None and left_table == right_table:
+            continue
+        left_entity, right_entity = key_entity(left.name), key_entity(right.name)
+        if left_entity and right_entity and names_a_table(left_entity) and names_a_table(right_entity):
+            found.append(render(predicate)[:300])
+    return tuple(found)
 
 
 DATE_PART_TYPES: tuple[type[exp.Expression], ...] = (exp.TimeToStr, exp.Year, exp.Month, exp.Day, exp.Extract)

@@ -615,10 +615,10 @@ def test_operator_and_dropped_filter_errors_are_named(question: str, wrong_sql: 
             "Subquery Missing", "average", id="average_without_subquery",
         ),
         pytest.param(
-            "How many female clients have a loan?", "female refers to gender = 'F'",
-            "SELECT COUNT(c.client_id) FROM client AS c JOIN loan AS l ON c.client_id = l.account_id WHERE c.gender = 'F'",
-            "SELECT COUNT(c.client_id) FROM client AS c JOIN disp AS d ON c.client_id = d.client_id JOIN loan AS l ON d.account_id = l.account_id WHERE c.gender = 'F'",
-            "Join Condition Mismatch", "c.client_id = l.account_id", id="join_keys_of_two_entities",
+            "How many female clients have an account?", "female refers to gender = 'F'",
+            "SELECT COUNT(c.client_id) FROM client AS c JOIN account AS a ON c.client_id = a.account_id WHERE c.gender = 'F'",
+            "SELECT COUNT(c.client_id) FROM client AS c JOIN disp AS d ON c.client_id = d.client_id JOIN account AS a ON d.account_id = a.account_id WHERE c.gender = 'F'",
+            "Join Condition Mismatch", "c.client_id = a.account_id", id="join_keys_of_two_entities",
         ),
     ],
 )
@@ -656,3 +656,30 @@ def test_projection_fixed_by_an_equality_filter_is_redundant() -> None:
     assert spec.constant_projections == ("county",)
     assert extract_sql_spec(sqlglot.parse_one("SELECT county FROM schools WHERE county = 'Alameda'")).constant_projections == ()
     assert extract_sql_spec(sqlglot.parse_one("SELECT name, county FROM schools WHERE county = 'A' OR county = 'B'")).constant_projections == ()
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param("SELECT COUNT(*) FROM orders WHERE status = 'shipped' LIMIT 100", id="safety_limit_on_a_count"),
+        pytest.param("SELECT (SELECT COUNT(*) FROM orders AS o WHERE o.customer_id = c.customer_id) AS n FROM customers AS c ORDER BY n DESC LIMIT 1", id="scalar_subquery_ranking"),
+        pytest.param("SELECT COUNT(*) FROM t UNION SELECT COUNT(*) FROM u ORDER BY 1 LIMIT 1", id="set_operation"),
+        pytest.param("SELECT e.name FROM employees AS e JOIN employees AS m ON e.manager_id = m.employee_id", id="self_join_role_key"),
+        pytest.param("SELECT u.name FROM messages AS m JOIN users AS u ON m.sender_id = u.user_id", id="role_named_foreign_key"),
+        pytest.param("SELECT a FROM t JOIN u ON t.valid = u.paid", id="names_ending_in_id"),
+        pytest.param("SELECT name FROM votes WHERE candidate = 2000 OR date_year = 2015", id="not_date_columns"),
+        pytest.param("SELECT a, b FROM t WHERE a = 'x' UNION SELECT a, b FROM u", id="set_operation_projection"),
+    ],
+)
+def test_correct_shapes_raise_no_structural_error(sql: str) -> None:
+    """Correct SQL that resembles the structural errors (review cases) gets none of them."""
+    spec = extract_sql_spec(sqlglot.parse_one(sql))
+    assert not spec.single_row_ordering
+    assert spec.join_key_mismatches == ()
+    assert spec.date_mismatches == ()
+    assert spec.constant_projections == ()
+
+
+def test_hint_null_conditions_read_through_parentheses_and_skip_disjunctions() -> None:
+    assert extract_question_spec("has a record refers to NOT (time IS NULL)").null_conditions == (("time", "IS NOT NULL"),)
+    assert extract_question_spec("missing refers to weight IS NULL OR weight = 0").null_conditions == ()

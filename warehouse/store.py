@@ -22,6 +22,7 @@ Hence, per day: ``lines == agent_runs rows + quarantine rows`` and
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ import pyarrow as pa
 
 from stef.logs import LogLine
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus, StoredEvaluation
+from warehouse.connection import MEMORY_LIMIT_ENV_VAR, default_memory_limit
 from warehouse.errors import WarehouseError
 
 UNKNOWN = "unknown"
@@ -358,6 +360,20 @@ def store_day(
             record without an evaluation, two valid records with one run_id, mixed evaluator
             versions) or the write failed; nothing is written then.
     """
+    with _STORE_LOCK:  # one store at a time per process: the staging tables have fixed names
+        return _store_day(conn, log_date, log_lines, evaluations, evaluator_version)
+
+
+_STORE_LOCK = threading.Lock()
+
+
+def _store_day(
+    conn: duckdb.DuckDBPyConnection,
+    log_date: date,
+    log_lines: Sequence[LogLine],
+    evaluations: Sequence[StoredEvaluation],
+    evaluator_version: str | None,
+) -> StoreSummary:
     version = _evaluator_version(evaluations, evaluator_version)
     owners = _owners(log_lines, evaluations)
     now = _utc_now()
@@ -382,7 +398,10 @@ def store_day(
         evaluated_lines = {owners[e.run_id] for e, _ in kept if e.run_id is not None}
         _stage(conn, runs, kept, quarantined, params)
     except duckdb.Error as exc:
-        raise WarehouseError(f"storing {log_date.isoformat()} failed while staging its rows; nothing of the day changed: {exc}") from exc
+        _rollback_and_drop_stages(conn)
+        raise WarehouseError(
+            f"storing {log_date.isoformat()} failed while staging its rows; nothing of the day changed: {exc}{_memory_hint(exc)}"
+        ) from exc
     summary = StoreSummary(
         log_date=log_date,
         evaluator_version=version,
@@ -393,8 +412,8 @@ def store_day(
         quarantined=len(quarantined),
         quarantined_without_evaluation=len(log_lines) - len(evaluated_lines),
     )
-    conn.begin()
     try:
+        conn.begin()
         conn.execute("DELETE FROM agent_runs WHERE log_date = $log_date", {"log_date": log_date})
         conn.execute("DELETE FROM quarantine WHERE log_date = $log_date", {"log_date": log_date})
         conn.execute(
@@ -411,12 +430,32 @@ def store_day(
         _record_stored_day(conn, summary, now)
         conn.commit()
     except duckdb.Error as exc:
-        conn.rollback()
-        raise WarehouseError(f"storing {log_date.isoformat()} failed and was rolled back: {exc}") from exc
+        _rollback_and_drop_stages(conn)
+        raise WarehouseError(f"storing {log_date.isoformat()} failed and was rolled back: {exc}{_memory_hint(exc)}") from exc
     except BaseException:
-        conn.rollback()
+        _rollback_and_drop_stages(conn)
         raise
     return summary
+
+
+def _memory_hint(exc: duckdb.Error) -> str:
+    """A pointer to the memory setting when DuckDB ran out of memory."""
+    if isinstance(exc, duckdb.OutOfMemoryException) or "out of memory" in str(exc).lower():
+        return f" (DuckDB's memory limit is {default_memory_limit()}; raise ${MEMORY_LIMIT_ENV_VAR}, e.g. 2GB)"
+    return ""
+
+
+def _rollback_and_drop_stages(conn: duckdb.DuckDBPyConnection) -> None:
+    """Undo the day's transaction if one is open, then drop the staging tables (best effort)."""
+    try:
+        conn.rollback()
+    except duckdb.Error:
+        pass  # no transaction open (the failure came before or at BEGIN)
+    for stage in _STAGES.values():
+        try:
+            conn.execute(f"DROP TABLE IF EXISTS {stage}")
+        except duckdb.Error:
+            pass
 
 
 _STAGES = {"agent_runs": "_stef_stage_agent_runs", "evaluations": "_stef_stage_evaluations", "quarantine": "_stef_stage_quarantine"}
