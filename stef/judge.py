@@ -254,7 +254,7 @@ def check_subqueries(judge_input: JudgeInput) -> list[Finding]:
     spec = judge_input.sql_spec
     findings: list[Finding] = []
     if spec.single_row_ordering:
-        findings.append((_error("Subquery-Related Errors", "Subquery Missing", "ORDER BY/LIMIT on a query that aggregates to one row has no effect; the ranking needs a subquery"), 1.5))
+        findings.append((_error("Subquery-Related Errors", "Subquery Missing", "ORDER BY on a query that aggregates to one row has no effect (nor has its LIMIT); the ranking needs a subquery"), 1.5))
     nested = spec.subquery_count or spec.cte_names or spec.window_functions
     if judge_input.wanted.average_comparison and not nested:
         findings.append((_error("Subquery-Related Errors", "Subquery Missing", "the question compares with an average, S computes no average to compare with (no subquery, CTE or window)"), 0.8))

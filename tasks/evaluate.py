@@ -101,8 +101,9 @@ def evaluate_batch(
         rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
         judge: judge settings (``None``: symbolic).
         warehouse_path: the warehouse holding the judge cache (only used with a model).
-        compact: return :class:`stef.models.CompactEvaluation` rows (keys + evidence JSON,
-            about a seventh of the memory; serialised in the worker). The nightly flow does.
+        compact: return :class:`stef.models.CompactEvaluation` rows (keys + compressed evidence
+            JSON, about 1.2 KB instead of 20 KB per record; serialised in the worker). The
+            nightly flow does.
 
     Returns:
         One :class:`stef.models.Evaluation` (or its compact form) per record, in order; a bad record gets a typed

@@ -606,7 +606,7 @@ def test_operator_and_dropped_filter_errors_are_named(question: str, wrong_sql: 
             "What is the date of the first post of the youngest user?", None,
             "SELECT MIN(p.creationdate) FROM posts AS p JOIN users AS u ON p.owneruserid = u.id ORDER BY u.age LIMIT 1",
             "SELECT MIN(p.creationdate) FROM posts AS p WHERE p.owneruserid = (SELECT id FROM users WHERE NOT age IS NULL ORDER BY age LIMIT 1)",
-            "Subquery Missing", "ORDER BY/LIMIT", id="ranking_a_single_aggregated_row",
+            "Subquery Missing", "ORDER BY on a query that aggregates to one row", id="ranking_a_single_aggregated_row",
         ),
         pytest.param(
             "List the teams with above-average passing in 2012.", None,

@@ -187,8 +187,8 @@ def line_identity(line: LogLine) -> Identity:
 
 
 INSERT_CHUNK_ROWS = 10_000
-"""Rows per Arrow table handed to DuckDB while storing a day (all in one transaction): bounds
-the Arrow copy of a large day to one chunk."""
+"""Rows per Arrow table written to a staging table (each chunk committed on its own): bounds the
+Arrow copy and DuckDB's uncommitted rows of a large day to one chunk."""
 
 
 def _json_or_none(value: Any) -> str | None:
