@@ -255,11 +255,11 @@ def evaluate_lines(
     while batch := list(islice(iterator, batch_size)):
         records = [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
         if batch_evaluate is not None:
-            evaluations = iter(batch_evaluate(records, rulebook))
+            evaluated = iter([OutputRow.of(e) for e in batch_evaluate(records, rulebook)])
         else:
-            evaluations = iter(evaluate_many(records, rulebook=rulebook, judge=judge))
+            evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of))
         for line in batch:
-            yield rejected(line) if line.record is None else OutputRow.of(next(evaluations))
+            yield rejected(line) if line.record is None else next(evaluated)
 
 
 def _workers(requested: int, evaluator: object | None) -> int:

@@ -9,6 +9,7 @@ per-record SIGALRM time cap of :func:`stef.evaluate.evaluate_many` applies there
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections import deque
@@ -68,12 +69,13 @@ def default_workers() -> int:
 def _init_worker(rulebook: RuleBook) -> None:
     global _WORKER_RULEBOOK
     _WORKER_RULEBOOK = rulebook
+    gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 
 
 def _evaluate_batch(records: list[AgentLogRecord]) -> list[OutputRow]:
     from stef.evaluate import evaluate_many
 
-    return [OutputRow.of(evaluation) for evaluation in evaluate_many(records, rulebook=_WORKER_RULEBOOK)]
+    return evaluate_many(records, rulebook=_WORKER_RULEBOOK, convert=OutputRow.of)
 
 
 def evaluate_batches_in_processes(batches: Iterable[list[AgentLogRecord]], rulebook: RuleBook, workers: int) -> Iterator[list[OutputRow]]:

@@ -10,10 +10,10 @@ Later stages receive the parsed tree; nothing downstream parses SQL again.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError
@@ -72,6 +72,40 @@ class ParsedSQL:
 def dialect_instance(name: str) -> Dialect:
     """A reusable dialect instance (looking a dialect up by name on every parse costs time)."""
     return Dialect.get_or_raise(name or None)
+
+
+_THREAD_PARSERS = threading.local()
+
+
+def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
+    """``sqlglot.parse(text, read=dialect)``, with a tokenizer and parser reused per thread and dialect.
+
+    sqlglot builds a new tokenizer and parser for every ``sqlglot.parse`` call, about 15 % of
+    parsing a typical query; both reset their state at the start of each call, so one pair per
+    thread (they are not thread-safe) serves every record.
+
+    Args:
+        text: SQL text (one or more statements).
+        dialect: a resolved sqlglot dialect name (``""``: the generic dialect).
+
+    Returns:
+        One tree per statement (``None`` for an empty statement), as ``sqlglot.parse``.
+
+    Raises:
+        sqlglot.errors.SqlglotError: the text does not tokenize or parse.
+
+    >>> [tree.sql() for tree in parse_statements("SELECT 1; SELECT 2", "sqlite")]
+    ['SELECT 1', 'SELECT 2']
+    """
+    pairs: dict[str, tuple[object, object]] | None = getattr(_THREAD_PARSERS, "by_dialect", None)
+    if pairs is None:
+        pairs = _THREAD_PARSERS.by_dialect = {}
+    pair = pairs.get(dialect)
+    if pair is None:
+        instance = dialect_instance(dialect)
+        pair = pairs[dialect] = (instance.tokenizer(), instance.parser())
+    tokenizer, parser = pair
+    return parser.parse(tokenizer.tokenize(text), text)  # type: ignore[attr-defined]
 
 
 def resolve_dialect(name: str | None) -> str:
@@ -223,13 +257,13 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     if not text:
         return ParsedSQL(None, (), dialect, flags, "invalid_input", "SQL is empty")
     try:
-        parsed = sqlglot.parse(text, read=dialect_instance(dialect))
+        parsed = parse_statements(text, dialect)
     except SqlglotError as error:
         trimmed = _without_trailing_prose(text)
         if trimmed is None:
             return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
         try:
-            parsed = sqlglot.parse(trimmed, read=dialect_instance(dialect))
+            parsed = parse_statements(trimmed, dialect)
         except SqlglotError:
             return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
         text, flags = trimmed, (*flags, "stripped prose after SQL")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
+from typing import TypeVar, overload
 
 from stef.align import align_filters
 from stef.clean import parse_sql_with_fallback, resolve_dialect
@@ -48,26 +48,38 @@ def _check_deadline(deadline: float | None) -> None:
         raise RecordTimeout
 
 
-@contextmanager
-def _time_cap(seconds: float | None) -> Iterator[None]:
-    """Interrupt the block after ``seconds`` with :class:`RecordTimeout` (SIGALRM timer).
+class _RecordAlarm:
+    """The per-record time cap as a one-shot SIGALRM timer raising :class:`RecordTimeout`.
 
-    Signals can only be handled in the main thread of a process, so the timer interrupts work
-    there (``stef evaluate``, process-pool workers); in other threads (the nightly flow's
-    thread pool) the deadline is checked between stages, and the size caps
-    (:data:`stef.clean.MAX_SQL_CHARS`, :data:`MAX_TEXT_CHARS`) bound each stage.
+    The handler is installed once for a whole batch (on enter) and the timer armed and disarmed
+    around each record. Signals can only be handled in the main thread of a process, so the
+    timer interrupts work there (``stef evaluate``, process-pool workers); in other threads (the
+    nightly flow's thread pool) it does nothing: the deadline is checked between stages, and the
+    size caps (:data:`stef.clean.MAX_SQL_CHARS`, :data:`MAX_TEXT_CHARS`) bound each stage.
     """
-    usable = seconds and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-    if not usable:
-        yield
-        return
-    previous = signal.signal(signal.SIGALRM, _on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self.usable = bool(seconds) and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        self._previous: object = None
+
+    def __enter__(self) -> _RecordAlarm:
+        if self.usable:
+            self._previous = signal.signal(signal.SIGALRM, _on_alarm)
+        return self
+
+    def arm(self) -> None:
+        if self.usable:
+            signal.setitimer(signal.ITIMER_REAL, self.seconds)  # type: ignore[arg-type]
+
+    def disarm(self) -> None:
+        if self.usable:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.usable:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
 
 
 def _failure(record: AgentLogRecord, status: EvaluationStatus, reason: str, dialect: str | None = None, flags: tuple[str, ...] = (), judge: str = "symbolic", started: float | None = None) -> Evaluation:
@@ -192,36 +204,79 @@ def evaluate(
     )
 
 
+Converted = TypeVar("Converted")
+
+
+@overload
+def evaluate_many(
+    records: Iterable[AgentLogRecord],
+    rulebook: RuleBook | None = ...,
+    judge: Judge | None = ...,
+    default_dialect: str | None = ...,
+    time_cap_s: float | None = ...,
+    convert: None = ...,
+) -> list[Evaluation]: ...
+
+
+@overload
+def evaluate_many(
+    records: Iterable[AgentLogRecord],
+    rulebook: RuleBook | None = ...,
+    judge: Judge | None = ...,
+    default_dialect: str | None = ...,
+    time_cap_s: float | None = ...,
+    *,
+    convert: Callable[[Evaluation], Converted],
+) -> list[Converted]: ...
+
+
 def evaluate_many(
     records: Iterable[AgentLogRecord],
     rulebook: RuleBook | None = None,
     judge: Judge | None = None,
     default_dialect: str | None = None,
     time_cap_s: float | None = DEFAULT_TIME_CAP_S,
-) -> list[Evaluation]:
+    convert: Callable[[Evaluation], Converted] | None = None,
+) -> list[Evaluation] | list[Converted]:
     """Evaluate records in order; one bad record never stops the batch.
 
     An unexpected exception inside STEF for one record becomes an ``internal_error``
     evaluation naming the exception, and a record that runs past ``time_cap_s`` seconds gets
-    the ``timeout`` status (main thread only, see :func:`_time_cap`); the batch goes on. An
-    invalid rule file (:class:`stef.errors.RulesError`) is a configuration error and is raised.
+    the ``timeout`` status (SIGALRM in the main thread, else the deadline between stages, see
+    :class:`_RecordAlarm`); the batch goes on. An invalid rule file
+    (:class:`stef.errors.RulesError`) is a configuration error and is raised.
+
+    Args:
+        records: the records to evaluate.
+        rulebook: resolves each record's ``app_id`` to its rules (``None``: the bundled rules).
+        judge: the semantic judge (``None``: :class:`SymbolicJudge`).
+        default_dialect: dialect for records that name none.
+        time_cap_s: per-record cap in seconds (``None`` or 0: no cap).
+        convert: applied to each evaluation as soon as it is made (e.g.
+            :meth:`Evaluation.compact`, or an output line), so a batch never holds its full
+            evaluations: fewer live objects to scan for the garbage collector, less memory.
 
     Returns:
-        One :class:`Evaluation` per record, same order.
+        One :class:`Evaluation` (or ``convert`` of it) per record, same order.
     """
     rulebook = rulebook or RuleBook()
     judge = judge or _DEFAULT_JUDGE
-    out: list[Evaluation] = []
-    for record in records:
-        rules = rulebook.for_app(record.app_id)
-        try:
+    out: list = []
+    with _RecordAlarm(time_cap_s) as alarm:
+        for record in records:
+            rules = rulebook.for_app(record.app_id)
             deadline = time.perf_counter() + time_cap_s if time_cap_s else None
-            with _time_cap(time_cap_s):
-                out.append(evaluate(record, rules, judge, default_dialect, deadline))
-        except RecordTimeout:
-            out.append(_failure(record, EvaluationStatus.TIMEOUT, f"evaluation exceeded the {time_cap_s:g} s per-record cap", record.dialect))
-        except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped
-            out.append(_failure(record, EvaluationStatus.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:1000], record.dialect))
+            try:
+                alarm.arm()
+                try:
+                    evaluation = evaluate(record, rules, judge, default_dialect, deadline)
+                finally:
+                    alarm.disarm()  # a one-shot timer that fires here still lands in `except RecordTimeout`
+            except RecordTimeout:
+                evaluation = _failure(record, EvaluationStatus.TIMEOUT, f"evaluation exceeded the {time_cap_s:g} s per-record cap", record.dialect)
+            except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped
+                evaluation = _failure(record, EvaluationStatus.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:1000], record.dialect)
+            out.append(evaluation if convert is None else convert(evaluation))
     return out
 
 

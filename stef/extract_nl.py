@@ -23,11 +23,10 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from stef.clean import dialect_instance
+from stef.clean import parse_statements
 from stef.extract_sql import COMPARISON_TYPES, FLIPPED, column_name, normalize_value
 from stef.matching import STOPWORDS, is_grounded, phrase_overlap
 from stef.models import QuestionSpec
@@ -191,9 +190,10 @@ def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
         for end in range(len(words), lowest_end - 1, -1):
             candidate = " ".join(words[start:end])
             try:
-                parsed = sqlglot.parse_one(f"SELECT {candidate}", read=dialect_instance(dialect))
+                statements = parse_statements(f"SELECT {candidate}", dialect)
             except (SqlglotError, RecursionError, ValueError):
                 continue
+            parsed = statements[0] if len(statements) == 1 else None
             if not isinstance(parsed, exp.Select) or parsed.args.get("from") or not parsed.expressions:
                 continue
             projections = parsed.expressions

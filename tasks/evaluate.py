@@ -116,8 +116,9 @@ def evaluate_batch(
     """
     records = list(records)
     if judge is None or judge.is_symbolic:
-        evaluations = evaluate_many(records, rulebook=rulebook(rules_dir))
-        return [e.compact() for e in evaluations] if compact else evaluations
+        if compact:
+            return evaluate_many(records, rulebook=rulebook(rules_dir), convert=Evaluation.compact)
+        return evaluate_many(records, rulebook=rulebook(rules_dir))
     from stef.llm_evaluate import LLMEvaluator
     from tasks._runtime import run_logger
     from warehouse.judge_cache import DuckDBJudgeCache
