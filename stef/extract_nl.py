@@ -104,6 +104,9 @@ STOP_CAPITALISED = frozenset(
     "Based Between Consider Determine Out If It Its This That These Those Also I".split()
 )
 
+_COMPARISON_ANY = re.compile("|".join(re.escape(phrase) for phrase, _ in COMPARISON_PHRASES))
+"""Matches when any comparison phrase occurs in a lower-cased text (one scan instead of one per phrase)."""
+_AGGREGATION_ANY = re.compile("|".join(re.escape(phrase) for phrase, _ in AGGREGATION_PHRASES))
 _QUOTED = re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?![\w])")
 _DATE = re.compile(r"(?<![\w/])(\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{4})(?![\w/])")
@@ -138,6 +141,8 @@ def compared_numbers(text: str) -> list[str]:
     """
     lowered = text.lower()
     found: list[str] = []
+    if _COMPARISON_ANY.search(lowered) is None:
+        return found
     for phrase, _ in COMPARISON_PHRASES:
         if phrase not in lowered:
             continue
@@ -241,8 +246,15 @@ def _is_prose_word(word: str) -> bool:
     return word.isalpha() and not word.isupper()
 
 
+_SQL_CHARACTERS = re.compile(r"[=<>`'\"()*/_]")
+
+
 def _looks_like_sql(text: str) -> bool:
-    return any(ch in text for ch in "=<>`'\"()*/_") or any(w.isupper() and len(w) > 1 for w in text.split())
+    return _SQL_CHARACTERS.search(text) is not None or any(w.isupper() and len(w) > 1 for w in text.split())
+
+
+_CLAUSE_BREAK = re.compile(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n")
+"""Where hint text breaks into clauses: semicolons, sentence ends, new lines."""
 
 
 def hint_clauses(text: str) -> list[str]:
@@ -256,7 +268,7 @@ def hint_clauses(text: str) -> list[str]:
     """
     text = _SPACED_OPERATOR.sub(lambda m: m.group(1) + "=", text)
     clauses: list[str] = []
-    for part in re.split(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n", text):
+    for part in _CLAUSE_BREAK.split(text):
         pieces = _split_top_level_commas(part)
         current = pieces[0]
         for piece in pieces[1:]:
@@ -273,6 +285,8 @@ def _split_top_level_commas(text: str) -> list[str]:
     """Split on ", " outside parentheses ("DIVIDE(SUM(a), COUNT(b))" stays whole)."""
     if ", " not in text:
         return [text]
+    if "(" not in text:
+        return text.split(", ")  # no parentheses: every ", " is at the top level
     pieces: list[str] = []
     depth = 0
     start = 0
@@ -407,41 +421,40 @@ def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFe
     formulas: list[str] = []
     values: list[str] = []
     null_conditions: list[tuple[str, str]] = []
-    if True:
-        for node in expression.walk():
-            if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and isinstance(node.this, exp.Column):
-                parent = node.parent
-                while isinstance(parent, exp.Paren):
-                    parent = parent.parent
-                if node.find_ancestor(exp.Or) is None:  # "x IS NULL OR y = 1" requires neither side alone
-                    negated = isinstance(parent, exp.Not)
-                    null_conditions.append((column_name(node.this, rules), "IS NOT NULL" if negated else "IS NULL"))
-            if isinstance(node, exp.Column) and node.name:
-                name = column_name(node, rules)
-                if name not in {"null", "true", "false"}:
-                    columns.append(name)
-            elif isinstance(node, exp.AggFunc):
-                aggregations.append(node.key.upper())
-            elif isinstance(node, exp.Anonymous):
-                name = str(node.this).upper()
-                if name in HINT_FUNCTION_ALIASES:
-                    formulas.append(HINT_FUNCTION_ALIASES[name][0])
-            elif isinstance(node, exp.Div):
-                formulas.append("/")
-            elif isinstance(node, exp.Mul):
-                formulas.append("*")
-            elif isinstance(node, exp.Sub):
-                formulas.append("-")
-            elif isinstance(node, exp.Literal) and node.is_string:
-                values.append(normalize_value(node.this, rules))
-            if type(node) in COMPARISON_TYPES or isinstance(node, (exp.In, exp.Between)):
-                left, literal_nodes, swapped = _comparison_sides(node)
-                column = left if isinstance(left, exp.Column) else left.find(exp.Column)
-                if column is not None and literal_nodes:
-                    operator = COMPARISON_TYPES.get(type(node), "IN" if isinstance(node, exp.In) else "BETWEEN")
-                    operator = FLIPPED[operator] if swapped else operator
-                    for literal in literal_nodes:
-                        bindings.append((column_name(column, rules), operator, normalize_value(literal.this, rules)))
+    for node in expression.walk():
+        if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null) and isinstance(node.this, exp.Column):
+            parent = node.parent
+            while isinstance(parent, exp.Paren):
+                parent = parent.parent
+            if node.find_ancestor(exp.Or) is None:  # "x IS NULL OR y = 1" requires neither side alone
+                negated = isinstance(parent, exp.Not)
+                null_conditions.append((column_name(node.this, rules), "IS NOT NULL" if negated else "IS NULL"))
+        if isinstance(node, exp.Column) and node.name:
+            name = column_name(node, rules)
+            if name not in {"null", "true", "false"}:
+                columns.append(name)
+        elif isinstance(node, exp.AggFunc):
+            aggregations.append(node.key.upper())
+        elif isinstance(node, exp.Anonymous):
+            name = str(node.this).upper()
+            if name in HINT_FUNCTION_ALIASES:
+                formulas.append(HINT_FUNCTION_ALIASES[name][0])
+        elif isinstance(node, exp.Div):
+            formulas.append("/")
+        elif isinstance(node, exp.Mul):
+            formulas.append("*")
+        elif isinstance(node, exp.Sub):
+            formulas.append("-")
+        elif isinstance(node, exp.Literal) and node.is_string:
+            values.append(normalize_value(node.this, rules))
+        if type(node) in COMPARISON_TYPES or isinstance(node, (exp.In, exp.Between)):
+            left, literal_nodes, swapped = _comparison_sides(node)
+            column = left if isinstance(left, exp.Column) else left.find(exp.Column)
+            if column is not None and literal_nodes:
+                operator = COMPARISON_TYPES.get(type(node), "IN" if isinstance(node, exp.In) else "BETWEEN")
+                operator = FLIPPED[operator] if swapped else operator
+                for literal in literal_nodes:
+                    bindings.append((column_name(column, rules), operator, normalize_value(literal.this, rules)))
     return HintFeatures(columns, bindings, aggregations, formulas, values, null_conditions)
 
 
@@ -477,7 +490,7 @@ def extract_question_spec(
     words = _words(text)
     word_set = set(words)
 
-    aggregations = [name for phrase, name in AGGREGATION_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)]
+    aggregations = [name for phrase, name in AGGREGATION_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)] if _AGGREGATION_ANY.search(lowered) else []
     ordering = None
     desc_hits = [w for w in words if w in DESC_WORDS]
     asc_hits = [w for w in words if w in ASC_WORDS]
@@ -490,7 +503,7 @@ def extract_question_spec(
     if match:
         token = match.group(1).lower()
         top_k = int(token) if token.isdigit() else NUMBER_WORDS.get(token)
-    comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)))
+    comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase))) if _COMPARISON_ANY.search(lowered) else ()
 
     filter_values: list[str] = []
     optional_values: list[str] = []

@@ -128,8 +128,19 @@ def phrase_overlap(phrase: str, text: str) -> float:
     >>> phrase_overlap("the oldest user", "Which posts are new?")
     0.0
     """
-    words = [_stem(w) for w in _ALNUM.findall(phrase.lower()) if w not in STOPWORDS]
+    words = _content_stems(phrase)
     if not words:
         return 0.0
-    haystack = {_stem(w) for w in _ALNUM.findall(text.lower())}
+    haystack = _stemmed_words(text)
     return sum(1 for w in words if w in haystack) / len(words)
+
+
+@lru_cache(maxsize=4096)
+def _content_stems(phrase: str) -> tuple[str, ...]:
+    return tuple(_stem(w) for w in _ALNUM.findall(phrase.lower()) if w not in STOPWORDS)
+
+
+@lru_cache(maxsize=4096)
+def _stemmed_words(text: str) -> frozenset[str]:
+    """Stems of every word of a text (one record's question is matched against each hint phrase)."""
+    return frozenset(_stem(w) for w in _ALNUM.findall(text.lower()))
