@@ -108,8 +108,10 @@ def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
     return parser.parse(tokenizer.tokenize(text), text)  # type: ignore[attr-defined]
 
 
+@lru_cache(maxsize=256)
 def resolve_dialect(name: str | None) -> str:
-    """Normalise a dialect name to one sqlglot knows (``""`` = generic dialect).
+    """Normalise a dialect name to one sqlglot knows (``""`` = generic dialect); cached (sqlglot
+    builds a dialect object on every lookup).
 
     Raises:
         UnknownDialectError: sqlglot has no dialect of that name.
