@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from stef.llm_evaluate import JudgeRunStats
     from stef.llm_judge import JudgeSettings
     from stef.logs import LogLine
-    from stef.models import AgentLogRecord, Evaluation
+    from stef.models import Evaluation
     from stef.rules import RuleBook
 
 EXIT_USAGE = 2
@@ -193,25 +193,19 @@ def _lines(files: Sequence[Path]) -> Iterator[LogLine]:
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
 
 
-def _with_dialect(record: AgentLogRecord, dialect: str | None) -> AgentLogRecord:
-    if dialect is None or record.dialect:
-        return record
-    return record.model_copy(update={"dialect": dialect})
-
-
 def evaluate_lines(
     lines: Iterable[LogLine],
     rulebook: RuleBook,
     dialect: str | None = None,
     judge: object | None = None,
     batch_size: int | None = None,
-    workers: int = 1,
 ) -> Iterator[OutputRow]:
-    """Evaluate log lines in batches, yielding exactly one output row per line, in order.
+    """Evaluate log lines in this process in batches, yielding exactly one output row per line, in order.
 
     A rejected line (not JSON, invalid record) yields the row of
-    ``rejected_evaluation(run_id, reason)`` at its position; a record without a dialect is
-    evaluated in ``dialect`` when one is given.
+    :func:`flows.parallel.rejected_row` at its position; a record without a dialect is
+    evaluated in ``dialect`` when one is given. Several processes:
+    :func:`flows.parallel.evaluate_files_in_processes`.
 
     Args:
         lines: the lines of one or more log files (:func:`stef.logs.read_log_file`).
@@ -220,46 +214,24 @@ def evaluate_lines(
         judge: the judge (``None``: the default symbolic judge), or an object that evaluates whole
             batches (:class:`stef.llm_evaluate.LLMEvaluator`: it has ``evaluate_many``).
         batch_size: records per :func:`stef.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
-        workers: processes for the symbolic judge (``1``: in this process); see
-            :mod:`flows.parallel`.
 
     Returns:
         :class:`flows.parallel.OutputRow` items: the evaluation's JSON line and its counted fields.
     """
-    from stef.evaluate import evaluate_many, rejected_evaluation
+    from flows.parallel import rejected_row, with_dialect
+    from stef.evaluate import evaluate_many
 
     batch_evaluate = getattr(judge, "evaluate_many", None)
     batch_size = batch_size or BATCH_SIZE
     iterator = iter(lines)
-
-    def rejected(line: LogLine) -> OutputRow:
-        return OutputRow.of(rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}"))
-
-    if judge is None and workers > 1:
-        from collections import deque
-
-        from flows.parallel import evaluate_batches_in_processes
-
-        line_batches: deque[list[LogLine]] = deque()
-
-        def record_batches() -> Iterator[list[AgentLogRecord]]:
-            while batch := list(islice(iterator, batch_size)):
-                line_batches.append(batch)
-                yield [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
-
-        for rows in evaluate_batches_in_processes(record_batches(), rulebook, workers):
-            evaluated = iter(rows)
-            for line in line_batches.popleft():
-                yield rejected(line) if line.record is None else next(evaluated)
-        return
     while batch := list(islice(iterator, batch_size)):
-        records = [_with_dialect(line.record, dialect) for line in batch if line.record is not None]
+        records = [with_dialect(line.record, dialect) for line in batch if line.record is not None]
         if batch_evaluate is not None:
             evaluated = iter([OutputRow.of(e) for e in batch_evaluate(records, rulebook)])
         else:
             evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of))
         for line in batch:
-            yield rejected(line) if line.record is None else next(evaluated)
+            yield rejected_row(line) if line.record is None else next(evaluated)
 
 
 def _workers(requested: int, evaluator: object | None) -> int:
@@ -427,7 +399,14 @@ def evaluate(
         try:
             with handle, progress:
                 task = progress.add_task("evaluating", total=None)
-                for row in evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator, workers=_workers(workers, evaluator)):
+                processes = _workers(workers, evaluator)
+                if processes > 1:
+                    from flows.parallel import evaluate_files_in_processes
+
+                    rows = evaluate_files_in_processes(files, rulebook, processes, dialect=dialect, batch_size=BATCH_SIZE)
+                else:
+                    rows = evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator)
+                for row in rows:
                     handle.write(row.json + "\n")
                     stats.add(row)
                     if stats.records % PROGRESS_EVERY == 0:

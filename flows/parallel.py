@@ -1,9 +1,10 @@
 """Process-parallel symbolic evaluation for ``stef evaluate`` (CPU-bound: one process per core).
 
-Batches of records are sent to a pool of worker processes and come back in input order, as
-finished output lines (:class:`OutputRow`: the JSON text and the few fields the run summary
-counts), so the parent only writes text. At most ``2 × workers`` batches are in flight, so
-memory stays bounded on inputs of any length. Workers evaluate in their main thread, so the
+Batches of raw log lines are sent to a pool of worker processes, which decode, validate and
+evaluate them; they come back in input order as finished output lines (:class:`OutputRow`: the
+JSON text and the few fields the run summary counts), so the parent only reads bytes and writes
+text. At most ``2 × workers`` batches are in flight, so memory stays bounded on inputs of any
+length. Workers evaluate in their main thread, so the
 per-record SIGALRM time cap of :func:`stef.evaluate.evaluate_many` applies there too.
 """
 
@@ -13,12 +14,19 @@ import gc
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from stef.errors import InputError
 from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, FilterStatus, Verdict
-from stef.rules import RuleBook
+
+if TYPE_CHECKING:
+    from stef.logs import LogLine
+    from stef.rules import RuleBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,35 +74,99 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def with_dialect(record: AgentLogRecord, dialect: str | None) -> AgentLogRecord:
+    """The record, with ``dialect`` filled in when it names none (``None``: unchanged)."""
+    if dialect is None or record.dialect:
+        return record
+    return record.model_copy(update={"dialect": dialect})
+
+
+def rejected_row(line: LogLine) -> OutputRow:
+    """The ``invalid_input`` output row of a log line that is not a valid record, naming the
+    file, the line number and the reason."""
+    from stef.evaluate import rejected_evaluation
+
+    return OutputRow.of(rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}"))
+
+
 def _init_worker(rulebook: RuleBook) -> None:
     global _WORKER_RULEBOOK
     _WORKER_RULEBOOK = rulebook
     gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 
 
-def _evaluate_batch(records: list[AgentLogRecord]) -> list[OutputRow]:
-    from stef.evaluate import evaluate_many
-
-    return evaluate_many(records, rulebook=_WORKER_RULEBOOK, convert=OutputRow.of)
-
-
-def evaluate_batches_in_processes(batches: Iterable[list[AgentLogRecord]], rulebook: RuleBook, workers: int) -> Iterator[list[OutputRow]]:
-    """Evaluate batches in ``workers`` processes; yield each batch's output rows in input order.
+def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rulebook: RuleBook, dialect: str | None = None) -> list[OutputRow]:
+    """Read and evaluate raw log lines: one output row per non-blank line, in order.
 
     Args:
-        batches: lists of records (each becomes one task).
-        rulebook: rules for every record (sent once to each worker).
-        workers: number of processes (≥ 2; use :func:`stef.evaluate.evaluate_many` for one).
+        source: the file the lines come from (named in rejection reasons).
+        numbered_lines: ``(line number, bytes)`` pairs (:func:`stef.logs.read_raw_lines`).
+        rulebook: resolves each record's ``app_id`` to its rules.
+        dialect: dialect for records that name none.
 
     Returns:
-        An iterator of :class:`OutputRow` lists, one per input batch, same order.
+        :class:`OutputRow` items; a line that is not a valid record gets :func:`rejected_row`.
+    """
+    from stef.evaluate import evaluate_many
+    from stef.logs import parse_line
+
+    rows: list[OutputRow | None] = []
+    records: list[AgentLogRecord] = []
+    for number, raw in numbered_lines:
+        line = parse_line(raw, source, number)
+        if line is None:
+            continue  # blank line
+        if line.record is None:
+            rows.append(rejected_row(line))
+        else:
+            rows.append(None)
+            records.append(with_dialect(line.record, dialect))
+    evaluated = iter(evaluate_many(records, rulebook=rulebook, convert=OutputRow.of))
+    return [row if row is not None else next(evaluated) for row in rows]
+
+
+def _evaluate_raw_batch(source: str, numbered_lines: list[tuple[int, bytes]], dialect: str | None) -> list[OutputRow]:
+    assert _WORKER_RULEBOOK is not None, "worker not initialised"
+    return evaluate_raw_lines(source, numbered_lines, _WORKER_RULEBOOK, dialect)
+
+
+def _raw_batches(files: Sequence[Path], batch_size: int) -> Iterator[tuple[str, list[tuple[int, bytes]]]]:
+    from stef.logs import read_raw_lines
+
+    for path in files:
+        try:
+            lines = read_raw_lines(path)
+            while batch := list(islice(lines, batch_size)):
+                yield str(path), batch
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, workers: int, dialect: str | None = None, batch_size: int = 500) -> Iterator[OutputRow]:
+    """Evaluate log files in ``workers`` processes; yield one output row per non-blank line, in order.
+
+    The parent only reads raw lines and writes rows: decoding, validation and evaluation all
+    happen in the workers, so the parent takes almost no CPU from them.
+
+    Args:
+        files: JSONL log files, read in this order.
+        rulebook: rules for every record (sent once to each worker).
+        workers: number of processes (≥ 2; use :func:`stef.evaluate.evaluate_many` for one).
+        dialect: dialect for records that name none.
+        batch_size: lines per task.
+
+    Returns:
+        An iterator of :class:`OutputRow`, one per non-blank input line, same order.
+
+    Raises:
+        InputError: a file cannot be read.
     """
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook,)) as pool:
         pending: deque[Future[list[OutputRow]]] = deque()
-        for batch in batches:
-            pending.append(pool.submit(_evaluate_batch, batch))
+        for source, batch in _raw_batches(files, batch_size):
+            pending.append(pool.submit(_evaluate_raw_batch, source, batch, dialect))
             if len(pending) >= 2 * workers:
-                yield pending.popleft().result()
+                yield from pending.popleft().result()
         while pending:
-            yield pending.popleft().result()
+            yield from pending.popleft().result()

@@ -96,18 +96,29 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
     return LogLine(source, line_number, record, None, text, record.run_id)
 
 
+def read_raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line number, bytes)`` for every physical line of a file, without its line break
+    and undecoded (streamed; :func:`parse_line` turns each into a :class:`LogLine`).
+
+    Raises:
+        OSError: the file cannot be opened or read.
+    """
+    with Path(path).open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            yield number, raw.rstrip(b"\r\n")
+
+
 def read_log_file(path: str | Path) -> Iterator[LogLine]:
     """Yield a :class:`LogLine` for every non-blank line of one JSONL file (streamed).
 
     Raises:
         OSError: the file cannot be opened.
     """
-    path = Path(path)
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = parse_line(raw.rstrip(b"\r\n"), str(path), number)
-            if line is not None:
-                yield line
+    source = str(path)
+    for number, raw in read_raw_lines(path):
+        line = parse_line(raw, source, number)
+        if line is not None:
+            yield line
 
 
 def log_files(path: str | Path) -> list[Path]:
