@@ -29,7 +29,7 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -134,9 +134,19 @@ class Calibrator:
     def probability(self, features: dict[str, float]) -> float:
         """P(answer correct) for named features (missing names count as 0)."""
         z = self.intercept
-        for name, mean, scale, weight in zip(self.names, self.means, self.scales, self.coefficients, strict=True):
-            z += weight * (features.get(name, 0.0) - mean) / scale
+        for name, zero_term, mean, scale, weight in self._terms:
+            value = features.get(name, 0.0)
+            z += zero_term if value == 0.0 else weight * (value - mean) / scale
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    @cached_property
+    def _terms(self) -> tuple[tuple[str, float, float, float, float], ...]:
+        """(name, term of a zero feature, mean, scale, weight) per feature: most features of a
+        record are zero, and their term is the same every time."""
+        return tuple(
+            (name, weight * (0.0 - mean) / scale, mean, scale, weight)
+            for name, mean, scale, weight in zip(self.names, self.means, self.scales, self.coefficients, strict=True)
+        )
 
     @classmethod
     def from_json(cls, payload: dict[str, Any]) -> Calibrator:

@@ -17,6 +17,8 @@ from functools import lru_cache
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError
+from sqlglot.parser import Parser
+from sqlglot.tokens import Token, Tokenizer
 
 from stef.errors import UnknownDialectError
 
@@ -97,7 +99,11 @@ def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
     >>> [tree.sql() for tree in parse_statements("SELECT 1; SELECT 2", "sqlite")]
     ['SELECT 1', 'SELECT 2']
     """
-    pairs: dict[str, tuple[object, object]] | None = getattr(_THREAD_PARSERS, "by_dialect", None)
+    return _tokenize_and_parse(text, dialect)[1]
+
+
+def _tokenize_and_parse(text: str, dialect: str) -> tuple[list[Token], list[exp.Expression | None]]:
+    pairs: dict[str, tuple[Tokenizer, Parser]] | None = getattr(_THREAD_PARSERS, "by_dialect", None)
     if pairs is None:
         pairs = _THREAD_PARSERS.by_dialect = {}
     pair = pairs.get(dialect)
@@ -105,7 +111,8 @@ def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
         instance = dialect_instance(dialect)
         pair = pairs[dialect] = (instance.tokenizer(), instance.parser())
     tokenizer, parser = pair
-    return parser.parse(tokenizer.tokenize(text), text)  # type: ignore[attr-defined]
+    tokens = tokenizer.tokenize(text)
+    return tokens, parser.parse(tokens, text)
 
 
 @lru_cache(maxsize=256)
@@ -212,6 +219,9 @@ WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
     t for t in (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Create, exp.Drop, getattr(exp, "TruncateTable", None)) if isinstance(t, type)
 )
 """Write statements that can hide inside a query (a data-modifying CTE)."""
+WRITE_WORDS = frozenset({"INSERT", "INTO", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "TRUNCATE", "REPLACE", "UPSERT", "OVERWRITE"})
+"""Keywords every write starts with; a query none of whose tokens is one of them holds no write,
+so its tree is not walked for :func:`embedded_writes`."""
 
 
 def embedded_writes(query: exp.Expression) -> list[str]:
@@ -259,13 +269,13 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     if not text:
         return ParsedSQL(None, (), dialect, flags, "invalid_input", "SQL is empty")
     try:
-        parsed = parse_statements(text, dialect)
+        tokens, parsed = _tokenize_and_parse(text, dialect)
     except SqlglotError as error:
         trimmed = _without_trailing_prose(text)
         if trimmed is None:
             return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
         try:
-            parsed = parse_statements(trimmed, dialect)
+            tokens, parsed = _tokenize_and_parse(trimmed, dialect)
         except SqlglotError:
             return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
         text, flags = trimmed, (*flags, "stripped prose after SQL")
@@ -285,7 +295,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         else:
             kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
             statement_flags.append(f"non_select_statement: {kind}")
-    if answer is not None:
+    if answer is not None and any(token.text.upper() in WRITE_WORDS for token in tokens):
         statement_flags.extend(f"non_select_statement: {kind}" for kind in embedded_writes(answer))
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")

@@ -40,10 +40,17 @@ def contains_sequence(haystack: tuple[str, ...], needle: tuple[str, ...]) -> boo
         return False
     width = len(needle)
     first = needle[0]
-    for index, token in enumerate(haystack):
-        if token == first and haystack[index : index + width] == needle:
+    if width == 1:
+        return first in haystack
+    start = 0
+    while True:
+        try:
+            index = haystack.index(first, start)
+        except ValueError:
+            return False
+        if haystack[index : index + width] == needle:
             return True
-    return False
+        start = index + 1
 
 
 def is_grounded(value: str, text: str, like: bool = False) -> bool:
