@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.parser import Parser
-from sqlglot.tokens import Token, Tokenizer
+from sqlglot.tokens import Tokenizer
 
 from stef.errors import UnknownDialectError
 
@@ -99,10 +99,6 @@ def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
     >>> [tree.sql() for tree in parse_statements("SELECT 1; SELECT 2", "sqlite")]
     ['SELECT 1', 'SELECT 2']
     """
-    return _tokenize_and_parse(text, dialect)[1]
-
-
-def _tokenize_and_parse(text: str, dialect: str) -> tuple[list[Token], list[exp.Expression | None]]:
     pairs: dict[str, tuple[Tokenizer, Parser]] | None = getattr(_THREAD_PARSERS, "by_dialect", None)
     if pairs is None:
         pairs = _THREAD_PARSERS.by_dialect = {}
@@ -111,8 +107,7 @@ def _tokenize_and_parse(text: str, dialect: str) -> tuple[list[Token], list[exp.
         instance = dialect_instance(dialect)
         pair = pairs[dialect] = (instance.tokenizer(), instance.parser())
     tokenizer, parser = pair
-    tokens = tokenizer.tokenize(text)
-    return tokens, parser.parse(tokens, text)
+    return parser.parse(tokenizer.tokenize(text), text)
 
 
 @lru_cache(maxsize=256)
@@ -219,9 +214,16 @@ WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
     t for t in (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Create, exp.Drop, getattr(exp, "TruncateTable", None)) if isinstance(t, type)
 )
 """Write statements that can hide inside a query (a data-modifying CTE)."""
-WRITE_WORDS = frozenset({"INSERT", "INTO", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "TRUNCATE", "REPLACE", "UPSERT", "OVERWRITE"})
-"""Keywords every write starts with; a query none of whose tokens is one of them holds no write,
-so its tree is not walked for :func:`embedded_writes`."""
+WRITE_WORDS = ("INSERT", "INTO", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "TRUNCATE", "REPLACE", "UPSERT", "OVERWRITE")
+"""Keywords a write needs (SELECT INTO needs INTO). A query whose text holds none of them has
+no write in its tree, which is then not walked for :func:`embedded_writes`."""
+
+
+def _may_write(text: str) -> bool:
+    """Pre-check before walking the tree: does the text hold a write keyword anywhere (case-insensitive)?
+    A superset test: the tree, not this, decides what is flagged."""
+    upper = text.upper()
+    return any(word in upper for word in WRITE_WORDS)
 
 
 def embedded_writes(query: exp.Expression) -> list[str]:
@@ -269,13 +271,13 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     if not text:
         return ParsedSQL(None, (), dialect, flags, "invalid_input", "SQL is empty")
     try:
-        tokens, parsed = _tokenize_and_parse(text, dialect)
+        parsed = parse_statements(text, dialect)
     except SqlglotError as error:
         trimmed = _without_trailing_prose(text)
         if trimmed is None:
             return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
         try:
-            tokens, parsed = _tokenize_and_parse(trimmed, dialect)
+            parsed = parse_statements(trimmed, dialect)
         except SqlglotError:
             return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
         text, flags = trimmed, (*flags, "stripped prose after SQL")
@@ -295,7 +297,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         else:
             kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
             statement_flags.append(f"non_select_statement: {kind}")
-    if answer is not None and any(token.text.upper() in WRITE_WORDS for token in tokens):
+    if answer is not None and _may_write(text):
         statement_flags.extend(f"non_select_statement: {kind}" for kind in embedded_writes(answer))
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")
