@@ -161,6 +161,9 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     Raises:
         InputError: a file cannot be read.
     """
+    import stef.evaluate  # noqa: F401 - imported once here, inherited by forked workers (and frozen there)
+    import stef.logs  # noqa: F401
+
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook,)) as pool:
         pending: deque[Future[list[OutputRow]]] = deque()
