@@ -52,7 +52,8 @@ def source_rows(source: Path | None) -> list[dict]:
         lines = source.read_text(encoding="utf-8").splitlines()
     else:
         demo = resources.files("flows.demo_data")
-        lines = [line for day in sorted(demo.iterdir(), key=lambda p: p.name) if day.is_dir() for line in day.joinpath("agent-logs.jsonl").read_text(encoding="utf-8").splitlines()]
+        days = [day for day in sorted(demo.iterdir(), key=lambda p: p.name) if day.is_dir() and day.joinpath("agent-logs.jsonl").is_file()]
+        lines = [line for day in days for line in day.joinpath("agent-logs.jsonl").read_text(encoding="utf-8").splitlines()]
     rows = []
     for line in lines:
         try:
