@@ -332,38 +332,45 @@ def hint_definitions(text: str, dialect: str = "") -> list[HintDefinition]:
     >>> [(d.phrase, d.expression.sql("sqlite")) for d in hint_definitions("male refers to gender = 'M'; rate = `A` / `B`", "sqlite")]
     [('male', "SELECT gender = 'M'"), ('rate', 'SELECT "A" / "B"')]
     """
+    return [definition for clause in hint_clauses(text) for definition in _clause_definitions(clause, dialect)]
+
+
+@lru_cache(maxsize=8192)
+def _clause_definitions(full_clause: str, dialect: str) -> tuple[HintDefinition, ...]:
+    """The definitions of one hint clause (cached: agents and BIRD-style evidence repeat the same
+    clauses across questions; in NL2SQL-BUGs' dev split 2,292 clauses hold 1,112 distinct ones).
+    The trees are shared between records and never modified."""
     parsed: list[HintDefinition] = []
-    for full_clause in hint_clauses(text):
-        # "rate = DIVIDE(SUM(x), COUNT(y)) where label = '+'": a definition and its condition
-        clause, *conditions = _HINT_WHERE.split(full_clause, maxsplit=1)
-        padded = f" {clause} "
-        lowered = padded.lower()
-        right: str | None = None
-        phrase = ""
-        for marker in HINT_MARKERS:
-            position = lowered.find(marker)
-            if position >= 0:
-                candidate = padded[position + len(marker) :]
-                before = padded[:position]
-                if marker in (" is ", " are ") and not _looks_like_sql(candidate):
-                    continue
-                if not _looks_like_sql(candidate) and _looks_like_sql(before):
-                    right, phrase = before, candidate  # "element = 'cl' means Chlorine"
-                else:
-                    right, phrase = candidate, before
-                break
-        if right is None and "=" in clause:
-            left, _, rest = clause.partition("=")
-            rest_expression = _parse_hint_expression(rest.strip(), dialect)
-            if rest_expression is not None and any(not isinstance(p, (exp.Literal, exp.Neg)) for p in rest_expression.expressions):
-                right, phrase = rest, left  # "eligible free rate = `a` / `b`": a named formula
+    # "rate = DIVIDE(SUM(x), COUNT(y)) where label = '+'": a definition and its condition
+    clause, *conditions = _HINT_WHERE.split(full_clause, maxsplit=1)
+    padded = f" {clause} "
+    lowered = padded.lower()
+    right: str | None = None
+    phrase = ""
+    for marker in HINT_MARKERS:
+        position = lowered.find(marker)
+        if position >= 0:
+            candidate = padded[position + len(marker) :]
+            before = padded[:position]
+            if marker in (" is ", " are ") and not _looks_like_sql(candidate):
+                continue
+            if not _looks_like_sql(candidate) and _looks_like_sql(before):
+                right, phrase = before, candidate  # "element = 'cl' means Chlorine"
             else:
-                right = clause
-        for part in ([right] if right is not None and _looks_like_sql(right) else []) + conditions:
-            expression = _parse_hint_expression(part.strip(), dialect) if part.strip() else None
-            if expression is not None:
-                parsed.append(HintDefinition(phrase.strip(), expression))
-    return parsed
+                right, phrase = candidate, before
+            break
+    if right is None and "=" in clause:
+        left, _, rest = clause.partition("=")
+        rest_expression = _parse_hint_expression(rest.strip(), dialect)
+        if rest_expression is not None and any(not isinstance(p, (exp.Literal, exp.Neg)) for p in rest_expression.expressions):
+            right, phrase = rest, left  # "eligible free rate = `a` / `b`": a named formula
+        else:
+            right = clause
+    for part in ([right] if right is not None and _looks_like_sql(right) else []) + conditions:
+        expression = _parse_hint_expression(part.strip(), dialect) if part.strip() else None
+        if expression is not None:
+            parsed.append(HintDefinition(phrase.strip(), expression))
+    return tuple(parsed)
 
 
 def _is_relevant(definition: HintDefinition, values: list[str], reference: str | None) -> bool:
