@@ -161,8 +161,12 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     Raises:
         InputError: a file cannot be read.
     """
-    import stef.evaluate  # noqa: F401 - imported once here, inherited by forked workers (and frozen there)
+    import stef.evaluate  # noqa: F401 - imported once here, inherited by the forked workers (and frozen there)
     import stef.logs  # noqa: F401
+    from stef.calibrate import load_calibrator
+
+    rulebook.for_app(None)  # the default rules and the calibrator are loaded once, before the fork
+    load_calibrator()
 
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook,)) as pool:
