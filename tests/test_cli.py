@@ -249,22 +249,28 @@ def test_out_directory_is_a_clean_error(tmp_path: Path) -> None:
 
 
 def test_worker_processes_give_the_same_rows_in_the_same_order(tmp_path: Path) -> None:
-    """--workers 2 (process pool, small batches) writes exactly what one process writes."""
+    """--workers 2 (process pool, small batches, the workers read raw lines) writes exactly what
+    one process writes, over two files with blank lines, invalid UTF-8 and lines that are not JSON."""
     import flows.cli
 
-    big = tmp_path / "big.jsonl"
-    lines = [line for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    big.write_text("\n".join(lines * 40) + "\n", encoding="utf-8")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    lines = [line.encode() for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    odd = [b"", b'{"run_id": "bad-utf8", "question": "caf\xe9?", "sql": "SELECT 1"}', b"   "]
+    (logs / "a.jsonl").write_bytes(b"\n".join(lines * 20 + odd + lines * 20) + b"\n")
+    (logs / "b.jsonl").write_bytes(b"\r\n".join(lines * 3) + b"\r\n")
     outputs = []
     for workers in ("1", "2"):
         out = tmp_path / f"out-{workers}.jsonl"
         original = flows.cli.BATCH_SIZE
         flows.cli.BATCH_SIZE = 7  # many batches, so ordering across processes is exercised
         try:
-            result = _invoke("evaluate", str(big), "--out", str(out), "--workers", workers)
+            result = _invoke("evaluate", str(logs), "--out", str(out), "--workers", workers)
         finally:
             flows.cli.BATCH_SIZE = original
         assert result.exit_code == 0, result.output
         outputs.append([{k: v for k, v in row.items() if k != "duration_ms"} for row in _read_jsonl(out)])
-    assert len(outputs[0]) == len(lines) * 40
+    assert len(outputs[0]) == len(lines) * 43 + 1  # blank lines give no row; the invalid UTF-8 line gives one
     assert outputs[0] == outputs[1]
+    rejected = [row for row in outputs[1] if row["status_reason"] and "invalid UTF-8" in row["status_reason"]]
+    assert [(row["run_id"], row["status_reason"]) for row in rejected] == [("bad-utf8", "a.jsonl line 122: invalid UTF-8 at byte 39")]
