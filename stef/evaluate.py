@@ -39,42 +39,43 @@ class RecordTimeout(Exception):
     """Raised inside :func:`evaluate` when the per-record time cap expires."""
 
 
-def _on_alarm(signum: int, frame: object) -> None:
-    raise RecordTimeout
-
-
 def _check_deadline(deadline: float | None) -> None:
     if deadline is not None and time.perf_counter() > deadline:
         raise RecordTimeout
 
 
 class _RecordAlarm:
-    """The per-record time cap as a one-shot SIGALRM timer raising :class:`RecordTimeout`.
+    """The per-record time cap: a SIGALRM interval timer that raises :class:`RecordTimeout` in
+    the record that passed its deadline.
 
-    The handler is installed once for a whole batch (on enter) and the timer armed and disarmed
-    around each record. Signals can only be handled in the main thread of a process, so the
-    timer interrupts work there (``stef evaluate``, process-pool workers); in other threads (the
-    nightly flow's thread pool) it does nothing: the deadline is checked between stages, and the
-    size caps (:data:`stef.clean.MAX_SQL_CHARS`, :data:`MAX_TEXT_CHARS`) bound each stage.
+    The handler and a periodic timer (a tick of a quarter of the cap, at most 0.25 s) are set up
+    once for a whole batch; each record only sets :attr:`deadline`, so no system call is made per
+    record. A record is interrupted at most one tick after its cap. Signals can only be handled in
+    the main thread of a process, so the timer interrupts work there (``stef evaluate``,
+    process-pool workers); in other threads (the nightly flow's thread pool) it does nothing: the
+    deadline is checked between stages, and the size caps (:data:`stef.clean.MAX_SQL_CHARS`,
+    :data:`MAX_TEXT_CHARS`) bound each stage.
     """
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
         self.usable = bool(seconds) and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        self.deadline: float | None = None
+        """``time.perf_counter()`` value after which the current record is interrupted (``None``: no record running)."""
         self._previous: object = None
+
+    def _on_tick(self, signum: int, frame: object) -> None:
+        deadline = self.deadline
+        if deadline is not None and time.perf_counter() > deadline:
+            self.deadline = None
+            raise RecordTimeout
 
     def __enter__(self) -> _RecordAlarm:
         if self.usable:
-            self._previous = signal.signal(signal.SIGALRM, _on_alarm)
+            tick = min(0.25, self.seconds / 4)  # type: ignore[operator]
+            self._previous = signal.signal(signal.SIGALRM, self._on_tick)
+            signal.setitimer(signal.ITIMER_REAL, tick, tick)
         return self
-
-    def arm(self) -> None:
-        if self.usable:
-            signal.setitimer(signal.ITIMER_REAL, self.seconds)  # type: ignore[arg-type]
-
-    def disarm(self) -> None:
-        if self.usable:
-            signal.setitimer(signal.ITIMER_REAL, 0)
 
     def __exit__(self, *exc_info: object) -> None:
         if self.usable:
@@ -267,11 +268,11 @@ def evaluate_many(
             rules = rulebook.for_app(record.app_id)
             deadline = time.perf_counter() + time_cap_s if time_cap_s else None
             try:
-                alarm.arm()
+                alarm.deadline = deadline
                 try:
                     evaluation = evaluate(record, rules, judge, default_dialect, deadline)
                 finally:
-                    alarm.disarm()  # a one-shot timer that fires here still lands in `except RecordTimeout`
+                    alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             except RecordTimeout:
                 evaluation = _failure(record, EvaluationStatus.TIMEOUT, f"evaluation exceeded the {time_cap_s:g} s per-record cap", record.dialect)
             except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped

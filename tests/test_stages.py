@@ -521,6 +521,38 @@ def test_time_cap_gives_timeout_status_and_the_batch_goes_on() -> None:
     assert fast.status is EvaluationStatus.EVALUATED
 
 
+def test_time_cap_interrupts_a_stage_that_never_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SIGALRM tick stops a stage stuck in Python code (no deadline check inside it), within
+    one tick of the cap; the next record is evaluated and the previous SIGALRM handler is back."""
+    import signal
+    import time as clock
+
+    import stef.evaluate as pipeline
+
+    real_extract = pipeline.extract_question_spec
+
+    def stuck_on_one_question(text: str | None, *args: object, **kwargs: object) -> object:
+        give_up = clock.perf_counter() + 5.0  # without a working alarm the test fails, it does not hang
+        while text == "hang?" and clock.perf_counter() < give_up:
+            pass
+        return real_extract(text, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "extract_question_spec", stuck_on_one_question)
+    records = [
+        AgentLogRecord(run_id="stuck", question="hang?", sql="SELECT 1"),
+        AgentLogRecord(run_id="fine", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
+    handler_before = signal.getsignal(signal.SIGALRM)
+    started = clock.perf_counter()
+    stuck, fine = evaluate_many(records, time_cap_s=0.2)
+    elapsed = clock.perf_counter() - started
+    assert (stuck.status, stuck.status_reason) == (EvaluationStatus.TIMEOUT, "evaluation exceeded the 0.2 s per-record cap")
+    assert fine.status is EvaluationStatus.EVALUATED
+    assert 0.2 <= elapsed < 1.5
+    assert signal.getsignal(signal.SIGALRM) is handler_before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
 def test_oversized_question_is_too_large_not_slow() -> None:
     record = AgentLogRecord(run_id="big", question="word " * 10_000, sql="SELECT 1")
     evaluation = evaluate(record)
