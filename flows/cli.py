@@ -362,6 +362,7 @@ def evaluate(
     With ``--judge MODEL`` or ``hybrid:MODEL`` each row also carries the judge, the fallback
     reason (if the model could not answer), cost and tokens; a judge summary is printed.
     """
+    from stef.evaluate import configured_time_cap_s
     from stef.rules import RuleBook
 
     with _user_errors():
@@ -379,6 +380,7 @@ def evaluate(
         if dialect is not None:
             dialect = validate_dialect(dialect)
         rulebook = RuleBook(rules_file=rules)
+        configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, before any work
         files = input_files(input_path, exclude=out)
         stats = EvaluationStats()
         if out.is_dir():
@@ -541,8 +543,11 @@ def nightly(
     dask_address: Annotated[str | None, typer.Option("--dask-address", metavar="tcp://HOST:8786", help="Scheduler of a running Dask cluster (with --task-runner dask).")] = None,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
+    from stef.evaluate import configured_time_cap_s
+
     with _user_errors():
         validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd)
+        configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
         from flows.nightly import run_nightly

@@ -22,3 +22,8 @@ class UnknownDialectError(StefError):
 
 class InputError(StefError):
     """An input file cannot be read at all (missing, a directory with no JSONL ...)."""
+
+
+class ConfigError(StefError):
+    """A setting read from the environment is unusable (the message names the variable and the
+    values it accepts)."""

@@ -9,16 +9,17 @@ and its reason (``invalid_input``, ``parse_error``, ``non_select``, ``too_large`
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import TypeVar, overload
+from typing import Literal, TypeVar, overload
 
 from stef.align import align_filters
 from stef.clean import parse_sql_with_fallback, resolve_dialect
 from stef.enrichment import validate_enrichment
-from stef.errors import UnknownDialectError
+from stef.errors import ConfigError, UnknownDialectError
 from stef.extract_nl import extract_question_spec
 from stef.extract_sql import extract_sql_spec
 from stef.judge import Judge, JudgeInput, SymbolicJudge
@@ -33,6 +34,27 @@ MAX_TEXT_CHARS = 20_000
 """Q_u or Q_e longer than this is not analysed (status ``too_large``)."""
 DEFAULT_TIME_CAP_S = 2.0
 """Per-record evaluation time cap in seconds (``None`` or 0 switches it off)."""
+TIME_CAP_ENV_VAR = "STEF_TIME_CAP_S"
+"""Environment variable overriding :data:`DEFAULT_TIME_CAP_S` (seconds; ``0``: no cap)."""
+
+
+def configured_time_cap_s() -> float | None:
+    """The per-record time cap: ``$STEF_TIME_CAP_S`` seconds, else :data:`DEFAULT_TIME_CAP_S`;
+    ``None`` when the variable is ``0`` (no cap).
+
+    Raises:
+        ConfigError: the variable is not a number of seconds >= 0.
+    """
+    raw = os.environ.get(TIME_CAP_ENV_VAR, "").strip()
+    if not raw:
+        return DEFAULT_TIME_CAP_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value < float("inf"):  # also rejects nan
+        raise ConfigError(f"{TIME_CAP_ENV_VAR}={raw!r} is not a number of seconds >= 0 (0 switches the per-record cap off)")
+    return value or None
 
 
 class RecordTimeout(Exception):
@@ -214,7 +236,7 @@ def evaluate_many(
     rulebook: RuleBook | None = ...,
     judge: Judge | None = ...,
     default_dialect: str | None = ...,
-    time_cap_s: float | None = ...,
+    time_cap_s: float | Literal["configured"] | None = ...,
     convert: None = ...,
 ) -> list[Evaluation]: ...
 
@@ -225,7 +247,7 @@ def evaluate_many(
     rulebook: RuleBook | None = ...,
     judge: Judge | None = ...,
     default_dialect: str | None = ...,
-    time_cap_s: float | None = ...,
+    time_cap_s: float | Literal["configured"] | None = ...,
     *,
     convert: Callable[[Evaluation], Converted],
 ) -> list[Converted]: ...
@@ -236,7 +258,7 @@ def evaluate_many(
     rulebook: RuleBook | None = None,
     judge: Judge | None = None,
     default_dialect: str | None = None,
-    time_cap_s: float | None = DEFAULT_TIME_CAP_S,
+    time_cap_s: float | Literal["configured"] | None = "configured",
     convert: Callable[[Evaluation], Converted] | None = None,
 ) -> list[Evaluation] | list[Converted]:
     """Evaluate records in order; one bad record never stops the batch.
@@ -252,14 +274,21 @@ def evaluate_many(
         rulebook: resolves each record's ``app_id`` to its rules (``None``: the bundled rules).
         judge: the semantic judge (``None``: :class:`SymbolicJudge`).
         default_dialect: dialect for records that name none.
-        time_cap_s: per-record cap in seconds (``None`` or 0: no cap).
+        time_cap_s: per-record cap in seconds (``None`` or 0: no cap); ``"configured"``:
+            :func:`configured_time_cap_s` (``$STEF_TIME_CAP_S``, default 2 s).
         convert: applied to each evaluation as soon as it is made (e.g.
             :meth:`Evaluation.compact`, or an output line), so a batch never holds its full
             evaluations: fewer live objects to scan for the garbage collector, less memory.
 
     Returns:
         One :class:`Evaluation` (or ``convert`` of it) per record, same order.
+
+    Raises:
+        RulesError: an invalid rule file.
+        ConfigError: an invalid ``$STEF_TIME_CAP_S``.
     """
+    if time_cap_s == "configured":
+        time_cap_s = configured_time_cap_s()
     rulebook = rulebook or RuleBook()
     judge = judge or _DEFAULT_JUDGE
     out: list = []

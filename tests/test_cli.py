@@ -274,3 +274,38 @@ def test_worker_processes_give_the_same_rows_in_the_same_order(tmp_path: Path) -
     assert outputs[0] == outputs[1]
     rejected = [row for row in outputs[1] if row["status_reason"] and "invalid UTF-8" in row["status_reason"]]
     assert [(row["run_id"], row["status_reason"]) for row in rejected] == [("bad-utf8", "a.jsonl line 122: invalid UTF-8 at byte 39")]
+
+
+@pytest.mark.parametrize(("raw", "cap"), [("", 2.0), ("0", None), ("0.5", 0.5), (" 3 ", 3.0)])
+def test_time_cap_comes_from_the_environment(raw: str, cap: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stef.evaluate import configured_time_cap_s
+
+    monkeypatch.setenv("STEF_TIME_CAP_S", raw)
+    assert configured_time_cap_s() == cap
+
+
+@pytest.mark.parametrize("raw", ["-1", "nan", "inf", "two"])
+def test_an_invalid_time_cap_stops_evaluate_before_any_work(raw: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STEF_TIME_CAP_S", raw)
+    out = tmp_path / "scores.jsonl"
+    result = _invoke("evaluate", str(FIXTURE), "--out", str(out))
+    assert result.exit_code == 2
+    assert f"STEF_TIME_CAP_S={raw!r} is not a number of seconds >= 0" in result.output
+    assert not out.exists()
+
+
+def test_worker_processes_apply_the_configured_time_cap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cap set in the environment reaches the worker processes: a record past it gets
+    ``timeout``, the others are evaluated."""
+    slow_sql = "SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(12000))
+    logs = tmp_path / "logs.jsonl"
+    rows = [{"run_id": f"r{i}", "question": "How many users?", "sql": "SELECT COUNT(*) FROM users"} for i in range(6)]
+    rows.insert(3, {"run_id": "slow", "question": "How many rows?", "sql": slow_sql})
+    logs.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    monkeypatch.setenv("STEF_TIME_CAP_S", "0.02")
+    out = tmp_path / "scores.jsonl"
+    result = _invoke("evaluate", str(logs), "--out", str(out), "--workers", "2")
+    assert result.exit_code == 0, result.output
+    statuses = {row["run_id"]: (row["status"], row["status_reason"]) for row in _read_jsonl(out)}
+    assert statuses.pop("slow") == ("timeout", "evaluation exceeded the 0.02 s per-record cap")
+    assert set(statuses.values()) == {("evaluated", None)}
