@@ -678,7 +678,7 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
             continue
         for alias, (node, _source) in sources.items():
             if alias not in used_outside_join and isinstance(node, exp.Table):
-                if any(isinstance(s, exp.Column) and s.table == alias for s in select.find_all(exp.Star)):
-                    continue
+                if any(isinstance(star.parent, exp.Column) and star.parent.table == alias for star in select.find_all(exp.Star)):
+                    continue  # "alias.*" uses the table
                 unused.append(node.name.lower())
     return tuple(unused)

@@ -715,3 +715,21 @@ def test_correct_shapes_raise_no_structural_error(sql: str) -> None:
 def test_hint_null_conditions_read_through_parentheses_and_skip_disjunctions() -> None:
     assert extract_question_spec("has a record refers to NOT (time IS NULL)").null_conditions == (("time", "IS NOT NULL"),)
     assert extract_question_spec("missing refers to weight IS NULL OR weight = 0").null_conditions == ()
+
+
+@pytest.mark.parametrize(
+    ("sql", "unused"),
+    [
+        pytest.param("SELECT T1.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", ("y",), id="joined_only_for_the_condition"),
+        pytest.param("SELECT T2.* FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T1.a = 1", (), id="used_through_alias_star"),
+        pytest.param("SELECT T1.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T2.c > 0", (), id="used_in_where"),
+        pytest.param("SELECT b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", (), id="unqualified_columns_are_not_attributed"),
+        pytest.param("SELECT * FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", (), id="bare_star"),
+    ],
+)
+def test_unused_join_tables(sql: str, unused: tuple[str, ...]) -> None:
+    import sqlglot
+
+    from stef.extract_sql import unused_join_tables
+
+    assert unused_join_tables(sqlglot.parse_one(sql, read="sqlite")) == unused
