@@ -171,9 +171,13 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook,)) as pool:
         pending: deque[Future[list[OutputRow]]] = deque()
-        for source, batch in _raw_batches(files, batch_size):
-            pending.append(pool.submit(_evaluate_raw_batch, source, batch, dialect))
-            if len(pending) >= 2 * workers:
+        try:
+            for source, batch in _raw_batches(files, batch_size):
+                pending.append(pool.submit(_evaluate_raw_batch, source, batch, dialect))
+                if len(pending) >= 2 * workers:
+                    yield from pending.popleft().result()
+            while pending:
                 yield from pending.popleft().result()
-        while pending:
-            yield from pending.popleft().result()
+        except BaseException:  # an unreadable file, Ctrl-C, or the consumer stopped: drop the queued batches
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise

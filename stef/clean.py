@@ -215,15 +215,26 @@ WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
 )
 """Write statements that can hide inside a query (a data-modifying CTE)."""
 WRITE_WORDS = ("INSERT", "INTO", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "TRUNCATE", "REPLACE", "UPSERT", "OVERWRITE")
-"""Keywords a write needs (SELECT INTO needs INTO). A query whose text holds none of them has
-no write in its tree, which is then not walked for :func:`embedded_writes`."""
+"""Keywords a write needs (SELECT INTO needs INTO); a dialect's own spellings are added from its
+tokenizer (:func:`_write_words`). A query whose text holds none of them has no write in its
+tree, which is then not walked for :func:`embedded_writes`."""
+_WRITE_TOKEN_NAMES = frozenset({"INSERT", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "REPLACE", "INTO", "TRUNCATE", "OVERWRITE"})
 
 
-def _may_write(text: str) -> bool:
-    """Pre-check before walking the tree: does the text hold a write keyword anywhere (case-insensitive)?
-    A superset test: the tree, not this, decides what is flagged."""
+@lru_cache(maxsize=64)
+def _write_words(dialect: str) -> tuple[str, ...]:
+    """:data:`WRITE_WORDS` plus every keyword the dialect's tokenizer maps to a write token
+    (Teradata's ``DEL``, ``INS``, ``UPD``)."""
+    keywords = dialect_instance(dialect).tokenizer_class.KEYWORDS
+    own = sorted(word for word, token in keywords.items() if token.name in _WRITE_TOKEN_NAMES and word not in WRITE_WORDS)
+    return (*WRITE_WORDS, *own)
+
+
+def _may_write(text: str, dialect: str) -> bool:
+    """Pre-check before walking the tree: does the text hold a write keyword of the dialect
+    anywhere (case-insensitive)? A superset test: the tree, not this, decides what is flagged."""
     upper = text.upper()
-    return any(word in upper for word in WRITE_WORDS)
+    return any(word in upper for word in _write_words(dialect))
 
 
 def embedded_writes(query: exp.Expression) -> list[str]:
@@ -297,7 +308,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         else:
             kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
             statement_flags.append(f"non_select_statement: {kind}")
-    if answer is not None and _may_write(text):
+    if answer is not None and _may_write(text, dialect):
         statement_flags.extend(f"non_select_statement: {kind}" for kind in embedded_writes(answer))
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")

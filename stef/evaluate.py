@@ -34,6 +34,8 @@ MAX_TEXT_CHARS = 20_000
 """Q_u or Q_e longer than this is not analysed (status ``too_large``)."""
 DEFAULT_TIME_CAP_S = 2.0
 """Per-record evaluation time cap in seconds (``None`` or 0 switches it off)."""
+MIN_TIME_CAP_S = 0.001
+"""Smallest per-record cap accepted from the environment (1 ms): the cap's timer ticks at a quarter of it."""
 TIME_CAP_ENV_VAR = "STEF_TIME_CAP_S"
 """Environment variable overriding :data:`DEFAULT_TIME_CAP_S` (seconds; ``0``: no cap)."""
 
@@ -52,8 +54,8 @@ def configured_time_cap_s() -> float | None:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not 0.0 <= value < float("inf"):  # also rejects nan
-        raise ConfigError(f"{TIME_CAP_ENV_VAR}={raw!r} is not a number of seconds >= 0 (0 switches the per-record cap off)")
+    if not (value == 0.0 or MIN_TIME_CAP_S <= value < float("inf")):  # also rejects nan
+        raise ConfigError(f"{TIME_CAP_ENV_VAR}={raw!r} is not a number of seconds >= {MIN_TIME_CAP_S:g} (0 switches the per-record cap off)")
     return value or None
 
 
@@ -70,7 +72,7 @@ class _RecordAlarm:
     """The per-record time cap: a SIGALRM interval timer that raises :class:`RecordTimeout` in
     the record that passed its deadline.
 
-    The handler and a periodic timer (a tick of a quarter of the cap, at most 0.25 s) are set up
+    The handler and a periodic timer (a tick of a quarter of the cap, 0.25 ms to 0.25 s) are set up
     once for a whole batch; each record only sets :attr:`deadline`, so no system call is made per
     record. A record is interrupted at most one tick after its cap. Signals can only be handled in
     the main thread of a process, so the timer interrupts work there (``stef evaluate``,
@@ -85,24 +87,26 @@ class _RecordAlarm:
         self.deadline: float | None = None
         """``time.perf_counter()`` value after which the current record is interrupted (``None``: no record running)."""
         self._previous: object = None
+        self._previous_timer: tuple[float, float] = (0.0, 0.0)
 
     def _on_tick(self, signum: int, frame: object) -> None:
         deadline = self.deadline
         if deadline is not None and time.perf_counter() > deadline:
-            self.deadline = None
-            raise RecordTimeout
+            raise RecordTimeout  # again at every tick until the record is abandoned (the loop clears the deadline)
 
     def __enter__(self) -> _RecordAlarm:
         if self.usable:
-            tick = min(0.25, self.seconds / 4)  # type: ignore[operator]
+            tick = max(0.00025, min(0.25, self.seconds / 4))  # type: ignore[operator]
             self._previous = signal.signal(signal.SIGALRM, self._on_tick)
-            signal.setitimer(signal.ITIMER_REAL, tick, tick)
+            self._previous_timer = signal.setitimer(signal.ITIMER_REAL, tick, tick)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self.usable:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
+            if any(self._previous_timer):  # an enclosing batch's timer: running again
+                signal.setitimer(signal.ITIMER_REAL, *self._previous_timer)
 
 
 def _failure(record: AgentLogRecord, status: EvaluationStatus, reason: str, dialect: str | None = None, flags: tuple[str, ...] = (), judge: str = "symbolic", started: float | None = None) -> Evaluation:

@@ -115,8 +115,8 @@ _TOP_K = re.compile(r"\b(?:top|first|best|highest|lowest|last|bottom|worst)\s+(\
 _CAPITALISED = re.compile(r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)")
 _WORD = re.compile(r"[a-z0-9%]+")
 _ANY_DIGIT = re.compile(r"\d")
-_TOP_K_WORDS = ("top", "first", "best", "highest", "lowest", "last", "bottom", "worst")
-"""The words :data:`_TOP_K` starts with (it runs only on texts holding one of them)."""
+_TOP_K_WORD = re.compile("top|first|best|highest|lowest|last|bottom|worst", re.IGNORECASE)
+"""The words :data:`_TOP_K` starts with, matched as it matches them (it runs only on texts holding one)."""
 
 
 def quoted_values(text: str) -> list[str]:
@@ -509,7 +509,7 @@ def extract_question_spec(
     elif asc_hits and not desc_hits:
         ordering = "ASC"
     top_k = None
-    match = _TOP_K.search(text) if any(word in lowered for word in _TOP_K_WORDS) else None
+    match = _TOP_K.search(text) if _TOP_K_WORD.search(text) else None
     if match:
         token = match.group(1).lower()
         top_k = int(token) if token.isdigit() else NUMBER_WORDS.get(token)

@@ -114,7 +114,7 @@ def read_log_file(path: str | Path) -> Iterator[LogLine]:
     Raises:
         OSError: the file cannot be opened.
     """
-    source = str(path)
+    source = str(Path(path))
     for number, raw in read_raw_lines(path):
         line = parse_line(raw, source, number)
         if line is not None:

@@ -515,9 +515,9 @@ def test_time_cap_gives_timeout_status_and_the_batch_goes_on() -> None:
         AgentLogRecord(run_id="slow", question="How many rows?", sql="SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(12000))),
         AgentLogRecord(run_id="fast", question="How many users?", sql="SELECT COUNT(*) FROM users"),
     ]
-    slow, fast = evaluate_many(records, time_cap_s=0.05)
+    slow, fast = evaluate_many(records, time_cap_s=0.2)  # the slow record takes about 1 s
     assert slow.status is EvaluationStatus.TIMEOUT
-    assert slow.status_reason == "evaluation exceeded the 0.05 s per-record cap"
+    assert slow.status_reason == "evaluation exceeded the 0.2 s per-record cap"
     assert fast.status is EvaluationStatus.EVALUATED
 
 
@@ -550,6 +550,20 @@ def test_time_cap_interrupts_a_stage_that_never_returns(monkeypatch: pytest.Monk
     assert fine.status is EvaluationStatus.EVALUATED
     assert 0.2 <= elapsed < 1.5
     assert signal.getsignal(signal.SIGALRM) is handler_before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_nested_batch_gives_the_enclosing_batch_its_timer_back() -> None:
+    import signal
+
+    from stef.evaluate import _RecordAlarm
+
+    with _RecordAlarm(1.0) as outer:
+        outer_handler = signal.getsignal(signal.SIGALRM)
+        with _RecordAlarm(0.4):
+            assert signal.getitimer(signal.ITIMER_REAL)[1] == pytest.approx(0.1)
+        assert signal.getsignal(signal.SIGALRM) == outer_handler
+        assert signal.getitimer(signal.ITIMER_REAL)[1] == pytest.approx(0.25)
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
