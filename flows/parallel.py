@@ -4,8 +4,8 @@ Batches of raw log lines are sent to a pool of worker processes, which decode, v
 evaluate them; they come back in input order as finished output lines (:class:`OutputRow`: the
 JSON text and the few fields the run summary counts), so the parent only reads bytes and writes
 text. At most ``2 × workers`` batches are in flight, so memory stays bounded on inputs of any
-length. Workers evaluate in their main thread, so the
-per-record SIGALRM time cap of :func:`stef.evaluate.evaluate_many` applies there too.
+length. Workers evaluate in their main thread, so the per-record SIGALRM time cap of
+:func:`stef.evaluate.evaluate_many` applies there too.
 """
 
 from __future__ import annotations
@@ -163,10 +163,10 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     """
     import stef.evaluate  # noqa: F401 - imported once here, inherited by the forked workers (and frozen there)
     import stef.logs  # noqa: F401
-    from stef.calibrate import load_calibrator
+    from stef.calibrate import DEFAULT_CALIBRATOR, load_calibrator
 
     rulebook.for_app(None)  # the default rules and the calibrator are loaded once, before the fork
-    load_calibrator()
+    load_calibrator(DEFAULT_CALIBRATOR)  # the same cache key as the default judge's call
 
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook,)) as pool:
