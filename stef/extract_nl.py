@@ -202,7 +202,10 @@ def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
             except (SqlglotError, RecursionError, ValueError):
                 continue
             parsed = statements[0] if len(statements) == 1 else None
-            if not isinstance(parsed, exp.Select) or parsed.args.get("from") or not parsed.expressions:
+            # A FROM is kept ("name FROM badges": the hint names the column and its table). The
+            # check for it read the arg key "from", which sqlglot renamed "from_": it never fired
+            # with the sqlglot this method was calibrated on, and dropping it keeps every version alike.
+            if not isinstance(parsed, exp.Select) or not parsed.expressions:
                 continue
             projections = parsed.expressions
             if any(isinstance(p, exp.Alias) for p in projections):

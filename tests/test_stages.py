@@ -558,7 +558,7 @@ def test_a_nested_batch_gives_the_enclosing_batch_its_timer_back() -> None:
 
     from stef.evaluate import _RecordAlarm
 
-    with _RecordAlarm(1.0) as outer:
+    with _RecordAlarm(1.0):
         outer_handler = signal.getsignal(signal.SIGALRM)
         with _RecordAlarm(0.4):
             assert signal.getitimer(signal.ITIMER_REAL)[1] == pytest.approx(0.1)
@@ -747,3 +747,13 @@ def test_unused_join_tables(sql: str, unused: tuple[str, ...]) -> None:
     from stef.extract_sql import unused_join_tables
 
     assert unused_join_tables(sqlglot.parse_one(sql, read="sqlite")) == unused
+
+
+def test_a_hint_naming_a_column_and_its_table_keeps_the_column() -> None:
+    """BIRD-style evidence "X FROM table" names a column; it is read whatever sqlglot calls the FROM arg."""
+    spec = extract_question_spec(
+        "Identify the latest badge of Emmett. the latest badge refers to Name FROM badges where MAX(Date);",
+        "sqlite",
+        reference="Identify the latest badge of Emmett.",
+    )
+    assert spec.column_mentions == ("name", "date")
