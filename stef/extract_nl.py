@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -104,19 +105,27 @@ STOP_CAPITALISED = frozenset(
     "Based Between Consider Determine Out If It Its This That These Those Also I".split()
 )
 
-_COMPARISON_ANY = re.compile("|".join(re.escape(phrase) for phrase, _ in COMPARISON_PHRASES))
-"""Matches when any comparison phrase occurs in a lower-cased text (one scan instead of one per phrase)."""
-_AGGREGATION_ANY = re.compile("|".join(re.escape(phrase) for phrase, _ in AGGREGATION_PHRASES))
-_QUOTED = re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”")
+# Patterns that must hold at a word boundary check it *after* their first character
+# ("'(?<![\w']')" rather than "(?<![\w'])'"): the same matches, but a pattern that starts with a
+# character (class) lets the regex engine skip to the positions holding one, where a pattern that
+# starts with an assertion is tried at every position of the text.
+_QUOTED = re.compile(r"'(?<![\w']')([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”")
+"""A quoted value: '...' (not an apostrophe inside a word), "..." or “...”."""
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?![\w])")
 _DATE = re.compile(r"(?<![\w/])(\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{4})(?![\w/])")
-_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
+_YEAR = re.compile(r"((?:1(?<!\w1)[89]|2(?<!\w2)0)\d\d)\b")
+"""A year 1800-2099 as a whole word (``\b(1[89]\d\d|20\d\d)\b``, its start checked after the first digit)."""
 _TOP_K = re.compile(r"\b(?:top|first|best|highest|lowest|last|bottom|worst)\s+(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty)\b", re.IGNORECASE)
-_CAPITALISED = re.compile(r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)")
+_CAPITALISED = re.compile(r"([A-Z](?<!\w[A-Z])[\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)")
+"""A run of capitalised words starting a word ("Golden State Warriors", "Bank of America")."""
 _WORD = re.compile(r"[a-z0-9%]+")
 _ANY_DIGIT = re.compile(r"\d")
 _TOP_K_WORD = re.compile("top|first|best|highest|lowest|last|bottom|worst", re.IGNORECASE)
 """The words :data:`_TOP_K` starts with, matched as it matches them (it runs only on texts holding one)."""
+_TOP_K_WORDS = ("top", "first", "best", "highest", "lowest", "last", "bottom", "worst")
+_TOP_K_LOWER = re.compile(_TOP_K.pattern)
+""":data:`_TOP_K` without IGNORECASE, for lower-cased ASCII text (where both match alike, and
+this one runs several times faster)."""
 
 
 def quoted_values(text: str) -> list[str]:
@@ -144,30 +153,66 @@ def compared_numbers(text: str) -> list[str]:
     """
     lowered = text.lower()
     found: list[str] = []
-    if _COMPARISON_ANY.search(lowered) is None:
-        return found
     for phrase, _ in COMPARISON_PHRASES:
         if phrase not in lowered:
             continue
-        for match in _phrase_pattern(phrase).finditer(lowered):
-            window = lowered[match.end() : match.end() + 40]
+        for end in _phrase_ends(lowered, phrase):
+            window = lowered[end : end + 40]
             number = _NUMBER.search(window)
             if number and window[: number.start()].count(" ") <= 4 and not window[number.end() :].startswith("%"):
                 found.append(number.group(0).replace(",", ""))
     return list(dict.fromkeys(found))
 
 
+def _top_k_token(text: str) -> str | None:
+    """The count of a top-k request ("top 5", "first three"), lower-cased; ``None`` when there is none.
+
+    An ASCII text is lower-cased and matched without IGNORECASE, after a substring test for the
+    eight words: the same matches as :data:`_TOP_K`, which is slow on every text. Other texts go
+    through :data:`_TOP_K` itself (IGNORECASE also folds ``ſ``, ``ı``, ``İ`` and the Kelvin sign).
+
+    >>> _top_k_token("List the TOP 3 schools"), _top_k_token("the first two"), _top_k_token("topics")
+    ('3', 'two', None)
+    """
+    if text.isascii():
+        lowered = text.lower()
+        if not any(word in lowered for word in _TOP_K_WORDS):
+            return None
+        match = _TOP_K_LOWER.search(lowered)
+        return match.group(1) if match else None
+    match = _TOP_K.search(text) if _TOP_K_WORD.search(text) else None
+    return match.group(1).lower() if match else None
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-@lru_cache(maxsize=256)
-def _phrase_pattern(phrase: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![a-z]){re.escape(phrase.strip())}(?![a-z])")
+def _phrase_ends(lowered: str, phrase: str) -> Iterator[int]:
+    """End offsets of the occurrences of ``phrase`` in ``lowered`` with no letter a-z right
+    before or after them, left to right and not overlapping.
+
+    The same occurrences as ``re.finditer(rf"(?<![a-z]){re.escape(phrase)}(?![a-z])", lowered)``,
+    found with ``str.find`` (a pattern that starts with an assertion is tried at every position).
+
+    >>> list(_phrase_ends(" over the overall total; moreover over", "over"))
+    [5, 38]
+    """
+    phrase = phrase.strip()
+    size = len(phrase)
+    start = lowered.find(phrase)
+    while start >= 0:
+        end = start + size
+        if (start == 0 or not "a" <= lowered[start - 1] <= "z") and (end == len(lowered) or not "a" <= lowered[end] <= "z"):
+            yield end
+            start = lowered.find(phrase, end)
+        else:
+            start = lowered.find(phrase, start + 1)
 
 
 def _has_phrase(lowered: str, phrase: str) -> bool:
-    return _phrase_pattern(phrase).search(lowered) is not None
+    """``phrase`` occurs in ``lowered`` as words (no letter a-z right before or after it)."""
+    return next(_phrase_ends(lowered, phrase), None) is not None
 
 
 MAX_HINT_WORDS = 40
@@ -259,7 +304,7 @@ def _looks_like_sql(text: str) -> bool:
     return _SQL_CHARACTERS.search(text) is not None or any(w.isupper() and len(w) > 1 for w in text.split())
 
 
-_CLAUSE_BREAK = re.compile(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n")
+_CLAUSE_BREAK = re.compile(r"[;\n]|[.?!](?<=[A-Za-z0-9)'\"`][.?!])\s+")
 """Where hint text breaks into clauses: semicolons, sentence ends, new lines."""
 
 
@@ -503,7 +548,7 @@ def extract_question_spec(
     words = _words(text)
     word_set = set(words)
 
-    aggregations = [name for phrase, name in AGGREGATION_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)] if _AGGREGATION_ANY.search(lowered) else []
+    aggregations = [name for phrase, name in AGGREGATION_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)]
     ordering = None
     desc_hits = [w for w in words if w in DESC_WORDS]
     asc_hits = [w for w in words if w in ASC_WORDS]
@@ -512,11 +557,10 @@ def extract_question_spec(
     elif asc_hits and not desc_hits:
         ordering = "ASC"
     top_k = None
-    match = _TOP_K.search(text) if _TOP_K_WORD.search(text) else None
-    if match:
-        token = match.group(1).lower()
+    token = _top_k_token(text)
+    if token is not None:
         top_k = int(token) if token.isdigit() else NUMBER_WORDS.get(token)
-    comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase))) if _COMPARISON_ANY.search(lowered) else ()
+    comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)))
 
     filter_values: list[str] = []
     optional_values: list[str] = []

@@ -29,7 +29,6 @@ first so that importing it never reaches the network).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -49,6 +48,7 @@ from stef.judge import Judge, JudgeInput, SymbolicJudge
 from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
 
 if TYPE_CHECKING:
+    import asyncio
     from types import ModuleType
 
 logger = logging.getLogger(__name__)
@@ -715,6 +715,8 @@ class _LoopThread:
 
     @classmethod
     def run(cls, coro: Coroutine[Any, Any, _T]) -> _T:
+        import asyncio  # not at module level: `stef evaluate` with the symbolic judge imports this module too
+
         with cls._lock:
             if cls._loop is None or cls._loop.is_closed():
                 loop = asyncio.new_event_loop()
@@ -884,6 +886,8 @@ class LLMJudge:
         return outcomes
 
     async def _ask_all(self, items: Sequence[tuple[JudgeInput, list[dict[str, str]]]], budget: CostBudget) -> list[tuple[JudgeOutcome, LLMVerdict | None]]:
+        import asyncio
+
         semaphore = asyncio.Semaphore(self.concurrency)
         return list(await asyncio.gather(*(self._ask_one(item, messages, semaphore, budget) for item, messages in items)))
 
@@ -922,7 +926,15 @@ class LLMJudge:
     async def _request(self, messages: list[dict[str, str]], semaphore: asyncio.Semaphore, budget: CostBudget,
                        tally: _Tally, *, first: bool) -> Any:
         """One completion with retries; raises :class:`_Stop` with the reason when it gives up."""
-        from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+        import asyncio
+
+        from tenacity import (
+            AsyncRetrying,
+            RetryError,
+            retry_if_exception,
+            stop_after_attempt,
+            wait_exponential_jitter,
+        )
 
         litellm = import_litellm()
         completion = self.completion or litellm.acompletion

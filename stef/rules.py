@@ -157,6 +157,11 @@ def parse_rules(payload: Any, source: str) -> AppRules:
         else:
             problem = f"is invalid: {error.message}"
         raise RulesError(f"{source}: field `{_field_path(path)}` {problem}")
+    return _merged_rules(payload, source)
+
+
+def _merged_rules(payload: dict[str, Any], source: str) -> AppRules:
+    """A schema-valid rule document merged over the defaults (its dialect checked with sqlglot)."""
     dialect = payload.get("default_dialect")
     if dialect is not None:
         from stef.clean import resolve_dialect
@@ -191,8 +196,13 @@ def load_rules_file(path: str | Path) -> AppRules:
 
 @lru_cache(maxsize=1)
 def default_rules() -> AppRules:
-    """The built-in ``rules/default.json`` (parsed and validated once; the model is frozen)."""
-    return parse_rules(_default_payload(), "rules/default.json")
+    """The built-in ``rules/default.json`` (parsed once; the model is frozen).
+
+    pydantic validates it here; the JSON Schema check is left to the test suite
+    (``tests/test_stages.py::test_bundled_example_rules_are_valid``), as the file ships with the
+    package: importing jsonschema would cost every ``stef`` run about 60 ms.
+    """
+    return _merged_rules(_default_payload(), "rules/default.json")
 
 
 class RuleBook:

@@ -240,6 +240,59 @@ def test_question_lexicon(text: str, field: str, expected: object) -> None:
     assert getattr(extract_question_spec(text), field) == expected
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["the TOP 5", "Top\u00a05 rows", "%top 4", "best-selling", "worst ten", "top_5", "topics 3", "first\ttwo", "TOP 10 in Zürich",
+     "fırst 3 rows", "firſt two", "\u212aelvin top 2", "last one", "LOWEST   twenty", ""],
+)
+def test_top_k_fast_path_matches_the_case_insensitive_pattern(text: str) -> None:
+    """The ASCII fast path finds exactly what the IGNORECASE pattern finds (also on the four
+    non-ASCII letters IGNORECASE folds to ASCII)."""
+    from stef.extract_nl import _TOP_K, _top_k_token
+
+    match = _TOP_K.search(text)
+    assert _top_k_token(text) == (match.group(1).lower() if match else None)
+
+
+_ASSERTION_FIRST_TEXTS = [
+    "How many 'Golden State Warriors' players were born after 1990?", "O'Brien's 'x' and 'a''b'", "“Quoted” text; it's 'here'",
+    "x='y'", "aBc Def", "_Abc Bank of America", "éAbc", "1999", "a1999 1999b _2001 2001_ x.2005 (1850)", "In 1890 and 2099.",
+    "end. Next", "a) b", "no!  yes", "'.' x", "ab;cd\nef", "Mr. Smith? yes! ok.", "x\u2003.\u2003y", "`t`.  Then", "",
+]
+
+
+@pytest.mark.parametrize("text", _ASSERTION_FIRST_TEXTS)
+def test_patterns_checked_after_their_first_character_match_the_plain_patterns(text: str) -> None:
+    """The quoted-value, year, capitalised-name and clause-break patterns check their leading
+    boundary after the first character (so the regex engine can skip ahead); they find exactly
+    what the plain patterns find."""
+    import re
+
+    from stef import extract_nl
+
+    plain = {
+        extract_nl._QUOTED: re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”"),
+        extract_nl._YEAR: re.compile(r"\b(1[89]\d\d|20\d\d)\b"),
+        extract_nl._CAPITALISED: re.compile(r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)"),
+    }
+    for pattern, reference in plain.items():
+        assert pattern.findall(text) == reference.findall(text)
+        assert pattern.sub(" ", text) == reference.sub(" ", text)
+    assert extract_nl._CLAUSE_BREAK.split(text) == re.split(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n", text)
+
+
+@pytest.mark.parametrize("text", ["over the overall total; moreover over", "more than 5, no more than 6", "aaaa", "a a", "", "how many?"])
+@pytest.mark.parametrize("phrase", ["over", "more than", "no more than", "a", "aa", "how many"])
+def test_phrase_search_matches_the_bounded_pattern(text: str, phrase: str) -> None:
+    import re
+
+    from stef.extract_nl import _has_phrase, _phrase_ends
+
+    reference = [m.end() for m in re.finditer(rf"(?<![a-z]){re.escape(phrase)}(?![a-z])", text)]
+    assert list(_phrase_ends(text, phrase)) == reference
+    assert _has_phrase(text, phrase) == bool(reference)
+
+
 # --- stage C: alignment -------------------------------------------------------------------------
 
 
