@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -65,6 +64,7 @@ SUBCATEGORIES: tuple[str, ...] = (
     "Value Mismatch",
 )
 """Taxonomy subcategories the symbolic checks report (one count feature each)."""
+_FINDING_FEATURES = tuple(f"finding:{name}" for name in SUBCATEGORIES)
 
 
 def _spec_features(judge_input: JudgeInput) -> dict[str, float]:
@@ -103,8 +103,11 @@ def feature_vector(judge_input: JudgeInput, findings: Sequence[tuple[SuspectedEr
     ``rule_weight`` (the summed severity W of the rule mapping) carries findings of kinds the
     training data never showed, so a new or rare check still lowers p.
     """
-    counts = Counter(error.subcategory for error, _ in findings)
-    features = {f"finding:{name}": float(counts[name]) for name in SUBCATEGORIES}
+    features = dict.fromkeys(_FINDING_FEATURES, 0.0)
+    for error, _ in findings:
+        name = f"finding:{error.subcategory}"
+        if name in features:
+            features[name] += 1.0
     features["rule_weight"] = float(sum(weight for _, weight in findings))
     features.update({k: float(v) for k, v in _spec_features(judge_input).items()})
     return features

@@ -445,12 +445,12 @@ class HintFeatures:
         null_conditions: (column, ``IS NULL`` | ``IS NOT NULL``) pairs.
     """
 
-    columns: list[str]
-    bindings: list[tuple[str, str, str]]
-    aggregations: list[str]
-    formulas: list[str]
-    values: list[str]
-    null_conditions: list[tuple[str, str]]
+    columns: tuple[str, ...]
+    bindings: tuple[tuple[str, str, str], ...]
+    aggregations: tuple[str, ...]
+    formulas: tuple[str, ...]
+    values: tuple[str, ...]
+    null_conditions: tuple[tuple[str, str], ...]
 
 
 def _comparison_sides(node: exp.Expression) -> tuple[exp.Expression, list[exp.Literal], bool]:
@@ -513,7 +513,46 @@ def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFe
                 operator = FLIPPED[operator] if swapped else operator
                 for literal in literal_nodes:
                     bindings.append((column_name(column, rules), operator, normalize_value(literal.this, rules)))
-    return HintFeatures(columns, bindings, aggregations, formulas, values, null_conditions)
+    return HintFeatures(tuple(columns), tuple(bindings), tuple(aggregations), tuple(formulas), tuple(values), tuple(null_conditions))
+
+
+_FEATURES_BY_RULES: dict[int, tuple[AppRules | None, dict[tuple[str, str], tuple[tuple[HintDefinition, HintFeatures], ...]]]] = {}
+"""Per rule set (by identity; the entry holds the rules, so the id is never reused while it
+lives): hint clause and dialect -> its definitions with their features."""
+FEATURE_MEMO_CLAUSES = 8192
+"""Clauses remembered per rule set (the memo starts over when full)."""
+FEATURE_MEMO_RULE_SETS = 64
+"""Rule sets remembered (all memos start over when more are seen)."""
+
+
+def analysed_definitions(text: str, dialect: str, rules: AppRules | None) -> list[tuple[HintDefinition, HintFeatures]]:
+    """The definitions of a hint text (:func:`hint_definitions`) with what each requires of S.
+
+    Both are remembered per clause and rule set: hints repeat across the questions of an
+    application (BIRD-style evidence: 2,292 clauses in NL2SQL-BUGs' dev split, 1,112 distinct).
+    Rule sets are frozen models and are never changed in place, so a remembered result stays right.
+
+    Returns:
+        ``(definition, features)`` pairs in text order.
+
+    >>> [(d.phrase, f.bindings) for d, f in analysed_definitions("male refers to gender = 'M'", "sqlite", None)]
+    [('male', (('gender', '=', 'm'),))]
+    """
+    entry = _FEATURES_BY_RULES.get(id(rules))
+    if entry is None or entry[0] is not rules:
+        if len(_FEATURES_BY_RULES) >= FEATURE_MEMO_RULE_SETS:
+            _FEATURES_BY_RULES.clear()
+        entry = _FEATURES_BY_RULES[id(rules)] = (rules, {})
+    memo = entry[1]
+    analysed: list[tuple[HintDefinition, HintFeatures]] = []
+    for clause in hint_clauses(text):
+        found = memo.get((clause, dialect))
+        if found is None:
+            if len(memo) >= FEATURE_MEMO_CLAUSES:
+                memo.clear()
+            found = memo[(clause, dialect)] = tuple((d, _hint_features(d.expression, rules)) for d in _clause_definitions(clause, dialect))
+        analysed.extend(found)
+    return analysed
 
 
 _AVERAGE_COMPARISON = re.compile(r"\b(?:above|below|over|under|(?:more|less|higher|lower|greater|fewer|bigger|smaller) than)[ -](?:the |an )?(?:overall )?average\b")
@@ -597,9 +636,9 @@ def extract_question_spec(
     formulas: list[str] = []
     hint_values: list[str] = []
     null_conditions: list[tuple[str, str]] = []
-    definitions = hint_definitions(text, dialect) if parse_hints and _looks_like_sql(text) else []
-    if definitions:
-        analysed = [(d, _hint_features(d.expression, rules)) for d in definitions]
+    analysed = analysed_definitions(text, dialect, rules) if parse_hints and _looks_like_sql(text) else []
+    definitions = [definition for definition, _ in analysed]
+    if analysed:
         relevance = [_is_relevant(d, features.values, reference) for d, features in analysed]
         relevant_columns = Counter(column for (_, features), relevant in zip(analysed, relevance) if relevant for column, _, _ in features.bindings)
         for (definition, features), relevant in zip(analysed, relevance):

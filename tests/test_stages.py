@@ -810,3 +810,20 @@ def test_a_hint_naming_a_column_and_its_table_keeps_the_column() -> None:
         reference="Identify the latest badge of Emmett.",
     )
     assert spec.column_mentions == ("name", "date")
+
+
+def test_hint_features_are_remembered_per_rule_set() -> None:
+    """A clause's features are remembered per rule set: the same clause under another column
+    mapping gives that mapping's column, and a repeat gives the remembered result."""
+    from stef.extract_nl import analysed_definitions
+
+    clause = "male refers to gender = 'M'"
+    base = default_rules()
+    mapped = parse_rules({"column_mappings": {"gender": "sex"}}, "mapped.json")
+    assert [f.bindings for _, f in analysed_definitions(clause, "sqlite", base)] == [(("gender", "=", "m"),)]
+    assert [f.bindings for _, f in analysed_definitions(clause, "sqlite", mapped)] == [(("sex", "=", "m"),)]
+    assert [f.bindings for _, f in analysed_definitions(clause, "sqlite", None)] == [(("gender", "=", "m"),)]
+    first, again = analysed_definitions(clause, "sqlite", base), analysed_definitions(clause, "sqlite", base)
+    assert first[0][1] is again[0][1]
+    spec = extract_question_spec(f"How many patients? {clause}", "sqlite", mapped, reference="How many male patients?")
+    assert spec.value_bindings == (("sex", "=", "m"),)
