@@ -589,8 +589,8 @@ def extract_question_spec(
 
     aggregations = [name for phrase, name in AGGREGATION_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)]
     ordering = None
-    desc_hits = [w for w in words if w in DESC_WORDS]
-    asc_hits = [w for w in words if w in ASC_WORDS]
+    desc_hits = not DESC_WORDS.isdisjoint(word_set)
+    asc_hits = not ASC_WORDS.isdisjoint(word_set)
     if desc_hits and not asc_hits:
         ordering = "DESC"
     elif asc_hits and not desc_hits:
@@ -680,7 +680,7 @@ def extract_question_spec(
         formulas=tuple(dict.fromkeys(formulas)),
         top_k=top_k,
         ordering=ordering,  # type: ignore[arg-type]
-        superlative=bool(desc_hits or asc_hits),
+        superlative=desc_hits or asc_hits,
         distinct=bool(word_set & DISTINCT_WORDS),
         grouping=any(phrase in lowered for phrase in GROUPING_PHRASES),
         percentage=bool(word_set & PERCENT_WORDS) or "%" in text and "'%" not in text,

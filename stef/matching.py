@@ -17,6 +17,7 @@ STOPWORDS = frozenset(
 
 _TOKEN = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
 _ALNUM = re.compile(r"[a-z0-9]+")
+_ALNUM_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
 _WILDCARDS = str.maketrans({"%": " ", "_": " ", "*": " "})
 
 
@@ -74,7 +75,7 @@ def is_grounded(value: str, text: str, like: bool = False) -> bool:
     haystack = tokens(text)
     if contains_sequence(haystack, needle):
         return True
-    words = [t for t in needle if _ALNUM.fullmatch(t)]
+    words = [t for t in needle if t[0] in _ALNUM_CHARACTERS]  # word tokens (the others are one punctuation character)
     if len(words) >= 2 and all(w in haystack for w in words):
         return True
     try:
