@@ -18,11 +18,14 @@ type may replace this module.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -114,7 +117,7 @@ _QUOTED = re.compile(r"'(?<![\w']')([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|â
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?![\w])")
 _DATE = re.compile(r"(?<![\w/])(\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{4})(?![\w/])")
 _YEAR = re.compile(r"((?:1(?<!\w1)[89]|2(?<!\w2)0)\d\d)\b")
-"""A year 1800-2099 as a whole word (``\b(1[89]\d\d|20\d\d)\b``, its start checked after the first digit)."""
+r"""A year 1800-2099 as a whole word (``\b(1[89]\d\d|20\d\d)\b``, its start checked after the first digit)."""
 _TOP_K = re.compile(r"\b(?:top|first|best|highest|lowest|last|bottom|worst)\s+(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty)\b", re.IGNORECASE)
 _CAPITALISED = re.compile(r"([A-Z](?<!\w[A-Z])[\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)")
 """A run of capitalised words starting a word ("Golden State Warriors", "Bank of America")."""
@@ -199,6 +202,9 @@ def _phrase_ends(lowered: str, phrase: str) -> Iterator[int]:
     [5, 38]
     """
     phrase = phrase.strip()
+    if not phrase:  # the pattern then matches the empty string wherever no letter is on either side
+        yield from (match.end() for match in re.finditer(r"(?<![a-z])(?![a-z])", lowered))
+        return
     size = len(phrase)
     start = lowered.find(phrase)
     while start >= 0:
@@ -421,7 +427,7 @@ def _clause_definitions(full_clause: str, dialect: str) -> tuple[HintDefinition,
     return tuple(parsed)
 
 
-def _is_relevant(definition: HintDefinition, values: list[str], reference: str | None) -> bool:
+def _is_relevant(definition: HintDefinition, values: Sequence[str], reference: str | None) -> bool:
     """A definition applies to the question when its phrase or one of its values is in it."""
     if reference is None:
         return True
@@ -516,13 +522,36 @@ def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFe
     return HintFeatures(tuple(columns), tuple(bindings), tuple(aggregations), tuple(formulas), tuple(values), tuple(null_conditions))
 
 
-_FEATURES_BY_RULES: dict[int, tuple[AppRules | None, dict[tuple[str, str], tuple[tuple[HintDefinition, HintFeatures], ...]]]] = {}
-"""Per rule set (by identity; the entry holds the rules, so the id is never reused while it
-lives): hint clause and dialect -> its definitions with their features."""
+_RULE_SETS: dict[int, tuple[AppRules | None, dict[str, Any], dict[str, Any], int]] = {}
+"""Rule sets seen, by identity: (the rules, copies of their column mappings and value
+normalisation, the number that keys their clauses in :data:`_ANALYSED`). The entry holds the
+rules, so an id is never reused while it lives."""
+_ANALYSED: dict[tuple[int, str, str], tuple[tuple[HintDefinition, HintFeatures], ...]] = {}
+"""(rule-set number, clause, dialect) -> the clause's definitions with their features."""
+_RULE_SET_NUMBERS = itertools.count(1)
 FEATURE_MEMO_CLAUSES = 8192
-"""Clauses remembered per rule set (the memo starts over when full)."""
+"""Clauses remembered over all rule sets (the memo starts over when full)."""
 FEATURE_MEMO_RULE_SETS = 64
-"""Rule sets remembered (all memos start over when more are seen)."""
+"""Rule sets remembered (the memo starts over when more are seen)."""
+
+
+def _rule_set_number(rules: AppRules | None) -> int:
+    """The number that keys this rule set's clauses; a new one when the rule set is new or its
+    column mappings or value normalisation changed in place since it was seen."""
+    entry = _RULE_SETS.get(id(rules))
+    if rules is None:
+        mappings: dict[str, Any] = {}
+        normalization: dict[str, Any] = {}
+    else:
+        mappings, normalization = rules.column_mappings, rules.value_normalization
+    if entry is not None and entry[0] is rules and entry[1] == mappings and entry[2] == normalization:
+        return entry[3]
+    if len(_RULE_SETS) >= FEATURE_MEMO_RULE_SETS:
+        _RULE_SETS.clear()
+        _ANALYSED.clear()
+    number = next(_RULE_SET_NUMBERS)  # atomic: threads never share a number
+    _RULE_SETS[id(rules)] = (rules, copy.deepcopy(mappings), copy.deepcopy(normalization), number)
+    return number
 
 
 def analysed_definitions(text: str, dialect: str, rules: AppRules | None) -> list[tuple[HintDefinition, HintFeatures]]:
@@ -530,7 +559,8 @@ def analysed_definitions(text: str, dialect: str, rules: AppRules | None) -> lis
 
     Both are remembered per clause and rule set: hints repeat across the questions of an
     application (BIRD-style evidence: 2,292 clauses in NL2SQL-BUGs' dev split, 1,112 distinct).
-    Rule sets are frozen models and are never changed in place, so a remembered result stays right.
+    What a clause requires depends on the rules' column mappings and value normalisation only;
+    a rule set whose dicts are changed in place counts as a new one.
 
     Returns:
         ``(definition, features)`` pairs in text order.
@@ -538,19 +568,15 @@ def analysed_definitions(text: str, dialect: str, rules: AppRules | None) -> lis
     >>> [(d.phrase, f.bindings) for d, f in analysed_definitions("male refers to gender = 'M'", "sqlite", None)]
     [('male', (('gender', '=', 'm'),))]
     """
-    entry = _FEATURES_BY_RULES.get(id(rules))
-    if entry is None or entry[0] is not rules:
-        if len(_FEATURES_BY_RULES) >= FEATURE_MEMO_RULE_SETS:
-            _FEATURES_BY_RULES.clear()
-        entry = _FEATURES_BY_RULES[id(rules)] = (rules, {})
-    memo = entry[1]
+    number = _rule_set_number(rules)
     analysed: list[tuple[HintDefinition, HintFeatures]] = []
     for clause in hint_clauses(text):
-        found = memo.get((clause, dialect))
+        key = (number, clause, dialect)
+        found = _ANALYSED.get(key)
         if found is None:
-            if len(memo) >= FEATURE_MEMO_CLAUSES:
-                memo.clear()
-            found = memo[(clause, dialect)] = tuple((d, _hint_features(d.expression, rules)) for d in _clause_definitions(clause, dialect))
+            if len(_ANALYSED) >= FEATURE_MEMO_CLAUSES:
+                _ANALYSED.clear()
+            found = _ANALYSED[key] = tuple((d, _hint_features(d.expression, rules)) for d in _clause_definitions(clause, dialect))
         analysed.extend(found)
     return analysed
 

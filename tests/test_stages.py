@@ -282,13 +282,13 @@ def test_patterns_checked_after_their_first_character_match_the_plain_patterns(t
 
 
 @pytest.mark.parametrize("text", ["over the overall total; moreover over", "more than 5, no more than 6", "aaaa", "a a", "", "how many?"])
-@pytest.mark.parametrize("phrase", ["over", "more than", "no more than", "a", "aa", "how many"])
+@pytest.mark.parametrize("phrase", ["over", "more than", "no more than", "a", "aa", "how many", " per ", ""])
 def test_phrase_search_matches_the_bounded_pattern(text: str, phrase: str) -> None:
     import re
 
     from stef.extract_nl import _has_phrase, _phrase_ends
 
-    reference = [m.end() for m in re.finditer(rf"(?<![a-z]){re.escape(phrase)}(?![a-z])", text)]
+    reference = [m.end() for m in re.finditer(rf"(?<![a-z]){re.escape(phrase.strip())}(?![a-z])", text)]
     assert list(_phrase_ends(text, phrase)) == reference
     assert _has_phrase(text, phrase) == bool(reference)
 
@@ -827,3 +827,5 @@ def test_hint_features_are_remembered_per_rule_set() -> None:
     assert first[0][1] is again[0][1]
     spec = extract_question_spec(f"How many patients? {clause}", "sqlite", mapped, reference="How many male patients?")
     assert spec.value_bindings == (("sex", "=", "m"),)
+    mapped.column_mappings["gender"] = "sex_code"  # a rule set changed in place is a new one
+    assert [f.bindings for _, f in analysed_definitions(clause, "sqlite", mapped)] == [(("sex_code", "=", "m"),)]
