@@ -829,3 +829,16 @@ def test_hint_features_are_remembered_per_rule_set() -> None:
     assert spec.value_bindings == (("sex", "=", "m"),)
     mapped.column_mappings["gender"] = "sex_code"  # a rule set changed in place is a new one
     assert [f.bindings for _, f in analysed_definitions(clause, "sqlite", mapped)] == [(("sex_code", "=", "m"),)]
+
+
+def test_sources_compile_without_warnings() -> None:
+    """No invalid escape sequences or other compile-time warnings (errors on newer Pythons)."""
+    import warnings
+
+    root = Path(__file__).resolve().parent.parent
+    sources = [p for folder in ("stef", "flows", "tasks", "warehouse", "scripts", "tests") for p in sorted((root / folder).rglob("*.py"))]
+    assert len(sources) > 20
+    for path in sources:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            compile(path.read_text(encoding="utf-8"), str(path), "exec")
