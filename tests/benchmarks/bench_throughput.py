@@ -2,7 +2,7 @@
 
 Usage:
 
-    python tests/benchmarks/bench_throughput.py [--records 20000] [--source FILE.jsonl]
+    python tests/benchmarks/bench_throughput.py [--records 20000] [--source FILE.jsonl | geography.json]
 
 Builds N records by replicating real agent logs (default: the bundled demo logs, real
 NL2SQL-BUGs / BIRD questions and SQL; or any JSONL of agent log records / NL2SQL-BUGs rows), then
@@ -48,8 +48,24 @@ print(count)
 """
 
 
+def geoquery_rows(path: Path) -> list[dict]:
+    """GeoQuery's ``geography.json`` (text-to-SQL-data format) as records: one per question, its
+    variables filled in both the question and the first gold SQL."""
+    rows = []
+    for query in json.loads(path.read_text(encoding="utf-8")):
+        for sentence in query["sentences"]:
+            question, sql = sentence["text"], query["sql"][0]
+            for name, value in sentence["variables"].items():
+                question, sql = question.replace(name, value), sql.replace(name, value)
+            rows.append({"question": question, "sql": sql, "dialect": "sqlite", "app_id": "geoquery"})
+    return rows
+
+
 def source_rows(source: Path | None) -> list[dict]:
-    """Real records to replicate: the bundled demo logs, or a given JSONL file."""
+    """Real records to replicate: the bundled demo logs, a given JSONL file (agent log records or
+    NL2SQL-BUGs rows), or GeoQuery's ``geography.json``."""
+    if source is not None and source.suffix == ".json":
+        return geoquery_rows(source)
     if source is not None:
         lines = source.read_text(encoding="utf-8").splitlines()
     else:
