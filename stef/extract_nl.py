@@ -610,8 +610,7 @@ def extract_question_spec(
     if text is None or not text.strip():
         return QuestionSpec()
     lowered = " " + " ".join(text.lower().split()) + " "
-    words = _words(text)
-    word_set = set(words)
+    word_set = set(_words(text))
 
     aggregations = [name for phrase, name in AGGREGATION_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)]
     ordering = None
