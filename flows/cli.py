@@ -14,6 +14,7 @@ import json
 import logging
 import shutil
 import statistics
+import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -73,28 +74,77 @@ class CliError(StefError):
     """A command-line problem outside the STEF method (e.g. an output file that cannot be written)."""
 
 
+def environment_error_message(exc: BaseException) -> str | None:
+    """The one-line message of an error of the machine rather than of STEF, or ``None``.
+
+    Such errors are a person's to fix, like a :class:`StefError`: an :class:`OSError` (disk
+    full, no permission, a file that vanished) and a DuckDB error (a truncated or corrupted
+    warehouse or cache file, a read-only file system). Other exceptions are bugs and keep their
+    traceback.
+
+    >>> environment_error_message(OSError(28, "No space left on device", "/data/out.jsonl"))
+    '/data/out.jsonl: No space left on device'
+    >>> environment_error_message(ValueError("bug")) is None
+    True
+    """
+    if isinstance(exc, OSError):
+        if exc.strerror:
+            return f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
+        return str(exc) or type(exc).__name__
+    duckdb = sys.modules.get("duckdb")  # only loaded when a command opened a DuckDB file
+    if duckdb is not None and isinstance(exc, duckdb.Error):
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return (
+            f"DuckDB could not read or write its file: {first_line}. If the file is damaged (truncated, "
+            "corrupted blocks), restore it from a backup, or move it away and rebuild it "
+            "(stef backfill re-scores the days from their logs)"
+        )
+    return None
+
+
 @contextmanager
 def _user_errors() -> Iterator[None]:
-    """Turn :class:`StefError` into ``error: <message>`` on stderr and exit code 2."""
+    """Turn :class:`StefError` and errors of the machine (:func:`environment_error_message`)
+    into ``error: <message>`` on stderr and exit code 2."""
     try:
         yield
     except StefError as exc:
         err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
+    except Exception as exc:
+        message = environment_error_message(exc)
+        if message is None:
+            raise
+        err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
 
 
 class _NoStefTraceback(logging.Filter):
-    """Console-log filter: keep Prefect's "task run failed" line for a StefError, drop its traceback.
+    """Console-log filter: keep Prefect's "task run failed" line for a StefError (or an error of the
+    machine, :func:`environment_error_message`), drop its traceback.
 
     The CLI prints the error's message itself (:func:`_user_errors`); the traceback of an error
     raised on purpose only hides it. Other exceptions keep their traceback.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.exc_info and isinstance(record.exc_info[1], StefError):
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and (isinstance(error, StefError) or environment_error_message(error) is not None):
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+@contextmanager
+def _running_flows() -> Iterator[None]:
+    """Around the flow runs of one command: Prefect's console without the tracebacks of errors a
+    person fixes (:func:`_quiet_stef_tracebacks`), and a temporary Prefect API that dies with
+    this process (:func:`flows.prefect_api.temporary_prefect_api`) unless one is configured."""
+    from flows.prefect_api import temporary_prefect_api
+
+    _quiet_stef_tracebacks()
+    with temporary_prefect_api():
+        yield
 
 
 def _quiet_stef_tracebacks() -> None:
@@ -399,7 +449,7 @@ def evaluate(
         progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err_console, transient=True,
                             disable=not err_console.is_terminal)
         try:
-            with handle, progress:
+            with _written_to(out, special), handle, progress:
                 task = progress.add_task("evaluating", total=None)
                 processes = _workers(workers, evaluator)
                 if processes > 1:
@@ -414,7 +464,8 @@ def evaluate(
                     if stats.records % PROGRESS_EVERY == 0:
                         progress.update(task, description=f"evaluated {stats.records} records")
             if not special:
-                partial.replace(out)
+                with _written_to(out, special):
+                    partial.replace(out)
         finally:
             if not special:
                 partial.unlink(missing_ok=True)
@@ -422,6 +473,18 @@ def evaluate(
         console.print(table)
     if evaluator is not None:
         console.print(judge_table(evaluator.stats))
+
+
+@contextmanager
+def _written_to(out: Path, streamed: bool) -> Iterator[None]:
+    """Turn an :class:`OSError` of writing ``out`` (disk full, quota, I/O error) into a
+    :class:`CliError` naming the file (reading errors are :class:`InputError` by then).
+    ``streamed``: ``out`` is written through (a pipe, a device), not replaced at the end."""
+    try:
+        yield
+    except OSError as exc:
+        outcome = "the output there is incomplete" if streamed else f"{out} was left as it was"
+        raise CliError(f"{out}: cannot write output ({exc.strerror or exc}); {outcome}") from exc
 
 
 def _usd(value: float | None) -> str:
@@ -552,22 +615,22 @@ def nightly(
             raise CliError("--dask-address needs --task-runner dask")
         from flows.nightly import run_nightly
 
-        _quiet_stef_tracebacks()
-        summary = run_nightly(
-            task_runner=task_runner.value,
-            workers=workers,
-            dask_address=dask_address,
-            log_date=log_date.date() if log_date is not None else None,
-            logs_root=logs_root,
-            warehouse=warehouse,
-            rules_dir=rules_dir,
-            max_bad_share=max_bad_share,
-            batch_size=batch_size,
-            judge=judge,
-            api_base=api_base,
-            concurrency=concurrency,
-            max_cost_usd=max_cost_usd,
-        )
+        with _running_flows():
+            summary = run_nightly(
+                task_runner=task_runner.value,
+                workers=workers,
+                dask_address=dask_address,
+                log_date=log_date.date() if log_date is not None else None,
+                logs_root=logs_root,
+                warehouse=warehouse,
+                rules_dir=rules_dir,
+                max_bad_share=max_bad_share,
+                batch_size=batch_size,
+                judge=judge,
+                api_base=api_base,
+                concurrency=concurrency,
+                max_cost_usd=max_cost_usd,
+            )
     console.print(_summary_line(summary), soft_wrap=True)
     if summary.judge != "symbolic":
         cost = sum(float(row.get("judge_cost_usd") or 0.0) for row in summary.metrics)
@@ -639,8 +702,8 @@ def demo(
         from flows.nightly import nightly_days
         from warehouse import connect, read_daily_metrics
 
-        _quiet_stef_tracebacks()
-        summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
+        with _running_flows():
+            summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
         with connect(str(warehouse_path)) as conn:
             frame = read_daily_metrics(conn, start=summaries[0].log_date, end=summaries[-1].log_date,
                                        evaluator_version=summaries[-1].evaluator_version)

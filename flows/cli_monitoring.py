@@ -161,7 +161,7 @@ def backfill(
     skipped (a day is done once its rows and metrics are stored with this evaluator version), the
     rest run. A day without a log folder is reported and skipped.
     """
-    from flows.cli import _quiet_stef_tracebacks, _user_errors, console, err_console, validate_judge
+    from flows.cli import _running_flows, _user_errors, console, err_console, validate_judge
 
     with _user_errors():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -172,7 +172,6 @@ def backfill(
         first, last = start.date(), end.date()
         total = len(days_in_range(first, last))  # checks the range before Prefect starts
         version = validate_judge(judge).evaluator_version  # also checks a model's provider and keys
-        _quiet_stef_tracebacks()
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=err_console, transient=True, disable=not err_console.is_terminal)
         with progress:
@@ -182,9 +181,10 @@ def backfill(
                 console.print(_day_line(day, version), soft_wrap=True)  # above the bar while it is shown
                 progress.advance(bar)
 
-            summary = backfill_flow(start=first, end=last, logs_root=logs_root, warehouse=warehouse, force=force,
-                                    rules_dir=rules_dir, max_bad_share=max_bad_share, batch_size=batch_size,
-                                    judge=judge, on_day=on_day)
+            with _running_flows():
+                summary = backfill_flow(start=first, end=last, logs_root=logs_root, warehouse=warehouse, force=force,
+                                        rules_dir=rules_dir, max_bad_share=max_bad_share, batch_size=batch_size,
+                                        judge=judge, on_day=on_day)
     done, skipped, missing = (summary.with_status(s) for s in ("done", "skipped", "no_logs"))
     console.print(
         f"backfill {summary.start} … {summary.end} into {summary.warehouse}: {len(done)} days run, "
@@ -223,7 +223,7 @@ def report(
     Score histogram per agent × version, daily trend of mean / P90 / coverage, filter-status and
     verdict breakdown, drift results, and the 10 lowest-scoring queries with their evidence.
     """
-    from flows.cli import _quiet_stef_tracebacks, _user_errors, console
+    from flows.cli import _running_flows, _user_errors, console
 
     with _user_errors():
         from flows.weekly_report import weekly_report
@@ -233,8 +233,8 @@ def report(
         label, _, _ = parse_week(week)  # check before Prefect starts
         if not resolve_path(warehouse).is_file():
             raise WarehouseError(f"warehouse {resolve_path(warehouse)} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse")
-        _quiet_stef_tracebacks()
-        files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
+        with _running_flows():
+            files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
     if files.headline:
         console.print(headline_rich_table(files.headline, files.week))
     else:

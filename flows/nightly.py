@@ -25,7 +25,7 @@ from prefect.utilities.annotations import quote  # noqa: E402
 from stef.errors import InputError  # noqa: E402
 from stef.llm_judge import DEFAULT_CONCURRENCY, SYMBOLIC, JudgeSettings, preflight  # noqa: E402
 from stef.models import EVALUATOR_VERSION, CompactEvaluation  # noqa: E402
-from tasks import compute_metrics, evaluate_batch, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
+from tasks import check_warehouse, compute_metrics, evaluate_batch, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
 from tasks.drift import nightly_drift_step  # noqa: E402
 from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches  # noqa: E402
 from warehouse import resolve_path  # noqa: E402
@@ -178,6 +178,7 @@ def nightly(
     day = resolve_log_date(log_date)
     warehouse_path = str(resolve_path(warehouse))
     lines = load_logs(logs_root, day)
+    check_warehouse(warehouse_path)  # a locked or unwritable warehouse fails here, before any evaluation
     # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
     lines = validate_logs(quote(lines), max_bad_share)  # type: ignore[call-overload]
     records = [line.record for line in lines if line.record is not None]

@@ -42,7 +42,11 @@ MAX_SQL_CHARS = 200_000
 """SQL longer than this is not parsed (status ``too_large``): 200,000 characters, far beyond
 any generated query, and parsed in well under the per-record time cap."""
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)\1", re.DOTALL)
+"""A markdown code fence in a message (backticks or tildes; the language tag, the body). Run
+on the message around the SQL, never on SQL: :func:`parse_sql` first tries the whole text as SQL."""
+SQL_FENCE_LANGUAGES = frozenset({"", "sql", "sqlite", "postgres", "postgresql", "mysql", "tsql", "bigquery", "snowflake", "hive", "spark", "duckdb"})
+"""Fence language tags taken as SQL (the other fences are used only when no fence has one of these)."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -134,27 +138,49 @@ def resolve_dialect(name: str | None) -> str:
     return key
 
 
-def strip_markdown(text: str) -> tuple[str, tuple[str, ...]]:
-    """Take the SQL out of markdown code fences and drop prose before the first statement.
+@dataclass(frozen=True, slots=True)
+class MessageParts:
+    """A message split into the SQL it carries and what is left out of it.
 
-    This works on the *message* around the SQL (markdown and prose), not on SQL itself.
+    Attributes:
+        sql: the SQL text (fence bodies, or the text after the prose).
+        flags: what was stripped (``"stripped markdown fence"`` ...).
+        discarded: the other parts of the message (prose, other code blocks), each checked by
+            :func:`parse_sql` for statements hidden outside the SQL.
+    """
 
-    Returns:
-        ``(sql_text, flags)``.
+    sql: str
+    flags: tuple[str, ...]
+    discarded: tuple[str, ...]
 
-    >>> strip_markdown("Here you go:\\n```sql\\nSELECT 1\\n```\\nHope it helps")
-    ('SELECT 1', ('stripped markdown fence',))
-    >>> strip_markdown("The query is:\\nSELECT a FROM t")
-    ('SELECT a FROM t', ('stripped prose before SQL',))
+
+def split_message(text: str) -> MessageParts:
+    """Take the SQL out of markdown code fences (backticks or tildes) and drop prose before the
+    first statement, keeping what was dropped.
+
+    This works on the *message* around the SQL (markdown and prose), not on SQL itself:
+    :func:`parse_sql` calls it only for text that does not parse as SQL as a whole.
+
+    >>> parts = split_message("Here you go:\\n```sql\\nSELECT 1\\n```\\nHope it helps")
+    >>> parts.sql, parts.flags, parts.discarded
+    ('SELECT 1', ('stripped markdown fence',), ('Here you go:', 'Hope it helps'))
+    >>> split_message("The query is:\\nSELECT a FROM t").sql
+    'SELECT a FROM t'
     """
     flags: list[str] = []
-    fences = _FENCE.findall(text)
+    discarded: list[str] = []
+    fences = list(_FENCE.finditer(text))
     if fences:
-        sql_blocks = [body for lang, body in fences if lang.lower() in {"", "sql", "sqlite", "postgres", "postgresql", "mysql", "tsql", "bigquery", "snowflake", "hive", "spark", "duckdb"}]
-        text = "\n".join(block.strip() for block in (sql_blocks or [b for _, b in fences]))
+        chosen = [m for m in fences if m.group(2).lower() in SQL_FENCE_LANGUAGES] or fences
+        position = 0
+        for match in chosen:
+            discarded.append(text[position : match.start()])
+            position = match.end()
+        discarded.append(text[position:])
+        text = "\n".join(match.group(3).strip() for match in chosen)
         flags.append("stripped markdown fence")
-    elif text.lstrip().startswith("```"):
-        text = text.lstrip().lstrip("`")
+    elif text.lstrip().startswith(("```", "~~~")):
+        text = text.lstrip().lstrip("`~")
         first_newline = text.find("\n")
         text = text[first_newline + 1 :] if first_newline >= 0 else text
         flags.append("stripped unterminated markdown fence")
@@ -164,14 +190,28 @@ def strip_markdown(text: str) -> tuple[str, tuple[str, ...]]:
         for index, line in enumerate(lines):
             if _starts_statement(line) or _starts_statement(line.split(":", 1)[-1]):
                 tail = line if _starts_statement(line) else line.split(":", 1)[-1]
+                discarded.append("\n".join(lines[:index]))
                 stripped = "\n".join([tail.strip(), *lines[index + 1 :]]).strip()
                 flags.append("stripped prose before SQL")
                 break
-    return stripped, tuple(flags)
+    return MessageParts(stripped, tuple(flags), tuple(part.strip() for part in discarded if part.strip()))
 
 
-def _without_trailing_prose(text: str) -> str | None:
-    """Cut the text before the first line that reads as prose ("This query returns ...").
+def strip_markdown(text: str) -> tuple[str, tuple[str, ...]]:
+    """``(sql_text, flags)`` of :func:`split_message` (what was discarded is not returned).
+
+    >>> strip_markdown("Here you go:\\n```sql\\nSELECT 1\\n```\\nHope it helps")
+    ('SELECT 1', ('stripped markdown fence',))
+    >>> strip_markdown("The query is:\\nSELECT a FROM t")
+    ('SELECT a FROM t', ('stripped prose before SQL',))
+    """
+    parts = split_message(text)
+    return parts.sql, parts.flags
+
+
+def _without_trailing_prose(text: str) -> tuple[str, str] | None:
+    """Cut the text before the first line that reads as prose ("This query returns ..."):
+    ``(head, tail)``, the tail being the prose line and everything after it.
 
     A prose line starts with a capitalised word that is not a SQL keyword and has at least four
     words; the cut is made only after at least one line. ``None`` when there is no such line.
@@ -181,7 +221,7 @@ def _without_trailing_prose(text: str) -> str | None:
         words = line.strip().split()
         if len(words) >= 4 and words[0][:1].isupper() and not words[0].isupper() and words[0].upper() not in PROSE_EXEMPT_WORDS:
             head = "\n".join(lines[:index]).strip()
-            return head or None
+            return (head, "\n".join(lines[index:])) if head else None
     return None
 
 
@@ -256,8 +296,149 @@ def embedded_writes(query: exp.Expression) -> list[str]:
     return writes + into
 
 
+def _whole_text_statements(text: str, dialect: str) -> list[exp.Expression] | None:
+    """The statements of ``text`` when it parses as SQL as a whole, else ``None`` (it is a
+    message: markdown, prose). Bare expressions (``Note that`` parses as an alias) mean "not SQL".
+
+    Raises:
+        RecursionError: the text nests too deeply for the parser.
+    """
+    try:
+        parsed = parse_statements(text, dialect)
+    except SqlglotError:
+        return None
+    statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
+    if any(not isinstance(s, (*QUERY_TYPES, *NON_QUERY_STATEMENT_TYPES)) for s in statements):
+        return None
+    return statements
+
+
+HIDDEN_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
+    t
+    for t in (exp.Drop, exp.Delete, exp.Insert, exp.Update, exp.Merge, exp.Create, exp.Alter, getattr(exp, "TruncateTable", None), exp.Grant, getattr(exp, "Revoke", None), exp.Copy)
+    if isinstance(t, type)
+)
+"""Statements looked for in the parts of a message left out of its SQL (prose, other code
+blocks). sqlglot's ``Command`` fallback is not among them: prose such as "Drop the filter" parses
+as one."""
+HIDDEN_START_WORDS = frozenset({"DROP", "DELETE", "INSERT", "UPDATE", "MERGE", "CREATE", "ALTER", "TRUNCATE", "REPLACE", "GRANT", "REVOKE", "COPY", "UPSERT", "WITH", "SELECT"})
+"""First words of a line that may start a hidden write (``WITH`` and ``SELECT``: a
+data-modifying CTE, ``SELECT ... INTO``), besides the dialect's own write keywords."""
+MAX_HIDDEN_CANDIDATES = 64
+"""Lines left out of the SQL that are parsed as possible statements, per record; past this many
+the rest is reported unchecked (and the record counts as holding a non-SELECT statement)."""
+
+
+def _complete_write(statement: exp.Expression) -> bool:
+    """Whether a parsed write is a whole statement, not prose that happens to parse ("Update the
+    table" parses as an UPDATE without SET)."""
+    if isinstance(statement, exp.Update):
+        return bool(statement.args.get("expressions"))
+    if isinstance(statement, exp.Insert):
+        return statement.expression is not None
+    if isinstance(statement, exp.Copy):
+        return bool(statement.args.get("files"))
+    return True  # DROP, CREATE, ALTER ... parsed as themselves (not as sqlglot's Command fallback)
+
+
+def _write_kinds(statements: list[exp.Expression | None]) -> list[str]:
+    kinds: list[str] = []
+    for statement in statements:
+        if statement is None or isinstance(statement, exp.Semicolon):
+            continue
+        if isinstance(statement, HIDDEN_WRITE_TYPES) and _complete_write(statement):
+            kinds.append(statement.key.upper())
+        elif isinstance(statement, QUERY_TYPES):
+            kinds.extend(embedded_writes(statement))
+    return kinds
+
+
+def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[str]:
+    """Write statements in the parts of a message that are not its SQL (prose, other code blocks).
+
+    A message may carry a statement outside its code fence (``DROP TABLE t;`` before the fence,
+    or after a line of prose) that a harness which runs the message's SQL lines would run too.
+    Every line that starts with a write keyword (or with one after a ``label:``) is parsed, with
+    the rest of its part and then alone; each complete write statement found is reported.
+
+    Args:
+        parts: :attr:`MessageParts.discarded`, and the prose cut after the SQL.
+        dialect: a resolved sqlglot dialect name.
+
+    Returns:
+        Statement kinds in order (``"DROP"``, ``"DELETE (inside the query)"`` ...); ``"UNCHECKED"``
+        once more than :data:`MAX_HIDDEN_CANDIDATES` lines were tried.
+
+    >>> hidden_statements(["Run this first:\\nDROP TABLE schools;", "Hope it helps"], "sqlite")
+    ['DROP']
+    >>> hidden_statements(["Drop the filter on year, then update the table."], "sqlite")
+    []
+    """
+    words = HIDDEN_START_WORDS | set(_write_words(dialect))
+    kinds: list[str] = []
+    tried = 0
+    for part in parts:
+        lines = part.splitlines()
+        for index, line in enumerate(lines):
+            starts = [line, line.split(":", 1)[1]] if ":" in line else [line]
+            covered = False
+            for start in starts:
+                first = start.strip().split(None, 1)
+                if not first or first[0].upper().lstrip("(").rstrip(";") not in words:
+                    continue
+                tried += 1
+                if tried > MAX_HIDDEN_CANDIDATES:
+                    return [*kinds, "UNCHECKED"]
+                for candidate, whole_rest in (("\n".join([start, *lines[index + 1 :]]), True), (start, False)):
+                    try:
+                        statements = parse_statements(candidate, dialect)
+                    except (SqlglotError, RecursionError):
+                        continue
+                    if whole_rest and any(isinstance(s, exp.Command) for s in statements):
+                        continue  # prose swallowed by sqlglot's Command fallback: read the lines one by one
+                    kinds.extend(_write_kinds(statements))
+                    covered = whole_rest
+                    break
+                if covered:
+                    break
+            if covered:
+                break  # the rest of this part was parsed with this line
+    return kinds
+
+
+def executable_comment_writes(statements: tuple[exp.Expression, ...], dialect: str) -> list[str]:
+    """Write statements inside MySQL/MariaDB executable comments (``/*! ... */``,
+    ``/*!50001 ... */``): those servers run the comment's text, sqlglot keeps it as a comment.
+
+    Returns:
+        Statement kinds, as :func:`hidden_statements`.
+
+    >>> import sqlglot
+    >>> executable_comment_writes(tuple(sqlglot.parse("SELECT 1 /*!50001 ; DROP TABLE t */", read="mysql")), "mysql")
+    ['DROP']
+    """
+    kinds: list[str] = []
+    for statement in statements:
+        for node in statement.walk():
+            for comment in node.comments or ():
+                if not comment.startswith("!"):
+                    continue
+                body = comment[1:].lstrip("0123456789")
+                try:
+                    kinds.extend(_write_kinds(parse_statements(body, dialect)))
+                except (SqlglotError, RecursionError):
+                    kinds.append("UNPARSED")
+    return kinds
+
+
 def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     """Clean, parse and split one SQL text; never raises for bad SQL.
+
+    A text that parses as SQL as a whole is taken as it is, comments and all (a code fence
+    inside a comment or a string literal is SQL text, not markdown). Only a text that does not
+    is read as a message (:func:`split_message`: code fences, prose before and after the SQL),
+    and the parts left out of its SQL are searched for hidden write statements
+    (:func:`hidden_statements`), flagged like the statements of the SQL itself.
 
     Args:
         sql_text: the SQL as logged (may hold fences, prose, comments, several statements).
@@ -272,29 +453,46 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     >>> parsed = parse_sql("SELECT name FROM users; DROP TABLE users", "sqlite")
     >>> parsed.answer.sql(), parsed.flags
     ('SELECT name FROM users', ('non_select_statement: DROP', 'multiple_statements: 2'))
+    >>> parse_sql("DROP TABLE t; -- ```sql\\nSELECT 1 -- ```", "sqlite").flags
+    ('non_select_statement: DROP', 'multiple_statements: 2')
+    >>> parse_sql("DROP TABLE t;\\n```sql\\nSELECT 1\\n```", "sqlite").flags
+    ('stripped markdown fence', 'non_select_statement: DROP (outside the SQL)')
     """
     dialect = dialect or ""
     if len(sql_text) > MAX_SQL_CHARS:
         return ParsedSQL(None, (), dialect, (), "too_large", f"SQL is {len(sql_text)} characters, over the {MAX_SQL_CHARS} cap")
     if "\x00" in sql_text:
         return ParsedSQL(None, (), dialect, (), "invalid_input", "SQL contains NUL bytes (binary data, not SQL text)")
-    text, flags = strip_markdown(sql_text)
+    text = sql_text.strip()
     if not text:
-        return ParsedSQL(None, (), dialect, flags, "invalid_input", "SQL is empty")
+        return ParsedSQL(None, (), dialect, (), "invalid_input", "SQL is empty")
     try:
-        parsed = parse_statements(text, dialect)
-    except SqlglotError as error:
-        trimmed = _without_trailing_prose(text)
-        if trimmed is None:
-            return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
-        try:
-            parsed = parse_statements(trimmed, dialect)
-        except SqlglotError:
-            return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
-        text, flags = trimmed, (*flags, "stripped prose after SQL")
+        whole = _whole_text_statements(text, dialect)
     except RecursionError:
-        return ParsedSQL(None, (), dialect, flags, "parse_error", "SQL nests too deeply for the parser")
-    statements = tuple(s for s in parsed if s is not None)
+        return ParsedSQL(None, (), dialect, (), "parse_error", "SQL nests too deeply for the parser")
+    flags: tuple[str, ...] = ()
+    discarded: tuple[str, ...] = ()
+    if whole is not None:
+        statements = tuple(whole)
+    else:
+        parts = split_message(sql_text)
+        text, flags, discarded = parts.sql, parts.flags, parts.discarded
+        if not text:
+            return ParsedSQL(None, (), dialect, flags, "invalid_input", "SQL is empty")
+        try:
+            parsed = parse_statements(text, dialect)
+        except SqlglotError as error:
+            cut = _without_trailing_prose(text)
+            if cut is None:
+                return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
+            try:
+                parsed = parse_statements(cut[0], dialect)
+            except SqlglotError:
+                return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
+            text, flags, discarded = cut[0], (*flags, "stripped prose after SQL"), (*discarded, cut[1])
+        except RecursionError:
+            return ParsedSQL(None, (), dialect, flags, "parse_error", "SQL nests too deeply for the parser")
+        statements = tuple(s for s in parsed if s is not None and not isinstance(s, exp.Semicolon))
     if not statements:
         return ParsedSQL(None, (), dialect, (*flags, "only comments"), "invalid_input", "SQL holds no statement (only comments or semicolons)")
     answer: exp.Expression | None = None
@@ -312,6 +510,9 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         statement_flags.extend(f"non_select_statement: {kind}" for kind in embedded_writes(answer))
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")
+    statement_flags.extend(f"non_select_statement: {kind} (outside the SQL)" for kind in hidden_statements(discarded, dialect))
+    if "/*!" in text:
+        statement_flags.extend(f"non_select_statement: {kind} (in an executable comment)" for kind in executable_comment_writes(statements, dialect))
     all_flags = (*flags, *statement_flags)
     if answer is None:
         kinds = ", ".join(f.split(": ", 1)[1] for f in statement_flags if f.startswith("non_select"))
@@ -345,4 +546,4 @@ def parse_sql_with_fallback(sql_text: str, dialect: str = "") -> ParsedSQL:
     return parsed
 
 
-__all__ = ["ParsedSQL", "parse_sql", "parse_sql_with_fallback", "parser_message", "resolve_dialect", "strip_markdown", "ParseError"]
+__all__ = ["MessageParts", "ParsedSQL", "ParseError", "hidden_statements", "parse_sql", "parse_sql_with_fallback", "parser_message", "resolve_dialect", "split_message", "strip_markdown"]

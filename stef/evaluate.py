@@ -19,7 +19,7 @@ from typing import Literal, TypeVar, overload
 from stef.align import align_filters
 from stef.clean import parse_sql_with_fallback, resolve_dialect
 from stef.enrichment import validate_enrichment
-from stef.errors import ConfigError, UnknownDialectError
+from stef.errors import ConfigError, RulesError, UnknownDialectError
 from stef.extract_nl import extract_question_spec
 from stef.extract_sql import extract_sql_spec
 from stef.judge import Judge, JudgeInput, SymbolicJudge
@@ -298,9 +298,9 @@ def evaluate_many(
     out: list = []
     with _RecordAlarm(time_cap_s) as alarm:
         for record in records:
-            rules = rulebook.for_app(record.app_id)
             deadline = time.perf_counter() + time_cap_s if time_cap_s else None
             try:
+                rules = rulebook.for_app(record.app_id)
                 alarm.deadline = deadline
                 try:
                     evaluation = evaluate(record, rules, judge, default_dialect, deadline)
@@ -308,10 +308,25 @@ def evaluate_many(
                     alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             except RecordTimeout:
                 evaluation = _failure(record, EvaluationStatus.TIMEOUT, f"evaluation exceeded the {time_cap_s:g} s per-record cap", record.dialect)
+            except RulesError:
+                raise
             except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped
-                evaluation = _failure(record, EvaluationStatus.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:1000], record.dialect)
-            out.append(evaluation if convert is None else convert(evaluation))
+                evaluation = _internal_error(record, exc)
+            out.append(evaluation if convert is None else _converted(convert, evaluation, record))
     return out
+
+
+def _internal_error(record: AgentLogRecord, exc: BaseException) -> Evaluation:
+    return _failure(record, EvaluationStatus.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:1000], record.dialect)
+
+
+def _converted(convert: Callable[[Evaluation], Converted], evaluation: Evaluation, record: AgentLogRecord) -> Converted:
+    """``convert(evaluation)``; when that fails (an evaluation that cannot be serialised), the
+    ``internal_error`` evaluation of the record naming the failure, converted."""
+    try:
+        return convert(evaluation)
+    except Exception as exc:  # noqa: BLE001 - the record keeps a typed row with the reason
+        return convert(_internal_error(record, exc))
 
 
 def rejected_evaluation(run_id: str | None, reason: str) -> Evaluation:

@@ -7,13 +7,18 @@ missing/invalid fields). Blank lines are skipped (they carry no record).
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import ValidationError
 
+from stef.errors import InputError
 from stef.models import AgentLogRecord
 
 MAX_LINE_BYTES = 16 * 1024 * 1024
@@ -42,6 +47,117 @@ class LogLine:
     run_id: str | None = None
 
 
+MAX_JSON_DEPTH = 64
+"""Objects and arrays nested deeper than this in one log line reject the line (the record's own
+fields nest two or three levels; pydantic cannot serialise a few hundred)."""
+_SCAN_BYTES = 65536
+"""Rejected lines keep this many characters of their text (quarantine rows stay small)."""
+
+
+class _UnreadableNumber(ValueError):
+    """A JSON number Python cannot hold as a finite value (``NaN``, ``Infinity``, ``1e400``)."""
+
+
+def _reject_constant(name: str) -> float:
+    raise _UnreadableNumber(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise _UnreadableNumber(f"number {text[:40]} is out of range")
+    return value
+
+
+def _decode_json(text: str) -> tuple[object, str | None]:
+    """``(payload, None)`` for standard JSON, else ``(None, reason)``.
+
+    Rejects what :func:`json.loads` raises on (syntax, nesting beyond Python's recursion limit,
+    integers of more than 4,300 digits) and what it would let through but no later stage can
+    store: ``NaN``/``Infinity`` (not JSON, RFC 8259 §6), numbers beyond a float's range.
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
+    except RecursionError:
+        return None, f"not readable JSON: nested deeper than {MAX_JSON_DEPTH} levels"
+    except _UnreadableNumber as exc:
+        return None, f"not readable JSON: {exc}"
+    except ValueError as exc:  # int(): more digits than sys.get_int_max_str_digits()
+        return None, f"not readable JSON: {str(exc).split(';')[0]}"
+
+
+def decode_json_object(text: str) -> dict[str, object] | None:
+    """The JSON object ``text`` holds, or ``None`` when it holds none (not JSON, not an object,
+    or JSON :func:`parse_line` rejects: too deep, NaN, out-of-range numbers); never raises.
+
+    For reading back the raw text of a rejected line (its agent id, its run id).
+
+    >>> decode_json_object('{"agent_id": "a"}'), decode_json_object("[" * 5000 + "]" * 5000)
+    ({'agent_id': 'a'}, None)
+    """
+    payload, _ = _decode_json(text)
+    return payload if isinstance(payload, dict) else None
+
+
+def _field_name(path: tuple[object, ...]) -> str:
+    return ".".join(str(part) for part in path) or "(record)"
+
+
+def _structure_problem(payload: object, text: str) -> str | None:
+    """Why a decoded line cannot be a record although it is JSON: nesting deeper than
+    :data:`MAX_JSON_DEPTH`, or a string (key or value) holding a lone UTF-16 surrogate
+    (``"\\ud800"``: valid JSON syntax, but not Unicode text; nothing can encode it as UTF-8).
+
+    The walk is iterative and runs only when the text could hold either problem (enough
+    brackets; a ``\\u`` escape).
+    """
+    check_depth = text.count("{") + text.count("[") > MAX_JSON_DEPTH
+    check_text = "\\u" in text
+    if not (check_depth or check_text):
+        return None
+    stack: list[tuple[object, tuple[object, ...]]] = [(payload, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            if len(path) >= MAX_JSON_DEPTH:
+                return f"not readable JSON: nested deeper than {MAX_JSON_DEPTH} levels (at field `{_field_name(path[:3])}`)"
+            for key, item in value.items():
+                if check_text and _surrogate(key) is not None:
+                    return f"invalid record: field `{_field_name((*path, encodable_text(key)))}`: its name holds the lone surrogate {_surrogate(key)}, not Unicode text"
+                stack.append((item, (*path, key)))
+        elif isinstance(value, list):
+            if len(path) >= MAX_JSON_DEPTH:
+                return f"not readable JSON: nested deeper than {MAX_JSON_DEPTH} levels (at field `{_field_name(path[:3])}`)"
+            stack.extend((item, (*path, index)) for index, item in enumerate(value))
+        elif check_text and isinstance(value, str):
+            bad = _surrogate(value)
+            if bad is not None:
+                return f"invalid record: field `{_field_name(path)}`: holds the lone surrogate {bad}, not Unicode text"
+    return None
+
+
+def _surrogate(value: str) -> str | None:
+    """The first lone surrogate of ``value`` as an escape (``"\\ud800"``), or ``None``."""
+    if value.isascii():
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"\\u{ord(value[exc.start]):04x}"
+    return None
+
+
+def encodable_text(value: str) -> str:
+    """``value`` with lone surrogates written as ``\\udXXX`` escapes (always encodable as UTF-8).
+
+    >>> encodable_text("r1\\ud800")
+    'r1\\\\ud800'
+    """
+    return value.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _validation_reason(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors()[:5]:
@@ -50,62 +166,124 @@ def _validation_reason(exc: ValidationError) -> str:
     return "invalid record: " + "; ".join(parts)
 
 
+def _run_id_of(payload: object) -> str | None:
+    """The ``run_id`` a JSON object names (a non-empty string or an integer), always encodable
+    as UTF-8 (lone surrogates escaped), or ``None``."""
+    run_id = payload.get("run_id") if isinstance(payload, dict) else None
+    if isinstance(run_id, bool) or not isinstance(run_id, (str, int)):
+        return None
+    text = run_id if isinstance(run_id, str) else str(run_id)
+    return encodable_text(text) if text else None
+
+
 def _salvage_run_id(text: str) -> str | None:
     """The ``run_id`` of a line rejected for its encoding, when the rest of it is readable JSON."""
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    run_id = payload.get("run_id") if isinstance(payload, dict) else None
-    return str(run_id) if isinstance(run_id, (str, int)) and not isinstance(run_id, bool) and str(run_id) else None
+    payload, _ = _decode_json(text)
+    return _run_id_of(payload)
 
 
 def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | None:
     """Turn one raw line into a :class:`LogLine`; ``None`` for a blank line.
 
+    Never raises for bad content: a line that is not UTF-8, not standard JSON (also ``NaN``,
+    out-of-range numbers, integers of more than 4,300 digits), nested deeper than
+    :data:`MAX_JSON_DEPTH`, holds a lone surrogate escape, or is not a valid
+    :class:`AgentLogRecord` comes back with ``record=None`` and the reason.
+
     >>> parse_line(b'{"run_id": "r1", "question": "How many?", "sql": "SELECT 1"}', "x.jsonl", 1).record.run_id
     'r1'
     >>> parse_line(b'not json', "x.jsonl", 2).reason
     'not valid JSON: Expecting value (column 1)'
+    >>> parse_line(b'{"run_id": "r\\ud800", "question": "q", "sql": "SELECT 1"}', "x.jsonl", 3).reason
+    'invalid record: field `run_id`: holds the lone surrogate \\\\ud800, not Unicode text'
     """
     if not raw_bytes.strip():
         return None
     if len(raw_bytes) > MAX_LINE_BYTES:
-        return LogLine(source, line_number, None, f"line longer than {MAX_LINE_BYTES} bytes", raw_bytes[:65536].decode("utf-8", "replace"))
+        return LogLine(source, line_number, None, f"line longer than {MAX_LINE_BYTES} bytes", raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace"))
     if line_number == 1 and raw_bytes.startswith(b"\xef\xbb\xbf"):
         raw_bytes = raw_bytes[3:]  # UTF-8 byte-order mark written by some editors
     try:
         text = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
-        salvaged = raw_bytes[:65536].decode("utf-8", "replace")
+        salvaged = raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
         return LogLine(source, line_number, None, f"invalid UTF-8 at byte {exc.start}", salvaged, _salvage_run_id(salvaged))
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return LogLine(source, line_number, None, f"not valid JSON: {exc.msg} (column {exc.colno})", text[:65536])
+    payload, reason = _decode_json(text)
+    if reason is not None:
+        return LogLine(source, line_number, None, reason, text[:_SCAN_BYTES])
     if not isinstance(payload, dict):
-        return LogLine(source, line_number, None, f"not a JSON object but {type(payload).__name__}", text[:65536])
-    run_id = payload.get("run_id")
-    run_id = str(run_id) if isinstance(run_id, (str, int)) and not isinstance(run_id, bool) and str(run_id) else None
+        return LogLine(source, line_number, None, f"not a JSON object but {type(payload).__name__}", text[:_SCAN_BYTES])
+    run_id = _run_id_of(payload)
+    reason = _structure_problem(payload, text)
+    if reason is not None:
+        return LogLine(source, line_number, None, reason, text[:_SCAN_BYTES], run_id)
     if isinstance(payload.get("run_id"), int) and not isinstance(payload.get("run_id"), bool):
         payload = {**payload, "run_id": str(payload["run_id"])}
     try:
         record = AgentLogRecord.model_validate(payload)
     except ValidationError as exc:
-        return LogLine(source, line_number, None, _validation_reason(exc), text[:65536], run_id)
+        return LogLine(source, line_number, None, _validation_reason(exc), text[:_SCAN_BYTES], run_id)
     return LogLine(source, line_number, record, None, text, record.run_id)
+
+
+READ_CHUNK_BYTES = 1024 * 1024
+"""Bytes read from a log file at a time (1 MiB)."""
+
+
+def capped_lines(handle: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(line number, bytes)`` for every physical line of an open binary file, without its
+    line break, holding at most :data:`MAX_LINE_BYTES` + 1 bytes of any one line.
+
+    A line longer than the cap is yielded as its first ``MAX_LINE_BYTES + 1`` bytes (which
+    :func:`parse_line` rejects as too long) and the rest of it is read past without being kept,
+    so a gigabyte without a newline costs a few megabytes of memory, not a gigabyte.
+
+    Args:
+        handle: any binary file object with ``read(n)`` (a local file, an fsspec file).
+
+    Raises:
+        OSError: reading fails.
+
+    >>> import io
+    >>> list(capped_lines(io.BytesIO(b'{"a": 1}\\r\\n\\nlast')))
+    [(1, b'{"a": 1}'), (2, b''), (3, b'last')]
+    """
+    limit = MAX_LINE_BYTES + 1
+    number = 0
+    pending: list[bytes] = []  # pieces of the line being read (at most `limit` bytes in all)
+    pending_size = 0
+    while chunk := handle.read(READ_CHUNK_BYTES):
+        pieces = chunk.split(b"\n")
+        for piece in pieces[:-1]:  # each piece ends a line
+            number += 1
+            if pending:
+                piece = (b"".join(pending) + piece[: limit - pending_size])[:limit]
+                pending.clear()
+                pending_size = 0
+            elif len(piece) > limit:
+                piece = piece[:limit]
+            yield number, piece.rstrip(b"\r\n") if len(piece) <= MAX_LINE_BYTES else piece
+        tail = pieces[-1]
+        if tail and pending_size < limit:
+            tail = tail[: limit - pending_size]
+            pending.append(tail)
+            pending_size += len(tail)
+    if pending:
+        number += 1
+        piece = b"".join(pending)
+        yield number, piece.rstrip(b"\r\n") if len(piece) <= MAX_LINE_BYTES else piece
 
 
 def read_raw_lines(path: str | Path) -> Iterator[tuple[int, bytes]]:
     """Yield ``(line number, bytes)`` for every physical line of a file, without its line break
-    and undecoded (streamed; :func:`parse_line` turns each into a :class:`LogLine`).
+    and undecoded (streamed, each line capped as :func:`capped_lines` says; :func:`parse_line`
+    turns each into a :class:`LogLine`).
 
     Raises:
         OSError: the file cannot be opened or read.
     """
     with Path(path).open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            yield number, raw.rstrip(b"\r\n")
+        yield from capped_lines(handle)
 
 
 def read_log_file(path: str | Path) -> Iterator[LogLine]:
@@ -121,9 +299,50 @@ def read_log_file(path: str | Path) -> Iterator[LogLine]:
             yield line
 
 
+def _not_a_log_file(path: Path) -> str | None:
+    """What ``path`` is when it cannot be read as a log file (``None``: a regular file, or a
+    symlink to one)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if path.is_symlink():
+            if exc.errno == errno.ELOOP:
+                return "a symlink loop"
+            try:
+                target = os.readlink(path)
+            except OSError:
+                target = "?"
+            return f"a dangling symlink (to {target})"
+        return f"unreadable ({exc.strerror or exc})"
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
 def log_files(path: str | Path) -> list[Path]:
-    """The JSONL files of ``path``: the file itself, or ``*.jsonl`` in a directory (sorted)."""
+    """The JSONL files of ``path``: the file itself, or every ``*.jsonl`` entry of a directory (sorted).
+
+    A file named explicitly is returned as given (it may be a stream such as ``/dev/stdin``).
+    In a directory, every ``*.jsonl`` entry must be a regular file (or a symlink to one): a
+    folder, a dangling or looping symlink, a FIFO or a device named ``*.jsonl`` is an error, so a
+    day is never stored as complete with one of its files left out.
+
+    Raises:
+        InputError: a ``*.jsonl`` entry of the directory is not a readable regular file (the
+            message names it and says what it is).
+    """
     path = Path(path)
-    if path.is_dir():
-        return sorted(p for p in path.glob("*.jsonl") if p.is_file())
-    return [path]
+    if not path.is_dir():
+        return [path]
+    files = sorted(path.glob("*.jsonl"))
+    for candidate in files:
+        problem = _not_a_log_file(candidate)
+        if problem is not None:
+            raise InputError(f"{candidate}: cannot read this log file, it is {problem}; fix or remove it, then run again")
+    return files

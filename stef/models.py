@@ -11,7 +11,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -92,9 +92,11 @@ class AgentLogRecord(BaseModel):
     dialect: str | None = None
     app_id: str | None = None
     tool_calls: list[Any] | None = None
-    tokens: int | dict[str, Any] | None = None
-    latency_ms: float | None = None
-    cost_usd: float | None = None
+    tokens: Annotated[int, Field(ge=0)] | dict[str, Any] | None = None
+    latency_ms: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """Milliseconds, finite and >= 0 (``"NaN"``, ``"Infinity"`` or a negative value rejects the line)."""
+    cost_usd: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    """US dollars, finite and >= 0."""
     model_version: str | None = None
     prompt_version: str | None = None
 

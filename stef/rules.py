@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from stef.config_files import read_config_text
 from stef.errors import RulesError
 
 NORMALIZATION_RULES = ("required_group_by", "benign_group_by", "order_by_tolerance", "limit_tolerance")
@@ -184,9 +185,11 @@ def load_rules_file(path: str | Path) -> AppRules:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_config_text(path)
     except OSError as exc:
         raise RulesError(f"{path}: cannot read rule file ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise RulesError(f"{path}: not a UTF-8 text file (invalid byte at offset {exc.start})") from exc
     try:
         payload = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -226,11 +229,40 @@ class RuleBook:
         if app_id in self._cache:
             return self._cache[app_id]
         rules = default_rules()
-        if app_id and app_id.replace("_", "").replace("-", "").isalnum() and app_id not in RESERVED_RULE_NAMES:
+        if is_rule_file_name(app_id):
             for directory in (*self._dirs, _rules_dir()):
                 candidate = directory / f"{app_id}.json"
-                if candidate.is_file():
+                try:
+                    found = candidate.is_symlink() or candidate.exists()  # a folder, FIFO or broken link named <app_id>.json is an error, not "no rules"
+                except OSError as exc:
+                    raise RulesError(f"{candidate}: cannot look up the rule file of app {app_id!r} ({exc.strerror or exc})") from exc
+                if found:
                     rules = load_rules_file(candidate)
                     break
-        self._cache[app_id] = rules
+        if len(self._cache) < MAX_CACHED_APPS:
+            self._cache[app_id] = rules
         return rules
+
+
+MAX_CACHED_APPS = 10_000
+"""App ids whose rules a :class:`RuleBook` remembers (further ids are looked up each time)."""
+MAX_APP_ID_BYTES = 200
+"""Longest app id (UTF-8 bytes) that can name a rule file (``<app_id>.json`` within a file
+name's 255 bytes); a longer id gets the default rules."""
+
+
+def is_rule_file_name(app_id: str | None) -> bool:
+    """Whether ``app_id`` can name a rule file ``<app_id>.json``: letters, digits, ``_`` and
+    ``-`` only, at most :data:`MAX_APP_ID_BYTES` bytes, not a reserved name. Other ids (``None``,
+    paths, very long ids) get the default rules without touching the file system.
+
+    >>> is_rule_file_name("sales_eu-1"), is_rule_file_name("../etc/passwd"), is_rule_file_name("a" * 251)
+    (True, False, False)
+    """
+    if not app_id:
+        return False
+    return (
+        len(app_id.encode("utf-8", "surrogatepass")) <= MAX_APP_ID_BYTES
+        and app_id.replace("_", "").replace("-", "").isalnum()
+        and app_id not in RESERVED_RULE_NAMES
+    )

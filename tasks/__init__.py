@@ -15,10 +15,11 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 from tasks.artifacts import publish_summary_artifact, summary_table  # noqa: E402
 from tasks.evaluate import evaluate_batch  # noqa: E402
 from tasks.logs import LogQualityError, load_logs, validate_logs  # noqa: E402
-from tasks.store import compute_metrics, quarantine_evaluations, store_results  # noqa: E402
+from tasks.store import check_warehouse, compute_metrics, quarantine_evaluations, store_results  # noqa: E402
 
 __all__ = [
     "LogQualityError",
+    "check_warehouse",
     "compute_metrics",
     "evaluate_batch",
     "load_logs",

@@ -14,7 +14,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.errors import InputError, StefError
-from stef.logs import LogLine, log_files, parse_line, read_log_file
+from stef.logs import LogLine, capped_lines, log_files, parse_line, read_log_file
 from tasks._runtime import retry_on_io_error, run_logger
 
 if TYPE_CHECKING:
@@ -47,9 +47,11 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
     lines: list[LogLine] = []
     for path in paths:
         source = fs.unstrip_protocol(path)
+        if not fs.isfile(path):
+            raise InputError(f"{source}: cannot read this log file, it is not a regular file (a folder?); fix or remove it, then run again")
         with fs.open(path, "rb") as handle:
-            for number, raw in enumerate(handle, start=1):
-                line = parse_line(raw.rstrip(b"\r\n"), source, number)
+            for number, raw in capped_lines(handle):
+                line = parse_line(raw, source, number)
                 if line is not None:
                     lines.append(line)
     return lines
@@ -155,7 +157,10 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
     suite = gx.ExpectationSuite(name="stef_log_day", expectations=_expectations())
     result = batch.validate(suite, result_format={"result_format": "COMPLETE"})
     failures: dict[int, str] = {}
-    for outcome in result.results:
+    # Uniqueness last: a run_id belongs to its first line that passes every other expectation,
+    # so a valid line is not a "duplicate" of an earlier line that is quarantined anyway.
+    outcomes = sorted(result.results, key=lambda o: o.expectation_config is not None and o.expectation_config.type == "expect_column_values_to_be_unique")
+    for outcome in outcomes:
         if outcome.success:
             continue
         expectation = outcome.expectation_config
@@ -169,6 +174,8 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
         if expectation.type == "expect_column_values_to_be_unique":
             first_seen: dict[str, int] = {}
             for i in sorted(indexes):
+                if i in failures:
+                    continue  # quarantined for another reason: it does not hold the run_id
                 run_id = str(frame.at[i, "run_id"])
                 if run_id not in first_seen:
                     first_seen[run_id] = i

@@ -46,6 +46,27 @@ def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[Store
     return extra
 
 
+@task(name="check-warehouse", cache_policy=NO_CACHE, persist_result=False)
+def check_warehouse(warehouse_path: str | None) -> None:
+    """Open the warehouse for writing (creating and migrating it) and read its index of stored
+    days, then close it: run first, so that a locked, read-only or unreadable warehouse fails
+    the run before any batch is evaluated or any model call is paid for.
+
+    Args:
+        warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
+
+    Raises:
+        WarehouseLockedError: another process still writes the file after the lock timeout.
+        WarehouseError: the file cannot be opened for writing or migrated.
+        duckdb.Error: the file is damaged (its index cannot be read).
+    """
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
+    try:
+        conn.execute("SELECT count(*), max(stored_at) FROM stored_days").fetchall()
+    finally:
+        conn.close()
+
+
 @task(
     name="store-results",
     retries=2,

@@ -32,7 +32,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
-from stef.logs import LogLine
+from stef.logs import LogLine, decode_json_object, encodable_text
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus, StoredEvaluation
 from warehouse.connection import MEMORY_LIMIT_ENV_VAR, default_memory_limit
 from warehouse.errors import WarehouseError
@@ -151,7 +151,7 @@ class StoreSummary:
 
 
 def _text(value: Any) -> str | None:
-    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value) else None
+    return encodable_text(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value) else None
 
 
 Identity = tuple[str | None, str | None, str | None]
@@ -173,11 +173,8 @@ def line_identity(line: LogLine) -> Identity:
     """
     if line.record is not None:
         return line.record.agent_id, line.record.agent_version, line.record.app_id
-    try:
-        payload = json.loads(line.raw)
-    except ValueError:
-        return None, None, None
-    if not isinstance(payload, dict):
+    payload = decode_json_object(line.raw)
+    if payload is None:
         return None, None, None
     return (
         _text(payload.get("agent_id")) or UNKNOWN,

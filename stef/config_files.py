@@ -1,0 +1,71 @@
+"""Reading the files a person points STEF at (rule files, campaign settings and catalogs).
+
+Such a path may name anything: a FIFO that never delivers a byte (``stef ... --rules fifo``
+would hang), a device that never ends (``/dev/zero``), a directory, or a file far larger than
+any configuration. :func:`read_config_text` opens without blocking, checks that it holds a
+regular file, bounds the size, and reports each case as an :class:`OSError` with a readable
+``strerror``, which callers already turn into their own error naming the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""Largest configuration file read (16 MiB): rule files and catalogs are kilobytes."""
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
+
+
+def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes.
+
+    The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open descriptor,
+    so a FIFO is refused at once instead of waiting for a writer, and the check holds for the
+    file actually read.
+
+    Args:
+        path: the file (a symlink to a regular file is fine).
+        max_bytes: size limit in bytes.
+
+    Returns:
+        The decoded text.
+
+    Raises:
+        OSError: the file cannot be opened, is not a regular file (``strerror`` says what it
+            is), or is larger than ``max_bytes``.
+        UnicodeDecodeError: the file is not UTF-8.
+
+    >>> read_config_text("/dev/null")
+    Traceback (most recent call last):
+    ...
+    OSError: [Errno 22] not a regular file but a device: '/dev/null'
+    """
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file but {_kind(info.st_mode)}", str(path))
+        if info.st_size > max_bytes:
+            raise OSError(errno.EFBIG, f"{info.st_size} bytes, larger than the {max_bytes}-byte limit for a configuration file", str(path))
+        os.set_blocking(descriptor, True)
+        with os.fdopen(descriptor, "rb", closefd=True) as handle:
+            descriptor = -1  # owned by the file object now
+            content = handle.read(max_bytes + 1)
+    finally:
+        if descriptor >= 0:
+            os.close(descriptor)
+    if len(content) > max_bytes:
+        raise OSError(errno.EFBIG, f"larger than the {max_bytes}-byte limit for a configuration file", str(path))
+    return content.decode("utf-8")
