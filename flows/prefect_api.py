@@ -17,6 +17,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+MIN_STARTUP_TIMEOUT_S = 90
+"""Seconds the temporary server is given to answer, at least (Prefect's own default is 20 s,
+which a busy two-core machine can exceed: the command then failed before any work)."""
 GUARD_POLL_S = 0.5
 """How often the guard checks whether the command's process still runs (seconds)."""
 
@@ -143,7 +146,7 @@ def temporary_prefect_api() -> Iterator[str | None]:
         RuntimeError: the server did not start (Prefect's message).
     """
     from prefect.context import _temporary_global_settings_context, get_settings_context
-    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
 
     if PREFECT_API_URL.value():
         yield None
@@ -157,7 +160,7 @@ def temporary_prefect_api() -> Iterator[str | None]:
     reporter.start()
     try:
         try:
-            server.start()
+            server.start(timeout=max(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value(), MIN_STARTUP_TIMEOUT_S))
         finally:
             started.set()
             reporter.join()

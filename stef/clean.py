@@ -18,7 +18,7 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.parser import Parser
-from sqlglot.tokens import Tokenizer
+from sqlglot.tokens import Tokenizer, TokenType
 
 from stef.errors import UnknownDialectError
 
@@ -26,7 +26,8 @@ QUERY_TYPES: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, e
 """Statement node types that count as a read-only query answer."""
 
 def _statement_types() -> tuple[type[exp.Expression], ...]:
-    names = ("Drop", "Delete", "Insert", "Update", "Create", "Alter", "Merge", "Command", "TruncateTable", "Grant", "Revoke", "Use", "Set", "Pragma", "Transaction", "Commit", "Rollback", "Copy", "Describe", "Analyze", "Cache", "Uncache", "LoadData", "Refresh")
+    names = ("Drop", "Delete", "Insert", "Update", "Create", "Alter", "Merge", "Command", "TruncateTable", "Grant", "Revoke", "Use", "Set", "Pragma", "Transaction", "Commit", "Rollback", "Copy", "Describe", "Analyze", "Cache", "Uncache", "LoadData", "Refresh",
+             "Attach", "Detach", "Install", "Kill", "Export", "Execute", "ExecuteSql", "Comment", "Lock", "Show", "Declare", "Cluster", "Undrop", "Put", "Get", "StoredProcedure", "Return", "Summarize")
     return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
 
 
@@ -103,6 +104,12 @@ def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
     >>> [tree.sql() for tree in parse_statements("SELECT 1; SELECT 2", "sqlite")]
     ['SELECT 1', 'SELECT 2']
     """
+    tokenizer, parser = _parser_pair(dialect)
+    return parser.parse(tokenizer.tokenize(text), text)
+
+
+def _parser_pair(dialect: str) -> tuple[Tokenizer, Parser]:
+    """This thread's tokenizer and parser of ``dialect`` (see :func:`parse_statements`)."""
     pairs: dict[str, tuple[Tokenizer, Parser]] | None = getattr(_THREAD_PARSERS, "by_dialect", None)
     if pairs is None:
         pairs = _THREAD_PARSERS.by_dialect = {}
@@ -110,8 +117,7 @@ def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
     if pair is None:
         instance = dialect_instance(dialect)
         pair = pairs[dialect] = (instance.tokenizer(), instance.parser())
-    tokenizer, parser = pair
-    return parser.parse(tokenizer.tokenize(text), text)
+    return pair
 
 
 @lru_cache(maxsize=256)
@@ -296,13 +302,42 @@ def embedded_writes(query: exp.Expression) -> list[str]:
     return writes + into
 
 
+_STRING_TOKENS = frozenset(t for name, t in TokenType.__members__.items() if name.endswith("STRING") and "LINESTRING" not in name)
+"""Token types of string literals (a fence marker inside one is SQL text)."""
+
+
+def _fence_marker_in_code(text: str, dialect: str) -> bool:
+    """Whether a markdown fence marker (three backticks or tildes) stands in the text outside
+    its string literals and comments, read with the dialect's tokenizer (a text the tokenizer
+    rejects counts as markdown)."""
+    if "```" not in text and "~~~" not in text:
+        return False
+    try:
+        tokens = _parser_pair(dialect)[0].tokenize(text)
+    except SqlglotError:
+        return True
+    for token in tokens:
+        if token.token_type not in _STRING_TOKENS:
+            source = text[token.start : token.end + 1]
+            if "```" in source or "~~~" in source:
+                return True
+    return False
+
+
 def _whole_text_statements(text: str, dialect: str) -> list[exp.Expression] | None:
-    """The statements of ``text`` when it parses as SQL as a whole, else ``None`` (it is a
-    message: markdown, prose). Bare expressions (``Note that`` parses as an alias) mean "not SQL".
+    """The statements of ``text`` when it is SQL as a whole, else ``None`` (it is a message:
+    markdown, prose).
+
+    SQL as a whole: it starts like a statement (a statement keyword or a comment, so that prose
+    such as "Execute this query: ..." is a message, as sqlglot would parse it as EXECUTE), holds
+    no fence marker outside its string literals and comments, and parses into statements only
+    (bare expressions, such as ``Note that`` parsed as an alias, mean "not SQL").
 
     Raises:
         RecursionError: the text nests too deeply for the parser.
     """
+    if not _starts_statement(text.split("\n", 1)[0]) or _fence_marker_in_code(text, dialect):
+        return None
     try:
         parsed = parse_statements(text, dialect)
     except SqlglotError:
@@ -315,13 +350,15 @@ def _whole_text_statements(text: str, dialect: str) -> list[exp.Expression] | No
 
 HIDDEN_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
     t
-    for t in (exp.Drop, exp.Delete, exp.Insert, exp.Update, exp.Merge, exp.Create, exp.Alter, getattr(exp, "TruncateTable", None), exp.Grant, getattr(exp, "Revoke", None), exp.Copy)
+    for t in (exp.Drop, exp.Delete, exp.Insert, exp.Update, exp.Merge, exp.Create, exp.Alter, exp.Copy, *(getattr(exp, name, None) for name in (
+        "TruncateTable", "Grant", "Revoke", "Attach", "Detach", "Install", "Kill", "Execute", "ExecuteSql", "Comment", "Put", "Undrop")))
     if isinstance(t, type)
 )
 """Statements looked for in the parts of a message left out of its SQL (prose, other code
 blocks). sqlglot's ``Command`` fallback is not among them: prose such as "Drop the filter" parses
 as one."""
-HIDDEN_START_WORDS = frozenset({"DROP", "DELETE", "INSERT", "UPDATE", "MERGE", "CREATE", "ALTER", "TRUNCATE", "REPLACE", "GRANT", "REVOKE", "COPY", "UPSERT", "WITH", "SELECT"})
+HIDDEN_START_WORDS = frozenset({"DROP", "DELETE", "INSERT", "UPDATE", "MERGE", "CREATE", "ALTER", "TRUNCATE", "REPLACE", "GRANT", "REVOKE", "COPY", "UPSERT", "WITH", "SELECT",
+                                "ATTACH", "DETACH", "INSTALL", "KILL", "EXEC", "EXECUTE", "COMMENT", "PUT", "UNDROP"})
 """First words of a line that may start a hidden write (``WITH`` and ``SELECT``: a
 data-modifying CTE, ``SELECT ... INTO``), besides the dialect's own write keywords."""
 MAX_HIDDEN_CANDIDATES = 64

@@ -203,6 +203,10 @@ def test_a_hidden_write_is_flagged_and_never_scores_clean(sql: str, kind: str, d
         pytest.param("```sql\nSELECT COUNT(*) FROM schools WHERE students > 500\n```\nCreate a view for this if you run it often.", id="prose_create_word"),
         pytest.param("SELECT COUNT(*) FROM schools WHERE students > 500; -- done", id="comment_after_semicolon"),
         pytest.param("-- ```sql\nSELECT COUNT(*) FROM schools WHERE students > 500\n-- ```", id="fence_markers_in_comments_only"),
+        pytest.param("Execute the query below.\n```sql\nSELECT COUNT(*) FROM schools WHERE students > 500\n```", id="prose_execute_before_the_fence"),
+        pytest.param("Comment on this query: it counts large schools.\n```sql\nSELECT COUNT(*) FROM schools WHERE students > 500\n```", id="prose_comment_before_the_fence"),
+        pytest.param("Drop duplicates first.\n~~~sql\nSELECT COUNT(*) FROM schools WHERE students > 500\n~~~", id="prose_drop_before_a_tilde_fence"),
+        pytest.param("Execute the following query:\nSELECT COUNT(*) FROM schools WHERE students > 500", id="prose_execute_before_plain_sql"),
     ],
 )
 def test_prose_and_comments_around_a_query_are_not_writes(sql: str) -> None:
