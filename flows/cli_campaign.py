@@ -81,7 +81,7 @@ def _run(runs: Path, gold: Path, db: Path, catalog: Path | None, settings: Campa
     run_logs = read_jsonl(runs, CampaignRunLog)
     battery = read_jsonl(gold, GoldQuestion)
     canonical = load_catalog(catalog) if catalog is not None else None
-    database = open_test_database(db)
+    database = open_test_database(db, settings.resource_limits())
     try:
         return run_campaign(run_logs, battery, database, settings, canonical, out)
     finally:

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
 
-from stef.campaign_db import ExecutionResult, TestDatabase
+from stef.campaign_db import ExecutionResult, ResourceLimits, TestDatabase
 from stef.clean import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes, parser_message
 from stef.errors import InputError
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus
@@ -157,12 +157,23 @@ class CampaignSettings(_Frozen):
     tool_budget: int = Field(default=10, ge=0, description="more tool calls than this -> budget_exceeded")
     max_statements: int = Field(default=5, ge=1)
     dialect: str = Field(default="sqlite", description="sqlglot dialect of the statements (e.g. hive, sqlite)")
-    timeout_s: float = Field(default=5.0, gt=0, description="per-statement execution timeout")
+    timeout_s: float = Field(default=5.0, gt=0, le=86_400, description="per-statement execution timeout (seconds)")
     row_cap: int = Field(default=10_000, ge=1, description="more rows than this is an execution error")
+    max_value_bytes: int = Field(default=16 * 2**20, ge=1024, le=2**31 - 1, description="longest string, blob or row a SQLite statement may build or read (bytes); longer is an execution error")
+    max_result_bytes: int = Field(default=64 * 2**20, ge=1024, description="fetched rows of one statement, as Python objects (bytes); more is an execution error")
+    memory_mb: int = Field(default=1024, ge=64, description="memory the database worker may add after opening the test database (MiB); DuckDB's memory_limit is half of it")
     float_digits: int = Field(default=9, ge=1, le=17, description="significant digits compared for floats")
     tariffs: dict[str, Tariff] = Field(default_factory=dict, description="model_version -> price; else litellm's prices")
     infra_cost_usd: dict[str, float] = Field(default_factory=dict, description="C_infra per campaign_id (never added to C_i)")
     use_litellm_prices: bool = True
+
+    def resource_limits(self) -> ResourceLimits:
+        """The sandbox bounds of the test database (:func:`stef.campaign_db.open_test_database`).
+
+        >>> CampaignSettings(memory_mb=256).resource_limits().memory_bytes
+        268435456
+        """
+        return ResourceLimits(memory_bytes=self.memory_mb * 2**20, max_value_bytes=self.max_value_bytes, max_result_bytes=self.max_result_bytes)
 
 
 class CanonicalCatalog(RootModel[dict[str, list[str]]]):

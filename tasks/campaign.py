@@ -47,7 +47,7 @@ def classify_campaign(runs: str, gold: str, db: str, settings: CampaignSettings,
     Raises:
         InputError: unreadable inputs.
     """
-    database = open_test_database(db)
+    database = open_test_database(db, settings.resource_limits())
     try:
         result = run_campaign(read_jsonl(runs, CampaignRunLog), read_jsonl(gold, GoldQuestion), database, settings,
                               load_catalog(catalog) if catalog else None, Path(out) if out else None)
