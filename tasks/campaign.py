@@ -16,6 +16,7 @@ from stef.campaign import (
     CampaignRunLog,
     CampaignSettings,
     GoldQuestion,
+    index_evaluations,
     load_catalog,
     read_jsonl,
     run_campaign,
@@ -69,4 +70,4 @@ def store_campaign_task(result: CampaignResult, settings: CampaignSettings, eval
     """Replace the campaigns' rows in the warehouse (one transaction; retried on I/O errors)."""
     with connect(warehouse) as conn:
         return store_campaign(conn, result.runs, result.results, result.summaries, result.audit, settings,
-                              {e.run_id: e for e in evaluations if e.run_id is not None})
+                              index_evaluations(evaluations))

@@ -1,12 +1,14 @@
-"""Hostile campaign input (issue 13): the test database is a sandbox.
+"""Hostile campaign input (issue 13): the test database is a sandbox; evidence folders never collide.
 
 Item 5: a DuckDB test database reads no host file and no statement re-opens access; byte and
-memory bombs (SQLite and DuckDB) are one statement's error and the campaign goes on.
-References: the bundled GeoQuery SQLite database, a DuckDB database and a host file made here.
+memory bombs (SQLite and DuckDB) are one statement's error and the campaign goes on. Item 17:
+run and campaign ids map to distinct, safe folder names. References: the bundled GeoQuery
+SQLite database, a DuckDB database and a host file made here.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -16,8 +18,20 @@ from typing import Any
 
 import pytest
 
-from stef.campaign import CampaignRunLog, CampaignSettings, GoldQuestion, audit_gold, run_campaign
+from stef.campaign import (
+    FOLDER_NAME_MAX_BYTES,
+    CampaignRunLog,
+    CampaignSettings,
+    GoldQuestion,
+    audit_gold,
+    calibration_report,
+    campaign_folder,
+    folder_name,
+    index_evaluations,
+    run_campaign,
+)
 from stef.campaign_db import DuckDBTestDatabase, ResourceLimits, SQLiteTestDatabase, open_test_database
+from stef.models import Evaluation, EvaluationStatus
 
 SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"
 DB = SAMPLE / "geography.sqlite"
@@ -251,3 +265,72 @@ def test_worker_does_not_rerun_the_callers_script(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["script body ran", "((51,),)"]
+
+
+# --------------------------------------------------------------------------- item 17: evidence folders
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        pytest.param(("a/b", "a_b", "a?b", "a%2Fb", "a%252Fb", "a\\b"), id="separators_and_escapes"),
+        pytest.param((".", "..", "...", "%2E", "%2E%2E"), id="dots"),
+        pytest.param(("A", "a", "%41"), id="case"),
+        pytest.param(("/etc/passwd", "etc/passwd", "C:\\x", "~root"), id="absolute_and_home"),
+        pytest.param(("a\x00b", "a b", "a\tb", "a\nb", ""), id="control_characters"),
+        pytest.param(("x" * 300, "x" * 301, "x" * 254 + "é", "é" * 200, "x" * 255), id="longer_than_255_bytes"),
+        pytest.param(("ação", "acao", "açao", "a\u0301"), id="non_ascii"),
+        pytest.param(("summary.json", "summary_json", "metrics.json"), id="file_names_of_the_evidence"),
+        pytest.param(("\ud800", "\udfff", "?"), id="lone_surrogates"),
+    ],
+)
+def test_folder_names_are_distinct_and_safe(ids: tuple[str, ...]) -> None:
+    names = [folder_name(i) for i in ids]
+    assert len(set(names)) == len(ids)
+    assert len({n.lower() for n in names}) == len(ids)  # distinct on case-insensitive file systems too
+    for name in names:
+        assert name not in {"", ".", "..", "summary.json"} and name.isascii()
+        assert not any(c in name for c in "/\\\x00:") and Path(name).name == name
+        assert 0 < len(name.encode()) <= FOLDER_NAME_MAX_BYTES
+
+
+def test_evidence_of_colliding_ids_lands_in_distinct_folders(lite: SQLiteTestDatabase, tmp_path: Path) -> None:
+    out = tmp_path / "deep" / "out"
+    run_ids = ["a/b", "a_b", "a?b", "..", ".", "summary.json", "x" * 400, "/abs", "A"]
+    campaigns = ["mcp", "../escape", "mcp/sub", "MCP"]
+    runs = [_run(RIGHT, run_id, campaign_id) for campaign_id in campaigns for run_id in run_ids]
+    result = run_campaign(runs, [CAPITAL], lite, SQLITE_SETTINGS, out_dir=out)
+    assert len(result.results) == len(runs) and {r.outcome for r in result.results} == {"success"}
+    assert _files(tmp_path) - _files(out) == {tmp_path / "deep", out}  # nothing written outside OUT
+    metrics = sorted(out.rglob("metrics.json"))
+    assert len(metrics) == len(runs)
+    seen = set()
+    for path in metrics:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        context = json.loads((path.parent / "context.json").read_text(encoding="utf-8"))
+        assert document["runId"] == context["runId"]
+        assert path.parent == campaign_folder(out, context["campaignId"]) / folder_name(context["runId"])
+        seen.add((context["campaignId"], context["runId"]))
+    assert seen == {(r.campaign_id, r.run_id) for r in runs}
+    for campaign_id in campaigns:
+        summary = json.loads((campaign_folder(out, campaign_id) / "summary.json").read_text(encoding="utf-8"))
+        assert summary["campaign_id"] == campaign_id and summary["runs"] == len(run_ids)
+
+
+def test_same_run_id_in_two_campaigns_keeps_its_own_score(lite: SQLiteTestDatabase, tmp_path: Path) -> None:
+    from warehouse import connect
+    from warehouse.campaign import read_campaign_outcomes, store_campaign
+
+    runs = [_run(RIGHT, "r1", "mcp"), _run("SELECT capital FROM state WHERE state_name = 'ohio'", "r1", "mcp-2")]
+    result = run_campaign(runs, [CAPITAL], lite, SQLITE_SETTINGS)
+    assert [(r.campaign_id, r.outcome) for r in result.results] == [("mcp", "success"), ("mcp-2", "execution_error")]
+    evaluations = [
+        Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=90.0, agent_id="campaign:mcp"),
+        Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=10.0, agent_id="campaign:mcp-2"),
+    ]
+    report = calibration_report(result.results, evaluations)
+    assert report.mean_score_by_outcome == {"execution_error": 10.0, "success": 90.0} and report.auroc == 1.0
+    with connect(str(tmp_path / "wh.duckdb")) as conn:
+        store_campaign(conn, result.runs, result.results, result.summaries, result.audit, SQLITE_SETTINGS, index_evaluations(evaluations))
+        frame = read_campaign_outcomes(conn)
+    assert sorted(zip(frame["campaign_id"], frame["run_id"], frame["stef_score"], strict=True)) == [("mcp", "r1", 90.0), ("mcp-2", "r1", 10.0)]
