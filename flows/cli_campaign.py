@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from stef.errors import InputError
 
@@ -81,20 +82,20 @@ def _run(runs: Path, gold: Path, db: Path, catalog: Path | None, settings: Campa
     run_logs = read_jsonl(runs, CampaignRunLog)
     battery = read_jsonl(gold, GoldQuestion)
     canonical = load_catalog(catalog) if catalog is not None else None
-    database = open_test_database(db)
+    database = open_test_database(db, settings.resource_limits())
     try:
         return run_campaign(run_logs, battery, database, settings, canonical, out)
     finally:
         database.close()
 
 
-def _score(result: CampaignResult, settings: CampaignSettings) -> dict[str, Evaluation]:
-    """STEF (schema-free) evaluations of every classified run, by run_id."""
-    from stef.campaign import stef_record
+def _score(result: CampaignResult, settings: CampaignSettings) -> dict[tuple[str | None, str | None], Evaluation]:
+    """STEF (schema-free) evaluations of every classified run, by ``(campaign_id, run_id)``."""
+    from stef.campaign import index_evaluations, stef_record
     from stef.evaluate import evaluate_many
 
     records = [stef_record(r, settings.dialect) for r in result.results]
-    return {e.run_id: e for e in evaluate_many(records) if e.run_id is not None}
+    return index_evaluations(evaluate_many(records))
 
 
 def _fmt(value: float | None, spec: str = ".3f") -> str:
@@ -103,10 +104,10 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
 
 def summary_table(summaries: Sequence[CampaignSummary], title: str) -> Table:
     """Campaigns side by side: counts and rates per class, then the per-run means."""
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    table = Table(title=Text(title), box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("figure")
     for s in summaries:
-        table.add_column(f"{s.campaign_id} ({s.mode.value})", justify="right")
+        table.add_column(Text(f"{s.campaign_id} ({s.mode.value})"), justify="right")
     classes = list(dict.fromkeys(c for s in summaries for c in s.counts))
     for c in classes:
         table.add_row(c, *(f"{s.counts[c]}  ({s.rates[c]:.0%})" if c in s.counts else "n/a" for s in summaries))
@@ -126,7 +127,7 @@ def run(
     runs: RunsOpt,
     gold: GoldOpt,
     db: DbOpt,
-    out: Annotated[Path, typer.Option("--out", help="Evidence folder: OUT/<campaign_id>/<run_id>/{metrics,context}.json, session.jsonl.")],
+    out: Annotated[Path, typer.Option("--out", help="Evidence folder: OUT/<campaign>/<run>/{metrics,context}.json, session.jsonl (ids percent-encoded, see the README).")],
     catalog: CatalogOpt = None,
     dialect: DialectOpt = None,
     settings_file: SettingsOpt = None,
@@ -145,10 +146,6 @@ def run(
     with _user_errors():
         settings = _settings(settings_file, dialect)
         result = _run(runs, gold, db, catalog, settings, out)
-        for summary in result.summaries:
-            folder = out / summary.campaign_id
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
         evaluations = _score(result, settings) if score else {}
         stored = None
         if not no_store:
@@ -166,30 +163,31 @@ def run(
     audit = result.audit
     console.print(f"gold audit: {len(audit.items) - len(audit.excluded)} of {len(audit.items)} questions executable")
     for item in audit.excluded:
-        console.print(f"  excluded {item.question_id}: {item.reason}")
-    for run_id, reason in result.skipped.items():
-        console.print(f"  run {run_id} not classified: {reason}")
+        console.print(Text(f"  excluded {item.question_id}: {item.reason}"))
+    for campaign_id, skipped in result.skipped.items():
+        for run_id, reason in skipped.items():
+            console.print(Text(f"  run {run_id} of {campaign_id} not classified: {reason}"))
     console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
-    console.print(f"evidence: {out}/<campaign_id>/<run_id>/" + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse"))
+    console.print(Text(f"evidence: {out}/<campaign folder>/<run folder>/" + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse")))
 
 
 @campaign_app.command("compare")
 def compare(
     first: Annotated[str, typer.Argument(metavar="A", help="Campaign id, e.g. mcp.")],
     second: Annotated[str, typer.Argument(metavar="B", help="Campaign id, e.g. baseline-static.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Evidence folder of `stef campaign run` (reads <id>/summary.json).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Evidence folder of `stef campaign run` (reads <campaign folder>/summary.json).")] = None,
     warehouse: Annotated[str | None, typer.Option("--warehouse", help="Read the summaries from this warehouse instead of --out.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print two campaigns side by side (e.g. ``mcp`` vs ``baseline-static``)."""
     from flows.cli import _user_errors, console
-    from stef.campaign import CampaignSummary
+    from stef.campaign import CampaignSummary, campaign_folder
 
     with _user_errors():
         found: dict[str, CampaignSummary] = {}
         if out is not None:
             for cid in (first, second):
-                path = out / cid / "summary.json"
+                path = campaign_folder(out, cid) / "summary.json"
                 if path.is_file():
                     found[cid] = CampaignSummary.model_validate_json(path.read_text(encoding="utf-8"))
         else:

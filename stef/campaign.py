@@ -22,6 +22,7 @@ Public API::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections import Counter
@@ -36,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
 
-from stef.campaign_db import ExecutionResult, TestDatabase
+from stef.campaign_db import ExecutionResult, ResourceLimits, TestDatabase
 from stef.clean import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes, parser_message
 from stef.errors import InputError
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus
@@ -157,12 +158,23 @@ class CampaignSettings(_Frozen):
     tool_budget: int = Field(default=10, ge=0, description="more tool calls than this -> budget_exceeded")
     max_statements: int = Field(default=5, ge=1)
     dialect: str = Field(default="sqlite", description="sqlglot dialect of the statements (e.g. hive, sqlite)")
-    timeout_s: float = Field(default=5.0, gt=0, description="per-statement execution timeout")
+    timeout_s: float = Field(default=5.0, gt=0, le=86_400, description="per-statement execution timeout (seconds)")
     row_cap: int = Field(default=10_000, ge=1, description="more rows than this is an execution error")
+    max_value_bytes: int = Field(default=16 * 2**20, ge=1024, le=2**31 - 1, description="longest string, blob or row a SQLite statement may build or read (bytes); longer is an execution error")
+    max_result_bytes: int = Field(default=64 * 2**20, ge=1024, description="fetched rows of one statement, as Python objects (bytes); more is an execution error")
+    memory_mb: int = Field(default=1024, ge=64, description="memory the database worker may add after opening the test database (MiB); DuckDB's memory_limit is half of it")
     float_digits: int = Field(default=9, ge=1, le=17, description="significant digits compared for floats")
     tariffs: dict[str, Tariff] = Field(default_factory=dict, description="model_version -> price; else litellm's prices")
     infra_cost_usd: dict[str, float] = Field(default_factory=dict, description="C_infra per campaign_id (never added to C_i)")
     use_litellm_prices: bool = True
+
+    def resource_limits(self) -> ResourceLimits:
+        """The sandbox bounds of the test database (:func:`stef.campaign_db.open_test_database`).
+
+        >>> CampaignSettings(memory_mb=256).resource_limits().memory_bytes
+        268435456
+        """
+        return ResourceLimits(memory_bytes=self.memory_mb * 2**20, max_value_bytes=self.max_value_bytes, max_result_bytes=self.max_result_bytes)
 
 
 class CanonicalCatalog(RootModel[dict[str, list[str]]]):
@@ -784,13 +796,16 @@ def evidence_documents(run: CampaignRunLog, result: CampaignRunResult, catalog: 
 
 
 def write_evidence(out_dir: str | Path, run: CampaignRunLog, result: CampaignRunResult, catalog: CanonicalCatalog, settings: CampaignSettings) -> Path:
-    """Write ``OUT/<campaign_id>/<run_id>/{metrics.json, context.json, session.jsonl}``.
+    """Write ``OUT/<campaign folder>/<run folder>/{metrics.json, context.json, session.jsonl}``.
+
+    The folder names are :func:`folder_name` of ``campaign_id`` and ``run_id`` (distinct ids never
+    share a folder); the files hold the ids as logged.
 
     Returns:
         The run's folder.
     """
     metrics, context, session = evidence_documents(run, result, catalog, settings)
-    folder = Path(out_dir) / _safe(run.campaign_id) / _safe(run.run_id)
+    folder = campaign_folder(out_dir, run.campaign_id) / folder_name(run.run_id)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (folder / "context.json").write_text(json.dumps(context, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -798,8 +813,72 @@ def write_evidence(out_dir: str | Path, run: CampaignRunLog, result: CampaignRun
     return folder
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip(".") or "_"
+FOLDER_SAFE_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+"""Characters an id keeps in its folder name; every other UTF-8 byte becomes ``%XX``."""
+
+FOLDER_NAME_MAX_BYTES = 255
+"""Longest folder name (the usual file-name limit); longer encodings are cut and hashed."""
+
+_FOLDER_HASH_CHARS = 32
+"""Hex digits of the SHA-256 of the id that end a cut folder name (128 bits)."""
+
+
+def folder_name(identifier: str) -> str:
+    """The evidence folder name of a ``run_id`` or ``campaign_id``: safe, and distinct ids get distinct names.
+
+    Lower-case ASCII letters, digits, ``-`` and ``_`` are kept; every other byte of the id's
+    UTF-8 form (upper-case letters, ``.``, ``/``, ``%``, spaces, NUL, non-ASCII) is written
+    ``%XX`` with upper-case hex digits. The mapping is injective, also on case-insensitive file
+    systems, and no name is empty, ``.``, ``..``, absolute or contains a separator. An encoding
+    longer than :data:`FOLDER_NAME_MAX_BYTES` is cut at a ``%XX`` boundary and ends with ``~`` and
+    the first 32 hex digits of the id's SHA-256 (``~`` never occurs otherwise); the empty id
+    is that suffix alone.
+
+    Args:
+        identifier: the id as logged (lone surrogates are hashed by their code points).
+
+    Returns:
+        The folder name (ASCII, 1 to 255 bytes).
+
+    >>> [folder_name(i) for i in ("mcp-001", "a/b", "a_b", "a?b", "..", "Mcp", "ação")]
+    ['mcp-001', 'a%2Fb', 'a_b', 'a%3Fb', '%2E%2E', '%4Dcp', 'a%C3%A7%C3%A3o']
+    >>> long = folder_name("x" * 300)
+    >>> len(long), long[-33]
+    (255, '~')
+    """
+    data = identifier.encode("utf-8", "surrogatepass")
+    parts = [chr(b) if chr(b) in FOLDER_SAFE_CHARACTERS else f"%{b:02X}" for b in data]
+    name = "".join(parts)
+    if 0 < len(name) <= FOLDER_NAME_MAX_BYTES:
+        return name
+    digest = hashlib.sha256(data).hexdigest()[:_FOLDER_HASH_CHARS]
+    room = FOLDER_NAME_MAX_BYTES - 1 - _FOLDER_HASH_CHARS
+    head: list[str] = []
+    used = 0
+    for part in parts:
+        if used + len(part) > room:
+            break
+        head.append(part)
+        used += len(part)
+    return "".join(head) + "~" + digest
+
+
+def campaign_folder(out_dir: str | Path, campaign_id: str) -> Path:
+    """``OUT/<folder_name(campaign_id)>``: where a campaign's ``summary.json`` and run folders go."""
+    return Path(out_dir) / folder_name(campaign_id)
+
+
+def write_summary(out_dir: str | Path, summary: CampaignSummary) -> Path:
+    """Write ``OUT/<campaign folder>/summary.json`` (no run folder can be named ``summary.json``: ``.`` is encoded).
+
+    Returns:
+        The file written.
+    """
+    folder = campaign_folder(out_dir, summary.campaign_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "summary.json"
+    path.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 # --------------------------------------------------------------------------- whole campaign
@@ -813,7 +892,7 @@ class CampaignResult(BaseModel):
     runs: list[CampaignRunLog]
     audit: GoldAudit
     results: list[CampaignRunResult]
-    skipped: dict[str, str] = Field(default_factory=dict, description="run_id -> why it was not classified")
+    skipped: dict[str, dict[str, str]] = Field(default_factory=dict, description="campaign_id -> run_id -> why it was not classified")
     summaries: list[CampaignSummary]
 
     def counts(self) -> dict[str, int]:
@@ -844,7 +923,9 @@ def run_campaign(
     """Audit the gold battery, classify every run, write the evidence, summarise per campaign.
 
     Runs whose question is not in the battery or was excluded by the audit are not classified;
-    they are listed in ``skipped`` with the reason and counted as ``excluded_runs``.
+    they are listed in ``skipped`` (by campaign, then run) with the reason and counted as
+    ``excluded_runs``. A ``run_id`` is unique within its campaign only: every map of runs here
+    is keyed by campaign first.
 
     Args:
         runs: the run log.
@@ -852,7 +933,8 @@ def run_campaign(
         db: the test database (opened read-only).
         settings: protocol settings.
         catalog: the canonical catalog; ``None`` derives it from ``db``.
-        out_dir: where to write ``<campaign_id>/<run_id>/`` evidence; ``None`` writes nothing.
+        out_dir: where to write each run's evidence (:func:`write_evidence`) and each campaign's
+            ``summary.json`` (:func:`write_summary`); ``None`` writes nothing.
 
     Returns:
         A :class:`CampaignResult`.
@@ -865,7 +947,7 @@ def run_campaign(
     engine = "duckdb" if type(db).__name__.startswith("DuckDB") else "sqlite"
     seen: set[tuple[str, str]] = set()
     results: list[CampaignRunResult] = []
-    skipped: dict[str, str] = {}
+    skipped: dict[str, dict[str, str]] = {}
     excluded: Counter[str] = Counter()
     for run in runs:
         key = (run.campaign_id, run.run_id)
@@ -874,24 +956,52 @@ def run_campaign(
         seen.add(key)
         if run.question_id not in audit.results:
             item = next((i for i in audit.items if i.question_id == run.question_id), None)
-            skipped[run.run_id] = f"question excluded by the gold audit: {item.reason}" if item else f"question_id {run.question_id!r} is not in the gold battery"
+            skipped.setdefault(run.campaign_id, {})[run.run_id] = f"question excluded by the gold audit: {item.reason}" if item else f"question_id {run.question_id!r} is not in the gold battery"
             excluded[run.campaign_id] += 1
             continue
         result = classify_run(run, audit, db, catalog, settings, engine_dialect=engine)
         results.append(result)
         if out_dir is not None:
             write_evidence(out_dir, run, result, catalog, settings)
-    return CampaignResult(runs=list(runs), audit=audit, results=results, skipped=skipped, summaries=summarize(results, settings, excluded))
+    summaries = summarize(results, settings, excluded)
+    if out_dir is not None:
+        for summary in summaries:
+            write_summary(out_dir, summary)
+    return CampaignResult(runs=list(runs), audit=audit, results=results, skipped=skipped, summaries=summaries)
 
 
 # --------------------------------------------------------------------------- calibration
 
 
+CAMPAIGN_AGENT_PREFIX = "campaign:"
+"""``agent_id`` of a run's STEF record: this prefix + its ``campaign_id``."""
+
+
 def stef_record(run: CampaignRunLog | CampaignRunResult, dialect: str | None) -> AgentLogRecord:
-    """The STEF (schema-free) log record of a run: question + statements (the last SELECT is scored)."""
+    """The STEF (schema-free) log record of a run: question + statements (the last SELECT is scored).
+
+    ``agent_id`` is ``campaign:<campaign_id>``, so :func:`index_evaluations` can tell apart runs of
+    two campaigns that share a ``run_id``.
+    """
     statements = run.statements if isinstance(run, CampaignRunLog) else [s.sql for s in run.statements]
     sql = ";\n".join(s.strip().rstrip(";") for s in statements)
-    return AgentLogRecord(run_id=run.run_id, question=run.question, sql=sql, dialect=dialect or None, agent_id=f"campaign:{run.campaign_id}")
+    return AgentLogRecord(run_id=run.run_id, question=run.question, sql=sql, dialect=dialect or None, agent_id=f"{CAMPAIGN_AGENT_PREFIX}{run.campaign_id}")
+
+
+def index_evaluations(evaluations: Iterable[Evaluation]) -> dict[tuple[str | None, str | None], Evaluation]:
+    """STEF evaluations by ``(campaign_id, run_id)``; ``campaign_id`` is ``None`` for an evaluation
+    whose ``agent_id`` is not ``campaign:<id>`` (not made by :func:`stef_record`).
+
+    >>> sorted(index_evaluations([Evaluation(run_id="r1", status=EvaluationStatus.PARSE_ERROR, agent_id="campaign:mcp"),
+    ...                           Evaluation(run_id="r1", status=EvaluationStatus.PARSE_ERROR, agent_id="campaign:baseline")]))
+    [('baseline', 'r1'), ('mcp', 'r1')]
+    """
+    out: dict[tuple[str | None, str | None], Evaluation] = {}
+    for evaluation in evaluations:
+        agent = evaluation.agent_id or ""
+        campaign = agent[len(CAMPAIGN_AGENT_PREFIX):] if agent.startswith(CAMPAIGN_AGENT_PREFIX) else None
+        out[(campaign, evaluation.run_id)] = evaluation
+    return out
 
 
 class ConfusionAtThreshold(_Frozen):
@@ -921,7 +1031,8 @@ def calibration_report(results: Sequence[CampaignRunResult], evaluations: Sequen
 
     Args:
         results: classified runs.
-        evaluations: STEF evaluations, matched to runs by ``run_id``.
+        evaluations: STEF evaluations, matched to runs by ``(campaign_id, run_id)`` (see
+            :func:`index_evaluations`), else by ``run_id`` alone for evaluations with no campaign.
 
     Returns:
         The :class:`CalibrationReport` (``auroc`` is ``None`` when only one class is present).
@@ -930,13 +1041,13 @@ def calibration_report(results: Sequence[CampaignRunResult], evaluations: Sequen
     """
     from stef.benchmark import auroc
 
-    by_id = {e.run_id: e for e in evaluations}
+    by_key = index_evaluations(evaluations)
     scores: list[float] = []
     labels: list[bool] = []
     per_class: dict[str, list[float]] = {}
     scored = 0
     for result in results:
-        evaluation = by_id.get(result.run_id)
+        evaluation = by_key.get((result.campaign_id, result.run_id)) or by_key.get((None, result.run_id))
         score = evaluation.score if evaluation is not None and evaluation.status is EvaluationStatus.EVALUATED else None
         if score is not None:
             scored += 1
@@ -969,6 +1080,7 @@ __all__ = [
     "BAND_THRESHOLDS", "CATALOG_TOOLS", "OUTCOME_CLASSES", "BaselineOutcome", "CalibrationReport", "CampaignMode", "CampaignResult",
     "CampaignRunLog", "CampaignRunResult", "CampaignSettings", "CampaignSummary", "CanonicalCatalog", "GoldAudit",
     "GoldAuditItem", "GoldQuestion", "RunOutcome", "StatementResult", "Tariff", "ToolCall", "audit_gold",
-    "calibration_report", "classify_run", "evidence_documents", "json_schemas", "load_catalog", "read_jsonl",
-    "results_match", "run_campaign", "run_cost", "stef_record", "summarize", "write_evidence",
+    "calibration_report", "campaign_folder", "classify_run", "evidence_documents", "folder_name", "index_evaluations", "json_schemas",
+    "load_catalog", "read_jsonl",
+    "results_match", "run_campaign", "run_cost", "stef_record", "summarize", "write_evidence", "write_summary",
 ]

@@ -1,55 +1,69 @@
-"""Read-only execution of campaign statements on a test database (DESIGN.md §7).
+"""Sandboxed, read-only execution of campaign statements on a test database (DESIGN.md §7).
 
 Source: the campaign protocol of ``seeds/003`` ("Executar SQLs aprovados no banco de testes"),
-issue 6. A test database is a SQLite file opened with Python's :mod:`sqlite3` in read-only URI
-mode (``file:...?mode=ro``) with ``PRAGMA query_only=ON`` and an authorizer that denies every
-action but reading, or a DuckDB file opened ``read_only=True`` (DuckDB imported lazily). Each
-statement runs under a deadline (SQLite: a progress handler that aborts the statement; DuckDB:
-``interrupt()`` from a timer) and a row cap (``fetchmany(cap + 1)``). Nothing here raises for
-bad SQL: every failure is an :class:`ExecutionResult` with a typed ``status``.
+issues 6 and 13. Statements come from agents (and gold files) and are hostile input, so the
+database is opened in a **worker process** (a fresh interpreter started with :mod:`subprocess`
+that runs :mod:`stef.campaign_worker`; requests and replies are pickled over its stdin/stdout pipes; the
+caller's ``__main__`` is never re-imported) that the caller can kill, under these bounds:
+
+* **No writes.** SQLite: read-only URI (``file:...?mode=ro``), ``PRAGMA query_only``, an
+  authorizer that denies every action but reading, ``SQLITE_LIMIT_ATTACHED`` 0. DuckDB:
+  ``read_only=True``.
+* **No host files.** DuckDB is opened with ``enable_external_access=false`` (``read_text``,
+  ``read_blob``, ``read_csv``, ``glob``, ``COPY``, ``ATTACH``, ``INSTALL``/``LOAD``, replacement
+  scans such as ``FROM 'file.csv'`` fail with a ``PermissionException``), no extension
+  auto-install/auto-load, no community extensions, no Python replacement scans, and
+  ``lock_configuration=true`` so no ``SET`` or ``RESET`` turns any of it back on; the settings
+  are read back after opening and a database where they did not take is refused. SQLite has no
+  file functions (extension loading is off in :mod:`sqlite3`).
+* **Bytes.** SQLite's length limit (``SQLITE_LIMIT_LENGTH`` = ``max_value_bytes``) makes any
+  string, blob or row longer than that an error at once (``zeroblob(9e8)``, ``randomblob(1e9)``,
+  ``printf('%.*c', 1e9, 'x')``, ``group_concat`` bombs); SQLite keeps temporary tables in memory
+  (``temp_store=MEMORY``) and DuckDB gets ``memory_limit`` = half the budget, one thread, and no
+  temporary directory, so neither spills to disk. The whole worker runs under an address-space
+  limit (``RLIMIT_AS``: its size after opening + ``memory_bytes``), so an allocation past the
+  budget is a ``MemoryError`` / ``OutOfMemoryException`` in the worker, reported as that
+  statement's error. Fetched rows are counted (:func:`sys.getsizeof`, nested values summed)
+  against ``max_result_bytes``.
+* **Time.** Each statement has a deadline: SQLite's progress handler and DuckDB's
+  ``interrupt()`` stop it cooperatively; one C call that never yields to either (``instr`` or
+  ``LIKE`` on long strings, DuckDB's ``repeat('x', 1e9)``) is stopped by killing the worker
+  ``kill_grace_s`` after the deadline; the next statement gets a fresh worker.
+
+Nothing here raises for bad SQL: every failure is an :class:`ExecutionResult` with a typed
+``status`` and the reason in ``message``; one statement's failure never stops a campaign.
 """
 
 from __future__ import annotations
 
-import sqlite3
+import os
+import selectors
+import subprocess
+import sys
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
+from stef.campaign_worker import (
+    ExecutionResult,
+    ExecutionStatus,
+    ResourceLimits,
+    read_message,
+    timeout_result,
+    write_message,
+)
 from stef.errors import InputError
 
-ExecutionStatus = Literal["ok", "error", "timeout", "row_cap"]
-"""``ok``; ``error`` (the engine refused or failed); ``timeout`` (ran past the deadline);
-``row_cap`` (returned more rows than the cap)."""
+_STARTUP_TIMEOUT_S = 60.0
+"""Seconds a new worker may take to import, open the database and report ready."""
 
-_PROGRESS_STEPS = 1000
-"""SQLite virtual-machine instructions between two deadline checks."""
+_CATALOG_TIMEOUT_S = 60.0
+"""Seconds the catalog query (STEF's own) may take."""
 
-_SQLITE_READ_ACTIONS = frozenset(
-    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-)
-"""Authorizer action codes a campaign statement may use; everything else is denied."""
-
-
-@dataclass(frozen=True, slots=True)
-class ExecutionResult:
-    """The outcome of running one statement.
-
-    Attributes:
-        status: see :data:`ExecutionStatus`.
-        columns: result column names (empty unless ``ok``).
-        rows: result rows as tuples (empty unless ``ok``).
-        message: the engine's message for ``error``, or why the statement was stopped.
-        duration_ms: wall time spent.
-    """
-
-    status: ExecutionStatus
-    columns: tuple[str, ...] = ()
-    rows: tuple[tuple[Any, ...], ...] = ()
-    message: str | None = None
-    duration_ms: float = 0.0
+_WORKER_BOOT = "from stef.campaign_worker import main; main()"
+"""What the worker interpreter runs (``python -P -c``: no re-import of the caller's ``__main__``, no
+current directory on ``sys.path``)."""
 
 
 class TestDatabase(Protocol):
@@ -70,15 +84,179 @@ class TestDatabase(Protocol):
         ...  # pragma: no cover
 
 
-def _deny_writes(action: int, *_: object) -> int:
-    return sqlite3.SQLITE_OK if action in _SQLITE_READ_ACTIONS else sqlite3.SQLITE_DENY
+class _WorkerLost(Exception):
+    """The worker missed its deadline (and was killed) or ended on its own."""
+
+    def __init__(self, message: str, *, deadline: bool) -> None:
+        super().__init__(message)
+        self.deadline = deadline
 
 
-class SQLiteTestDatabase:
-    """A SQLite file opened read-only (URI ``mode=ro``, ``query_only``, read-only authorizer).
+def _worker_environment() -> dict[str, str]:
+    """The caller's environment, with this ``stef`` first on ``PYTHONPATH`` (the worker runs the same code)."""
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+class _SandboxedDatabase:
+    """A test database served by a worker process (see the module docstring)."""
+
+    __test__ = False
+    _engine = ""
+
+    def __init__(self, path: str | Path, limits: ResourceLimits | None = None) -> None:
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise InputError(f"{self.path}: no such test database")
+        self.limits = limits or ResourceLimits()
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._closed = False
+        self._start()
+
+    def _start(self) -> None:
+        process = subprocess.Popen(  # our own interpreter running our own module
+            [sys.executable, "-P", "-c", _WORKER_BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=_worker_environment(),
+        )
+        self._process = process
+        try:
+            self._send(process, (self._engine, str(self.path.resolve()), self.limits))
+            kind, payload = self._receive(process, _STARTUP_TIMEOUT_S)
+        except _WorkerLost as lost:
+            self._stop(kill=True)
+            raise InputError(f"{self.path}: the test database worker could not start ({lost})") from None
+        if kind != "ready":
+            self._stop(kill=True)
+            raise InputError(str(payload))
+
+    @staticmethod
+    def _send(process: subprocess.Popen[bytes], message: Any) -> None:
+        if process.stdin is None:  # pragma: no cover - always a pipe
+            raise _WorkerLost("no pipe to the worker", deadline=False)
+        try:
+            write_message(process.stdin.fileno(), message)
+        except OSError as exc:
+            raise _WorkerLost(f"the database worker process ended (exit code {process.poll()}; {exc})", deadline=False) from None
+
+    @staticmethod
+    def _receive(process: subprocess.Popen[bytes], wait_s: float) -> tuple[str, Any]:
+        if process.stdout is None:  # pragma: no cover - always a pipe
+            raise _WorkerLost("no pipe from the worker", deadline=False)
+        fd = process.stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            ready = selector.select(wait_s)
+        if not ready:
+            raise _WorkerLost("the engine did not yield; its worker process was killed", deadline=True)
+        try:
+            kind, payload = read_message(fd)
+        except (EOFError, OSError):
+            try:
+                code = process.wait(1.0)
+            except subprocess.TimeoutExpired:
+                code = None
+            raise _WorkerLost(f"the database worker process ended (exit code {code})", deadline=False) from None
+        return kind, payload
+
+    def _stop(self, *, kill: bool) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if not kill:
+            try:
+                self._send(process, ("close",))
+            except _WorkerLost:
+                pass
+        for stream in (process.stdin, process.stdout):
+            if stream is not None:
+                stream.close()
+        if kill:
+            process.kill()
+        try:
+            process.wait(5.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def _call(self, request: tuple[Any, ...], wait_s: float) -> Any:
+        """Send one request and wait ``wait_s`` seconds for the reply; start a new worker if needed.
+
+        Raises:
+            _WorkerLost: no reply in time (the worker is killed) or the worker ended.
+            InputError: the database is closed or a new worker cannot open it.
+            RuntimeError: the worker replied with a failure.
+        """
+        with self._lock:
+            if self._closed:
+                raise InputError(f"{self.path}: the test database is closed")
+            if self._process is None:
+                self._start()
+            process = self._process
+            if process is None:  # pragma: no cover - _start sets it or raises
+                raise InputError(f"{self.path}: the test database worker is not running")
+            try:
+                self._send(process, request)
+                kind, payload = self._receive(process, wait_s)
+            except _WorkerLost:
+                self._stop(kill=True)
+                raise
+        if kind != "ok":
+            raise RuntimeError(payload)
+        return payload
+
+    def execute(self, sql: str, timeout_s: float, row_cap: int) -> ExecutionResult:
+        """Run ``sql`` read-only in the worker; see :class:`ExecutionResult` for the statuses.
+
+        Args:
+            sql: one statement in the engine's dialect.
+            timeout_s: seconds before the statement is stopped (status ``timeout``).
+            row_cap: more rows than this gives status ``row_cap``.
+
+        Returns:
+            The :class:`ExecutionResult`; never raises for the statement's sake.
+        """
+        started = time.perf_counter()
+        try:
+            result: ExecutionResult = self._call(("execute", sql, timeout_s, row_cap), timeout_s + self.limits.kill_grace_s)
+            return result
+        except _WorkerLost as lost:
+            if lost.deadline:
+                return timeout_result(timeout_s, started, f" ({lost})")
+            return ExecutionResult("error", message=f"{lost} while running the statement", duration_ms=(time.perf_counter() - started) * 1000)
+        except (InputError, RuntimeError) as exc:
+            return ExecutionResult("error", message=str(exc), duration_ms=(time.perf_counter() - started) * 1000)
+
+    def catalog(self) -> dict[str, list[str]]:
+        """``{table: [columns]}`` of every table and view (names lower-case, in name order).
+
+        Raises:
+            InputError: the catalog cannot be read.
+        """
+        try:
+            catalog: dict[str, list[str]] = self._call(("catalog",), _CATALOG_TIMEOUT_S)
+            return catalog
+        except (_WorkerLost, RuntimeError) as exc:
+            raise InputError(f"{self.path}: cannot read the catalog ({exc})") from exc
+
+    def close(self) -> None:
+        """Stop the worker (idempotent)."""
+        with self._lock:
+            self._closed = True
+            self._stop(kill=False)
+
+    def __del__(self) -> None:
+        if getattr(self, "_process", None) is not None:  # never closed: do not leave the worker running
+            self._stop(kill=True)
+
+
+class SQLiteTestDatabase(_SandboxedDatabase):
+    """A SQLite file opened read-only in a worker (URI ``mode=ro``, ``query_only``, read-only authorizer, length limit).
 
     Args:
         path: the SQLite file; it must exist.
+        limits: the bounds (default :class:`ResourceLimits`).
 
     Raises:
         InputError: the file does not exist or is not a SQLite database.
@@ -89,144 +267,36 @@ class SQLiteTestDatabase:
     >>> db = SQLiteTestDatabase(path)
     >>> db.execute("DROP TABLE t", 1.0, 10).status, db.catalog()
     ('error', {'t': ['x']})
+    >>> db.execute("SELECT length(zeroblob(900000000))", 1.0, 10).message
+    'DataError: string or blob too big (values and rows are limited to 16777216 bytes)'
     >>> db.close()
     """
 
     __test__ = False
-
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise InputError(f"{self.path}: no such test database")
-        try:
-            self._conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-            self._conn.execute("PRAGMA query_only = ON")
-            self._conn.execute("SELECT count(*) FROM sqlite_master").fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"{self.path}: not a SQLite database ({exc})") from exc
-        self._conn.set_authorizer(_deny_writes)
-
-    def execute(self, sql: str, timeout_s: float, row_cap: int) -> ExecutionResult:
-        """Run ``sql`` read-only; see :class:`ExecutionResult` for the statuses.
-
-        Args:
-            sql: one SQLite statement.
-            timeout_s: seconds before the statement is aborted (status ``timeout``).
-            row_cap: more rows than this gives status ``row_cap``.
-
-        Returns:
-            The :class:`ExecutionResult`.
-        """
-        started = time.perf_counter()
-        deadline = started + timeout_s
-        timed_out = False
-
-        def _progress() -> int:
-            nonlocal timed_out
-            if time.perf_counter() > deadline:
-                timed_out = True
-                return 1
-            return 0
-
-        self._conn.set_progress_handler(_progress, _PROGRESS_STEPS)
-        try:
-            cursor = self._conn.execute(sql)
-            rows = cursor.fetchmany(row_cap + 1)
-            columns = tuple(d[0] for d in cursor.description or ())
-            cursor.close()
-        except sqlite3.Error as exc:
-            elapsed = (time.perf_counter() - started) * 1000
-            if timed_out:
-                return ExecutionResult("timeout", message=f"stopped after the {timeout_s:g} s statement timeout", duration_ms=elapsed)
-            return ExecutionResult("error", message=f"{type(exc).__name__}: {exc}", duration_ms=elapsed)
-        except (ValueError, OverflowError) as exc:  # sqlite3 raises these for e.g. several statements or huge ints
-            return ExecutionResult("error", message=f"{type(exc).__name__}: {exc}", duration_ms=(time.perf_counter() - started) * 1000)
-        finally:
-            self._conn.set_progress_handler(None, 0)
-        elapsed = (time.perf_counter() - started) * 1000
-        if len(rows) > row_cap:
-            return ExecutionResult("row_cap", columns, message=f"returned more than the {row_cap}-row cap", duration_ms=elapsed)
-        return ExecutionResult("ok", columns, tuple(tuple(r) for r in rows), duration_ms=elapsed)
-
-    def catalog(self) -> dict[str, list[str]]:
-        """``{table: [columns]}`` from ``sqlite_master`` (names lower-case, in table order)."""
-        self._conn.set_authorizer(None)
-        try:
-            tables = [r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-            return {t.lower(): [r[1].lower() for r in self._conn.execute("SELECT * FROM pragma_table_info(?)", (t,))] for t in tables}
-        finally:
-            self._conn.set_authorizer(_deny_writes)
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._conn.close()
+    _engine = "sqlite"
 
 
-class DuckDBTestDatabase:
-    """A DuckDB file opened ``read_only=True``; timeout through ``interrupt()``.
+class DuckDBTestDatabase(_SandboxedDatabase):
+    """A DuckDB file opened ``read_only=True`` in a worker, with no access outside the file.
 
     Args:
         path: the DuckDB file; it must exist.
+        limits: the bounds (default :class:`ResourceLimits`).
 
     Raises:
-        InputError: the file does not exist or cannot be opened read-only.
+        InputError: the file does not exist or cannot be opened read-only in the sandbox.
     """
 
     __test__ = False
-
-    def __init__(self, path: str | Path) -> None:
-        import duckdb
-
-        self.path = Path(path)
-        if not self.path.is_file():
-            raise InputError(f"{self.path}: no such test database")
-        try:
-            self._conn = duckdb.connect(str(self.path), read_only=True)
-        except duckdb.Error as exc:
-            raise InputError(f"{self.path}: cannot open as DuckDB read-only ({exc})") from exc
-        self._error = duckdb.Error
-
-    def execute(self, sql: str, timeout_s: float, row_cap: int) -> ExecutionResult:
-        """Run ``sql`` on the read-only connection (same contract as the SQLite version)."""
-        started = time.perf_counter()
-        timer = threading.Timer(timeout_s, self._conn.interrupt)
-        timer.start()
-        try:
-            self._conn.execute(sql)
-            rows = self._conn.fetchmany(row_cap + 1)
-            columns = tuple(d[0] for d in self._conn.description or ())
-        except self._error as exc:
-            elapsed = (time.perf_counter() - started) * 1000
-            if elapsed >= timeout_s * 1000:
-                return ExecutionResult("timeout", message=f"stopped after the {timeout_s:g} s statement timeout", duration_ms=elapsed)
-            return ExecutionResult("error", message=f"{type(exc).__name__}: {exc}", duration_ms=elapsed)
-        finally:
-            timer.cancel()
-        elapsed = (time.perf_counter() - started) * 1000
-        if len(rows) > row_cap:
-            return ExecutionResult("row_cap", columns, message=f"returned more than the {row_cap}-row cap", duration_ms=elapsed)
-        return ExecutionResult("ok", columns, tuple(tuple(r) for r in rows), duration_ms=elapsed)
-
-    def catalog(self) -> dict[str, list[str]]:
-        """``{table: [columns]}`` from ``information_schema`` (names lower-case)."""
-        rows = self._conn.execute(
-            "SELECT table_name, column_name FROM information_schema.columns ORDER BY table_name, ordinal_position"
-        ).fetchall()
-        out: dict[str, list[str]] = {}
-        for table, column in rows:
-            out.setdefault(str(table).lower(), []).append(str(column).lower())
-        return out
-
-    def close(self) -> None:
-        """Close the connection."""
-        self._conn.close()
+    _engine = "duckdb"
 
 
-def open_test_database(path: str | Path) -> TestDatabase:
+def open_test_database(path: str | Path, limits: ResourceLimits | None = None) -> TestDatabase:
     """Open a SQLite or DuckDB test database read-only, chosen by the file's magic bytes.
 
     Args:
         path: the database file.
+        limits: the sandbox bounds (default :class:`ResourceLimits`).
 
     Returns:
         A :class:`SQLiteTestDatabase` or :class:`DuckDBTestDatabase`.
@@ -240,10 +310,10 @@ def open_test_database(path: str | Path) -> TestDatabase:
     with path.open("rb") as handle:
         head = handle.read(16)
     if head.startswith(b"SQLite format 3"):
-        return SQLiteTestDatabase(path)
+        return SQLiteTestDatabase(path, limits)
     if len(head) >= 12 and head[8:12] == b"DUCK":
-        return DuckDBTestDatabase(path)
+        return DuckDBTestDatabase(path, limits)
     raise InputError(f"{path}: neither a SQLite nor a DuckDB file")
 
 
-__all__ = ["DuckDBTestDatabase", "ExecutionResult", "SQLiteTestDatabase", "TestDatabase", "open_test_database"]
+__all__ = ["DuckDBTestDatabase", "ExecutionResult", "ExecutionStatus", "ResourceLimits", "SQLiteTestDatabase", "TestDatabase", "open_test_database"]

@@ -16,6 +16,7 @@ from stef.campaign import (
     CampaignRunLog,
     CampaignSettings,
     GoldQuestion,
+    index_evaluations,
     load_catalog,
     read_jsonl,
     run_campaign,
@@ -47,7 +48,7 @@ def classify_campaign(runs: str, gold: str, db: str, settings: CampaignSettings,
     Raises:
         InputError: unreadable inputs.
     """
-    database = open_test_database(db)
+    database = open_test_database(db, settings.resource_limits())
     try:
         result = run_campaign(read_jsonl(runs, CampaignRunLog), read_jsonl(gold, GoldQuestion), database, settings,
                               load_catalog(catalog) if catalog else None, Path(out) if out else None)
@@ -69,4 +70,4 @@ def store_campaign_task(result: CampaignResult, settings: CampaignSettings, eval
     """Replace the campaigns' rows in the warehouse (one transaction; retried on I/O errors)."""
     with connect(warehouse) as conn:
         return store_campaign(conn, result.runs, result.results, result.summaries, result.audit, settings,
-                              {e.run_id: e for e in evaluations if e.run_id is not None})
+                              index_evaluations(evaluations))

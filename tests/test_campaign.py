@@ -123,11 +123,17 @@ def test_gold_audit_rejects_duplicate_question_ids(db: SQLiteTestDatabase) -> No
 
 def test_runs_of_excluded_questions_are_skipped_with_the_reason(db: SQLiteTestDatabase) -> None:
     gold = [GoldQuestion(question_id="q-empty", question="?", gold_sql=["SELECT capital FROM state WHERE state_name = 'atlantis'"])]
-    runs = [_run(["SELECT 1"], question_id="q-empty"), _run(["SELECT 1"], question_id="q-unknown").model_copy(update={"run_id": "r2"})]
+    runs = [
+        _run(["SELECT 1"], question_id="q-empty"), _run(["SELECT 1"], question_id="q-unknown").model_copy(update={"run_id": "r2"}),
+        _run(["SELECT 1"], question_id="q-unknown", campaign_id="baseline-static"),  # the same run_id "r1" in another campaign
+    ]
     result = run_campaign(runs, gold, db, SETTINGS)
     assert result.results == []
-    assert result.skipped == {"r1": "question excluded by the gold audit: gold statement 1 returned no rows", "r2": "question_id 'q-unknown' is not in the gold battery"}
-    assert result.summaries[0].excluded_runs == 2
+    assert result.skipped == {
+        "mcp": {"r1": "question excluded by the gold audit: gold statement 1 returned no rows", "r2": "question_id 'q-unknown' is not in the gold battery"},
+        "baseline-static": {"r1": "question_id 'q-unknown' is not in the gold battery"},
+    }
+    assert [(s.campaign_id, s.excluded_runs) for s in result.summaries] == [("mcp", 2), ("baseline-static", 1)]
 
 
 # --------------------------------------------------------------------------- result comparison

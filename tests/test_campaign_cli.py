@@ -189,3 +189,33 @@ def test_campaign_flow_smoke(prefect_harness: None, tmp_path: Path) -> None:
     with duckdb.connect(str(warehouse), read_only=True) as conn:
         scored = conn.execute("SELECT count(*) FROM campaign_outcomes WHERE stef_score IS NOT NULL").fetchall()[0][0]
     assert 0 < scored <= 60
+
+
+def test_cli_run_and_compare_with_hostile_ids(tmp_path: Path) -> None:
+    """Ids with separators, dots and rich markup: distinct folders inside --out, printed as text, found again by compare."""
+    gold = json.loads((SAMPLE / "gold.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    campaigns = ["../[/]escape", "mcp/[bold red]x"]
+    run_ids = ["a/b", "a_b", "a?b", "..", "summary.json"]
+    lines = [
+        json.dumps({"run_id": r, "campaign_id": c, "question_id": gold["question_id"], "question": gold["question"], "statements": gold["gold_sql"]})
+        for c in campaigns for r in run_ids
+    ]
+    lines.append(json.dumps({"run_id": "[/]", "campaign_id": campaigns[0], "question_id": "[/]nope", "question": "?", "statements": []}))
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "box" / "out"
+    base = ["campaign", "run", "--runs", str(runs), "--gold", str(SAMPLE / "gold.jsonl"), "--db", str(SAMPLE / "geography.sqlite"),
+            "--out", str(out), "--no-store", "--no-score"]
+    table = runner.invoke(app, base)
+    assert table.exit_code == 0, table.output
+    printed = " ".join(table.stdout.split())  # rich wraps lines at the terminal width
+    assert "run [/] of ../[/]escape not classified: question_id '[/]nope' is not in the gold battery" in printed
+    compact = "".join(table.stdout.split())
+    assert "mcp/[boldred]x(mcp)" in compact and "../[/]escape(mcp)" in compact  # the column headers, as text
+    assert set(tmp_path.iterdir()) == {runs, tmp_path / "box"} and list((tmp_path / "box").iterdir()) == [out]  # nothing outside --out
+    assert len(list(out.rglob("metrics.json"))) == len(campaigns) * len(run_ids)
+    payload = json.loads(runner.invoke(app, [*base, "--json"]).stdout)
+    assert payload["skipped"] == {campaigns[0]: {"[/]": "question_id '[/]nope' is not in the gold battery"}}
+    both = runner.invoke(app, ["campaign", "compare", *campaigns, "--out", str(out), "--json"])
+    assert both.exit_code == 0, both.output
+    assert {c: s["counts"]["success"] for c, s in json.loads(both.stdout).items()} == dict.fromkeys(campaigns, len(run_ids))

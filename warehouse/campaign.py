@@ -36,7 +36,7 @@ def store_campaign(
     summaries: Sequence[CampaignSummary],
     audit: GoldAudit,
     settings: CampaignSettings,
-    evaluations: Mapping[str, Evaluation] | None = None,
+    evaluations: Mapping[tuple[str | None, str | None], Evaluation] | None = None,
 ) -> CampaignStoreSummary:
     """Replace the rows of every campaign in ``summaries`` (one transaction).
 
@@ -47,7 +47,8 @@ def store_campaign(
         summaries: one per campaign.
         audit: the gold audit (stored with each campaign).
         settings: the protocol settings.
-        evaluations: run_id -> STEF evaluation, when calibration was computed.
+        evaluations: ``(campaign_id, run_id)`` -> STEF evaluation (:func:`stef.campaign.index_evaluations`),
+            when calibration was computed.
 
     Returns:
         A :class:`CampaignStoreSummary`.
@@ -69,7 +70,7 @@ def store_campaign(
     for x in results:
         if x.campaign_id not in ids:
             continue
-        evaluation = evaluations.get(x.run_id)
+        evaluation = evaluations.get((x.campaign_id, x.run_id))
         outcome_rows.append((
             x.campaign_id, x.run_id, x.question_id, x.mode.value, x.outcome, x.reason, x.tool_calls, len(x.statements),
             x.required, len(x.matched), x.catalog_traceability, x.latency_ms, x.tokens, x.cost_usd,
