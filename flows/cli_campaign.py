@@ -57,12 +57,16 @@ def _settings(path: Path | None, dialect: str | None, timeout_s: float | None = 
 
     data: dict[str, Any] = {}
     if path is not None:
-        if not path.is_file():
-            raise InputError(f"{path}: no such settings file")
+        from stef.config_files import read_config_text
+
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: not JSON ({exc})") from exc
+            data = json.loads(read_config_text(path))
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read the settings file ({exc.strerror or exc})") from exc
+        except (ValueError, RecursionError) as exc:  # also JSONDecodeError, UnicodeDecodeError, 4,301-digit ints
+            raise InputError(f"{path}: not a JSON settings file ({str(exc)[:200]})") from exc
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: a settings file holds one JSON object, not {type(data).__name__}")
     if dialect is not None:
         resolved = validate_dialect(dialect)
         data["dialect"] = "" if resolved == "generic" else resolved

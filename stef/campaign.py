@@ -310,11 +310,17 @@ def load_catalog(path: str | Path) -> CanonicalCatalog:
     """
     from pydantic import ValidationError
 
+    from stef.config_files import read_config_text
+
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such catalog file")
     try:
-        return CanonicalCatalog.model_validate_json(path.read_text(encoding="utf-8"))
+        text = read_config_text(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the catalog file ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not a UTF-8 text file (invalid byte at offset {exc.start})") from exc
+    try:
+        return CanonicalCatalog.model_validate_json(text)
     except ValidationError as exc:
         raise InputError(f"{path}: not a catalog of the form {{table: [columns]}} ({exc.errors()[0].get('msg')})") from exc
 

@@ -545,3 +545,29 @@ def test_kill_9_of_stef_nightly_takes_its_temporary_prefect_server_with_it(tmp_p
         if process.poll() is None:
             os.killpg(process.pid, 9)
             process.wait()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_campaign_catalog_and_settings_that_are_not_regular_files_are_refused(tmp_path: Path, kind: str) -> None:
+    from flows.cli_campaign import _settings
+    from stef.campaign import load_catalog
+    from stef.errors import InputError
+
+    path = Path("/dev/zero") if kind == "device" else tmp_path / "catalog.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    described = "a device" if kind == "device" else "a named pipe (FIFO)"
+    with pytest.raises(InputError, match=re.escape(f"cannot read the catalog file (not a regular file but {described})")):
+        load_catalog(path)
+    with pytest.raises(InputError, match=re.escape(f"cannot read the settings file (not a regular file but {described})")):
+        _settings(path, None)
+
+
+def test_campaign_settings_that_nest_too_deeply_are_a_clear_error(tmp_path: Path) -> None:
+    from flows.cli_campaign import _settings
+    from stef.errors import InputError
+
+    path = tmp_path / "settings.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(InputError, match="not a JSON settings file"):
+        _settings(path, None)
