@@ -51,6 +51,8 @@ JUDGE_HELP = ("Judge that gives the semantic verdict: 'symbolic' (default, deter
               "(openai/gpt-4o-mini, anthropic/..., ollama/..., hosted_vllm/...), or 'hybrid:MODEL' (the model only "
               "for records whose symbolic confidence is below 0.85 or whose score is marginal).")
 API_BASE_HELP = "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
+BREAKER_HELP = ("Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
+                "symbolic verdict without calling the model, and each such record says so (0: never).")
 BATCH_SIZE = 500
 """Records evaluated per call of :func:`stef.evaluate.evaluate_many` by ``stef evaluate``."""
 PROGRESS_EVERY = 100
@@ -401,6 +403,7 @@ def evaluate(
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Model requests in flight.")] = 8,
     timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).")] = 60.0,
+    breaker_failures: Annotated[int, typer.Option("--breaker-failures", min=0, help=BREAKER_HELP)] = 5,
     cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="DuckDB file caching model verdicts (may be the warehouse); a rerun makes no model call.")] = None,
     max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.")] = None,
     workers: Annotated[int, typer.Option("--workers", min=0, help="Processes for the symbolic judge (0: one per usable core).")] = 0,
@@ -416,7 +419,8 @@ def evaluate(
     from stef.rules import RuleBook
 
     with _user_errors():
-        settings = validate_judge(judge, api_base=api_base, concurrency=concurrency, timeout_s=timeout, max_cost_usd=max_cost_usd)
+        settings = validate_judge(judge, api_base=api_base, concurrency=concurrency, timeout_s=timeout, max_cost_usd=max_cost_usd,
+                                  breaker_failures=breaker_failures)
         evaluator = None
         if not settings.is_symbolic:
             from stef.llm_evaluate import LLMEvaluator
@@ -514,8 +518,12 @@ def judge_table(stats: JudgeRunStats) -> Table:
     ]
     if stats.unpriced:
         rows.append(("verdicts without a price", str(stats.unpriced)))
+    if stats.usage_untrusted:
+        rows.append(("untrusted usage (cost unknown)", str(stats.usage_untrusted)))
     for name, value in rows:
         table.add_row(name, value)
+    if stats.breaker:
+        table.caption, table.caption_justify = Text(stats.breaker), "left"
     return table
 
 
@@ -601,6 +609,8 @@ def nightly(
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Model requests in flight per evaluation batch.")] = 8,
     max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Budget for model calls in this run (split evenly over the batches).")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).")] = 60.0,
+    breaker_failures: Annotated[int, typer.Option("--breaker-failures", min=0, help=BREAKER_HELP)] = 5,
     task_runner: Annotated[TaskRunnerChoice, typer.Option("--task-runner", help="Where evaluation batches run: thread (default), process (every core), dask (prefect-dask: --dask-address, else a local cluster).")] = TaskRunnerChoice.thread,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Threads / processes / local Dask workers (default: the runner's own).")] = None,
     dask_address: Annotated[str | None, typer.Option("--dask-address", metavar="tcp://HOST:8786", help="Scheduler of a running Dask cluster (with --task-runner dask).")] = None,
@@ -609,7 +619,8 @@ def nightly(
     from stef.evaluate import configured_time_cap_s
 
     with _user_errors():
-        validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd)
+        validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout,
+                       breaker_failures=breaker_failures)
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
@@ -630,6 +641,8 @@ def nightly(
                 api_base=api_base,
                 concurrency=concurrency,
                 max_cost_usd=max_cost_usd,
+                timeout_s=timeout,
+                breaker_failures=breaker_failures,
             )
     console.print(_summary_line(summary), soft_wrap=True)
     if summary.judge != "symbolic":
@@ -637,6 +650,8 @@ def nightly(
         judged = sum(int(row.get("n_llm_judged") or 0) for row in summary.metrics)
         fallbacks = sum(int(row.get("n_judge_fallback") or 0) for row in summary.metrics)
         console.print(f"judge {summary.judge}: {judged} model verdicts, {fallbacks} fallbacks to symbolic, cost {_usd(cost)}", soft_wrap=True)
+        if summary.judge_breaker is not None:
+            console.print(Text(f"judge {summary.judge}: {summary.judge_breaker}"), soft_wrap=True)
     console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
 
 

@@ -9,6 +9,7 @@ summary and never loses the day's stored data.
 from __future__ import annotations
 
 import os
+import uuid
 
 # Must be set before Prefect is imported (tasks/__init__.py does the same for the task modules).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
@@ -23,7 +24,15 @@ from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTa
 from prefect.utilities.annotations import quote  # noqa: E402
 
 from stef.errors import InputError  # noqa: E402
-from stef.llm_judge import DEFAULT_CONCURRENCY, SYMBOLIC, JudgeSettings, preflight  # noqa: E402
+from stef.llm_judge import (  # noqa: E402
+    DEFAULT_BREAKER_FAILURES,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_TIMEOUT_S,
+    SYMBOLIC,
+    JudgeSettings,
+    preflight,
+    release_breaker,
+)
 from stef.models import EVALUATOR_VERSION, CompactEvaluation  # noqa: E402
 from tasks import check_warehouse, compute_metrics, evaluate_batch, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
 from tasks.drift import nightly_drift_step  # noqa: E402
@@ -52,6 +61,10 @@ class NightlySummary:
         judge: the judge setting (``symbolic``, a model, or ``hybrid:MODEL``).
         drift_checks: one summary per drift check of the night (:meth:`tasks.drift.DriftCheck.summary`).
         drift_error: why the drift step failed, or ``None`` (the day is stored either way).
+        judge_breaker: what the run's circuit breaker did when it opened (after how many
+            records, why, how many records then got the symbolic verdict without a request);
+            ``None`` while it stayed closed (or with the process / Dask task runner, whose
+            workers each log their own breaker).
     """
 
     log_date: date
@@ -65,6 +78,7 @@ class NightlySummary:
     judge: str = SYMBOLIC
     drift_checks: list[dict[str, Any]] = field(default_factory=list)
     drift_error: str | None = None
+    judge_breaker: str | None = None
 
 
 TaskRunnerKind = Literal["thread", "process", "dask"]
@@ -139,6 +153,8 @@ def nightly(
     api_base: str | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     max_cost_usd: float | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    breaker_failures: int = DEFAULT_BREAKER_FAILURES,
 ) -> NightlySummary:
     """Score one day of agent logs into the warehouse.
 
@@ -159,6 +175,10 @@ def nightly(
         concurrency: model requests in flight per evaluation batch.
         max_cost_usd: budget for model calls in this run, split evenly over the batches (so it
             holds with any task runner); past it, records get the symbolic verdict and say so.
+        timeout_s: seconds per model request (then retried).
+        breaker_failures: after this many consecutive timeouts / connection failures the rest of
+            the run gets the symbolic verdict without calling the model (0: never); the batches
+            of the run share the breaker (:func:`stef.llm_judge.shared_breaker`).
 
     Returns:
         A :class:`NightlySummary`.
@@ -172,7 +192,8 @@ def nightly(
             (``$STEF_LOCK_TIMEOUT_S``, default 30 s).
         ValueError: ``batch_size`` < 1 or ``max_bad_share`` outside [0, 1].
     """
-    settings = JudgeSettings.parse(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd)
+    settings = JudgeSettings.parse(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout_s,
+                                   breaker_failures=breaker_failures, run_key=f"nightly-{uuid.uuid4().hex}")
     for warning in preflight(settings):
         get_run_logger().warning("%s", warning)
     day = resolve_log_date(log_date)
@@ -185,10 +206,16 @@ def nightly(
     parts = batches(records, batch_size)
     if settings.max_cost_usd is not None and parts:
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
-    futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True) for batch in parts]
     evaluations: list[CompactEvaluation] = []
-    while futures:  # in order; each finished future is dropped so its task state is freed early
-        evaluations.extend(futures.pop(0).result())
+    try:
+        futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True) for batch in parts]
+        while futures:  # in order; each finished future is dropped so its task state is freed early
+            evaluations.extend(futures.pop(0).result())
+    finally:
+        breaker = release_breaker(settings.run_key or "")
+    breaker_summary = breaker.summary() if breaker is not None else None
+    if breaker_summary is not None:
+        get_run_logger().warning("judge %s: %s", settings.name, breaker_summary)
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)  # type: ignore[call-overload]
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
     publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
@@ -205,6 +232,7 @@ def nightly(
         judge=settings.name,
         drift_checks=drift.checks,
         drift_error=drift.error,
+        judge_breaker=breaker_summary,
     )
 
 

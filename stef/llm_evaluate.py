@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from stef.evaluate import evaluate_many
 from stef.judge import Judge, JudgeInput, SymbolicJudge
 from stef.llm_judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
+from stef.llm_usage import USAGE_FLAG
 from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, JudgeResult
 from stef.rules import RuleBook
 
@@ -56,18 +57,6 @@ class _GivenJudge:
         return self.result
 
 
-def _fallback_kind(reason: str) -> str:
-    """A short class of a fallback reason for the run summary (``RateLimitError (HTTP 429)`` ...)."""
-    text = reason.split(": ", 1)[1] if ": " in reason else reason
-    if text.startswith("cost budget reached"):
-        return "cost budget reached"
-    if text.startswith("malformed model output"):
-        return "malformed model output"
-    if text.startswith("not asked"):
-        return "model disabled after an error"
-    return text.split(":", 1)[0].split(" after ", 1)[0].strip()
-
-
 @dataclass(slots=True)
 class JudgeRunStats:
     """Totals of the judge over one run (what ``stef evaluate`` prints).
@@ -84,6 +73,10 @@ class JudgeRunStats:
         cost_usd: sum of ``cost_usd`` over the run's evaluations (cached verdicts count what they cost when made).
         tokens: sum of ``tokens`` over the run's evaluations.
         unpriced: model verdicts without a cost because litellm has no price for the model.
+        usage_untrusted: escalated records whose reported usage or cost was not trusted (their
+            cost and tokens are unknown; flag :data:`stef.llm_usage.USAGE_FLAG`).
+        breaker: what the run's circuit breaker did (:meth:`stef.llm_judge.CircuitBreaker.summary`;
+            ``None`` while it stayed closed).
     """
 
     judge: str
@@ -97,6 +90,8 @@ class JudgeRunStats:
     cost_usd: float = 0.0
     tokens: int = 0
     unpriced: int = 0
+    usage_untrusted: int = 0
+    breaker: str | None = None
 
     @property
     def escalated_share(self) -> float | None:
@@ -113,12 +108,14 @@ class JudgeRunStats:
         self.escalated += 1
         self.requests += outcome.requests
         self.spent_usd += outcome.spent_usd
+        untrusted = any(flag.startswith(USAGE_FLAG) for flag in outcome.flags)
+        self.usage_untrusted += int(untrusted)
         if outcome.fallback_reason is not None:
-            self.fallbacks[_fallback_kind(outcome.fallback_reason)] += 1
+            self.fallbacks[outcome.fallback_kind or "other"] += 1
         else:
             self.model_verdicts += 1
             self.cache_hits += int(outcome.cache_hit)
-            self.unpriced += int(outcome.cost_usd is None)
+            self.unpriced += int(outcome.cost_usd is None and not untrusted)
         self.cost_usd += evaluation.cost_usd or 0.0
         self.tokens += evaluation.tokens or 0
 
@@ -129,9 +126,11 @@ class JudgeRunStats:
         'judge openai/gpt-4o-mini: 4 records, 4 to the model (100.0%), 4 model verdicts, 0 cache hits, 4 requests, 0 fallbacks, spent $0.0000, tokens 0'
         """
         share = f"{self.escalated_share:.1%}" if self.escalated_share is not None else "–"
+        untrusted = f", {self.usage_untrusted} with untrusted usage" if self.usage_untrusted else ""
+        breaker = f"; {self.breaker}" if self.breaker else ""
         return (f"judge {self.judge}: {self.records} records, {self.escalated} to the model ({share}), {self.model_verdicts} model verdicts, "
                 f"{self.cache_hits} cache hits, {self.requests} requests, {self.fallback_count} fallbacks, "
-                f"spent ${self.spent_usd:.4f}, tokens {self.tokens}")
+                f"spent ${self.spent_usd:.4f}, tokens {self.tokens}{untrusted}{breaker}")
 
 
 class LLMEvaluator:
@@ -206,18 +205,20 @@ class LLMEvaluator:
         out = list(first)
         for (index, _), outcome in zip(pending, outcomes, strict=True):
             symbolic = first[index]
+            flags = (*symbolic.flags, *(flag for flag in outcome.flags if flag not in symbolic.flags))
             if outcome.fallback_reason is None:
                 rescored = evaluate_many([batch[index]], rulebook=rulebook, judge=_GivenJudge(outcome.result), default_dialect=default_dialect)[0]
                 if rescored.status is EvaluationStatus.EVALUATED:
                     duration = (symbolic.duration_ms or 0.0) + outcome.latency_ms
-                    out[index] = rescored.model_copy(update={"evaluator_version": version, "cost_usd": outcome.cost_usd,
-                                                             "tokens": outcome.tokens, "duration_ms": round(duration, 3)})
+                    out[index] = rescored.model_copy(update={"evaluator_version": version, "cost_usd": outcome.cost_usd, "tokens": outcome.tokens,
+                                                             "duration_ms": round(duration, 3), "flags": flags})
                 else:  # cannot happen for a deterministic pipeline; keep the symbolic verdict and say why
                     out[index] = symbolic.model_copy(update={"judge_fallback_reason": f"{self.judge.model}: re-scoring failed ({rescored.status_reason})"})
             else:
                 out[index] = symbolic.model_copy(update={"judge_fallback_reason": outcome.fallback_reason, "cost_usd": outcome.cost_usd,
-                                                         "tokens": outcome.tokens})
+                                                         "tokens": outcome.tokens, "flags": flags})
             self.stats.add(outcome, out[index])
+        self.stats.breaker = self.judge.breaker.summary()
         return out
 
 

@@ -1,7 +1,8 @@
 """A local OpenAI-compatible chat-completions server for LLM judge tests and benchmarks.
 
 No network: it listens on 127.0.0.1 (a free port), answers ``POST …/chat/completions`` after a
-fixed delay, and can fail on purpose (scripted statuses, a random share of HTTP 500). It counts
+fixed delay, and can fail on purpose (scripted statuses, a random share of HTTP 500, a reported
+``usage`` of any JSON text, or hanging: accepting requests and never answering). It counts
 requests and the largest number in flight, and keeps the request bodies, so tests can check
 what the judge sent (temperature, ``response_format``, the templated prompt).
 
@@ -25,10 +26,40 @@ Answer = Callable[[dict[str, Any]], str]
 """Request body -> the ``message.content`` to answer with."""
 
 
+def prompt_blocks(messages: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The data blocks of the judge's user message: ``{tag name: parsed JSON}``.
+
+    A block is the lines between a line ``<NAME-NONCE>`` and the line ``</NAME-NONCE>``; read
+    here independently of the judge's code. Every tag line must occur once, and no other line
+    may look like a tag.
+
+    Raises:
+        ValueError: a tag line repeated, a block not closed, or a stray tag-like line.
+    """
+    lines = str(messages[1]["content"]).split("\n")
+    blocks: dict[str, Any] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("</"):
+            raise ValueError(f"line {index + 1}: a closing tag outside a block: {line[:80]!r}")
+        if line.startswith("<") and line.endswith(">"):
+            name = line[1:-1].rsplit("-", 1)[0]
+            closing = "</" + line[1:]
+            if name in blocks or lines.count(line) != 1 or lines.count(closing) != 1:
+                raise ValueError(f"tag {line!r} is not one opening and one closing line")
+            end = lines.index(closing, index + 1)
+            blocks[name] = json.loads("\n".join(lines[index + 1 : end]))
+            index = end + 1
+            continue
+        index += 1
+    return blocks
+
+
 def judge_answer(body: dict[str, Any]) -> str:
     """The default answer: a verdict read off the prompt's filter alignment (see module docstring)."""
-    prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-    clean = "missing: []" in prompt and "wrong: []" in prompt
+    alignment = prompt_blocks(body.get("messages", []))["stef-record"]["filter_alignment"]
+    clean = not alignment["missing"] and not alignment["wrong"]
     if clean:
         return json.dumps({"verdict": "CORRECT", "confidence": 0.93, "rationale": "Every requested filter is applied.", "suspected_errors": []})
     return json.dumps({
@@ -48,6 +79,10 @@ class StubLLMServer:
         fail_share: share of requests answered with HTTP 500, drawn with ``random.Random(seed)``.
         script: HTTP statuses (or ``"ok"``) for the first requests, in order; then normal answers.
         answer: the content of a normal answer.
+        usage: JSON text sent as the answer's ``usage`` (``None``: counts from the text lengths);
+            any text, e.g. ``'{"prompt_tokens": -5, "total_tokens": NaN}'``.
+        hang: accept every request and never answer it (the connection is closed when the server
+            stops): a hung model endpoint.
         url: base URL to give as ``api_base`` (``http://127.0.0.1:PORT/v1``).
         requests: requests received.
         failures: requests answered with an error status.
@@ -60,6 +95,8 @@ class StubLLMServer:
     seed: int = 0
     script: Sequence[int | str] = ()
     answer: Answer = judge_answer
+    usage: str | None = None
+    hang: bool = False
     url: str = ""
     requests: int = 0
     failures: int = 0
@@ -67,6 +104,7 @@ class StubLLMServer:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _released: threading.Event = field(default_factory=threading.Event)
     _random: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -106,8 +144,10 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's signature
             return
 
-        def _send(self, status: int, payload: dict[str, Any]) -> None:
+        def _send(self, status: int, payload: dict[str, Any], usage: str | None = None) -> None:
             data = json.dumps(payload).encode()
+            if usage is not None:  # raw JSON text (NaN and other values json.dumps would not write)
+                data = data[:-1] + b', "usage": ' + usage.encode() + b"}"
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -121,6 +161,10 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
                 return
             planned = state._admit(body)
             try:
+                if state.hang:
+                    state._released.wait()
+                    self.close_connection = True
+                    return
                 time.sleep(state.delay_s)
                 if planned != "ok":
                     status = int(planned)
@@ -130,14 +174,16 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
                 content = state.answer(body)
                 prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
                 completion_tokens = max(1, len(content) // 4)
-                self._send(200, {
+                payload: dict[str, Any] = {
                     "id": f"chatcmpl-stub-{state.requests}",
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": body.get("model", "stub"),
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens},
-                })
+                }
+                if state.usage is None:
+                    payload["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+                self._send(200, payload, state.usage)
             finally:
                 state._leave()
 
@@ -163,6 +209,7 @@ def stub_llm_server(**settings: Any) -> Iterator[StubLLMServer]:
     try:
         yield state
     finally:
+        state._released.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

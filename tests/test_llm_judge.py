@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import stef.llm_judge as llm_judge
-from llm_server import synthetic_records
+import stef.llm_usage as llm_usage
+from llm_server import prompt_blocks, synthetic_records
 from stef.evaluate import evaluate
 from stef.llm_evaluate import LLMEvaluator, evaluate_with_judge
 from stef.llm_judge import (
@@ -158,10 +159,11 @@ def test_every_request_is_temperature_0_with_the_json_schema_and_the_injected_ru
     assert call["response_format"]["type"] == "json_schema" and call["response_format"]["json_schema"]["strict"] is True
     assert schema["properties"]["verdict"]["enum"] == [v.value for v in Verdict]
     assert schema["properties"]["confidence"] == {"type": "number", "minimum": 0.0, "maximum": 1.0}
-    user = call["messages"][1]["content"]
-    assert "town -> city" in user
-    assert "tenant_id = 'acme' — row-level security" in user
-    assert RECORD.question in user and RECORD.sql in user
+    blocks = prompt_blocks(call["messages"])
+    assert blocks["stef-rules"] == {"app_id": "shop", "column_mappings": [{"synonym": "town", "canonical_column": "city"}],
+                                    "benign_filters": [{"column": "tenant_id", "operator": "=", "value": "acme", "reason": "row-level security"}]}
+    assert (blocks["stef-record"]["question"], blocks["stef-record"]["sql"]) == (RECORD.question, RECORD.sql)
+    assert blocks["stef-record"]["sql_comments_removed"] is False
     assert "Explicit Condition Missing" in call["messages"][0]["content"]
 
 
@@ -256,7 +258,7 @@ def test_hybrid_asks_the_model_only_for_uncertain_or_marginal_records() -> None:
 
 
 def test_a_model_without_price_gets_null_cost_and_one_warning(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(llm_judge, "_UNPRICED_WARNED", set())
+    monkeypatch.setattr(llm_usage, "_UNPRICED_WARNED", set())
     records = [RECORD, RECORD.model_copy(update={"run_id": "r2", "question": "How many customers live in 'Oslo'?",
                                                  "sql": "SELECT COUNT(*) FROM customers WHERE city = 'Oslo'"})]
     with caplog.at_level(logging.WARNING, logger="stef.llm_judge"):

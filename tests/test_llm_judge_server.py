@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from llm_server import StubLLMServer, stub_llm_server, synthetic_records
+from llm_server import StubLLMServer, prompt_blocks, stub_llm_server, synthetic_records
 from stef.evaluate import evaluate
 from stef.llm_evaluate import LLMEvaluator
 from stef.llm_judge import PROMPT_VERSION, JudgeSettings, import_litellm
@@ -45,7 +45,7 @@ def expected_cost(server: StubLLMServer) -> dict[str, float]:
     for body in server.bodies:
         prompt = sum(len(m["content"]) for m in body["messages"]) // 4
         completion = max(1, len(server.answer(body)) // 4)
-        question = body["messages"][1]["content"].split("\n")[1]
+        question = prompt_blocks(body["messages"])["stef-record"]["question"]
         costs[question] = prompt * prices["input_cost_per_token"] + completion * prices["output_cost_per_token"]
     return costs
 
@@ -139,3 +139,18 @@ def test_random_http_500_every_record_keeps_a_status_and_fallbacks_say_so() -> N
     assert stats.model_verdicts + stats.fallback_count == 60
     assert (stats.requests, failures) == (requests, requests - stats.model_verdicts)  # every request but the answered ones failed
     assert stats.fallbacks == {"InternalServerError (HTTP 500)": len(fell_back)}
+
+
+def test_evaluate_against_a_hung_model_opens_the_breaker(tmp_path: Path) -> None:
+    rows = synthetic_records(10)
+    out = tmp_path / "out.jsonl"
+    with stub_llm_server(hang=True) as server:
+        result = CliRunner().invoke(app, ["evaluate", str(write_logs(tmp_path / "logs.jsonl", rows)), "--out", str(out), "--judge", MODEL,
+                                          "--api-base", server.url, "--concurrency", "2", "--timeout", "0.2", "--breaker-failures", "2"])
+        requests = server.requests
+    assert result.exit_code == 0, result.output
+    assert 2 <= requests <= 2 + 2 - 1
+    stored = read_rows(out)
+    assert len(stored) == 10 and all(row["status"] == "evaluated" and row["judge"] == "symbolic" for row in stored)
+    assert all("circuit breaker open after 2 consecutive timeouts/connection failures" in row["judge_fallback_reason"] for row in stored)
+    assert "circuit breaker opened after" in result.stdout and "circuit breaker open" in result.stdout

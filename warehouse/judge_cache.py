@@ -6,6 +6,9 @@ file gets the warehouse schema, so the two may be the same file). Rows are keyed
 :func:`stef.llm_judge.cache_key` = hash of (model, prompt version, hash of the judge inputs), so a
 rerun or backfill of the same records with the same model and prompt makes no model call.
 
+The ``response`` column holds the verdict JSON; an answer whose usage was not trusted also
+carries its evaluation flags under :data:`FLAGS_KEY` (so a cache hit stores them again).
+
 Each call opens the file, does its work in one transaction and closes it again, so the cache
 holds no connection while model requests are in flight. Calls from threads of one process are
 serialised (DuckDB allows one writer process per file; :func:`warehouse.connect` waits for
@@ -28,6 +31,9 @@ from warehouse.connection import connect
 from warehouse.errors import WarehouseError
 
 _LOCK = threading.Lock()
+
+FLAGS_KEY = "stef_flags"
+"""Key of the evaluation flags inside a row's ``response`` JSON (absent when there are none)."""
 
 _ENTRIES_SCHEMA = pa.schema(
     [
@@ -80,10 +86,17 @@ class DuckDBJudgeCache:
                 raise WarehouseError(f"reading the judge cache in {self.path or 'the warehouse'} failed: {exc}") from exc
             finally:
                 conn.close()
-        found = {
-            str(key): CachedVerdict(str(key), str(model), str(prompt_version), json.loads(response), cost, None if tokens is None else int(tokens))
-            for key, model, prompt_version, response, cost, tokens in rows
-        }
+        found: dict[str, CachedVerdict] = {}
+        for key, model, prompt_version, response, cost, tokens in rows:
+            try:
+                payload = json.loads(response)
+            except (TypeError, ValueError):
+                payload = None
+            if not isinstance(payload, dict):  # a damaged row is a miss: the model is asked again
+                continue
+            flags = payload.pop(FLAGS_KEY, [])
+            kept = tuple(str(flag) for flag in flags) if isinstance(flags, list) else ()
+            found[str(key)] = CachedVerdict(str(key), str(model), str(prompt_version), payload, cost, None if tokens is None else int(tokens), kept)
         self.hits += len(found)
         return found
 
@@ -105,7 +118,8 @@ class DuckDBJudgeCache:
                 "cache_key": [e.key for e in unique],
                 "model": [e.model for e in unique],
                 "prompt_version": [e.prompt_version for e in unique],
-                "response": [json.dumps(e.response, ensure_ascii=False, sort_keys=True) for e in unique],
+                "response": [json.dumps({**e.response, **({FLAGS_KEY: list(e.flags)} if e.flags else {})}, ensure_ascii=False, sort_keys=True)
+                             for e in unique],
                 "cost_usd": [e.cost_usd for e in unique],
                 "tokens": [e.tokens for e in unique],
             },
