@@ -94,6 +94,17 @@ def evaluator(*steps: Any, cache: Any = None, **overrides: Any) -> tuple[LLMEval
 AUTH_ERROR = "auth"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def warm_litellm() -> None:
+    """One mocked call before the tests: litellm imports its provider modules on the first call,
+    which on a busy machine can take longer than the tests' 0.05 s request timeout (+ 1 s guard)
+    and would turn a scripted answer into a timeout."""
+    import asyncio
+
+    litellm = import_litellm()
+    asyncio.run(litellm.acompletion(model=MODEL, messages=[{"role": "user", "content": "warm up"}], mock_response=MODEL_ANSWER))
+
+
 @pytest.fixture(scope="module")
 def symbolic() -> Any:
     """The symbolic evaluation of :data:`RECORD` (what every fallback must store)."""
