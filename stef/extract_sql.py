@@ -54,7 +54,7 @@ def render(node: exp.Expression) -> str:
 def _generic_generator() -> Any:
     from sqlglot.dialects.dialect import Dialect
 
-    return Dialect.get_or_raise(None).generator()
+    return Dialect.get_or_raise(None).generator(comments=False)  # evidence never carries the agent's comments
 
 
 def normalize_value(value: str, rules: AppRules | None = None) -> str:
