@@ -1,0 +1,493 @@
+"""Database schemas a team gives STEF: DDL files and JSON catalogs -> :class:`DatabaseSchema`.
+
+A schema is optional (the STEF method is schema-free); when an app has one, the judge checks
+what only a schema can tell (unknown tables and columns, joins on pairs that are not keys,
+literals that do not fit a column's type ...). Two file kinds are read, one per app:
+
+* ``<app_id>.sql``: DDL in the app's dialect (``pg_dump --schema-only``, ``sqlite3 .schema``),
+  parsed with sqlglot. ``CREATE TABLE`` statements give tables, columns, types, primary and
+  foreign keys; a ``--`` comment after a column, a ``COMMENT '...'`` clause or a
+  ``COMMENT ON COLUMN`` statement gives the column's description; ``CREATE VIEW`` names a
+  table whose columns are not known. Other statements (indexes, inserts, settings) are skipped.
+* ``<app_id>.json``: a catalog, in the format of :class:`CatalogDocument` (its JSON Schema:
+  :func:`catalog_json_schema`), or the campaign catalog format ``{table: [columns]}``, or a dbt
+  ``catalog.json`` (``nodes`` / ``sources`` with ``metadata.name`` and ``columns``).
+
+Identifiers are matched case-insensitively (casefolded), as SQLite and unquoted identifiers of
+most dialects are; the names as written are kept for evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlglot import exp
+from sqlglot.errors import ParseError, SqlglotError
+
+from stef.config_files import read_config_text
+from stef.errors import StefError
+
+TypeFamily = Literal["text", "integer", "number", "date", "datetime", "time", "boolean", "binary", "unknown"]
+"""Coarse type of a column, enough to tell a literal or a join partner that does not fit."""
+
+_FAMILY_OF_NAME: dict[str, TypeFamily] = {
+    "DATE": "date", "DATE32": "date", "DATETIME": "datetime", "DATETIME2": "datetime", "DATETIME64": "datetime",
+    "TIMESTAMP": "datetime", "TIMESTAMPTZ": "datetime", "TIMESTAMPLTZ": "datetime", "TIMESTAMPNTZ": "datetime",
+    "SMALLDATETIME": "datetime", "TIME": "time", "TIMETZ": "time", "BOOLEAN": "boolean", "BIT": "boolean",
+}
+
+
+def type_family(data_type: exp.DataType | str | None) -> TypeFamily:
+    """The :data:`TypeFamily` of a sqlglot data type or a type name (``"VARCHAR(20)"``).
+
+    >>> type_family("VARCHAR(20)"), type_family("NUMERIC"), type_family("int"), type_family("date"), type_family(None)
+    ('text', 'number', 'integer', 'date', 'unknown')
+    """
+    if data_type is None:
+        return "unknown"
+    if isinstance(data_type, str):
+        try:
+            data_type = exp.DataType.build(data_type, udt=True)
+        except (SqlglotError, ValueError):
+            return "unknown"
+    kind = data_type.this
+    if kind in exp.DataType.TEXT_TYPES:
+        return "text"
+    if kind in exp.DataType.INTEGER_TYPES:
+        return "integer"
+    if kind in exp.DataType.REAL_TYPES or kind in exp.DataType.NUMERIC_TYPES:
+        return "number"
+    if kind in exp.DataType.BINARY_TYPES:
+        return "binary"
+    return _FAMILY_OF_NAME.get(getattr(kind, "name", str(kind)), "unknown")
+
+
+def identifier_key(name: str) -> str:
+    """How schema and SQL identifiers are compared: casefolded, surrounding quotes and spaces off.
+
+    >>> identifier_key('"CDSCode"'), identifier_key("`Free Meal Count (K-12)`")
+    ('cdscode', 'free meal count (k-12)')
+    """
+    text = name.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"`'" or (text[:1], text[-1:]) == ("[", "]"):
+        text = text[1:-1]
+    return text.casefold()
+
+
+class SchemaError(StefError):
+    """A schema file that cannot be read: the message names the file, the line where known, and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSchema:
+    """One column: its name as written, its type as written and its :data:`TypeFamily`, its description."""
+
+    name: str
+    type: str | None = None
+    family: TypeFamily = "unknown"
+    description: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ForeignKey:
+    """``columns`` of a table reference ``ref_columns`` of ``ref_table`` (names as written)."""
+
+    columns: tuple[str, ...]
+    ref_table: str
+    ref_columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """One table (or view): columns in order, primary key, foreign keys, description.
+
+    ``columns_known`` is ``False`` for a view or a catalog entry without columns: no column of
+    it is ever reported unknown.
+    """
+
+    name: str
+    columns: tuple[ColumnSchema, ...] = ()
+    primary_key: tuple[str, ...] = ()
+    foreign_keys: tuple[ForeignKey, ...] = ()
+    description: str | None = None
+    columns_known: bool = True
+
+    @cached_property
+    def by_key(self) -> dict[str, ColumnSchema]:
+        """:func:`identifier_key` of each column name -> its column."""
+        return {identifier_key(column.name): column for column in self.columns}
+
+    def column(self, name: str) -> ColumnSchema | None:
+        """The column called ``name`` (any case), or ``None``."""
+        return self.by_key.get(identifier_key(name))
+
+
+@dataclass(frozen=True)
+class DatabaseSchema:
+    """The schema of one app's database.
+
+    Attributes:
+        tables: in file order.
+        source: the file it was read from (named in evidence and errors).
+        dialect: the dialect its DDL was read in (``""``: generic; catalogs: as declared).
+    """
+
+    tables: tuple[TableSchema, ...]
+    source: str = ""
+    dialect: str = ""
+
+    @cached_property
+    def by_key(self) -> dict[str, TableSchema]:
+        """:func:`identifier_key` of each table name -> its table (the last of duplicate names)."""
+        return {identifier_key(table.name): table for table in self.tables}
+
+    def table(self, name: str) -> TableSchema | None:
+        """The table called ``name`` (any case; a ``schema.table`` name is looked up by its last part too), or ``None``."""
+        key = identifier_key(name)
+        return self.by_key.get(key) or self.by_key.get(key.rsplit(".", 1)[-1])
+
+    @cached_property
+    def key_pairs(self) -> frozenset[frozenset[tuple[str, str]]]:
+        """Declared join keys: each foreign key column with the column it references, and every
+        pair of single-column primary keys (a one-to-one join of two entity tables), as
+        ``frozenset({(table key, column key), (table key, column key)})``."""
+        pairs: set[frozenset[tuple[str, str]]] = set()
+        for table in self.tables:
+            for key in table.foreign_keys:
+                target = self.table(key.ref_table)
+                ref_columns = key.ref_columns or (target.primary_key if target is not None else ())
+                for column, ref_column in zip(key.columns, ref_columns, strict=False):
+                    pairs.add(frozenset({(identifier_key(table.name), identifier_key(column)),
+                                         (identifier_key(target.name if target else key.ref_table), identifier_key(ref_column))}))
+        primary = [(identifier_key(t.name), identifier_key(t.primary_key[0])) for t in self.tables if len(t.primary_key) == 1]
+        for index, first in enumerate(primary):
+            for second in primary[index + 1 :]:
+                pairs.add(frozenset({first, second}))
+        return frozenset(pairs)
+
+    @cached_property
+    def has_keys(self) -> bool:
+        """Whether the schema declares any primary or foreign key (else joins cannot be judged)."""
+        return any(t.primary_key or t.foreign_keys for t in self.tables)
+
+    def is_key_pair(self, left: tuple[str, str], right: tuple[str, str]) -> bool:
+        """Whether ``(table, column)`` = ``(table, column)`` joins on declared keys (any case)."""
+        a = (identifier_key(left[0]), identifier_key(left[1]))
+        b = (identifier_key(right[0]), identifier_key(right[1]))
+        return frozenset({a, b}) in self.key_pairs
+
+    @cached_property
+    def mapping(self) -> dict[str, dict[str, str]]:
+        """``{table: {column: type}}`` with casefolded names, for sqlglot's ``MappingSchema``
+        (tables whose columns are not known are left out)."""
+        return {
+            identifier_key(t.name): {identifier_key(c.name): (c.type or "UNKNOWN") for c in t.columns}
+            for t in self.tables
+            if t.columns_known and t.columns
+        }
+
+
+# --------------------------------------------------------------------------- DDL
+
+
+def _comment_text(comments: Iterable[str] | None) -> str | None:
+    text = " ".join(c.strip() for c in comments or () if c and c.strip())
+    return text or None
+
+
+def _identifier_names(nodes: Iterable[exp.Expression]) -> tuple[str, ...]:
+    return tuple(node.name for node in nodes)
+
+
+def _column_from_def(definition: exp.ColumnDef) -> tuple[ColumnSchema, bool, ForeignKey | None]:
+    """The column, whether it is a primary key by itself, and its inline ``REFERENCES``."""
+    kind = definition.args.get("kind")
+    description = _comment_text(definition.comments)
+    primary = False
+    reference: ForeignKey | None = None
+    for constraint in definition.args.get("constraints") or ():
+        inner = constraint.args.get("kind")
+        if isinstance(inner, exp.PrimaryKeyColumnConstraint):
+            primary = True
+        elif isinstance(inner, exp.CommentColumnConstraint):
+            description = inner.name or description
+        elif isinstance(inner, exp.Reference):
+            target = inner.this
+            table = target.this if isinstance(target, exp.Schema) else target
+            columns = _identifier_names(target.expressions) if isinstance(target, exp.Schema) else ()
+            reference = ForeignKey((definition.name,), table.name if isinstance(table, exp.Table) else str(table), columns)
+    column = ColumnSchema(definition.name, kind.sql() if kind is not None else None, type_family(kind), description)
+    return column, primary, reference
+
+
+def _table_from_create(create: exp.Create) -> TableSchema | None:
+    target = create.this
+    if create.kind == "VIEW":
+        table = target.this if isinstance(target, exp.Schema) else target
+        return TableSchema(name=table.name, description=_comment_text(create.comments), columns_known=False) if isinstance(table, exp.Table) else None
+    if create.kind != "TABLE" or not isinstance(target, exp.Schema) or not isinstance(target.this, exp.Table):
+        return None
+    columns: list[ColumnSchema] = []
+    primary: list[str] = []
+    foreign: list[ForeignKey] = []
+    for item in target.expressions:
+        if isinstance(item, exp.ColumnDef):
+            column, is_primary, reference = _column_from_def(item)
+            columns.append(column)
+            if is_primary:
+                primary.append(column.name)
+            if reference is not None:
+                foreign.append(reference)
+        elif isinstance(item, exp.PrimaryKey):
+            primary = [node.name for node in item.expressions]
+        elif isinstance(item, exp.ForeignKey):
+            reference_node = item.args.get("reference")
+            schema = reference_node.this if isinstance(reference_node, exp.Reference) else None
+            if isinstance(schema, exp.Schema) and isinstance(schema.this, exp.Table):
+                foreign.append(ForeignKey(_identifier_names(item.expressions), schema.this.name, _identifier_names(schema.expressions)))
+            elif isinstance(schema, exp.Table):
+                foreign.append(ForeignKey(_identifier_names(item.expressions), schema.name, ()))
+    properties = create.args.get("properties")
+    description = _comment_text(create.comments)
+    if properties is not None:
+        for prop in properties.expressions:
+            if isinstance(prop, exp.SchemaCommentProperty):
+                description = prop.name or description
+    return TableSchema(target.this.name, tuple(columns), tuple(primary), tuple(foreign), description)
+
+
+def _line_of(text: str, error: ParseError) -> str:
+    details = getattr(error, "errors", None) or [{}]
+    line = details[0].get("line")
+    description = details[0].get("description") or str(error).splitlines()[0]
+    return f"line {line}: {description}" if line else description
+
+
+def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> DatabaseSchema:
+    """Read DDL text into a :class:`DatabaseSchema` (see the module docstring for what is read).
+
+    Args:
+        text: one or more DDL statements.
+        dialect: sqlglot dialect of the DDL (``""``: generic).
+        source: the file name, for evidence and errors.
+
+    Raises:
+        SchemaError: the DDL does not parse (``"<source>: line N: <parser message>"``), or it
+            declares no table.
+
+    >>> schema = parse_ddl('''CREATE TABLE pets (pet_id INT PRIMARY KEY, kind TEXT -- cat or dog
+    ... ); CREATE TABLE owners (id INT PRIMARY KEY, pet_id INT REFERENCES pets (pet_id));''', "sqlite")
+    >>> [(c.name, c.family, c.description) for c in schema.table("PETS").columns]
+    [('pet_id', 'integer', None), ('kind', 'text', 'cat or dog')]
+    >>> schema.is_key_pair(("owners", "pet_id"), ("pets", "PET_ID")), schema.is_key_pair(("owners", "id"), ("pets", "kind"))
+    (True, False)
+    """
+    import sqlglot
+
+    try:
+        statements = sqlglot.parse(text, read=dialect or None)
+    except ParseError as exc:
+        raise SchemaError(f"{source}: {_line_of(text, exc)}") from exc
+    except (SqlglotError, RecursionError) as exc:
+        raise SchemaError(f"{source}: not readable DDL ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from exc
+    tables: list[TableSchema] = []
+    comments: dict[tuple[str, str], str] = {}
+    for statement in statements:
+        if isinstance(statement, exp.Create):
+            table = _table_from_create(statement)
+            if table is not None:
+                tables.append(table)
+        elif isinstance(statement, exp.Comment) and str(statement.args.get("kind") or "").upper() == "COLUMN":
+            target = statement.this
+            if isinstance(target, exp.Column):
+                comments[(identifier_key(target.table), identifier_key(target.name))] = statement.expression.name
+    if not tables:
+        raise SchemaError(f"{source}: declares no table (expected CREATE TABLE statements)")
+    if comments:
+        tables = [
+            TableSchema(t.name, tuple(ColumnSchema(c.name, c.type, c.family, comments.get((identifier_key(t.name), identifier_key(c.name)), c.description))
+                                      for c in t.columns), t.primary_key, t.foreign_keys, t.description, t.columns_known)
+            for t in tables
+        ]
+    return DatabaseSchema(tuple(tables), source, dialect)
+
+
+# --------------------------------------------------------------------------- JSON catalogs
+
+
+class CatalogColumn(BaseModel):
+    """A column of a :class:`CatalogDocument` table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str | None = Field(default=None, description="SQL type as the database declares it (VARCHAR(20), INTEGER, DATE ...).")
+    description: str | None = Field(default=None, description="What the column holds, in words.")
+    primary_key: bool = Field(default=False, description="The column is (part of) the table's primary key.")
+    references: str | None = Field(default=None, description="`table.column` this column refers to (a foreign key).")
+
+
+class CatalogTable(BaseModel):
+    """A table of a :class:`CatalogDocument`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    description: str | None = None
+    columns: dict[str, CatalogColumn | str | None] = Field(default_factory=dict, description="Column name -> column (or just its type as a string).")
+
+
+class CatalogDocument(BaseModel):
+    """STEF's JSON catalog of one app's database (``<app_id>.json`` in ``--schema-dir``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dialect: str | None = Field(default=None, description="sqlglot dialect of the database (informative).")
+    tables: dict[str, CatalogTable] = Field(description="Table name -> table.")
+
+
+def catalog_json_schema() -> dict[str, Any]:
+    """The JSON Schema of :class:`CatalogDocument` (documented in the README)."""
+    return CatalogDocument.model_json_schema()
+
+
+def _from_catalog(document: CatalogDocument, source: str) -> DatabaseSchema:
+    tables: list[TableSchema] = []
+    for name, table in document.tables.items():
+        columns: list[ColumnSchema] = []
+        primary: list[str] = []
+        foreign: list[ForeignKey] = []
+        for column_name, column in table.columns.items():
+            if not isinstance(column, CatalogColumn):
+                column = CatalogColumn(type=column)
+            columns.append(ColumnSchema(column_name, column.type, type_family(column.type), column.description))
+            if column.primary_key:
+                primary.append(column_name)
+            if column.references:
+                ref_table, _, ref_column = column.references.rpartition(".")
+                if not ref_table:
+                    raise SchemaError(f"{source}: tables.{name}.columns.{column_name}.references must be `table.column`, got {column.references!r}")
+                foreign.append(ForeignKey((column_name,), ref_table, (ref_column,)))
+        tables.append(TableSchema(name, tuple(columns), tuple(primary), tuple(foreign), table.description, columns_known=bool(columns)))
+    if not tables:
+        raise SchemaError(f"{source}: the catalog names no table")
+    return DatabaseSchema(tuple(tables), source, document.dialect or "")
+
+
+def _from_dbt(payload: Mapping[str, Any], source: str) -> DatabaseSchema:
+    tables: list[TableSchema] = []
+    for section in ("nodes", "sources"):
+        for node in (payload.get(section) or {}).values():
+            if not isinstance(node, Mapping):
+                continue
+            metadata = node.get("metadata") or {}
+            name = metadata.get("name")
+            if not isinstance(name, str) or not name:
+                continue
+            columns = []
+            for column_name, column in (node.get("columns") or {}).items():
+                column = column if isinstance(column, Mapping) else {}
+                kind = column.get("type") if isinstance(column.get("type"), str) else None
+                comment = column.get("comment") if isinstance(column.get("comment"), str) else None
+                columns.append(ColumnSchema(str(column.get("name") or column_name), kind, type_family(kind), comment))
+            comment = metadata.get("comment") if isinstance(metadata.get("comment"), str) else None
+            tables.append(TableSchema(name, tuple(columns), description=comment, columns_known=bool(columns)))
+    if not tables:
+        raise SchemaError(f"{source}: a dbt catalog without nodes or sources")
+    return DatabaseSchema(tuple(tables), source, "")
+
+
+def parse_catalog(payload: Any, source: str = "catalog.json") -> DatabaseSchema:
+    """Read a decoded JSON catalog (any of the three formats of the module docstring).
+
+    Raises:
+        SchemaError: the document fits none of them (the message names the first problem).
+
+    >>> parse_catalog({"city": ["city_name", "population"]}).table("City").column("POPULATION").name
+    'population'
+    """
+    if isinstance(payload, Mapping) and ("nodes" in payload or "sources" in payload) and "tables" not in payload:
+        return _from_dbt(payload, source)
+    if isinstance(payload, Mapping) and "tables" in payload:
+        try:
+            return _from_catalog(CatalogDocument.model_validate(payload), source)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise SchemaError(f"{source}: field `{where}`: {first['msg']}") from exc
+    if isinstance(payload, Mapping) and payload and all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in payload.values()):
+        return DatabaseSchema(tuple(TableSchema(str(t), tuple(ColumnSchema(c) for c in cols), columns_known=bool(cols)) for t, cols in payload.items()), source)
+    raise SchemaError(f"{source}: not a catalog: expected {{\"tables\": {{...}}}} (see `stef catalog json-schema`), {{table: [columns]}} or a dbt catalog.json")
+
+
+# --------------------------------------------------------------------------- files
+
+
+def load_schema_file(path: str | Path, dialect: str = "") -> DatabaseSchema:
+    """Read one schema file: ``*.sql`` as DDL in ``dialect``, ``*.json`` as a catalog.
+
+    Raises:
+        SchemaError: the file cannot be read or parsed (the message names it and the line).
+    """
+    path = Path(path)
+    try:
+        text = read_config_text(path)
+    except OSError as exc:
+        raise SchemaError(f"{path}: cannot read the schema file ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise SchemaError(f"{path}: not a UTF-8 text file (invalid byte at offset {exc.start})") from exc
+    if path.suffix.lower() == ".json":
+        try:
+            payload = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from exc
+        except (ValueError, RecursionError) as exc:
+            raise SchemaError(f"{path}: not readable JSON ({str(exc)[:200]})") from exc
+        return parse_catalog(payload, str(path))
+    return parse_ddl(text, dialect, str(path))
+
+
+class SchemaBook:
+    """Resolves ``app_id`` -> :class:`DatabaseSchema` from one folder (``--schema-dir``).
+
+    ``DIR/<app_id>.sql`` (DDL, read in the app's dialect) wins over ``DIR/<app_id>.json``.
+    Each file is parsed once; an app without a file has no schema (``None``). App ids that
+    cannot name a file (:func:`stef.rules.is_rule_file_name`) have none either.
+    """
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        self._cache: dict[tuple[str | None, str], DatabaseSchema | None] = {}
+
+    def for_app(self, app_id: str | None, dialect: str = "", schema_file: str | None = None) -> DatabaseSchema | None:
+        """The schema of ``app_id``: R_app's ``schema`` file when given (relative to the folder),
+        else ``<dir>/<app_id>.sql`` or ``.json``; ``None`` when there is none.
+
+        Raises:
+            SchemaError: the app's file exists but cannot be read.
+        """
+        from stef.rules import is_rule_file_name
+
+        key = (app_id, dialect)
+        if key in self._cache:
+            return self._cache[key]
+        schema: DatabaseSchema | None = None
+        candidates: list[Path] = []
+        if schema_file:
+            named = Path(schema_file)
+            candidates.append(named if named.is_absolute() or self.directory is None else self.directory / named)
+        elif self.directory is not None and is_rule_file_name(app_id):
+            candidates += [self.directory / f"{app_id}.sql", self.directory / f"{app_id}.json"]
+        for candidate in candidates:
+            if candidate.is_symlink() or candidate.exists():
+                schema = load_schema_file(candidate, dialect)
+                break
+        if schema_file and schema is None:
+            raise SchemaError(f"{candidates[0]}: the schema file named by the rules does not exist")
+        if len(self._cache) < 10_000:
+            self._cache[key] = schema
+        return schema
