@@ -1,0 +1,299 @@
+"""What the answer SQL S does against the app's schema, when the team gave one (DESIGN.md §9).
+
+:func:`check_against_schema` walks the parsed answer once per SELECT scope (sqlglot's scope
+traversal resolves aliases, CTEs and derived tables) and reports, with the clause and the text as
+written in S:
+
+* tables the schema does not have (CTE names and derived tables are not tables);
+* columns no source of their scope has (qualified: the named table lacks it; unqualified: no
+  table of the scope, no derived table, no projection alias and no outer scope has it);
+* join equalities between two tables on a pair of columns that is not a declared key pair
+  (foreign key with the key it references, or two single-column primary keys), and joins of
+  columns whose types differ (text = integer);
+* literals that do not fit the column they are compared with (a non-numeric string against a
+  numeric column, a bare number against a date);
+* SUM or AVG over a text column.
+
+Nothing is executed. The result is a frozen :class:`SchemaReport`; the judge turns its items into
+suspected errors, and the with-schema calibrator counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.scope import Scope, traverse_scope
+
+from stef.extract_sql import render
+from stef.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
+
+NUMERIC_FAMILIES = frozenset({"integer", "number"})
+DATE_FAMILIES = frozenset({"date", "datetime"})
+COMPARISON_TYPES: tuple[type[exp.Expression], ...] = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+"""Comparisons whose literal side is checked against the column's type."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaReport:
+    """Findings of S against the schema (each item names the clause and the text as written).
+
+    Attributes:
+        unknown_tables: ``"FROM schools_2020"`` ...
+        unknown_columns: ``"WHERE T1.enrolment > 500 (frpm has no column enrolment)"`` ...
+        non_key_joins: ``"JOIN ON T1.cds = T2.school_code (not a declared key pair)"`` ...
+        join_type_mismatches: ``"JOIN ON T1.name = T2.id (text = integer)"`` ...
+        literal_type_mismatches: ``"WHERE T1.enroll12 > 'high' (enroll12 is integer)"`` ...
+        text_aggregates: ``"SUM(T1.school_name) (school_name is text)"`` ...
+        tables_checked: real tables S reads that the schema was checked against.
+        columns_checked: column references resolved against the schema.
+        joins_checked: join equalities between two schema tables.
+    """
+
+    unknown_tables: tuple[str, ...] = ()
+    unknown_columns: tuple[str, ...] = ()
+    non_key_joins: tuple[str, ...] = ()
+    join_type_mismatches: tuple[str, ...] = ()
+    literal_type_mismatches: tuple[str, ...] = ()
+    text_aggregates: tuple[str, ...] = ()
+    tables_checked: int = 0
+    columns_checked: int = 0
+    joins_checked: int = 0
+
+
+def _clause_of(node: exp.Expression, stop: exp.Expression) -> str:
+    """The clause of the SELECT ``stop`` that holds ``node`` (``WHERE``, ``JOIN ON`` ...)."""
+    current = node
+    while current is not None and current is not stop:
+        parent = current.parent
+        key = current.arg_key
+        if isinstance(parent, exp.Join) and key == "on":
+            return "JOIN ON"
+        if parent is stop:
+            return {"where": "WHERE", "having": "HAVING", "group": "GROUP BY", "order": "ORDER BY", "expressions": "SELECT",
+                    "joins": "JOIN", "qualify": "QUALIFY", "from": "FROM", "from_": "FROM"}.get(key, key.upper().rstrip("_"))
+        current = parent
+    return "SELECT"
+
+
+@dataclass
+class _Resolver:
+    """Column resolution within one scope, against the schema."""
+
+    scope: Scope
+    schema: DatabaseSchema
+
+    def tables(self) -> dict[str, TableSchema | None]:
+        """alias key -> schema table (``None``: a derived table, a CTE or an unknown table)."""
+        found: dict[str, TableSchema | None] = {}
+        for alias, (node, source) in self.scope.selected_sources.items():
+            found[identifier_key(alias)] = self.schema.table(node.name) if isinstance(node, exp.Table) and not isinstance(source, Scope) else None
+        return found
+
+    def derived_outputs(self) -> dict[str, frozenset[str] | None]:
+        """alias key -> output column keys of a derived table / CTE source (``None``: has a star)."""
+        outputs: dict[str, frozenset[str] | None] = {}
+        for alias, (_node, source) in self.scope.selected_sources.items():
+            if isinstance(source, Scope):
+                select = source.expression
+                if isinstance(select, exp.Select) and not any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)) for e in select.expressions):
+                    outputs[identifier_key(alias)] = frozenset(identifier_key(name) for name in select.named_selects)
+                elif isinstance(select, exp.SetOperation):
+                    left = select.left if isinstance(select.left, exp.Select) else None
+                    outputs[identifier_key(alias)] = frozenset(identifier_key(n) for n in left.named_selects) if left is not None else None
+                else:
+                    outputs[identifier_key(alias)] = None
+        return outputs
+
+
+def _outer_has_column(scope: Scope, schema: DatabaseSchema, name: str) -> bool:
+    """Whether a scope enclosing ``scope`` can provide the unqualified column ``name`` (a
+    correlated subquery), or does not know its columns."""
+    parent = scope.parent
+    while parent is not None:
+        resolver = _Resolver(parent, schema)
+        for table in resolver.tables().values():
+            if table is None or not table.columns_known or table.column(name) is not None:
+                return True
+        parent = parent.parent
+    return False
+
+
+def _resolve(column: exp.Column, tables: dict[str, TableSchema | None], outputs: dict[str, frozenset[str] | None],
+             aliases: frozenset[str]) -> tuple[str, ColumnSchema | None, TableSchema | None, bool]:
+    """``(state, column, table, resolved)`` where state is ``known`` / ``unknown`` / ``outer`` /
+    ``unchecked`` (a derived table with a star, a table without known columns ...)."""
+    name = identifier_key(column.name)
+    qualifier = identifier_key(column.table) if column.table else ""
+    if qualifier:
+        if qualifier in outputs:
+            names = outputs[qualifier]
+            return ("known" if names is None or name in names else "unknown"), None, None, False
+        if qualifier not in tables:
+            return "outer", None, None, False  # a correlated reference to an enclosing scope
+        table = tables[qualifier]
+        if table is None or not table.columns_known:
+            return "unchecked", None, None, False
+        found = table.column(name)
+        return ("known", found, table, True) if found is not None else ("unknown", None, table, False)
+    candidates = [(t, t.column(name)) for t in tables.values() if t is not None]
+    hits = [(t, c) for t, c in candidates if c is not None]
+    if len(hits) >= 1:
+        table, found = hits[0]
+        return "known", found, table, len(hits) == 1
+    if any(t is None or not t.columns_known for t in tables.values()) or any(names is None or name in names for names in outputs.values()):
+        return "unchecked", None, None, False
+    if name in aliases:
+        return "known", None, None, False
+    return "unknown", None, None, False
+
+
+def _literal_mismatch(column: ColumnSchema, literal: exp.Literal) -> str | None:
+    """Why ``literal`` does not fit ``column``'s type, or ``None``."""
+    if column.family in NUMERIC_FAMILIES and literal.is_string:
+        text = literal.this.strip()
+        try:
+            float(text)
+        except ValueError:
+            return f"{column.name} is {column.family}"
+        return None
+    if column.family in DATE_FAMILIES and not literal.is_string:
+        return f"{column.name} is a {column.family}, compared with the number {literal.this}"
+    return None
+
+
+def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> SchemaReport:
+    """Check the answer S against ``schema`` (see the module docstring).
+
+    Args:
+        tree: the parsed answer statement (not modified).
+        schema: the app's schema.
+
+    Returns:
+        A :class:`SchemaReport`; empty when S cannot be scoped (the findings need sqlglot's
+        scope analysis).
+
+    >>> import sqlglot
+    >>> from stef.schema import parse_ddl
+    >>> schema = parse_ddl("CREATE TABLE pets (pet_id INT PRIMARY KEY, kind TEXT, age INT);"
+    ...                    "CREATE TABLE owners (id INT PRIMARY KEY, pet_id INT REFERENCES pets (pet_id), name TEXT)", "sqlite")
+    >>> report = check_against_schema(sqlglot.parse_one(
+    ...     "SELECT T2.name, SUM(T1.kind) FROM pets AS T1 JOIN owners AS T2 ON T1.age = T2.id WHERE T1.weight > 'heavy'"), schema)
+    >>> report.unknown_columns, report.non_key_joins, report.text_aggregates
+    (('WHERE T1.weight (pets has no column weight)',), ('JOIN ON T1.age = T2.id (not a declared key pair)',), ('SELECT SUM(T1.kind) (kind is text)',))
+    """
+    unknown_tables: list[str] = []
+    unknown_columns: list[str] = []
+    non_key: list[str] = []
+    type_mismatch: list[str] = []
+    literal_mismatch: list[str] = []
+    text_aggregates: list[str] = []
+    tables_checked = columns_checked = joins_checked = 0
+    try:
+        scopes = traverse_scope(tree)
+    except (SqlglotError, RecursionError):
+        return SchemaReport()
+    cte_names = {identifier_key(cte.alias) for cte in tree.find_all(exp.CTE)}
+    seen_tables: set[int] = set()
+    for scope in scopes:
+        select = scope.expression
+        if not isinstance(select, exp.Select):
+            continue
+        resolver = _Resolver(scope, schema)
+        try:
+            tables = resolver.tables()
+            outputs = resolver.derived_outputs()
+        except SqlglotError:
+            continue
+        for alias, (node, source) in scope.selected_sources.items():
+            if isinstance(node, exp.Table) and not isinstance(source, Scope) and id(node) not in seen_tables:
+                seen_tables.add(id(node))
+                if identifier_key(node.name) in cte_names:
+                    continue
+                if schema.table(node.name) is None:
+                    unknown_tables.append(f"{_clause_of(node, select) if node.parent is not select else 'FROM'} {render(node)}")
+                else:
+                    tables_checked += 1
+        aliases = frozenset(identifier_key(name) for name in select.named_selects)
+        resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]] = {}
+        for column in scope.columns:
+            if isinstance(column.this, exp.Star) or _scope_select(column) is not select:
+                continue  # sqlglot lists the columns of an IN (SELECT ...) subquery in the outer scope too
+            state, found, table, unique = _resolve(column, tables, outputs, aliases)
+            if state == "unknown" and not column.table and (column.this.quoted or _outer_has_column(scope, schema, column.name)):
+                # a double-quoted name no table has is a string literal in SQLite and MySQL ("Brazil"); or a correlated reference
+                state = "outer"
+            if state == "unknown":
+                owner = f"{table.name} has no column {column.name}" if table is not None else f"no table of this query has a column {column.name}"
+                unknown_columns.append(f"{_clause_of(column, select)} {render(column)} ({owner})")
+            elif state == "known" and found is not None:
+                columns_checked += 1
+                if unique:
+                    resolved[id(column)] = (found, table)
+        for condition in _equalities(select):
+            left, right = condition.this, condition.expression
+            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+                continue
+            a, b = resolved.get(id(left)), resolved.get(id(right))
+            if a is None or b is None or a[1] is None or b[1] is None or a[1] is b[1]:
+                continue
+            joins_checked += 1
+            text = f"{_clause_of(condition, select)} {render(condition)}"
+            if schema.has_keys and not schema.is_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
+                non_key.append(f"{text} (not a declared key pair)")
+            families = {a[0].family, b[0].family} - {"unknown"}
+            if len(families) == 2 and not families <= NUMERIC_FAMILIES:
+                type_mismatch.append(f"{text} ({a[0].family} = {b[0].family})")
+        for comparison in select.find_all(*COMPARISON_TYPES):
+            if _scope_select(comparison) is not select:
+                continue
+            column, literal = comparison.this, comparison.expression
+            if isinstance(column, exp.Literal) and isinstance(literal, exp.Column):
+                column, literal = literal, column
+            if isinstance(column, exp.Column) and isinstance(literal, exp.Literal) and id(column) in resolved:
+                found = resolved[id(column)][0]
+                if found is not None and (why := _literal_mismatch(found, literal)) is not None:
+                    literal_mismatch.append(f"{_clause_of(comparison, select)} {render(comparison)} ({why})")
+        for aggregate in select.find_all(exp.Sum, exp.Avg):
+            if _scope_select(aggregate) is not select:
+                continue
+            target = aggregate.this
+            if isinstance(target, exp.Distinct) and target.expressions:
+                target = target.expressions[0]
+            if isinstance(target, exp.Column) and id(target) in resolved:
+                found = resolved[id(target)][0]
+                if found is not None and found.family == "text":
+                    text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate)} ({found.name} is text)")
+    return SchemaReport(
+        unknown_tables=tuple(dict.fromkeys(unknown_tables)),
+        unknown_columns=tuple(dict.fromkeys(unknown_columns)),
+        non_key_joins=tuple(dict.fromkeys(non_key)),
+        join_type_mismatches=tuple(dict.fromkeys(type_mismatch)),
+        literal_type_mismatches=tuple(dict.fromkeys(literal_mismatch)),
+        text_aggregates=tuple(dict.fromkeys(text_aggregates)),
+        tables_checked=tables_checked,
+        columns_checked=columns_checked,
+        joins_checked=joins_checked,
+    )
+
+
+def _scope_select(node: exp.Expression) -> exp.Expression | None:
+    """The nearest enclosing SELECT of ``node``."""
+    parent = node.parent
+    while parent is not None and not isinstance(parent, exp.Select):
+        parent = parent.parent
+    return parent
+
+
+def _equalities(select: exp.Select) -> list[exp.EQ]:
+    """Column equalities of a SELECT's own JOIN ON and WHERE clauses (implicit joins), not of
+    its subqueries."""
+    found: list[exp.EQ] = []
+    places: list[exp.Expression] = [join.args["on"] for join in select.args.get("joins") or () if join.args.get("on") is not None]
+    where = select.args.get("where")
+    if where is not None:
+        places.append(where)
+    for place in places:
+        found.extend(eq for eq in place.find_all(exp.EQ) if _scope_select(eq) is select)
+    return found
