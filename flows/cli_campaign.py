@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
+from stef.display import one_line, shorten
 from stef.errors import InputError
 
 if TYPE_CHECKING:
@@ -103,10 +105,10 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
 
 def summary_table(summaries: Sequence[CampaignSummary], title: str) -> Table:
     """Campaigns side by side: counts and rates per class, then the per-run means."""
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left")
+    table = Table(title=Text(one_line(title)), box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("figure")
     for s in summaries:
-        table.add_column(f"{s.campaign_id} ({s.mode.value})", justify="right")
+        table.add_column(Text(f"{shorten(s.campaign_id)} ({s.mode.value})"), justify="right")
     classes = list(dict.fromkeys(c for s in summaries for c in s.counts))
     for c in classes:
         table.add_row(c, *(f"{s.counts[c]}  ({s.rates[c]:.0%})" if c in s.counts else "n/a" for s in summaries))
@@ -166,11 +168,12 @@ def run(
     audit = result.audit
     console.print(f"gold audit: {len(audit.items) - len(audit.excluded)} of {len(audit.items)} questions executable")
     for item in audit.excluded:
-        console.print(f"  excluded {item.question_id}: {item.reason}")
+        console.print(Text(f"  excluded {one_line(item.question_id)}: {one_line(item.reason)}"))
     for run_id, reason in result.skipped.items():
-        console.print(f"  run {run_id} not classified: {reason}")
+        console.print(Text(f"  run {one_line(run_id)} not classified: {one_line(reason)}"))
     console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
-    console.print(f"evidence: {out}/<campaign_id>/<run_id>/" + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse"))
+    console.print(Text(f"evidence: {one_line(out)}/<campaign_id>/<run_id>/"
+                       + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse")))
 
 
 @campaign_app.command("compare")
