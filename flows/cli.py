@@ -32,6 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flows.parallel import OutputRow
+from stef.display import one_line, shorten
 from stef.errors import InputError, StefError, UnknownDialectError
 from stef.models import Band, EvaluationStatus, FilterStatus, Verdict
 
@@ -68,8 +69,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="STEF: reference-free quality monitor for Text-to-SQL agents.",
 )
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+console = Console(markup=False, emoji=False, highlight=False)
+"""Standard output. Markup and emoji codes are off: a ``[/x]``, ``[link=…]`` or ``:smile:`` in a
+run id, an agent id, a version, a reason or a file name prints as those characters (a ``str``
+table cell is rendered with the console's markup setting). Styles are set on :class:`rich.text.Text`."""
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+"""Standard error (errors, warnings, progress), with the settings of :data:`console`."""
 
 
 class CliError(StefError):
@@ -365,15 +370,15 @@ def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[
     overview.add_column("", style="bold")
     overview.add_column("", justify="right")
     for name, value in (
-        ("input", str(source)),
+        ("input", one_line(source)),
         ("records", str(stats.records)),
         ("evaluated", str(stats.evaluated)),
         ("coverage", _pct(stats.coverage)),
         ("mean Φ", _fmt(stats.mean_score)),
         ("P90 Φ", _fmt(p90(stats.scores))),
-        ("output", str(out)),
+        ("output", one_line(out)),
     ):
-        overview.add_row(name, value)
+        overview.add_row(name, Text(value))
     breakdown = Table(title="Counts", title_justify="left")
     breakdown.add_column("by")
     breakdown.add_column("value")
@@ -384,11 +389,11 @@ def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[
     tables = [overview, breakdown]
     if stats.not_evaluated:
         failures = Table(title=f"Not evaluated (first {NOT_EVALUATED_SHOWN})", title_justify="left")
-        failures.add_column("run_id")
+        failures.add_column("run_id", overflow="fold")
         failures.add_column("status")
         failures.add_column("reason", overflow="fold")
-        for row in stats.not_evaluated:
-            failures.add_row(*row)
+        for run_id, status, reason in stats.not_evaluated:
+            failures.add_row(Text(shorten(run_id)), Text(status), Text(one_line(reason)))
         tables.append(failures)
     return tables
 
@@ -450,7 +455,7 @@ def evaluate(
             raise CliError(f"{out}: cannot write output ({exc.strerror or exc})") from exc
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
-        progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), console=err_console, transient=True,
+        progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), console=err_console, transient=True,
                             disable=not err_console.is_terminal)
         try:
             with _written_to(out, special), handle, progress:
@@ -501,7 +506,7 @@ def judge_table(stats: JudgeRunStats) -> Table:
     Args:
         stats: :attr:`stef.llm_evaluate.LLMEvaluator.stats` after the run.
     """
-    table = Table(title=f"Judge {stats.judge}", show_header=False, title_justify="left")
+    table = Table(title=Text(f"Judge {one_line(stats.judge)}"), show_header=False, title_justify="left")
     table.add_column("", style="bold")
     table.add_column("", justify="right")
     rows = [
@@ -511,7 +516,7 @@ def judge_table(stats: JudgeRunStats) -> Table:
         ("cache hits", str(stats.cache_hits)),
         ("model requests", str(stats.requests)),
         ("fallbacks to symbolic", str(stats.fallback_count)),
-        *((f"  {reason}", str(count)) for reason, count in stats.fallbacks.most_common()),
+        *((f"  {one_line(reason)}", str(count)) for reason, count in stats.fallbacks.most_common()),
         ("cost_usd (sum of rows)", _usd(stats.cost_usd)),
         ("spent in this run", _usd(stats.spent_usd)),
         ("tokens (sum of rows)", str(stats.tokens)),
@@ -521,7 +526,7 @@ def judge_table(stats: JudgeRunStats) -> Table:
     if stats.usage_untrusted:
         rows.append(("untrusted usage (cost unknown)", str(stats.usage_untrusted)))
     for name, value in rows:
-        table.add_row(name, value)
+        table.add_row(Text(name), Text(value))
     if stats.breaker:
         table.caption, table.caption_justify = Text(stats.breaker), "left"
     return table
@@ -540,6 +545,8 @@ _METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
     ("n_poor", "poor"),
 )
 """(metric-row key, column header) of the per agent × version tables."""
+NAME_MIN_WIDTH = 24
+"""Terminal tables keep names up to this many characters on one line (longer ones fold)."""
 BANDS_CAPTION = "bands: exc. = Φ ≥ 90, good = 75–90, marg. = 50–75 (human review), poor < 50"
 
 
@@ -565,20 +572,22 @@ def metrics_table(rows: Sequence[Mapping[str, Any]], title: str, day_key: str | 
     """
     agents = sorted({str(row["agent_id"]) for row in rows})
     one_agent = len(agents) == 1
-    table = Table(title=f"{title} — agent {agents[0]}" if one_agent else title, title_justify="left",
+    table = Table(title=Text(f"{title} — agent {shorten(agents[0])}" if one_agent else title), title_justify="left",
                   caption=BANDS_CAPTION, caption_justify="left", box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
     keys: list[str] = [] if day_key is None else [day_key]
     keys += ["agent_version"] if one_agent else ["agent_id", "agent_version"]
-    def label(key: str, row: Mapping[str, Any]) -> str:
-        return str(row[key])[:10] if key == day_key else str(row[key])  # a day may come as a datetime
+    def label(key: str, row: Mapping[str, Any]) -> str:  # names shortened, shown as text
+        return str(row[key])[:10] if key == day_key else shorten(row[key])  # a day may come as a datetime
 
     for key in keys:
         header = {"agent_id": "agent", "agent_version": "version"}.get(key, "day")
-        table.add_column(header, no_wrap=True, min_width=max((len(label(key, row)) for row in rows), default=0))
+        # A name up to NAME_MIN_WIDTH stays on one line; a longer one folds, never the numbers.
+        widest = max((len(label(key, row)) for row in rows), default=0)
+        table.add_column(header, no_wrap=key == day_key, overflow="fold", min_width=min(widest, NAME_MIN_WIDTH))
     for _, header in _METRIC_COLUMNS:
         table.add_column(header, justify="right")
     for row in rows:
-        table.add_row(*[label(key, row) for key in keys], *[_cell(key, row.get(key)) for key, _ in _METRIC_COLUMNS])
+        table.add_row(*[Text(label(key, row)) for key in keys], *[_cell(key, row.get(key)) for key, _ in _METRIC_COLUMNS])
     return table
 
 
@@ -649,9 +658,10 @@ def nightly(
         cost = sum(float(row.get("judge_cost_usd") or 0.0) for row in summary.metrics)
         judged = sum(int(row.get("n_llm_judged") or 0) for row in summary.metrics)
         fallbacks = sum(int(row.get("n_judge_fallback") or 0) for row in summary.metrics)
-        console.print(f"judge {summary.judge}: {judged} model verdicts, {fallbacks} fallbacks to symbolic, cost {_usd(cost)}", soft_wrap=True)
+        console.print(Text(f"judge {one_line(summary.judge)}: {judged} model verdicts, {fallbacks} fallbacks to symbolic, cost {_usd(cost)}"),
+                      soft_wrap=True)
         if summary.judge_breaker is not None:
-            console.print(Text(f"judge {summary.judge}: {summary.judge_breaker}"), soft_wrap=True)
+            console.print(Text(f"judge {one_line(summary.judge)}: {summary.judge_breaker}"), soft_wrap=True)
     console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
 
 
@@ -760,7 +770,7 @@ def bench_judge(
     if as_json:
         console.print_json(json.dumps(figures.__dict__), indent=None)
         return
-    table = Table(title=f"Judge on {labelled_file.name} (Φ ≥ {threshold:g} = predicted correct)", box=box.SIMPLE_HEAD)
+    table = Table(title=Text(f"Judge on {one_line(labelled_file.name)} (Φ ≥ {threshold:g} = predicted correct)"), box=box.SIMPLE_HEAD)
     table.add_column("figure")
     table.add_column("value", justify="right")
     for name in ("records", "coverage", "accuracy", "auroc", "negative_precision", "negative_recall", "positive_precision", "positive_recall"):
@@ -772,7 +782,7 @@ def bench_judge(
     per_category.add_column("incorrect rows", justify="right")
     per_category.add_column("recall", justify="right")
     for category, recall in figures.recall_by_category.items():
-        per_category.add_row(category, str(figures.category_counts[category]), f"{recall:.2f}")
+        per_category.add_row(Text(one_line(category)), str(figures.category_counts[category]), f"{recall:.2f}")
     console.print(per_category)
 
 

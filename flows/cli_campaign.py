@@ -21,6 +21,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from stef.display import one_line, shorten
 from stef.errors import InputError
 
 if TYPE_CHECKING:
@@ -108,10 +109,10 @@ def _fmt(value: float | None, spec: str = ".3f") -> str:
 
 def summary_table(summaries: Sequence[CampaignSummary], title: str) -> Table:
     """Campaigns side by side: counts and rates per class, then the per-run means."""
-    table = Table(title=Text(title), box=box.SIMPLE_HEAD, title_justify="left")
+    table = Table(title=Text(one_line(title)), box=box.SIMPLE_HEAD, title_justify="left")
     table.add_column("figure")
     for s in summaries:
-        table.add_column(Text(f"{s.campaign_id} ({s.mode.value})"), justify="right")
+        table.add_column(Text(f"{shorten(s.campaign_id)} ({s.mode.value})"), justify="right")
     classes = list(dict.fromkeys(c for s in summaries for c in s.counts))
     for c in classes:
         table.add_row(c, *(f"{s.counts[c]}  ({s.rates[c]:.0%})" if c in s.counts else "n/a" for s in summaries))
@@ -167,12 +168,13 @@ def run(
     audit = result.audit
     console.print(f"gold audit: {len(audit.items) - len(audit.excluded)} of {len(audit.items)} questions executable")
     for item in audit.excluded:
-        console.print(Text(f"  excluded {item.question_id}: {item.reason}"))
+        console.print(Text(f"  excluded {one_line(item.question_id)}: {one_line(item.reason)}"))
     for campaign_id, skipped in result.skipped.items():
         for run_id, reason in skipped.items():
-            console.print(Text(f"  run {run_id} of {campaign_id} not classified: {reason}"))
+            console.print(Text(f"  run {one_line(run_id)} of {one_line(campaign_id)} not classified: {one_line(reason)}"))
     console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
-    console.print(Text(f"evidence: {out}/<campaign folder>/<run folder>/" + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse")))
+    console.print(Text(f"evidence: {one_line(out)}/<campaign folder>/<run folder>/"
+                       + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse")))
 
 
 @campaign_app.command("compare")

@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
+from stef.display import DISPLAY_WIDTH, one_line, shorten
 from stef.drift import DEFAULT_WINDOW_DAYS, DriftThresholds
 
 if TYPE_CHECKING:
@@ -46,20 +48,25 @@ def _ci(value: Any) -> str:
 
 
 def drift_tables(check: DriftCheck) -> list[Table]:
-    """The verdict table and the statistics table that ``stef drift`` prints."""
+    """The verdict table and the statistics table that ``stef drift`` prints.
+
+    Agent ids, versions and reasons are :class:`rich.text.Text` (never console markup), on one
+    line, names shortened (:func:`stef.display.shorten`; ``--json`` has them whole).
+    """
     s = check.summary()
     verdict = s["verdict"] + (f" / {s['direction']}" if s["direction"] else "")
     style = "bold red" if s["direction"] == "worse" else ("bold green" if s["direction"] == "better" else "bold")
-    head = Table(title=f"Drift check — agent {s['agent_id']} ({s['kind']})", show_header=False, title_justify="left", box=box.SIMPLE)
+    head = Table(title=Text(f"Drift check — agent {shorten(s['agent_id'])} ({s['kind']})"), show_header=False, title_justify="left",
+                 box=box.SIMPLE)
     head.add_column("", style="bold")
     head.add_column("")
     bw, cw = s["baseline_window"], s["candidate_window"]
     for name, value in (
-        ("verdict", f"[{style}]{verdict}[/]"),
-        ("baseline", f"{s['baseline_version']}  {bw[0]} … {bw[1]}  ({s['n_baseline']} scored of {s['records_baseline']})"),
-        ("candidate", f"{s['candidate_version']}  {cw[0]} … {cw[1]}  ({s['n_candidate']} scored of {s['records_candidate']})"),
-        ("evaluator", s["evaluator_version"]),
-        *(("reason", reason) for reason in s["reasons"]),
+        ("verdict", Text(verdict, style=style)),
+        ("baseline", Text(f"{shorten(s['baseline_version'])}  {bw[0]} … {bw[1]}  ({s['n_baseline']} scored of {s['records_baseline']})")),
+        ("candidate", Text(f"{shorten(s['candidate_version'])}  {cw[0]} … {cw[1]}  ({s['n_candidate']} scored of {s['records_candidate']})")),
+        ("evaluator", Text(one_line(s["evaluator_version"]))),
+        *(("reason", Text(one_line(reason))) for reason in s["reasons"]),
     ):
         head.add_row(name, value)
     stats = Table(title="Statistics (candidate − baseline; 95 % bootstrap intervals)", title_justify="left", box=box.SIMPLE_HEAD)
@@ -140,7 +147,9 @@ def _day_line(day: BackfillDay, evaluator_version: str) -> str:
     drift_checks = getattr(day.summary, "drift_checks", None) or []
     worse = [c for c in drift_checks if c["verdict"] == "drift" and c["direction"] == "worse"]
     if worse:
-        line += "; drift for the worse: " + ", ".join(f"{c['agent_id']} {c['baseline_version']}→{c['candidate_version']}" for c in worse)
+        line += "; drift for the worse: " + ", ".join(
+            f"{shorten(c['agent_id'])} {shorten(c['baseline_version'])}→{shorten(c['candidate_version'])}" for c in worse
+        )
     return line
 
 
@@ -172,13 +181,13 @@ def backfill(
         first, last = start.date(), end.date()
         total = len(days_in_range(first, last))  # checks the range before Prefect starts
         version = validate_judge(judge).evaluator_version  # also checks a model's provider and keys
-        progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=err_console, transient=True, disable=not err_console.is_terminal)
         with progress:
             bar = progress.add_task(f"backfill {first} … {last}", total=total)
 
             def on_day(day: BackfillDay) -> None:
-                console.print(_day_line(day, version), soft_wrap=True)  # above the bar while it is shown
+                console.print(Text(_day_line(day, version)), soft_wrap=True)  # above the bar while it is shown
                 progress.advance(bar)
 
             with _running_flows():
@@ -186,10 +195,10 @@ def backfill(
                                         rules_dir=rules_dir, max_bad_share=max_bad_share, batch_size=batch_size,
                                         judge=judge, on_day=on_day)
     done, skipped, missing = (summary.with_status(s) for s in ("done", "skipped", "no_logs"))
-    console.print(
-        f"backfill {summary.start} … {summary.end} into {summary.warehouse}: {len(done)} days run, "
+    console.print(Text(
+        f"backfill {summary.start} … {summary.end} into {one_line(summary.warehouse)}: {len(done)} days run, "
         f"{len(skipped)} skipped (already done), {len(missing)} without logs"
-        + (f" ({', '.join(d.isoformat() for d in missing)})" if missing else ""),
+        + (f" ({', '.join(d.isoformat() for d in missing)})" if missing else "")),
         soft_wrap=True,
     )
 
@@ -198,16 +207,24 @@ def backfill(
 
 
 def headline_rich_table(rows: list[dict[str, Any]], week: str) -> Table:
-    """The report's headline table for the terminal (rows of :func:`tasks.report.headline_table`)."""
+    """The report's headline table for the terminal (rows of :func:`tasks.report.headline_table`).
+
+    Names are :class:`rich.text.Text`, shortened (:func:`stef.display.shorten`): a long agent id
+    does not push the numbers off the screen.
+    """
     table = Table(title=f"Weekly report {week}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
                   pad_edge=False, collapse_padding=True)
     for column in ("agent", "version", "records", "coverage", "mean Φ", "P90 Φ", "poor", "drift"):
-        table.add_column(column, justify="left" if column in ("agent", "version", "drift") else "right", no_wrap=True)
+        if column in ("agent", "version", "drift"):  # names fold when the terminal is narrow; numbers never do
+            table.add_column(column, justify="left", overflow="fold")
+        else:
+            table.add_column(column, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(
-            row["agent"], row["version"], str(row["records"]),
+            Text(shorten(row["agent"])), Text(shorten(row["version"])), str(row["records"]),
             "–" if row["coverage"] is None else f"{row['coverage']:.1%}", _num(row["mean"], ".1f"), _num(row["p90"], ".1f"),
-            "–" if row["poor_share"] is None else f"{row['poor_share']:.1%}", str(row["drift"]).removeprefix("drift / "),
+            "–" if row["poor_share"] is None else f"{row['poor_share']:.1%}",
+            Text(shorten(str(row["drift"]).removeprefix("drift / "), DISPLAY_WIDTH + 24)),
         )
     return table
 
@@ -238,8 +255,8 @@ def report(
     if files.headline:
         console.print(headline_rich_table(files.headline, files.week))
     else:
-        console.print(f"No evaluations are stored for {label} in {resolve_path(warehouse)}: the report says so.", soft_wrap=True)
-    console.print(f"HTML report: {files.html}\nMarkdown twin: {files.markdown}", soft_wrap=True)
+        console.print(Text(f"No evaluations are stored for {label} in {one_line(resolve_path(warehouse))}: the report says so."), soft_wrap=True)
+    console.print(Text(f"HTML report: {one_line(files.html)}\nMarkdown twin: {one_line(files.markdown)}"), soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- serve

@@ -624,16 +624,41 @@ def previous_window(start: date, end: date) -> tuple[date, date]:
     return start - timedelta(days=length), start - timedelta(days=1)
 
 
-_NUMBER = re.compile(r"(\d+)")
+_NUMBER = re.compile(r"([0-9]+)")
+"""A run of ASCII digits (``\\d`` would also take other scripts' digits, which ``int()`` reads differently)."""
 
 
-def version_sort_key(version: str) -> tuple[Any, ...]:
+def version_sort_key(version: str) -> tuple[tuple[int, int, str, int], ...]:
     """Natural sort key of a version name (numbers compare as numbers: ``v1.10`` > ``v1.9``).
+
+    The name is split into runs of ASCII digits ``0-9`` and the text between them. A digit run
+    compares by its length without leading zeros, then by its digits, then by its leading zeros
+    (``v01`` after ``v1``): the order of the numbers' values for runs of any length, with no ``int()``
+    (which refuses runs of more than 4,300 digits). Everything else, ``²`` or ``١٢`` (Arabic-Indic
+    digits) included, compares as text. Numbers sort before text at the same position.
+
+    Args:
+        version: any agent version name.
+
+    Returns:
+        One tuple per part: ``(0, length, digits, leading zeros)`` for a digit run (``digits``
+        without its leading zeros), ``(1, 0, text, 0)`` for text.
 
     >>> sorted(["v1.10.0", "v1.9.2", "v1.9.10"], key=version_sort_key)
     ['v1.9.2', 'v1.9.10', 'v1.10.0']
+    >>> sorted(["v1²", "v" + "9" * 5000, "v10", "v١٢", "v010"], key=version_sort_key)[:3]
+    ['v1²', 'v10', 'v010']
     """
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _NUMBER.split(version) if part)
+    key: list[tuple[int, int, str, int]] = []
+    for part in _NUMBER.split(version):
+        if not part:
+            continue
+        if _NUMBER.fullmatch(part):
+            number = part.lstrip("0") or "0"
+            key.append((0, len(number), number, len(part) - len(number)))
+        else:
+            key.append((1, 0, part, 0))
+    return tuple(key)
 
 
 def order_versions(first_seen: Mapping[str, date]) -> list[str]:

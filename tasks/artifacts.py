@@ -11,6 +11,8 @@ from prefect import task
 from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from stef.display import md_cells
+
 SUMMARY_ARTIFACT_KEY = "stef-nightly-summary"
 """Artifact key: Prefect keeps the history of every nightly summary under this key."""
 
@@ -78,5 +80,6 @@ def publish_summary_artifact(
         f"STEF nightly {log_date.isoformat()}: {records} log lines, {evaluated} scored, "
         f"{quarantined} quarantined, coverage {coverage:.1%}. One row per agent x version."
     )
-    artifact_id = create_table_artifact(table=summary_table(metrics), key=SUMMARY_ARTIFACT_KEY, description=description)
+    # The Prefect UI renders every string cell as Markdown: agent ids and versions are escaped (and shortened).
+    artifact_id = create_table_artifact(table=md_cells(summary_table(metrics)), key=SUMMARY_ARTIFACT_KEY, description=description)
     return cast(UUID, artifact_id)  # sync call: Prefect returns the id, not a coroutine

@@ -23,6 +23,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import ValidationError
 
+from stef.display import Markdown, md_table, md_text, shorten
 from stef.drift import (
     DEFAULT_WINDOW_DAYS,
     DriftDirection,
@@ -172,11 +173,16 @@ def _window(
     return start, end
 
 
+def _listing(names: Sequence[str]) -> str:
+    """Names for an error message: comma-separated, each on one line and shortened (:func:`stef.display.shorten`)."""
+    return ", ".join(shorten(name) for name in names)
+
+
 def _versions(conn: Any, agent_id: str, evaluator_version: str, until: date | None) -> list[str]:
     first_days = version_first_days(conn, agent_id, evaluator_version, until=until)
     if not first_days:
         agents = known_agents(conn, evaluator_version)
-        known = ", ".join(agents[:20]) or "none"
+        known = _listing(agents[:20]) or "none"
         raise DriftError(
             f"agent {agent_id!r} has no evaluations of evaluator version {evaluator_version}"
             + (f" up to {until.isoformat()}" if until else "")
@@ -228,14 +234,14 @@ def plan_version_check(
     versions = _versions(conn, agent_id, evaluator_version, end)
     for name, value in (("baseline", baseline), ("candidate", candidate)):
         if value is not None and value not in versions:
-            raise DriftError(f"agent {agent_id!r} has no {name} version {value!r} (its versions, oldest first: {', '.join(versions)})")
+            raise DriftError(f"agent {agent_id!r} has no {name} version {value!r} (its versions, oldest first: {_listing(versions)})")
     candidate = candidate or versions[-1]
     if baseline is None:
         position = versions.index(candidate)
         if position == 0:
             raise DriftError(
                 f"agent {agent_id!r} has no version before {candidate!r} to compare with "
-                f"(versions, oldest first: {', '.join(versions)}); give --baseline, or check it against its own past with --temporal"
+                f"(versions, oldest first: {_listing(versions)}); give --baseline, or check it against its own past with --temporal"
             )
         baseline = versions[position - 1]
     if baseline == candidate:
@@ -279,7 +285,7 @@ def plan_temporal_check(
     """
     versions = _versions(conn, agent_id, evaluator_version, end)
     if version is not None and version not in versions:
-        raise DriftError(f"agent {agent_id!r} has no version {version!r} (its versions, oldest first: {', '.join(versions)})")
+        raise DriftError(f"agent {agent_id!r} has no version {version!r} (its versions, oldest first: {_listing(versions)})")
     version = version or versions[-1]
     candidate_window = _window(conn, agent_id, evaluator_version, version, start, end, window_days)
     baseline_window = previous_window(*candidate_window)
@@ -342,7 +348,7 @@ def run_drift_check(
     try:
         version = evaluator_version or latest_evaluator_version(conn, agent_id)
         if version is None:
-            known = ", ".join(known_agents(conn)[:20]) or "none"
+            known = _listing(known_agents(conn)[:20]) or "none"
             raise DriftError(f"agent {agent_id!r} has no evaluations in {target} (agents with evaluations: {known})")
         if temporal:
             if baseline is not None:
@@ -418,26 +424,31 @@ def _ci(value: Any) -> str:
 def drift_markdown(checks: Sequence[Mapping[str, Any]], title: str) -> str:
     """A markdown table of check summaries (the drift artifact; also used by ``stef nightly`` readers).
 
+    Every cell goes through :func:`stef.display.md_table` (names shortened by
+    :func:`stef.display.shorten`): an agent id or a version with HTML, Markdown, ``|`` or line
+    breaks shows as its text and keeps the table's shape.
+
     >>> print(drift_markdown([], "Drift 2026-11-26").splitlines()[-1])
     No drift check ran (no agent had data, or no agent has two versions or a previous window).
     """
-    lines = [f"# {title}", ""]
+    lines = [f"# {md_text(title)}", ""]
     if not checks:
         lines.append("No drift check ran (no agent had data, or no agent has two versions or a previous window).")
         return "\n".join(lines)
-    lines += [
-        "| agent | kind | baseline → candidate | windows | n | verdict | direction | mean Δ [95 % CI] | P90 Δ | coverage Δ | KS p | PSI | W/σ |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    header = ["agent", "kind", "baseline → candidate", "windows", "n", "verdict", "direction", "mean Δ [95 % CI]", "P90 Δ",
+              "coverage Δ", "KS p", "PSI", "W/σ"]
+    rows = []
     for c in checks:
         bw, cw = c["baseline_window"], c["candidate_window"]
-        lines.append(
-            f"| {c['agent_id']} | {c['kind']} | {c['baseline_version']} → {c['candidate_version']} | "
-            f"{bw[0]}…{bw[1]} → {cw[0]}…{cw[1]} | {c['n_baseline']} / {c['n_candidate']} | **{c['verdict']}** | "
-            f"{c['direction'] or '–'} | {_fmt(c.get('mean_delta'))} {_ci(c.get('mean_delta_ci'))} | {_fmt(c.get('p90_delta'))} | "
-            f"{_fmt(c.get('coverage_delta'), '+.3f')} | {_fmt(c.get('ks_pvalue'), '.3g')} | {_fmt(c.get('psi'), '.3f')} | "
-            f"{_fmt(c.get('wasserstein_norm'), '.3f')} |"
-        )
+        rows.append([
+            shorten(c["agent_id"]), c["kind"], f"{shorten(c['baseline_version'])} → {shorten(c['candidate_version'])}",
+            f"{bw[0]}…{bw[1]} → {cw[0]}…{cw[1]}", f"{c['n_baseline']} / {c['n_candidate']}",
+            Markdown(f"**{md_text(c['verdict'])}**"), c["direction"] or "–",
+            Markdown(f"{_fmt(c.get('mean_delta'))} {_ci(c.get('mean_delta_ci'))}"), Markdown(_fmt(c.get("p90_delta"))),
+            Markdown(_fmt(c.get("coverage_delta"), "+.3f")), Markdown(_fmt(c.get("ks_pvalue"), ".3g")),
+            Markdown(_fmt(c.get("psi"), ".3f")), Markdown(_fmt(c.get("wasserstein_norm"), ".3f")),
+        ])
+    lines.append(md_table(header, rows, "llllrllrrrrrr"))
     lines += ["", ("Decision: drift when |Δ| reaches its threshold and its 95 % bootstrap interval excludes 0 "
                    "(mean, P90, coverage); `insufficient_data` below the minimum sample.")]
     return "\n".join(lines)

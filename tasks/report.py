@@ -15,8 +15,10 @@ import io
 import json
 import os
 import re
+import warnings
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
@@ -24,9 +26,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 from uuid import UUID
 
+from markupsafe import Markup, escape
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from stef.display import DISPLAY_WIDTH, Markdown, md_cells, md_code, md_code_block, md_text, one_line, shorten
 from stef.drift import SCORE_BIN_EDGES, score_histogram
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
@@ -93,7 +97,9 @@ class ReportData:
         generated_at: UTC time of the read (ISO-8601).
         headline: per agent × version: ``agent_id``, ``agent_version``, ``records``,
             ``evaluated``, ``coverage``, ``mean``, ``p50``, ``p90``, band counts, ``poor_share``,
-            ``drift`` (verdict of the newest version check with this version as candidate).
+            ``drift`` (verdict of the newest version check with this version as candidate, as
+            ``verdict / direction vs baseline``) and its parts ``drift_verdict``,
+            ``drift_direction``, ``drift_baseline`` (all ``None`` without a check).
         histograms: per agent × version: ``counts`` per 10-point bin and ``shares``.
         daily: per day × agent × version (``daily_agent_metrics``): ``records``, ``coverage``,
             ``mean``, ``p90``.
@@ -220,6 +226,9 @@ def collect(conn: Any, warehouse_label: str, week: str | None, evaluator_version
             **{f"n_{name}": count for name, count in bands.items()},
             "poor_share": bands[Band.POOR.value] / evaluated if evaluated else None,
             "drift": f"{check['verdict']}{' / ' + check['direction'] if check['direction'] else ''} vs {check['baseline_version']}" if check else None,
+            "drift_verdict": check["verdict"] if check else None,
+            "drift_direction": check["direction"] if check else None,
+            "drift_baseline": check["baseline_version"] if check else None,
         })
         counts = score_histogram(scores) if scores else (0,) * len(BIN_LABELS)
         histograms.append({"agent_id": agent, "agent_version": agent_version, "counts": list(counts),
@@ -309,6 +318,35 @@ class Chart:
     data_uri: str
 
 
+_PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+"""Matplotlib settings of every chart: a ``$`` in an agent id or a version is a dollar sign, not
+mathtext (``$\\notacommand$`` would fail the drawing), and no label goes through LaTeX."""
+
+
+@contextmanager
+def _plain_text_charts() -> Iterator[None]:
+    """Draw inside: every text matplotlib creates (titles, tick labels, legend entries, also those
+    made while saving) is plain text (:data:`_PLAIN_TEXT`), whatever the user's matplotlibrc says.
+
+    A character of a name that the font lacks (CJK, emoji …) is drawn as a box; matplotlib's
+    warning about it, once per character and chart, is silenced here (the tables show the name).
+    """
+    from matplotlib import rc_context
+
+    with rc_context(_PLAIN_TEXT), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font", category=UserWarning)
+        yield
+
+
+TICK_LABEL_WIDTH = 24
+"""Characters of a version shown as a tick label beside the bars of the breakdown chart."""
+
+
+def _label(value: object, width: int = DISPLAY_WIDTH) -> str:
+    """A name as a chart shows it: one line, at most ``width`` characters (:func:`stef.display.shorten`)."""
+    return shorten(value, width)
+
+
 def _figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
 
@@ -328,79 +366,95 @@ def _colors(count: int) -> list[Any]:
     return [palette(i % 10) for i in range(count)]
 
 
+def _legend(owner: Any, handles: Sequence[Any], labels: Sequence[str], **options: Any) -> None:
+    """A legend with explicit labels: matplotlib hides the artists of a label starting with ``_``
+    only when it collects the labels itself, and a version may be called ``_canary``."""
+    owner.legend(handles=list(handles), labels=list(labels), **options)
+
+
 def histogram_chart(data: ReportData, agent_id: str) -> Chart:
-    """Grouped bars: share of scored answers per 10-point bin, one colour per version."""
-    versions = data.versions(agent_id)
-    rows = {row["agent_version"]: row for row in data.histograms if row["agent_id"] == agent_id}
-    figure = _figure(9.0, 3.4)
-    axes = figure.subplots()
-    width = 0.8 / max(len(versions), 1)
-    for index, (version, color) in enumerate(zip(versions, _colors(len(versions)), strict=True)):
-        row = rows[version]
-        positions = [b - 0.4 + width * (index + 0.5) for b in range(len(BIN_LABELS))]
-        axes.bar(positions, [100 * s for s in row["shares"]], width=width, color=color,
-                 label=f"{version} (n={sum(row['counts'])})")
-    axes.set_xticks(range(len(BIN_LABELS)), BIN_LABELS)
-    axes.set_xlabel("score Φ")
-    axes.set_ylabel("% of scored answers")
-    axes.legend(loc="upper left", frameon=False)
-    axes.grid(axis="y", alpha=0.3)
-    title = f"{agent_id}: score distribution per version"
-    axes.set_title(title)
-    return Chart(agent_id, "histogram", title, _data_uri(figure))
+    """Grouped bars: share of scored answers per 10-point bin, one colour per version.
+
+    User data (the agent id, the versions) is drawn as plain, shortened text (:func:`_plain_text_charts`).
+    """
+    with _plain_text_charts():
+        versions = data.versions(agent_id)
+        rows = {row["agent_version"]: row for row in data.histograms if row["agent_id"] == agent_id}
+        figure = _figure(9.0, 3.4)
+        axes = figure.subplots()
+        width = 0.8 / max(len(versions), 1)
+        handles, labels = [], []
+        for index, (version, color) in enumerate(zip(versions, _colors(len(versions)), strict=True)):
+            row = rows[version]
+            positions = [b - 0.4 + width * (index + 0.5) for b in range(len(BIN_LABELS))]
+            handles.append(axes.bar(positions, [100 * s for s in row["shares"]], width=width, color=color))
+            labels.append(f"{_label(version)} (n={sum(row['counts'])})")
+        axes.set_xticks(range(len(BIN_LABELS)), BIN_LABELS)
+        axes.set_xlabel("score Φ")
+        axes.set_ylabel("% of scored answers")
+        _legend(axes, handles, labels, loc="upper left", frameon=False)
+        axes.grid(axis="y", alpha=0.3)
+        title = f"{_label(agent_id)}: score distribution per version"
+        axes.set_title(title)
+        return Chart(agent_id, "histogram", title, _data_uri(figure))
 
 
 def trend_chart(data: ReportData, agent_id: str) -> Chart:
-    """Three panels over the week's days: mean Φ, P90 Φ and coverage, one line per version."""
-    versions = data.versions(agent_id)
-    days = [data.start + timedelta(days=i) for i in range(7)]
-    figure = _figure(9.0, 6.0)
-    panels = figure.subplots(3, 1, sharex=True)
-    series: dict[str, dict[date, dict[str, Any]]] = defaultdict(dict)
-    for row in data.daily:
-        if row["agent_id"] == agent_id:
-            series[row["agent_version"]][row["log_date"]] = row
-    for version, color in zip(versions, _colors(len(versions)), strict=True):
-        points = series.get(version, {})
-        for axes, key, scale in zip(panels, ("mean", "p90", "coverage"), (1.0, 1.0, 100.0), strict=True):
-            values = [
-                float("nan") if points.get(day, {}).get(key) is None else scale * float(points[day][key]) for day in days
-            ]
-            axes.plot(range(7), values, marker="o", color=color, label=version)
-    for axes, label in zip(panels, ("mean Φ", "P90 Φ", "coverage %"), strict=True):
-        axes.set_ylabel(label)
-        axes.grid(alpha=0.3)
-    panels[0].legend(loc="lower left", frameon=False, ncols=max(len(versions), 1))
-    panels[-1].set_xticks(range(7), [day.strftime("%a %d %b") for day in days])
-    title = f"{agent_id}: daily trend"
-    panels[0].set_title(title)
-    return Chart(agent_id, "trend", title, _data_uri(figure))
+    """Three panels over the week's days: mean Φ, P90 Φ and coverage, one line per version (plain text labels)."""
+    with _plain_text_charts():
+        versions = data.versions(agent_id)
+        days = [data.start + timedelta(days=i) for i in range(7)]
+        figure = _figure(9.0, 6.0)
+        panels = figure.subplots(3, 1, sharex=True)
+        series: dict[str, dict[date, dict[str, Any]]] = defaultdict(dict)
+        for row in data.daily:
+            if row["agent_id"] == agent_id:
+                series[row["agent_version"]][row["log_date"]] = row
+        handles = []
+        for version, color in zip(versions, _colors(len(versions)), strict=True):
+            points = series.get(version, {})
+            for axes, key, scale in zip(panels, ("mean", "p90", "coverage"), (1.0, 1.0, 100.0), strict=True):
+                values = [
+                    float("nan") if points.get(day, {}).get(key) is None else scale * float(points[day][key]) for day in days
+                ]
+                (line,) = axes.plot(range(7), values, marker="o", color=color)
+                if axes is panels[0]:
+                    handles.append(line)
+        for axes, label in zip(panels, ("mean Φ", "P90 Φ", "coverage %"), strict=True):
+            axes.set_ylabel(label)
+            axes.grid(alpha=0.3)
+        _legend(panels[0], handles, [_label(v) for v in versions], loc="lower left", frameon=False, ncols=max(min(len(versions), 4), 1))
+        panels[-1].set_xticks(range(7), [day.strftime("%a %d %b") for day in days])
+        title = f"{_label(agent_id)}: daily trend"
+        panels[0].set_title(title)
+        return Chart(agent_id, "trend", title, _data_uri(figure))
 
 
 def breakdown_chart(data: ReportData, agent_id: str) -> Chart:
-    """Two panels of stacked horizontal bars: filter-status and verdict shares per version."""
-    versions = data.versions(agent_id)
-    figure = _figure(9.0, 1.9 + 0.6 * max(len(versions), 1))
-    panels = list(cast("Iterable[SubFigure]", figure.subfigures(1, 2)))
-    fields = [("filter_status", [m.value for m in FilterStatus]), ("verdict", [m.value for m in Verdict])]
-    for panel, (name, categories) in zip(panels, fields, strict=True):
-        axes = panel.subplots()
-        left = [0.0] * len(versions)
-        for category, color in zip(categories, ("#2e7d32", "#9ccc65", "#ffb74d", "#e53935"), strict=True):
-            shares = [
-                100 * next((r["share"] for r in data.breakdown if r["agent_id"] == agent_id and r["agent_version"] == v
-                            and r["field"] == name and r["category"] == category), 0.0)
-                for v in versions
-            ]
-            axes.barh(range(len(versions)), shares, left=left, color=color, label=category.replace("_", " ").lower())
-            left = [a + b for a, b in zip(left, shares, strict=True)]
-        axes.set_yticks(range(len(versions)), versions)
-        axes.set_xlim(0, 100)
-        axes.set_xlabel("% of scored answers")
-        axes.set_title(name.replace("_", " "))
-        panel.legend(loc="outside lower center", ncols=2, frameon=False, fontsize="small")
-    title = f"{agent_id}: filter status and verdict"
-    return Chart(agent_id, "breakdown", title, _data_uri(figure))
+    """Two panels of stacked horizontal bars: filter-status and verdict shares per version (plain text labels)."""
+    with _plain_text_charts():
+        versions = data.versions(agent_id)
+        figure = _figure(9.0, 1.9 + 0.6 * max(len(versions), 1))
+        panels = list(cast("Iterable[SubFigure]", figure.subfigures(1, 2)))
+        fields = [("filter_status", [m.value for m in FilterStatus]), ("verdict", [m.value for m in Verdict])]
+        for panel, (name, categories) in zip(panels, fields, strict=True):
+            axes = panel.subplots()
+            left = [0.0] * len(versions)
+            for category, color in zip(categories, ("#2e7d32", "#9ccc65", "#ffb74d", "#e53935"), strict=True):
+                shares = [
+                    100 * next((r["share"] for r in data.breakdown if r["agent_id"] == agent_id and r["agent_version"] == v
+                                and r["field"] == name and r["category"] == category), 0.0)
+                    for v in versions
+                ]
+                axes.barh(range(len(versions)), shares, left=left, color=color, label=category.replace("_", " ").lower())
+                left = [a + b for a, b in zip(left, shares, strict=True)]
+            axes.set_yticks(range(len(versions)), [_label(v, TICK_LABEL_WIDTH) for v in versions])
+            axes.set_xlim(0, 100)
+            axes.set_xlabel("% of scored answers")
+            axes.set_title(name.replace("_", " "))
+            panel.legend(loc="outside lower center", ncols=2, frameon=False, fontsize="small")
+        title = f"{_label(agent_id)}: filter status and verdict"
+        return Chart(agent_id, "breakdown", title, _data_uri(figure))
 
 
 def render_charts(data: ReportData) -> list[Chart]:
@@ -414,54 +468,72 @@ def render_charts(data: ReportData) -> list[Chart]:
 # --------------------------------------------------------------------------- rendering
 
 
-def _md_cell(value: Any) -> str:
-    """Text safe inside a Markdown table cell: pipes escaped, line breaks folded.
-
-    >>> _md_cell("a | b\\nc")
-    'a \\\\| b c'
-    """
-    return " ".join(str(value).split()).replace("|", "\\|")
+def _num(value: Any, spec: str = ".1f") -> Markdown:
+    return Markdown("–" if value is None else format(value, spec))
 
 
-def _fence(text: str) -> str:
-    """A backtick fence longer than any backtick run inside ``text`` (at least three)."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def _num(value: Any, spec: str = ".1f") -> str:
-    return "–" if value is None else format(value, spec)
-
-
-def _pct(value: Any) -> str:
-    return "–" if value is None else f"{100 * value:.1f} %"
+def _pct(value: Any) -> Markdown:
+    return Markdown("–" if value is None else f"{100 * value:.1f} %")
 
 
 def _ci(value: Any) -> str:
     return "–" if not value or value[0] is None else f"[{value[0]:+.2f}, {value[1]:+.2f}]"
 
 
-def _delta(value: Any, interval: Any) -> str:
+def _delta(value: Any, interval: Any) -> Markdown:
     """A delta with its interval (``-7.56 [-11.80, -3.43]``), or ``–``.
 
     >>> _delta(-7.5612, [-11.8, -3.43]), _delta(None, None)
     ('-7.56 [-11.80, -3.43]', '–')
     """
-    return "–" if value is None else f"{value:+.2f} {_ci(interval)}"
+    return Markdown("–" if value is None else f"{value:+.2f} {_ci(interval)}")
+
+
+def html_name(value: object, width: int = DISPLAY_WIDTH) -> Markup:
+    """A name (agent id, version, run id) for the HTML report: escaped, on one line, shortened to
+    ``width`` characters; a shortened name keeps the whole one in a ``title`` attribute (tooltip).
+
+    >>> html_name("<b>bird</b>")
+    Markup('&lt;b&gt;bird&lt;/b&gt;')
+    >>> html_name("a" * 60, 10)
+    Markup('<span class="name" title="aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">aaaaaaaaa…</span>')
+    """
+    full, short = one_line(value), shorten(value, width)
+    if short == full:
+        return escape(full)
+    return Markup('<span class="name" title="{}">{}</span>').format(full, short)
+
+
+def md_name(value: object, width: int = DISPLAY_WIDTH) -> Markdown:
+    """A name for the Markdown twin: :func:`stef.display.shorten` then :func:`stef.display.md_text`."""
+    return md_text(shorten(value, width))
+
+
+def _md_finalize(value: Any) -> Markdown:
+    """Jinja ``finalize`` of the Markdown twin: every ``{{ … }}`` goes through :func:`stef.display.md_text`
+    unless a filter already made it Markdown (:func:`stef.display.md_code`, ``num`` …), so a new
+    field in the template is escaped without anyone remembering to."""
+    return md_text(value)
 
 
 def _environment(markdown: bool) -> Any:
+    """The Jinja environment of the HTML report (autoescape) or of its Markdown twin (:func:`_md_finalize`)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
+    options: dict[str, Any] = {"finalize": _md_finalize} if markdown else {"autoescape": True}
     environment = Environment(
         loader=PackageLoader("tasks", "templates"),
-        autoescape=not markdown,
         undefined=StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        **options,
     )
-    environment.filters.update(num=_num, pct=_pct, delta=_delta, md=_md_cell, fence=_fence)
+    environment.filters.update(num=_num, pct=_pct, delta=_delta)
+    if markdown:
+        environment.filters.update(name=md_name, md=md_text, code=md_code, code_block=md_code_block)
+    else:
+        environment.filters.update(name=html_name)
     return environment
 
 
@@ -567,11 +639,15 @@ def headline_table(data: ReportData) -> list[dict[str, Any]]:
 
 @task(name="publish-report-artifact", cache_policy=NO_CACHE, persist_result=False)
 def publish_report_artifact(data: ReportData, files: ReportFiles) -> UUID:
-    """Table artifact (key :data:`REPORT_ARTIFACT_KEY`) with the headline table and where the report is."""
+    """Table artifact (key :data:`REPORT_ARTIFACT_KEY`) with the headline table and where the report is.
+
+    The Prefect UI renders the description and every string cell as Markdown: names and paths go
+    through :func:`stef.display.md_cells` / :func:`stef.display.md_code` (shown as text, names shortened).
+    """
     from prefect.artifacts import create_table_artifact
 
     description = (
         f"STEF weekly report {data.week} ({data.start} … {data.end}): {files.evaluations} scored answers of "
-        f"{files.agents} agents. HTML: {files.html} · Markdown: {files.markdown}"
+        f"{files.agents} agents. HTML: {md_code(files.html)} · Markdown: {md_code(files.markdown)}"
     )
-    return cast(UUID, create_table_artifact(table=files.headline, key=REPORT_ARTIFACT_KEY, description=description))
+    return cast(UUID, create_table_artifact(table=md_cells(files.headline), key=REPORT_ARTIFACT_KEY, description=description))

@@ -19,6 +19,7 @@ from monitoring_support import answers, store_answers
 
 import flows.deployments
 import tasks.report
+from stef.display import md_code_block, md_text
 from stef.errors import InputError
 from stef.models import EVALUATOR_VERSION, FilterStatus, Verdict
 from tasks.drift import plan_version_check, run_check
@@ -212,8 +213,8 @@ def test_markdown_twin_holds_the_same_tables(data: ReportData) -> None:
 
 
 def test_markdown_cells_escape_pipes() -> None:
-    assert tasks.report._md_cell("a | b\nc") == "a \\| b c"
-    assert tasks.report._fence("x ``` y") == "````"
+    assert md_text("a | b\nc") == "a \\| b c"
+    assert md_code_block("x ``` y", "sql").splitlines()[0] == "````sql"
 
 
 def test_write_report_writes_both_files(data: ReportData, tmp_path: Path) -> None:
