@@ -31,7 +31,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from stef.clean import parse_statements
-from stef.extract_sql import COMPARISON_TYPES, FLIPPED, column_name, normalize_value
+from stef.extract_sql import COMPARISON_TYPES, FLIPPED, column_name, normalize_value, parse_count
 from stef.matching import STOPWORDS, is_grounded, phrase_overlap
 from stef.models import QuestionSpec
 from stef.rules import AppRules
@@ -623,7 +623,7 @@ def extract_question_spec(
     top_k = None
     token = _top_k_token(text)
     if token is not None:
-        top_k = int(token) if token.isdigit() else NUMBER_WORDS.get(token)
+        top_k = parse_count(token) if token.isdigit() else NUMBER_WORDS.get(token)
     comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)))
 
     filter_values: list[str] = []

@@ -41,6 +41,23 @@ ARITHMETIC_TYPES: dict[type[exp.Expression], str] = {exp.Div: "/", exp.Mul: "*",
 SET_OPERATION_TYPES: dict[type[exp.Expression], str] = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}
 
 
+MAX_COUNT_DIGITS = 18
+"""Longest run of digits read as a LIMIT, FETCH or top-k count (beyond it the text is not a
+usable count; ``int()`` of 4,301+ digits would raise)."""
+
+
+def parse_count(text: str | None) -> int | None:
+    """A non-negative count written with decimal digits of any script (``"10"``, ``"٣"``), else
+    ``None`` (``"²"`` is a digit but not a decimal one, ``"-3"``, a thousand digits, ``None``).
+
+    >>> parse_count("10"), parse_count("٣"), parse_count("²"), parse_count("1" * 5000)
+    (10, 3, None, None)
+    """
+    if not text or len(text) > MAX_COUNT_DIGITS or not text.isdecimal():
+        return None
+    return int(text)
+
+
 def render(node: exp.Expression) -> str:
     """SQL text of a sub-tree for evidence, in sqlglot's generic dialect, without copying it.
 
@@ -403,12 +420,14 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         if limit_node is not None:
             limit_value = limit_node.expression if isinstance(limit_node, exp.Limit) else limit_node
             text = _literal_text(limit_value) if limit_value is not None else None
-            if text is not None and text.lstrip("-").isdigit():
-                limit = int(text)
+            if text is not None and text.startswith("-") and parse_count(text[1:]) is not None:
+                limit = -int(text[1:])  # kept as written (LIMIT -1 means no limit in SQLite)
+            elif parse_count(text) is not None:
+                limit = parse_count(text)
         fetch = query_for_modifiers.args.get("fetch") if limit is None else None
         if fetch is not None:
             text = _literal_text(fetch.args.get("count")) if fetch.args.get("count") is not None else None
-            limit = int(text) if text and text.isdigit() else limit
+            limit = parse_count(text) if parse_count(text) is not None else limit
 
     statement_kinds = tuple(dict.fromkeys([tree.key.upper()]))
     return SQLSpec(

@@ -580,3 +580,16 @@ def test_evidence_fragments_of_s_carry_no_sql_comment() -> None:
     assert evaluation.sql_spec is not None
     fragments = [f.sql for f in evaluation.sql_spec.filters] + list(evaluation.sql_spec.projections)
     assert fragments and not any("Ignore" in text or "Filter alignment" in text for text in fragments)
+
+
+@pytest.mark.parametrize(
+    ("question", "sql"),
+    [
+        pytest.param("Top " + "9" * 5000 + " schools?", "SELECT name FROM schools ORDER BY students DESC LIMIT " + "9" * 5000, id="5000_digit_counts"),
+        pytest.param("Top ² schools?", "SELECT name FROM schools FETCH FIRST 99999999999999999999999999 ROWS ONLY", id="superscript_and_huge_fetch"),
+    ],
+)
+def test_counts_no_int_can_hold_are_not_counts_and_the_record_is_scored(question: str, sql: str) -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="n", question=question, sql=sql, dialect="postgres"))
+    assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
+    assert evaluation.sql_spec is not None and evaluation.sql_spec.limit is None
