@@ -82,6 +82,7 @@ def backfill(
     batch_size: int = DEFAULT_BATCH_SIZE,
     judge: str = SYMBOLIC,
     on_day: Callable[[BackfillDay], None] | None = None,
+    schema_dir: str | None = None,
 ) -> BackfillSummary:
     """Run the nightly work for every day from ``start`` to ``end``, skipping days already done.
 
@@ -98,6 +99,8 @@ def backfill(
             decides the evaluator version that marks a day done.
         on_day: called after each day with its :class:`BackfillDay` (the CLI's progress bar);
             not stored with the flow run.
+        schema_dir: folder of the apps' schemas (as ``stef nightly --schema-dir``); part of the
+            evaluator version that marks a day done.
 
     Returns:
         A :class:`BackfillSummary`.
@@ -110,7 +113,7 @@ def backfill(
     first, last = resolve_log_date(start), resolve_log_date(end)
     days = days_in_range(first, last)
     warehouse_path = str(resolve_path(warehouse))
-    settings = JudgeSettings.parse(judge)
+    settings = JudgeSettings.parse(judge, schema_dir=schema_dir)
     done = set() if force else set(plan_backfill(warehouse_path, first, last, settings.evaluator_version))
     logger = run_logger()
     logger.info("backfill %s … %s: %d days, %d already done%s", first, last, len(days), len(done), " (forced: redone)" if force else "")
@@ -123,7 +126,7 @@ def backfill(
             result = BackfillDay(day, "no_logs")
         else:
             summary = nightly(log_date=day, logs_root=logs_root, warehouse=warehouse_path, rules_dir=rules_dir,
-                              max_bad_share=max_bad_share, batch_size=batch_size, judge=judge)
+                              max_bad_share=max_bad_share, batch_size=batch_size, judge=judge, schema_dir=schema_dir)
             result = BackfillDay(day, "done", summary)
         results.append(result)
         if on_day is not None:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from stef.logs import LogLine
     from stef.models import Evaluation
     from stef.rules import RuleBook
+    from stef.schema import SchemaBook
 
 EXIT_USAGE = 2
 """Exit code of every error a person can fix (bad option, bad rule file, missing input)."""
@@ -50,7 +51,9 @@ JUDGES = ("symbolic", "MODEL", "hybrid:MODEL")
 """Forms of ``--judge``: the deterministic judge, any litellm model string, or hybrid (STEF paper §2.D)."""
 JUDGE_HELP = ("Judge that gives the semantic verdict: 'symbolic' (default, deterministic), a litellm model string "
               "(openai/gpt-4o-mini, anthropic/..., ollama/..., hosted_vllm/...), or 'hybrid:MODEL' (the model only "
-              "for records whose symbolic confidence is below 0.85 or whose score is marginal).")
+              "for the records the symbolic judge hedges on: LIKELY_CORRECT or POTENTIALLY_INCORRECT, p_correct 0.35-0.65).")
+SCHEMA_DIR_HELP = ("Folder of database schemas, one per app: <app_id>.sql (DDL in the app's dialect) or <app_id>.json "
+                   "(catalog; `stef catalog json-schema` prints its format). Apps with one are also checked against it.")
 API_BASE_HELP = "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
 BREAKER_HELP = ("Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
                 "symbolic verdict without calling the model, and each such record says so (0: never).")
@@ -256,6 +259,7 @@ def evaluate_lines(
     dialect: str | None = None,
     judge: object | None = None,
     batch_size: int | None = None,
+    schemas: SchemaBook | None = None,
 ) -> Iterator[OutputRow]:
     """Evaluate log lines in this process in batches, yielding exactly one output row per line, in order.
 
@@ -271,6 +275,7 @@ def evaluate_lines(
         judge: the judge (``None``: the default symbolic judge), or an object that evaluates whole
             batches (:class:`stef.llm_evaluate.LLMEvaluator`: it has ``evaluate_many``).
         batch_size: records per :func:`stef.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
+        schemas: the apps' schemas (``--schema-dir``; a model judge takes them from its settings).
 
     Returns:
         :class:`flows.parallel.OutputRow` items: the evaluation's JSON line and its counted fields.
@@ -286,7 +291,7 @@ def evaluate_lines(
         if batch_evaluate is not None:
             evaluated = iter([OutputRow.of(e) for e in batch_evaluate(records, rulebook)])
         else:
-            evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of))
+            evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of, schemas=schemas))
         for line in batch:
             yield rejected_row(line) if line.record is None else next(evaluated)
 
@@ -325,6 +330,8 @@ class EvaluationStats:
 
     records: int = 0
     scores: list[float] = field(default_factory=list)
+    probabilities: list[float] = field(default_factory=list)
+    """p_correct of the evaluated records."""
     counts: dict[str, Counter[str]] = field(default_factory=lambda: {key: Counter() for key in _ORDERS})
     not_evaluated: list[tuple[str, str, str]] = field(default_factory=list)
     """The first few (run_id, status, reason) of records that got no score."""
@@ -334,6 +341,8 @@ class EvaluationStats:
         self.records += 1
         if evaluation.score is not None:
             self.scores.append(evaluation.score)
+        if evaluation.p_correct is not None:
+            self.probabilities.append(evaluation.p_correct)
         for key in self.counts:
             value = getattr(evaluation, key)
             if value is not None:
@@ -356,6 +365,11 @@ class EvaluationStats:
         """Mean Φ of the evaluated records."""
         return statistics.fmean(self.scores) if self.scores else None
 
+    @property
+    def mean_p_correct(self) -> float | None:
+        """Mean calibrated P(correct) of the evaluated records (the expected share of correct answers)."""
+        return statistics.fmean(self.probabilities) if self.probabilities else None
+
 
 def _fmt(value: float | None, spec: str = ".1f") -> str:
     return "–" if value is None else format(value, spec)
@@ -376,6 +390,7 @@ def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[
         ("coverage", _pct(stats.coverage)),
         ("mean Φ", _fmt(stats.mean_score)),
         ("P90 Φ", _fmt(p90(stats.scores))),
+        ("mean P(correct)", _fmt(stats.mean_p_correct, ".3f")),
         ("output", one_line(out)),
     ):
         overview.add_row(name, Text(value))
@@ -412,6 +427,7 @@ def evaluate(
     cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="DuckDB file caching model verdicts (may be the warehouse); a rerun makes no model call.")] = None,
     max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.")] = None,
     workers: Annotated[int, typer.Option("--workers", min=0, help="Processes for the symbolic judge (0: one per usable core).")] = 0,
+    schema_dir: Annotated[Path | None, typer.Option("--schema-dir", help=SCHEMA_DIR_HELP)] = None,
 ) -> None:
     """Score every record of INPUT without a warehouse; write one result line per input line.
 
@@ -425,7 +441,8 @@ def evaluate(
 
     with _user_errors():
         settings = validate_judge(judge, api_base=api_base, concurrency=concurrency, timeout_s=timeout, max_cost_usd=max_cost_usd,
-                                  breaker_failures=breaker_failures)
+                                  breaker_failures=breaker_failures, schema_dir=str(schema_dir) if schema_dir is not None else None)
+        schemas = settings.schemas()  # a missing folder fails here, before any work
         evaluator = None
         if not settings.is_symbolic:
             from stef.llm_evaluate import LLMEvaluator
@@ -464,9 +481,9 @@ def evaluate(
                 if processes > 1:
                     from flows.parallel import evaluate_files_in_processes
 
-                    rows = evaluate_files_in_processes(files, rulebook, processes, dialect=dialect, batch_size=BATCH_SIZE)
+                    rows = evaluate_files_in_processes(files, rulebook, processes, dialect=dialect, batch_size=BATCH_SIZE, schemas=schemas)
                 else:
-                    rows = evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator)
+                    rows = evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator, schemas=schemas)
                 for row in rows:
                     handle.write(row.json + "\n")
                     stats.add(row)
@@ -537,6 +554,7 @@ def judge_table(stats: JudgeRunStats) -> Table:
 _METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
     ("records", "records"),
     ("coverage", "coverage"),
+    ("mean_p_correct", "P(ok)"),
     ("mean_score", "mean Φ"),
     ("p90_score", "P90 Φ"),
     ("n_excellent", "exc."),
@@ -557,6 +575,8 @@ def _cell(key: str, value: Any) -> str:
         return _pct(float(value))
     if key in ("mean_score", "p90_score"):
         return _fmt(float(value))
+    if key == "mean_p_correct":
+        return _fmt(float(value), ".2f")
     return str(value)
 
 
@@ -623,13 +643,14 @@ def nightly(
     task_runner: Annotated[TaskRunnerChoice, typer.Option("--task-runner", help="Where evaluation batches run: thread (default), process (every core), dask (prefect-dask: --dask-address, else a local cluster).")] = TaskRunnerChoice.thread,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Threads / processes / local Dask workers (default: the runner's own).")] = None,
     dask_address: Annotated[str | None, typer.Option("--dask-address", metavar="tcp://HOST:8786", help="Scheduler of a running Dask cluster (with --task-runner dask).")] = None,
+    schema_dir: Annotated[str | None, typer.Option("--schema-dir", help=SCHEMA_DIR_HELP)] = None,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     from stef.evaluate import configured_time_cap_s
 
     with _user_errors():
         validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout,
-                       breaker_failures=breaker_failures)
+                       breaker_failures=breaker_failures, schema_dir=schema_dir).schemas()
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
@@ -652,6 +673,7 @@ def nightly(
                 max_cost_usd=max_cost_usd,
                 timeout_s=timeout,
                 breaker_failures=breaker_failures,
+                schema_dir=schema_dir,
             )
     console.print(_summary_line(summary), soft_wrap=True)
     if summary.judge != "symbolic":
@@ -684,8 +706,9 @@ def demo_days() -> list[str]:
 def copy_demo_logs(logs_root: Path) -> list[str]:
     """Copy the bundled sample logs to ``<logs_root>/<YYYY-MM-DD>/*.jsonl``; return the days.
 
-    Also copies ``labels.jsonl`` (NL2SQL-BUGs labels, to check scores against) beside
-    ``logs_root``. Existing files of the same name are overwritten; nothing else is touched.
+    Also copies ``labels.jsonl`` (NL2SQL-BUGs labels, to check scores against) and
+    ``schemas/<app_id>.sql`` (the databases' DDL, for ``--schema-dir``) beside ``logs_root``.
+    Existing files of the same name are overwritten; nothing else is touched.
 
     Raises:
         CliError: the package holds no sample logs (a broken installation).
@@ -706,6 +729,13 @@ def copy_demo_logs(logs_root: Path) -> list[str]:
     labels = root.joinpath("labels.jsonl")
     if labels.is_file():
         (logs_root.parent / "labels.jsonl").write_bytes(labels.read_bytes())
+    schemas = root.joinpath("schemas")
+    if schemas.is_dir():
+        target = logs_root.parent / "schemas"
+        target.mkdir(parents=True, exist_ok=True)
+        for entry in schemas.iterdir():
+            if entry.name.endswith(".sql"):
+                (target / entry.name).write_bytes(entry.read_bytes())
     return days
 
 
@@ -737,7 +767,8 @@ def demo(
     console.print(metrics_table(list(frame.iter_rows(named=True)), title=f"Daily metrics read back from {warehouse_path}", day_key="log_date"))
     console.print(
         f"Labels to check the scores against: {logs_root.parent / 'labels.jsonl'}\n"
-        f"Score one day without a warehouse: stef evaluate {logs_root / days[-1]} --out scores.jsonl",
+        f"Score one day without a warehouse: stef evaluate {logs_root / days[-1]} --out scores.jsonl\n"
+        f"... and against the databases' schemas: stef evaluate {logs_root / days[-1]} --schema-dir {logs_root.parent / 'schemas'} --out scores.jsonl",
         soft_wrap=True,
     )
 
@@ -748,6 +779,7 @@ def bench_judge(
     dialect: Annotated[str, typer.Option("--dialect", help="sqlglot dialect of the SQL in FILE.")] = "sqlite",
     threshold: Annotated[float, typer.Option("--threshold", help="Φ at or above which an answer counts as predicted correct.")] = 75.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")] = False,
+    schema_dir: Annotated[Path | None, typer.Option("--schema-dir", help="Folder of <db_id>.sql or .json schemas of FILE's databases (e.g. ../shared/data/nl2sql_bugs/schemas).")] = None,
 ) -> None:
     """Measure the judge on labelled records: accuracy, AUROC, precision/recall, coverage, recall per error category.
 
@@ -766,14 +798,18 @@ def bench_judge(
             records = [bugs_record_to_log(row, dialect=resolved) for row in rows]
         except (ValueError, KeyError) as exc:
             raise InputError(f"{labelled_file}: not an NL2SQL-BUGs-format file ({exc})") from exc
-        figures = measure(rows, evaluate_many(records), threshold)
+        from stef.schema import SchemaBook
+
+        schemas = SchemaBook(schema_dir) if schema_dir is not None else None
+        figures = measure(rows, evaluate_many(records, schemas=schemas), threshold)
     if as_json:
         console.print_json(json.dumps(figures.__dict__), indent=None)
         return
     table = Table(title=Text(f"Judge on {one_line(labelled_file.name)} (Φ ≥ {threshold:g} = predicted correct)"), box=box.SIMPLE_HEAD)
     table.add_column("figure")
     table.add_column("value", justify="right")
-    for name in ("records", "coverage", "accuracy", "auroc", "negative_precision", "negative_recall", "positive_precision", "positive_recall"):
+    for name in ("records", "coverage", "accuracy", "auroc", "accuracy_p_correct", "auroc_p_correct", "ece", "mean_p_correct", "share_correct",
+                 "negative_precision", "negative_recall", "positive_precision", "positive_recall"):
         value = getattr(figures, name)
         table.add_row(name, str(value) if isinstance(value, int) else f"{value:.3f}")
     console.print(table)
@@ -803,6 +839,11 @@ _register_monitoring(app)
 from flows.cli_campaign import register as _register_campaign  # noqa: E402
 
 _register_campaign(app)
+
+# Database schemas for --schema-dir (`stef catalog ...`).
+from flows.cli_catalog import register as _register_catalog  # noqa: E402
+
+_register_catalog(app)
 
 
 if __name__ == "__main__":

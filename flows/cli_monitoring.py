@@ -163,6 +163,7 @@ def backfill(
     max_bad_share: Annotated[float, typer.Option("--max-bad-share", min=0.0, max=1.0, help="Per day: fail when more than this share of lines is quarantined.")] = 0.05,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = 500,
     judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help="Judge, as for stef nightly; it decides the evaluator version that marks a day done.")] = "symbolic",
+    schema_dir: Annotated[str | None, typer.Option("--schema-dir", help="Folder of the apps' schemas, as for stef nightly (part of the evaluator version that marks a day done).")] = None,
 ) -> None:
     """Run the nightly work for every day from --start to --end; skip days already done.
 
@@ -180,7 +181,9 @@ def backfill(
 
         first, last = start.date(), end.date()
         total = len(days_in_range(first, last))  # checks the range before Prefect starts
-        version = validate_judge(judge).evaluator_version  # also checks a model's provider and keys
+        settings = validate_judge(judge, schema_dir=schema_dir)  # also checks a model's provider and keys
+        settings.schemas()  # a missing schema folder fails here
+        version = settings.evaluator_version
         progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=err_console, transient=True, disable=not err_console.is_terminal)
         with progress:
@@ -193,7 +196,7 @@ def backfill(
             with _running_flows():
                 summary = backfill_flow(start=first, end=last, logs_root=logs_root, warehouse=warehouse, force=force,
                                         rules_dir=rules_dir, max_bad_share=max_bad_share, batch_size=batch_size,
-                                        judge=judge, on_day=on_day)
+                                        judge=judge, on_day=on_day, schema_dir=schema_dir)
     done, skipped, missing = (summary.with_status(s) for s in ("done", "skipped", "no_logs"))
     console.print(Text(
         f"backfill {summary.start} … {summary.end} into {one_line(summary.warehouse)}: {len(done)} days run, "

@@ -155,6 +155,7 @@ def nightly(
     max_cost_usd: float | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     breaker_failures: int = DEFAULT_BREAKER_FAILURES,
+    schema_dir: str | None = None,
 ) -> NightlySummary:
     """Score one day of agent logs into the warehouse.
 
@@ -179,6 +180,9 @@ def nightly(
         breaker_failures: after this many consecutive timeouts / connection failures the rest of
             the run gets the symbolic verdict without calling the model (0: never); the batches
             of the run share the breaker (:func:`stef.llm_judge.shared_breaker`).
+        schema_dir: folder of ``<app_id>.sql`` (DDL) or ``<app_id>.json`` (catalog) schemas; apps
+            with one are also checked against it. The day is stored under the evaluator version
+            with ``+schema``.
 
     Returns:
         A :class:`NightlySummary`.
@@ -187,13 +191,15 @@ def nightly(
         InputError: no log folder / files for the day, or a malformed ``log_date``.
         LogQualityError: too many bad lines (nothing is stored).
         RulesError: ``rules_dir`` or a rule file in it is invalid.
+        SchemaError: ``schema_dir`` is not a folder, or an app's schema file cannot be read.
         JudgeConfigError: an unusable judge setting (unknown provider, key not in the environment ...).
         WarehouseLockedError: another process still writes the warehouse after the lock timeout
             (``$STEF_LOCK_TIMEOUT_S``, default 30 s).
         ValueError: ``batch_size`` < 1 or ``max_bad_share`` outside [0, 1].
     """
     settings = JudgeSettings.parse(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout_s,
-                                   breaker_failures=breaker_failures, run_key=f"nightly-{uuid.uuid4().hex}")
+                                   breaker_failures=breaker_failures, run_key=f"nightly-{uuid.uuid4().hex}", schema_dir=schema_dir)
+    settings.schemas()  # a missing schema folder fails here, before any work
     for warning in preflight(settings):
         get_run_logger().warning("%s", warning)
     day = resolve_log_date(log_date)

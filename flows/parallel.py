@@ -27,6 +27,7 @@ from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, Filt
 if TYPE_CHECKING:
     from stef.logs import LogLine
     from stef.rules import RuleBook
+    from stef.schema import SchemaBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class OutputRow:
     status: EvaluationStatus
     status_reason: str | None
     score: float | None
+    p_correct: float | None
     band: Band | None
     filter_status: FilterStatus | None
     verdict: Verdict | None
@@ -58,12 +60,14 @@ class OutputRow:
             status=evaluation.status,
             status_reason=evaluation.status_reason,
             score=evaluation.score,
+            p_correct=evaluation.p_correct,
             band=evaluation.band,
             filter_status=evaluation.filter_status,
             verdict=evaluation.verdict,
         )
 
 _WORKER_RULEBOOK: RuleBook | None = None
+_WORKER_SCHEMAS: SchemaBook | None = None
 
 
 def default_workers() -> int:
@@ -89,13 +93,15 @@ def rejected_row(line: LogLine) -> OutputRow:
     return OutputRow.of(rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}"))
 
 
-def _init_worker(rulebook: RuleBook) -> None:
-    global _WORKER_RULEBOOK
+def _init_worker(rulebook: RuleBook, schemas: SchemaBook | None) -> None:
+    global _WORKER_RULEBOOK, _WORKER_SCHEMAS
     _WORKER_RULEBOOK = rulebook
+    _WORKER_SCHEMAS = schemas
     gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 
 
-def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rulebook: RuleBook, dialect: str | None = None) -> list[OutputRow]:
+def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rulebook: RuleBook, dialect: str | None = None,
+                       schemas: SchemaBook | None = None) -> list[OutputRow]:
     """Read and evaluate raw log lines: one output row per non-blank line, in order.
 
     Args:
@@ -103,6 +109,7 @@ def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rul
         numbered_lines: ``(line number, bytes)`` pairs (:func:`stef.logs.read_raw_lines`).
         rulebook: resolves each record's ``app_id`` to its rules.
         dialect: dialect for records that name none.
+        schemas: the apps' schemas (``--schema-dir``), or ``None``.
 
     Returns:
         :class:`OutputRow` items; a line that is not a valid record gets :func:`rejected_row`.
@@ -121,13 +128,13 @@ def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rul
         else:
             rows.append(None)
             records.append(with_dialect(line.record, dialect))
-    evaluated = iter(evaluate_many(records, rulebook=rulebook, convert=OutputRow.of))
+    evaluated = iter(evaluate_many(records, rulebook=rulebook, convert=OutputRow.of, schemas=schemas))
     return [row if row is not None else next(evaluated) for row in rows]
 
 
 def _evaluate_raw_batch(source: str, numbered_lines: list[tuple[int, bytes]], dialect: str | None) -> list[OutputRow]:
     assert _WORKER_RULEBOOK is not None, "worker not initialised"
-    return evaluate_raw_lines(source, numbered_lines, _WORKER_RULEBOOK, dialect)
+    return evaluate_raw_lines(source, numbered_lines, _WORKER_RULEBOOK, dialect, _WORKER_SCHEMAS)
 
 
 def _raw_batches(files: Sequence[Path], batch_size: int) -> Iterator[tuple[str, list[tuple[int, bytes]]]]:
@@ -142,7 +149,8 @@ def _raw_batches(files: Sequence[Path], batch_size: int) -> Iterator[tuple[str, 
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
 
 
-def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, workers: int, dialect: str | None = None, batch_size: int = 500) -> Iterator[OutputRow]:
+def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, workers: int, dialect: str | None = None, batch_size: int = 500,
+                                schemas: SchemaBook | None = None) -> Iterator[OutputRow]:
     """Evaluate log files in ``workers`` processes; yield one output row per non-blank line, in order.
 
     The parent only reads raw lines and writes rows: decoding, validation and evaluation all
@@ -154,6 +162,7 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
         workers: number of processes (≥ 2; use :func:`stef.evaluate.evaluate_many` for one).
         dialect: dialect for records that name none.
         batch_size: lines per task.
+        schemas: the apps' schemas (``--schema-dir``), sent once to each worker.
 
     Returns:
         An iterator of :class:`OutputRow`, one per non-blank input line, same order.
@@ -163,13 +172,15 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     """
     import stef.evaluate  # noqa: F401 - imported once here, inherited by the forked workers (and frozen there)
     import stef.logs  # noqa: F401
-    from stef.calibrate import DEFAULT_CALIBRATOR, load_calibrator
+    from stef.calibrate import DEFAULT_CALIBRATOR, SCHEMA_CALIBRATOR, load_calibrator
 
     rulebook.for_app(None)  # the default rules and the calibrator are loaded once, before the fork
     load_calibrator(DEFAULT_CALIBRATOR)  # the same cache key as the default judge's call
+    if schemas is not None:
+        load_calibrator(SCHEMA_CALIBRATOR)
 
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook,)) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook, schemas)) as pool:
         pending: deque[Future[list[OutputRow]]] = deque()
         try:
             for source, batch in _raw_batches(files, batch_size):

@@ -1,23 +1,36 @@
-"""Train the symbolic judge's calibrator (stef/calibrators/symbolic-v1.json) — reproducibly.
+"""Train the symbolic judge's calibrators (stef/calibrators/*.json) — reproducibly.
 
 Usage (needs the `calibrate` extra: pip install '.[calibrate]'):
 
-    python scripts/train_calibrator.py ../shared/data/nl2sql_bugs/dev_canonical.jsonl \
-        --out stef/calibrators/symbolic-v1.json
+    python scripts/train_calibrator.py \
+        --dataset bugs=../shared/data/nl2sql_bugs/dev_canonical.jsonl:../shared/data/nl2sql_bugs/schemas \
+        --dataset spider=../shared/data/spider_multisys/dev.jsonl:../shared/data/spider_multisys/schemas \
+        --out-dir stef/calibrators
 
-Trains ONLY on the given NL2SQL-BUGs development file (Liu et al., KDD 2025; questions and SQL
-from BIRD, CC BY-SA 4.0). Steps:
+Trains two artifacts on every given development file together (NL2SQL-BUGs: Liu et al., KDD 2025,
+questions and SQL from BIRD, CC BY-SA 4.0; Spider multi-system answers: Spider 1.0, CC BY-SA 4.0,
+predictions from HKUSTDial/NL2SQL360):
 
-1. every row is evaluated with the *uncalibrated* symbolic judge; the calibrator features
-   (stef.calibrate.feature_vector) of each judged row are recorded;
-2. 5-fold cross-validation grouped by question (rows of one question never on both sides):
-   a standardised L2 logistic regression (C = 0.3) is fitted on 4 folds and scored on the 5th;
-   accuracy / AUROC of Φ (through stef.calibrate.verdict_from_probability and stef.score) are
-   reported as mean ± standard deviation over folds;
-3. the final model is fitted on all rows and written as JSON with the training file's SHA-256,
-   the row count and the cross-validation figures.
+* ``symbolic-v2.json``: records judged without a schema;
+* ``schema-v1.json``: records checked against their database's schema (``<schema dir>/<db_id>.sql``).
 
-Deterministic: no random state is involved (GroupKFold and lbfgs are deterministic).
+Steps, for each of the two feature sets:
+
+1. every row is evaluated with the *uncalibrated* symbolic judge (with or without its schema); the
+   calibrator features (stef.calibrate.feature_vector) of each judged row are recorded;
+2. 5-fold cross-validation grouped by (dataset, question): rows of one question are never on
+   both sides; a standardised L2 logistic regression is fitted on 4 folds and predicts the 5th,
+   for each regularisation strength in C_GRID; the C with the best mean log-loss is kept;
+3. the out-of-fold predictions give, per dataset: accuracy at Φ ≥ 75 (Φ from the verdict and γ
+   of stef.calibrate.verdict_from_probability and the paper's formula), AUROC of p_correct and of
+   Φ, expected calibration error over 10 equal-width bins, and recall of wrong answers per
+   NL2SQL-BUGs error category. Rows that get no score (parse errors) count as predicted
+   incorrect with p = 0; rows with a non-SELECT statement get p = 0 and rows the schema says
+   cannot run get p ≤ stef.calibrate.CANNOT_RUN_P, as the pipeline does;
+4. the final model is fitted on all rows and written as JSON with the training files' SHA-256,
+   the row counts and the cross-validation figures.
+
+Deterministic: GroupKFold and lbfgs involve no random state.
 """
 
 from __future__ import annotations
@@ -25,29 +38,50 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import statistics
+import math
 import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-C_REGULARISATION = 0.3
+C_GRID = (0.03, 0.1, 0.3, 1.0)
 FOLDS = 5
-VERSION = "calib-symbolic-v1"
+VERSIONS = {"symbolic": "calib-symbolic-v2", "schema": "calib-schema-v1"}
+FILES = {"symbolic": "symbolic-v2.json", "schema": "schema-v1.json"}
 
 
-def collect(path: Path) -> tuple[list[dict[str, float]], list[bool], list[str], list[object]]:
-    """Features, labels, question groups and judge inputs' alignments of every judged row."""
+@dataclass
+class Row:
+    """One labelled record of a development file, as the uncalibrated pipeline saw it."""
+
+    dataset: str
+    question: str
+    label: bool
+    categories: tuple[str, ...]
+    features: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Feature set name -> features (absent: the record got no score)."""
+    alignment: dict[str, Any] = field(default_factory=dict)
+    forced_incorrect: dict[str, bool] = field(default_factory=dict)
+    cannot_run: dict[str, bool] = field(default_factory=dict)
+    """The schema says the answer reads a table or column the database lacks (p capped, as the judge does)."""
+
+
+def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
+    """Run every record through the pipeline without a calibrator, with and without its schema."""
     from stef.benchmark import bugs_record_to_log, read_bugs_file
     from stef.calibrate import feature_vector
     from stef.evaluate import evaluate
     from stef.judge import JudgeInput, SymbolicJudge
     from stef.models import JudgeResult
+    from stef.schema import SchemaBook
 
     class Recorder:
         name = "symbolic"
 
         def __init__(self) -> None:
             self.inner = SymbolicJudge(calibrator=None)
-            self.last: tuple[dict[str, float], object] | None = None
+            self.last: tuple[dict[str, float], Any] | None = None
 
         def judge(self, judge_input: JudgeInput) -> JudgeResult:
             result = self.inner.judge(judge_input)
@@ -55,20 +89,31 @@ def collect(path: Path) -> tuple[list[dict[str, float]], list[bool], list[str], 
             return result
 
     recorder = Recorder()
-    features, labels, groups, alignments = [], [], [], []
-    for row in read_bugs_file(path):
-        recorder.last = None
-        evaluate(bugs_record_to_log(row), judge=recorder)
-        if recorder.last is None:
-            continue  # not evaluated (parse error ...): nothing to calibrate
-        features.append(recorder.last[0])
-        alignments.append(recorder.last[1])
-        labels.append(bool(row["label"]))
-        groups.append(row["question"])
-    return features, labels, groups, alignments
+    rows: list[Row] = []
+    for name, path, schema_dir in datasets:
+        book = SchemaBook(schema_dir) if schema_dir is not None else None
+        for raw in read_bugs_file(path):
+            record = bugs_record_to_log(raw)
+            categories = tuple(sorted({e.get("error_type", "") for e in raw.get("error_types") or () if isinstance(e, dict)}))
+            row = Row(name, f"{name}:{raw['question']}", bool(raw["label"]), categories)
+            for feature_set, schema in (("symbolic", None), ("schema", book.for_app(record.app_id, "sqlite") if book is not None else None)):
+                if feature_set == "schema" and schema is None:
+                    continue
+                recorder.last = None
+                evaluation = evaluate(record, judge=recorder, schema=schema)
+                if recorder.last is None:
+                    continue
+                row.features[feature_set] = recorder.last[0]
+                row.alignment[feature_set] = recorder.last[1]
+                report = evaluation.schema_report
+                cannot_run = report is not None and bool(report.unknown_tables or report.unknown_columns)
+                row.forced_incorrect[feature_set] = any(f.startswith("non_select_statement") for f in evaluation.flags)
+                row.cannot_run[feature_set] = cannot_run
+            rows.append(row)
+    return rows
 
 
-def fit(matrix: list[list[float]], labels: list[bool]) -> tuple[list[float], list[float], list[float], float]:
+def fit(matrix: list[list[float]], labels: list[bool], c: float) -> tuple[list[float], list[float], list[float], float]:
     """Standardise, fit L2 logistic regression; return means, scales, coefficients, intercept."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
@@ -77,73 +122,150 @@ def fit(matrix: list[list[float]], labels: list[bool]) -> tuple[list[float], lis
     means = x.mean(axis=0)
     scales = x.std(axis=0)
     scales[scales == 0] = 1.0
-    model = LogisticRegression(C=C_REGULARISATION, max_iter=5000).fit((x - means) / scales, np.asarray(labels))
+    model = LogisticRegression(C=c, max_iter=5000).fit((x - means) / scales, np.asarray(labels))
     return means.tolist(), scales.tolist(), model.coef_[0].tolist(), float(model.intercept_[0])
+
+
+def expected_calibration_error(probabilities: list[float], labels: list[bool], bins: int = 10) -> float:
+    """ECE over ``bins`` equal-width bins of p: Σ (n_b / n) · |mean p_b − share correct_b|."""
+    totals: dict[int, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
+    for p, y in zip(probabilities, labels, strict=True):
+        b = min(bins - 1, int(p * bins))
+        totals[b][0] += 1
+        totals[b][1] += p
+        totals[b][2] += float(y)
+    n = len(labels)
+    return sum(count / n * abs(sum_p / count - sum_y / count) for count, sum_p, sum_y in totals.values())
+
+
+def phi(alignment: Any, p: float) -> float:
+    from stef.calibrate import verdict_from_probability
+    from stef.rules import default_rules
+    from stef.score import compute_score
+
+    verdict, gamma = verdict_from_probability(p)
+    return compute_score(alignment, verdict, gamma, default_rules().scoring).score
+
+
+def evaluate_set(rows: list[Row], feature_set: str, predictions: dict[int, float]) -> dict[str, Any]:
+    """Figures per dataset from out-of-fold predictions (index into ``rows`` -> p)."""
+    from stef.benchmark import auroc
+    from stef.calibrate import CANNOT_RUN_P
+
+    report: dict[str, Any] = {}
+    for dataset in sorted({row.dataset for row in rows}):
+        indexes = [i for i, row in enumerate(rows) if row.dataset == dataset]
+        ps, phis, labels = [], [], []
+        caught: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        scored = 0
+        for i in indexes:
+            row = rows[i]
+            if feature_set in row.features:
+                scored += 1
+                p = 0.0 if row.forced_incorrect[feature_set] else predictions[i]
+                if row.cannot_run[feature_set]:
+                    p = min(p, CANNOT_RUN_P)
+                score = phi(row.alignment[feature_set], p)
+            else:
+                p, score = 0.0, 0.0
+            ps.append(p)
+            phis.append(score)
+            labels.append(row.label)
+            if not row.label:
+                for category in row.categories or ("(none)",):
+                    caught[category][0] += int(score < 75)
+                    caught[category][1] += 1
+        report[dataset] = {
+            "rows": len(indexes),
+            "coverage": round(scored / len(indexes), 4),
+            "accuracy_phi75": round(sum((s >= 75) == y for s, y in zip(phis, labels, strict=True)) / len(labels), 4),
+            "accuracy_p50": round(sum((p >= 0.5) == y for p, y in zip(ps, labels, strict=True)) / len(labels), 4),
+            "auroc_p": round(auroc(ps, labels), 4),
+            "auroc_phi": round(auroc(phis, labels), 4),
+            "ece": round(expected_calibration_error(ps, labels), 4),
+            "mean_p": round(sum(ps) / len(ps), 4),
+            "base_rate_correct": round(sum(labels) / len(labels), 4),
+            "recall_incorrect_per_category": {k: round(c / n, 3) for k, (c, n) in sorted(caught.items()) if n >= 10},
+        }
+    return report
+
+
+def cross_validate(rows: list[Row], feature_set: str, names: list[str]) -> tuple[float, dict[str, Any], dict[int, float]]:
+    """Best C by grouped CV log-loss; its out-of-fold predictions and figures."""
+    from sklearn.model_selection import GroupKFold
+
+    from stef.calibrate import Calibrator
+
+    usable = [i for i, row in enumerate(rows) if feature_set in row.features]
+    matrix = [[rows[i].features[feature_set].get(name, 0.0) for name in names] for i in usable]
+    labels = [rows[i].label for i in usable]
+    groups = [rows[i].question for i in usable]
+    best: tuple[float, float, dict[int, float]] | None = None
+    for c in C_GRID:
+        predictions: dict[int, float] = {}
+        for train, test in GroupKFold(n_splits=FOLDS).split(matrix, labels, groups):
+            means, scales, coefficients, intercept = fit([matrix[j] for j in train], [labels[j] for j in train], c)
+            model = Calibrator("cv", tuple(names), tuple(means), tuple(scales), tuple(coefficients), intercept, {})
+            for j in test:
+                predictions[usable[j]] = model.probability(rows[usable[j]].features[feature_set])
+        loss = -sum(math.log(max(1e-9, predictions[i] if rows[i].label else 1 - predictions[i])) for i in usable) / len(usable)
+        if best is None or loss < best[0]:
+            best = (loss, c, predictions)
+    assert best is not None
+    return best[1], evaluate_set(rows, feature_set, best[2]), best[2]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dev_file", type=Path)
-    parser.add_argument("--out", type=Path, default=Path("stef/calibrators/symbolic-v1.json"))
+    parser.add_argument("--dataset", action="append", required=True, metavar="NAME=FILE[:SCHEMA_DIR]",
+                        help="a development file in the NL2SQL-BUGs format, optionally with its folder of <db_id>.sql schemas")
+    parser.add_argument("--out-dir", type=Path, default=Path("stef/calibrators"))
+    parser.add_argument("--report", type=Path, help="also write the cross-validation figures as JSON here")
     args = parser.parse_args(argv)
 
     from sklearn import __version__ as sklearn_version
-    from sklearn.model_selection import GroupKFold
 
-    from stef.benchmark import auroc
-    from stef.calibrate import Calibrator, verdict_from_probability
-    from stef.rules import default_rules
-    from stef.score import compute_score
-
-    features, labels, groups, alignments = collect(args.dev_file)
-    names = sorted(features[0])
-    matrix = [[row[name] for name in names] for row in features]
-    scoring = default_rules().scoring
-
-    def phi(model: Calibrator, index: int) -> float:
-        verdict, gamma = verdict_from_probability(model.probability(features[index]))
-        return compute_score(alignments[index], verdict, gamma, scoring).score  # type: ignore[arg-type]
-
-    accuracies, aurocs = [], []
-    for train, test in GroupKFold(n_splits=FOLDS).split(matrix, labels, groups):
-        means, scales, coefficients, intercept = fit([matrix[i] for i in train], [labels[i] for i in train])
-        model = Calibrator(VERSION, tuple(names), tuple(means), tuple(scales), tuple(coefficients), intercept, {})
-        scores = [phi(model, i) for i in test]
-        truth = [labels[i] for i in test]
-        accuracies.append(sum((s >= 75) == t for s, t in zip(scores, truth)) / len(test))
-        aurocs.append(auroc(scores, truth))
-    means, scales, coefficients, intercept = fit(matrix, labels)
-    payload = {
-        "version": VERSION,
-        "features": names,
-        "means": means,
-        "scales": scales,
-        "coefficients": coefficients,
-        "intercept": intercept,
-        "metadata": {
-            "trained_on": args.dev_file.name,
-            "trained_on_sha256": hashlib.sha256(args.dev_file.read_bytes()).hexdigest(),
-            "rows": len(labels),
-            "model": f"standardised L2 logistic regression, C={C_REGULARISATION} (scikit-learn {sklearn_version})",
-            "cross_validation": {
-                "folds": FOLDS,
-                "grouped_by": "question",
-                "accuracy_mean": round(statistics.mean(accuracies), 4),
-                "accuracy_std": round(statistics.pstdev(accuracies), 4),
-                "auroc_mean": round(statistics.mean(aurocs), 4),
-                "auroc_std": round(statistics.pstdev(aurocs), 4),
-                "accuracy_per_fold": [round(a, 4) for a in accuracies],
-                "auroc_per_fold": [round(a, 4) for a in aurocs],
+    datasets: list[tuple[str, Path, Path | None]] = []
+    for spec in args.dataset:
+        name, _, rest = spec.partition("=")
+        file, _, schema_dir = rest.partition(":")
+        datasets.append((name, Path(file), Path(schema_dir) if schema_dir else None))
+    rows = collect(datasets)
+    figures: dict[str, Any] = {}
+    for feature_set in ("symbolic", "schema"):
+        usable = [row for row in rows if feature_set in row.features]
+        if not usable:
+            continue
+        names = sorted({name for row in usable for name in row.features[feature_set]})
+        c, report, _ = cross_validate(rows, feature_set, names)
+        means, scales, coefficients, intercept = fit([[row.features[feature_set].get(n, 0.0) for n in names] for row in usable], [row.label for row in usable], c)
+        figures[feature_set] = {"C": c, **report}
+        payload = {
+            "version": VERSIONS[feature_set],
+            "features": names,
+            "means": means,
+            "scales": scales,
+            "coefficients": coefficients,
+            "intercept": intercept,
+            "metadata": {
+                "feature_set": feature_set,
+                "trained_on": {name: {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "schemas": bool(schema)}
+                               for name, path, schema in datasets},
+                "rows": len(usable),
+                "model": f"standardised L2 logistic regression, C={c} chosen from {list(C_GRID)} by grouped CV log-loss (scikit-learn {sklearn_version})",
+                "cross_validation": {"folds": FOLDS, "grouped_by": "dataset and question", **report},
+                "source": "NL2SQL-BUGs development split (Liu et al., KDD 2025; BIRD, CC BY-SA 4.0) and Spider 1.0 multi-system answers "
+                          "(Yu et al., EMNLP 2018, CC BY-SA 4.0; predictions from HKUSTDial/NL2SQL360)",
             },
-            "source": "NL2SQL-BUGs development split (Liu et al., KDD 2025); questions and SQL from BIRD (CC BY-SA 4.0)",
-        },
-    }
-    args.out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    cv = payload["metadata"]["cross_validation"]
-    print(
-        f"wrote {args.out}: {len(labels)} rows; grouped {FOLDS}-fold CV accuracy {cv['accuracy_mean']:.3f} ± {cv['accuracy_std']:.3f}, "
-        f"AUROC {cv['auroc_mean']:.3f} ± {cv['auroc_std']:.3f}"
-    )
+        }
+        out = args.out_dir / FILES[feature_set]
+        out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+        for dataset, numbers in report.items():
+            print(f"{feature_set:8} {dataset:7} C={c}: accuracy(Φ≥75) {numbers['accuracy_phi75']:.3f} (p≥0.5 {numbers['accuracy_p50']:.3f}), "
+                  f"AUROC p {numbers['auroc_p']:.3f} / Φ {numbers['auroc_phi']:.3f}, ECE {numbers['ece']:.3f}, coverage {numbers['coverage']:.3f}")
+        print(f"wrote {out}")
+    if args.report is not None:
+        args.report.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
 
 

@@ -52,6 +52,20 @@ DIRECTION = {">": ">", ">=": ">", "<": "<", "<=": "<"}
 """Comparison operators by direction; a filter compared the other way reverses the request."""
 
 
+def _binding_label(column: str, operator: str, value: str, bindings: list[tuple[str, str, str]]) -> str:
+    """How a requested (column, operator, value) reads in evidence: a BETWEEN bound with its range
+    (``atom_id BETWEEN 21 AND 25 (bound 25)``), anything else as ``column operator value``.
+
+    >>> _binding_label("age", "BETWEEN", "25", [("age", "BETWEEN", "21"), ("age", "BETWEEN", "25")])
+    'age BETWEEN 21 AND 25 (bound 25)'
+    """
+    if operator == "BETWEEN":
+        bounds = [v for c, o, v in bindings if c == column and o == "BETWEEN"]
+        if len(bounds) == 2:
+            return f"{column} BETWEEN {bounds[0]} AND {bounds[1]} (bound {value})"
+    return f"{column} {operator} {value}"
+
+
 def _describe(predicate: FilterPredicate) -> str:
     return predicate.sql or f"{predicate.column} {predicate.operator} {predicate.value}"
 
@@ -109,25 +123,26 @@ def align_filters(
     bindings = list(dict.fromkeys((*question.value_bindings, *enriched.value_bindings)))
     bound_values = {value for _, _, value in bindings}
     for column, operator, value in bindings:
+        label = _binding_label(column, operator, value, bindings)
         same_column = [f for f in valued if f.column == column]
         hit = next((f for f in same_column if any(values_match(value, v) for v in f.values)), None)
         if hit is not None:
-            record_hit(operator, hit, f"{column} {operator} {value}", f"{column} {operator} {value}")
+            record_hit(operator, hit, label, label)
             continue
         elsewhere = next((f for f, v in applied_values if values_match(value, v)), None)
         if elsewhere is not None:
             used.add(id(elsewhere))
-            wrong.append(f"{column} {operator} {value}: S filters {_describe(elsewhere)} (another column)")
+            wrong.append(f"{label}: S filters {_describe(elsewhere)} (another column)")
         elif same_column:
             for f in same_column:
                 used.add(id(f))
-            wrong.append(f"{column} {operator} {value}: S filters {', '.join(_describe(f) for f in same_column)} (another value)")
+            wrong.append(f"{label}: S filters {', '.join(_describe(f) for f in same_column)} (another value)")
         elif any(values_match(value, literal) for literal in literal_pool):
-            matched.append(f"{column} {operator} {value} (used in an expression)")
+            matched.append(f"{label} (used in an expression)")
         elif column in sql_spec.projection_columns:
-            matched.append(f"{column} {operator} {value} (answered through the projection)")
+            matched.append(f"{label} (answered through the projection)")
         else:
-            missing.append(f"{column} {operator} {value}")
+            missing.append(label)
 
     requested_values = [
         v

@@ -63,6 +63,22 @@ def auroc(scores: Sequence[float], labels: Sequence[bool]) -> float:
     return float((rank_sum - positives * (positives + 1) / 2) / (positives * negatives))
 
 
+def expected_calibration_error(probabilities: Sequence[float], labels: Sequence[bool], bins: int = 10) -> float:
+    """ECE over ``bins`` equal-width bins of p: Σ_b (n_b / n) · |mean p_b − share of positives_b|.
+
+    >>> round(expected_calibration_error([0.1, 0.1, 0.9, 0.9], [False, True, True, True]), 3)  # 2/4 · 0.4 + 2/4 · 0.1
+    0.25
+    """
+    totals: dict[int, list[float]] = {}
+    for p, y in zip(probabilities, labels, strict=True):
+        entry = totals.setdefault(min(bins - 1, int(p * bins)), [0.0, 0.0, 0.0])
+        entry[0] += 1
+        entry[1] += p
+        entry[2] += float(y)
+    n = len(labels)
+    return sum(count / n * abs(sum_p - sum_y) / count for count, sum_p, sum_y in totals.values()) if n else float("nan")
+
+
 @dataclass(frozen=True)
 class JudgeBenchmark:
     """Judge figures on a labelled file.
@@ -75,6 +91,11 @@ class JudgeBenchmark:
         negative_precision, negative_recall: precision/recall of "predicted incorrect".
         positive_precision, positive_recall: precision/recall of "predicted correct".
         recall_by_category: error category -> share of its incorrect rows predicted incorrect.
+        accuracy_p_correct: share of evaluated rows with (p_correct ≥ 0.5) equal to the label.
+        auroc_p_correct: AUROC of p_correct (evaluated rows).
+        ece: expected calibration error of p_correct over 10 bins (evaluated rows).
+        mean_p_correct, share_correct: mean p_correct and the labelled share of correct answers
+            (evaluated rows): the estimated and the true rate.
     """
 
     records: int
@@ -87,6 +108,11 @@ class JudgeBenchmark:
     positive_recall: float
     recall_by_category: dict[str, float] = field(default_factory=dict)
     category_counts: dict[str, int] = field(default_factory=dict)
+    accuracy_p_correct: float = float("nan")
+    auroc_p_correct: float = float("nan")
+    ece: float = float("nan")
+    mean_p_correct: float = float("nan")
+    share_correct: float = float("nan")
 
 
 def _ratio(numerator: int, denominator: int) -> float:
@@ -111,7 +137,13 @@ def measure(rows: Sequence[dict[str, Any]], evaluations: Sequence[Evaluation], t
         for category in {e["error_type"] for e in row.get("error_types") or []}:
             totals[category] += 1
             caught[category] += int(not p)
+    probabilities = [float(ev.p_correct) if ev.p_correct is not None else 0.0 for _, ev in scored]
     return JudgeBenchmark(
+        accuracy_p_correct=_ratio(sum((p >= 0.5) == y for p, y in zip(probabilities, labels)), len(scored)),
+        auroc_p_correct=auroc(probabilities, labels),
+        ece=expected_calibration_error(probabilities, labels),
+        mean_p_correct=_ratio(sum(probabilities), len(scored)) if scored else float("nan"),
+        share_correct=_ratio(sum(labels), len(scored)),
         records=len(rows),
         coverage=_ratio(len(scored), len(rows)),
         accuracy=_ratio(true_pos + true_neg, len(scored)),

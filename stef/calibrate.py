@@ -4,22 +4,28 @@ The symbolic checks say *what* looks wrong; how much each kind of evidence predi
 answer is learned from labelled data. :func:`feature_vector` turns one judge input plus its findings
 into numbers (finding counts per taxonomy subcategory, alignment counts, structural counts, the
 amount of evidence in Q_e); a logistic regression maps them to p = P(answer correct). The
-model is a JSON artifact (``stef/calibrators/symbolic-v1.json``: feature names, standardisation,
-coefficients, training data digest and grouped cross-validation figures) produced by
-``scripts/train_calibrator.py`` from the NL2SQL-BUGs development file only; scoring needs no
-scikit-learn.
+model is a JSON artifact (``stef/calibrators/*.json``: feature names, standardisation,
+coefficients, training data digests and grouped cross-validation figures) produced by
+``scripts/train_calibrator.py``; scoring needs no scikit-learn.
 
-From p to the verdict and γ (:func:`verdict_from_probability`) the mapping keeps Φ monotone in
-p and puts Φ ≥ 75 exactly where p ≥ 0.5 when the filters are fully applied. The logistic model
-is rarely surer than p ≈ 0.8 on schema-free evidence, so the top bands start at 0.65 and 0.75:
+From p to the verdict and γ (:func:`verdict_from_probability`): the verdict is monotone in p
+(every CORRECT has a higher p than every LIKELY_CORRECT, and so on down) and γ, the judge's
+confidence in its verdict, is the probability that the verdict's side is right:
 
-    p ≥ 0.75          CORRECT,               γ = max(p, 0.85)  Φ = 100
-    0.65 ≤ p < 0.75   LIKELY_CORRECT,        γ = 0.85          Φ = 90
-    0.50 ≤ p < 0.65   CORRECT,               0.65 ≤ γ < 0.85   Φ = 80
-    0.35 ≤ p < 0.50   LIKELY_CORRECT,        0.65 ≤ γ < 0.85   Φ = 72
-    0.20 ≤ p < 0.35   POTENTIALLY_INCORRECT, γ = 0.85          Φ = 70
-    p < 0.20          INCORRECT,             γ = 0.85          Φ = 50
-(Φ for FULLY_APPLIED filters; fewer applied filters lower it further.)
+    p ≥ 0.65          CORRECT                γ = p
+    0.50 ≤ p < 0.65   LIKELY_CORRECT         γ = p
+    0.35 ≤ p < 0.50   POTENTIALLY_INCORRECT  γ = 1 − p
+    p < 0.35          INCORRECT              γ = 1 − p
+
+Φ then follows the paper's formula from the filter score, the verdict and Γ(γ): with the
+filters fully applied Φ is 100 for p ≥ 0.85 and 80 for 0.65 ≤ p < 0.85, so Φ ≥ 75 means
+P(correct) ≥ 0.65. A judge that states a verdict and γ itself (an LLM) gets the p consistent with
+both (:func:`probability_from_verdict`).
+
+Two artifacts ship: ``symbolic-v2.json`` for records judged without a schema and
+``schema-v1.json`` for records checked against the app's schema (its features add the schema
+findings); both are trained on the NL2SQL-BUGs and the Spider multi-system development files
+together, with cross-validation grouped by question.
 """
 
 from __future__ import annotations
@@ -37,8 +43,15 @@ from stef.models import SuspectedError, Verdict
 if TYPE_CHECKING:
     from stef.judge import JudgeInput
 
-DEFAULT_CALIBRATOR = "symbolic-v1.json"
-"""Artifact shipped in ``stef/calibrators/`` and used by the default symbolic judge."""
+DEFAULT_CALIBRATOR = "symbolic-v2.json"
+"""Artifact shipped in ``stef/calibrators/`` and used by the default symbolic judge (no schema)."""
+SCHEMA_CALIBRATOR = "schema-v1.json"
+"""Artifact for records checked against the app's schema."""
+
+CORRECT_FROM = 0.65
+"""Smallest p of a CORRECT verdict (also the Φ ≥ 75 boundary with fully applied filters)."""
+LIKELY_CORRECT_FROM = 0.5
+POTENTIALLY_INCORRECT_FROM = 0.35
 
 SUBCATEGORIES: tuple[str, ...] = (
     "Aggregate Functions",
@@ -60,6 +73,7 @@ SUBCATEGORIES: tuple[str, ...] = (
     "Math Functions",
     "Other",
     "Subquery Missing",
+    "Table Mismatch",
     "Table Redundancy",
     "Value Mismatch",
 )
@@ -110,7 +124,19 @@ def feature_vector(judge_input: JudgeInput, findings: Sequence[tuple[SuspectedEr
             features[name] += 1.0
     features["rule_weight"] = float(sum(weight for _, weight in findings))
     features.update({k: float(v) for k, v in _spec_features(judge_input).items()})
+    report = judge_input.schema_report
+    if report is not None:
+        for name in SCHEMA_FEATURES:
+            value = getattr(report, name)
+            features[f"schema:{name}"] = float(len(value) if isinstance(value, tuple) else value)
     return features
+
+
+SCHEMA_FEATURES: tuple[str, ...] = (
+    "unknown_tables", "unknown_columns", "non_key_joins", "join_type_mismatches", "literal_type_mismatches", "text_aggregates",
+    "tables_checked", "columns_checked", "joins_checked",
+)
+"""Fields of :class:`stef.models.SchemaReport` counted as features when a schema was given."""
 
 
 @dataclass(frozen=True)
@@ -172,20 +198,53 @@ def load_calibrator(name: str = DEFAULT_CALIBRATOR) -> Calibrator:
     return Calibrator.from_json(json.loads(text))
 
 
+CANNOT_RUN_P = 0.02
+"""Largest p of an answer the schema says cannot run (it reads a table or a column the database
+does not have): it fails, so it is wrong; on the development files all such answers were."""
+
+
+def schema_capped(p: float, judge_input: JudgeInput) -> float:
+    """``p``, at most :data:`CANNOT_RUN_P` when the schema report shows an unknown table or column."""
+    report = judge_input.schema_report
+    if report is not None and (report.unknown_tables or report.unknown_columns):
+        return min(p, CANNOT_RUN_P)
+    return p
+
+
 def verdict_from_probability(p: float) -> tuple[Verdict, float]:
     """Map p = P(correct) to (verdict, γ) as in the module docstring's table.
 
     >>> [(v.value, g) for v, g in map(verdict_from_probability, (0.9, 0.7, 0.6, 0.4, 0.3, 0.1))]
-    [('CORRECT', 0.9), ('LIKELY_CORRECT', 0.85), ('CORRECT', 0.783), ('LIKELY_CORRECT', 0.717), ('POTENTIALLY_INCORRECT', 0.85), ('INCORRECT', 0.85)]
+    [('CORRECT', 0.9), ('CORRECT', 0.7), ('LIKELY_CORRECT', 0.6), ('POTENTIALLY_INCORRECT', 0.6), ('INCORRECT', 0.7), ('INCORRECT', 0.9)]
     """
-    if p >= 0.75:
-        return Verdict.CORRECT, round(max(p, 0.85), 3)
-    if p >= 0.65:
-        return Verdict.LIKELY_CORRECT, 0.85
-    if p >= 0.5:
-        return Verdict.CORRECT, round(0.65 + 0.2 * (p - 0.5) / 0.15 * 0.999, 3)
-    if p >= 0.35:
-        return Verdict.LIKELY_CORRECT, round(0.65 + 0.2 * (p - 0.35) / 0.15 * 0.999, 3)
-    if p >= 0.2:
-        return Verdict.POTENTIALLY_INCORRECT, 0.85
-    return Verdict.INCORRECT, 0.85
+    p = min(1.0, max(0.0, p))
+    if p >= CORRECT_FROM:
+        return Verdict.CORRECT, round(p, 4)
+    if p >= LIKELY_CORRECT_FROM:
+        return Verdict.LIKELY_CORRECT, round(p, 4)
+    if p >= POTENTIALLY_INCORRECT_FROM:
+        return Verdict.POTENTIALLY_INCORRECT, round(1.0 - p, 4)
+    return Verdict.INCORRECT, round(1.0 - p, 4)
+
+
+VERDICT_BANDS: dict[Verdict, tuple[float, float]] = {
+    Verdict.CORRECT: (CORRECT_FROM, 1.0),
+    Verdict.LIKELY_CORRECT: (LIKELY_CORRECT_FROM, CORRECT_FROM),
+    Verdict.POTENTIALLY_INCORRECT: (POTENTIALLY_INCORRECT_FROM, LIKELY_CORRECT_FROM),
+    Verdict.INCORRECT: (0.0, POTENTIALLY_INCORRECT_FROM),
+}
+"""The p interval [low, high) of each verdict (CORRECT includes 1)."""
+
+
+def probability_from_verdict(verdict: Verdict, confidence: float) -> float:
+    """The p consistent with a verdict and its confidence γ stated by a judge (an LLM): p = γ for
+    CORRECT and LIKELY_CORRECT, 1 − γ for the other two, moved into the verdict's band so the
+    verdict stays monotone in p.
+
+    >>> probability_from_verdict(Verdict.CORRECT, 0.9), probability_from_verdict(Verdict.INCORRECT, 0.8), probability_from_verdict(Verdict.LIKELY_CORRECT, 0.95)
+    (0.9, 0.2, 0.6499)
+    """
+    low, high = VERDICT_BANDS[verdict]
+    p = confidence if verdict in (Verdict.CORRECT, Verdict.LIKELY_CORRECT) else 1.0 - confidence
+    upper = high if verdict is Verdict.CORRECT else high - 0.0001
+    return round(min(upper, max(low, p)), 4)

@@ -23,9 +23,11 @@ from stef.errors import ConfigError, RulesError, UnknownDialectError
 from stef.extract_nl import extract_question_spec
 from stef.extract_sql import extract_sql_spec
 from stef.judge import Judge, JudgeInput, SymbolicJudge
-from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, JudgeResult, Verdict
+from stef.models import EVALUATOR_VERSION, AgentLogRecord, Evaluation, EvaluationStatus, JudgeResult, Verdict
 from stef.normalize import normalize
 from stef.rules import AppRules, RuleBook, default_rules
+from stef.schema import DatabaseSchema, SchemaBook, SchemaError
+from stef.schema_checks import check_against_schema
 from stef.score import compute_score
 
 _DEFAULT_JUDGE = SymbolicJudge()
@@ -130,6 +132,7 @@ def evaluate(
     judge: Judge | None = None,
     default_dialect: str | None = None,
     deadline: float | None = None,
+    schema: DatabaseSchema | None = None,
 ) -> Evaluation:
     """Evaluate one agent answer with the STEF method.
 
@@ -141,6 +144,9 @@ def evaluate(
             CLI's ``--dialect``); must be a valid sqlglot name.
         deadline: ``time.perf_counter()`` value after which the record is abandoned with
             :class:`RecordTimeout` (checked between stages; works in any thread).
+        schema: the app's database schema, when the team has one: S is also checked against it
+            (:func:`stef.schema_checks.check_against_schema`) and the with-schema calibrator
+            judges; ``None``: schema-free (the STEF method as published).
 
     Returns:
         An :class:`Evaluation`; ``status`` is ``evaluated`` with ``score`` set, or a typed
@@ -149,8 +155,8 @@ def evaluate(
     >>> r = AgentLogRecord(run_id="r1", question="How many users live in 'Rome'?",
     ...     sql="SELECT COUNT(*) FROM users WHERE city = 'Rome'", dialect="sqlite")
     >>> e = evaluate(r)
-    >>> e.status.value, e.filter_status.value, e.verdict.value, e.score
-    ('evaluated', 'FULLY_APPLIED', 'CORRECT', 100.0)
+    >>> e.status.value, e.filter_status.value, e.verdict.value, e.score, e.p_correct > 0.65
+    ('evaluated', 'FULLY_APPLIED', 'CORRECT', 80.0, True)
     """
     started = time.perf_counter()
     rules = rules or default_rules()
@@ -177,6 +183,7 @@ def evaluate(
 
     try:
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
+        schema_report = check_against_schema(parsed.answer, schema) if schema is not None else None
         question_spec = extract_question_spec(record.question, dialect, rules)
         enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)
         _check_deadline(deadline)
@@ -196,12 +203,15 @@ def evaluate(
             grouping_required=normalised.grouping_required,
             rules=rules,
             enrichment=enrichment,
+            schema_report=schema_report,
         )
         result: JudgeResult = judge.judge(judge_input)
     except RecursionError:
         return _failure(record, EvaluationStatus.PARSE_ERROR, "SQL nests too deeply to analyse", dialect, parsed.flags, judge_name, started)
-    if any(f.startswith("non_select_statement") for f in parsed.flags) and result.verdict is not Verdict.INCORRECT:
-        result = result.model_copy(update={"verdict": Verdict.INCORRECT, "rationale": "non-SELECT statement in the answer; " + result.rationale})
+    if any(f.startswith("non_select_statement") for f in parsed.flags):
+        # never a clean answer, whatever the judge said: P(correct) 0, and certain of it
+        result = result.model_copy(update={"verdict": Verdict.INCORRECT, "confidence": 1.0, "p_correct": 0.0,
+                                           "rationale": "non-SELECT statement in the answer; " + result.rationale})
     breakdown = compute_score(alignment, result.verdict, result.confidence, rules.scoring)
     return Evaluation(
         run_id=record.run_id,
@@ -211,6 +221,7 @@ def evaluate(
         filter_status=alignment.status,
         verdict=result.verdict,
         confidence=result.confidence,
+        p_correct=result.p_correct,
         rationale=result.rationale,
         judge=result.judge,
         dialect=dialect,
@@ -225,6 +236,7 @@ def evaluate(
         enrichment_status=enrichment.status if enrichment is not None else None,
         enrichment=enrichment,
         normalization_rules_applied=normalised.applied,
+        schema_report=schema_report,
         suspected_errors=result.suspected_errors,
         flags=parsed.flags,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
@@ -242,6 +254,7 @@ def evaluate_many(
     default_dialect: str | None = ...,
     time_cap_s: float | Literal["configured"] | None = ...,
     convert: None = ...,
+    schemas: SchemaBook | None = ...,
 ) -> list[Evaluation]: ...
 
 
@@ -254,6 +267,7 @@ def evaluate_many(
     time_cap_s: float | Literal["configured"] | None = ...,
     *,
     convert: Callable[[Evaluation], Converted],
+    schemas: SchemaBook | None = ...,
 ) -> list[Converted]: ...
 
 
@@ -264,6 +278,7 @@ def evaluate_many(
     default_dialect: str | None = None,
     time_cap_s: float | Literal["configured"] | None = "configured",
     convert: Callable[[Evaluation], Converted] | None = None,
+    schemas: SchemaBook | None = None,
 ) -> list[Evaluation] | list[Converted]:
     """Evaluate records in order; one bad record never stops the batch.
 
@@ -280,6 +295,8 @@ def evaluate_many(
         default_dialect: dialect for records that name none.
         time_cap_s: per-record cap in seconds (``None`` or 0: no cap); ``"configured"``:
             :func:`configured_time_cap_s` (``$STEF_TIME_CAP_S``, default 2 s).
+        schemas: the apps' schemas (``--schema-dir``); an app without one is judged schema-free.
+            Every evaluation of the batch then carries the evaluator version with ``+schema``.
         convert: applied to each evaluation as soon as it is made (e.g.
             :meth:`Evaluation.compact`, or an output line), so a batch never holds its full
             evaluations: fewer live objects to scan for the garbage collector, less memory.
@@ -289,31 +306,44 @@ def evaluate_many(
 
     Raises:
         RulesError: an invalid rule file.
+        SchemaError: an app's schema file cannot be read.
         ConfigError: an invalid ``$STEF_TIME_CAP_S``.
     """
     if time_cap_s == "configured":
         time_cap_s = configured_time_cap_s()
     rulebook = rulebook or RuleBook()
     judge = judge or _DEFAULT_JUDGE
+    version = schemas.evaluator_version(EVALUATOR_VERSION) if schemas is not None else None
     out: list = []
     with _RecordAlarm(time_cap_s) as alarm:
         for record in records:
             deadline = time.perf_counter() + time_cap_s if time_cap_s else None
             try:
                 rules = rulebook.for_app(record.app_id)
+                schema = schemas.for_app(record.app_id, _schema_dialect(record, rules, default_dialect), rules.schema_file) if schemas is not None else None
                 alarm.deadline = deadline
                 try:
-                    evaluation = evaluate(record, rules, judge, default_dialect, deadline)
+                    evaluation = evaluate(record, rules, judge, default_dialect, deadline, schema)
                 finally:
                     alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             except RecordTimeout:
                 evaluation = _failure(record, EvaluationStatus.TIMEOUT, f"evaluation exceeded the {time_cap_s:g} s per-record cap", record.dialect)
-            except RulesError:
+            except (RulesError, SchemaError):
                 raise
             except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped
                 evaluation = _internal_error(record, exc)
+            if version is not None:
+                evaluation = evaluation.model_copy(update={"evaluator_version": version})
             out.append(evaluation if convert is None else _converted(convert, evaluation, record))
     return out
+
+
+def _schema_dialect(record: AgentLogRecord, rules: AppRules, default_dialect: str | None) -> str:
+    """The dialect an app's DDL is read in: the record's, else the run's, else the rules' default."""
+    try:
+        return resolve_dialect(record.dialect or default_dialect or rules.default_dialect)
+    except UnknownDialectError:
+        return ""
 
 
 def _internal_error(record: AgentLogRecord, exc: BaseException) -> Evaluation:

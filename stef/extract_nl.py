@@ -105,7 +105,7 @@ NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, 
 STOP_CAPITALISED = frozenset(
     "What Which Who Whom Whose When Where Why How List Please Give Name Show Find State Indicate Provide Among Calculate Identify "
     "Is Are Was Were Do Does Did In Of For The A An And Or On At By From To Tell Count Compute Describe Mention Sort Rank Return "
-    "Based Between Consider Determine Out If It Its This That These Those Also I".split()
+    "Based Between Consider Determine Out If It Its This That These Those Also I There Here Let Now So".split()
 )
 
 # Patterns that must hold at a word boundary check it *after* their first character
@@ -468,6 +468,8 @@ def _comparison_sides(node: exp.Expression) -> tuple[exp.Expression, list[exp.Li
     """
     if isinstance(node, exp.Between):
         sides = [node.args.get("low"), node.args.get("high")]
+        if any(side is None or side.find(exp.Literal) is None or side.find(exp.Column) is not None for side in sides):
+            return node.this, [], False  # a bound that is no value ("crimes between 2 regions = ..."): prose, not a range
         return node.this, [lit for side in sides if side is not None for lit in side.find_all(exp.Literal)], False
     if isinstance(node, exp.In):
         return node.this, [lit for side in node.expressions for lit in side.find_all(exp.Literal)], False
@@ -476,6 +478,19 @@ def _comparison_sides(node: exp.Expression) -> tuple[exp.Expression, list[exp.Li
     if swapped:
         left, right = right, left
     return left, list(right.find_all(exp.Literal)), swapped
+
+
+def _without_possessive(token: str) -> str:
+    """A capitalised word without its ``'s`` (possessive or contraction): "Kyle's" -> "Kyle",
+    "There's" -> "There" (then a stop word).
+
+    >>> _without_possessive("Kyle's"), _without_possessive("What’s"), _without_possessive("O'Neil")
+    ('Kyle', 'What', "O'Neil")
+    """
+    for suffix in ("'s", "’s"):
+        if token.endswith(suffix) and len(token) > len(suffix):
+            return token[: -len(suffix)]
+    return token
 
 
 def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFeatures:
@@ -649,10 +664,10 @@ def extract_question_spec(
     years = tuple(dict.fromkeys(y for y in _YEAR.findall(text) if reference is None or y in reference)) if has_digit else ()
     entities: list[str] = []
     for match_cap in _CAPITALISED.finditer(text):
-        tokens = match_cap.group(1).strip(" .,'").split()
+        tokens = [_without_possessive(token) for token in match_cap.group(1).strip(" .,'").split()]
         while tokens and tokens[0] in STOP_CAPITALISED:
             tokens = tokens[1:]
-        if tokens:
+        if tokens and not any("_" in token for token in tokens):  # snake_case names an identifier (a database, a table), not a value
             entities.append(normalize_value(" ".join(tokens).strip(" .,'"), rules))
 
     columns: list[str] = []

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
-from stef.calibrate import DEFAULT_CALIBRATOR, Calibrator, feature_vector, load_calibrator, verdict_from_probability
-from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, QuestionSpec, SQLSpec, SuspectedError, Verdict
+from stef.calibrate import DEFAULT_CALIBRATOR, SCHEMA_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
+from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, QuestionSpec, SchemaReport, SQLSpec, SuspectedError, Verdict
 from stef.rules import AppRules
 
 INTEGER_DIVISION_DIALECTS = frozenset({"sqlite", "postgres", "tsql", "redshift", "trino", "presto", "snowflake", "oracle", ""})
@@ -50,6 +50,7 @@ class JudgeInput:
         grouping_required: stage E found the GROUP BY structurally required.
         rules: R_app.
         enrichment: the Q_u/Q_e comparison (``None`` without Q_e).
+        schema_report: S against the app's schema, when one is given.
     """
 
     question: str
@@ -63,6 +64,8 @@ class JudgeInput:
     grouping_required: bool
     rules: AppRules
     enrichment: EnrichmentResult | None = None
+    schema_report: SchemaReport | None = None
+    """S checked against the app's schema (``None``: no schema; the judge is schema-free)."""
 
     @cached_property
     def wanted(self) -> QuestionSpec:
@@ -280,8 +283,33 @@ def check_enrichment(judge_input: JudgeInput) -> list[Finding]:
     ]
 
 
+SCHEMA_FINDINGS: tuple[tuple[str, str, str, str, float], ...] = (
+    ("unknown_tables", "Table-Related Errors", "Table Mismatch", "S reads a table the schema does not have", 3.0),
+    ("unknown_columns", "Attribute-Related Errors", "Attribute Mismatch", "S uses a column the schema does not have", 2.5),
+    ("non_key_joins", "Table-Related Errors", "Join Condition Mismatch", "join on columns that are not a declared key pair", 1.5),
+    ("join_type_mismatches", "Table-Related Errors", "Join Condition Mismatch", "join of columns of different types", 1.0),
+    ("literal_type_mismatches", "Value-Related Errors", "Value Mismatch", "literal that does not fit the column's type", 1.2),
+    ("text_aggregates", "Function-Related Errors", "Aggregate Functions", "SUM or AVG over a text column", 1.2),
+)
+"""(:class:`SchemaReport` field, category, subcategory, evidence prefix, weight) of the schema findings."""
+
+
+def check_schema(judge_input: JudgeInput) -> list[Finding]:
+    """S against the app's schema (only when one is given): unknown tables and columns, joins on
+    non-key or type-mismatched pairs, literals that do not fit their column, SUM/AVG over text."""
+    report = judge_input.schema_report
+    if report is None:
+        return []
+    return [
+        (_error(category, subcategory, f"{prefix}: {item}"), weight)
+        for field, category, subcategory, prefix, weight in SCHEMA_FINDINGS
+        for item in getattr(report, field)
+    ]
+
+
 CHECKS: tuple[Check, ...] = (
     check_statements,
+    check_schema,
     check_enrichment,
     check_filters,
     check_hint_columns,
@@ -318,21 +346,38 @@ class SymbolicJudge:
 
     name = "symbolic"
 
-    def __init__(self, checks: tuple[Check, ...] = CHECKS, calibrator: Calibrator | None | str = DEFAULT_CALIBRATOR) -> None:
+    def __init__(self, checks: tuple[Check, ...] = CHECKS, calibrator: Calibrator | None | str = DEFAULT_CALIBRATOR,
+                 schema_calibrator: Calibrator | None | str = SCHEMA_CALIBRATOR) -> None:
         """Args:
         checks: the checks to run, in order.
         calibrator: a :class:`stef.calibrate.Calibrator`, the name of an artifact in
             ``stef/calibrators/``, or ``None`` for the uncalibrated rule mapping of W.
+        schema_calibrator: the same for records checked against a schema (its features
+            include the schema findings); ``None``: use ``calibrator`` for them too.
         """
         self.checks = checks
         self._calibrator = calibrator
+        self._schema_calibrator = schema_calibrator
 
     @property
     def calibrator(self) -> Calibrator | None:
-        """The calibrator in use (an artifact name is loaded on first use)."""
+        """The calibrator of schema-free records (an artifact name is loaded on first use)."""
         if isinstance(self._calibrator, str):
             self._calibrator = load_calibrator(self._calibrator)
         return self._calibrator
+
+    @property
+    def schema_calibrator(self) -> Calibrator | None:
+        """The calibrator of records checked against a schema (``None``: :attr:`calibrator`)."""
+        if isinstance(self._schema_calibrator, str):
+            self._schema_calibrator = load_calibrator(self._schema_calibrator)
+        return self._schema_calibrator if self._schema_calibrator is not None else self.calibrator
+
+    def calibrator_for(self, judge_input: JudgeInput) -> Calibrator | None:
+        """The calibrator that judges ``judge_input``: the with-schema one when it was checked against a schema."""
+        if self._calibrator is None:
+            return None
+        return self.schema_calibrator if judge_input.schema_report is not None else self.calibrator
 
     def findings(self, judge_input: JudgeInput) -> list[Finding]:
         """Every check's findings (suspected error, weight), in check order."""
@@ -349,12 +394,14 @@ class SymbolicJudge:
         """
         findings = self.findings(judge_input)
         errors = tuple(error for error, _ in findings)
-        if self.calibrator is not None:
-            probability = self.calibrator.probability(feature_vector(judge_input, findings))
+        calibrator = self.calibrator_for(judge_input)
+        if calibrator is not None:
+            probability = round(schema_capped(calibrator.probability(feature_vector(judge_input, findings)), judge_input), 4)
             verdict, confidence = verdict_from_probability(probability)
             detail = "; ".join(e.evidence for e in errors[:6]) or "no semantic mismatch found"
-            rationale = f"{verdict.value} (calibrated P(correct)={probability:.2f}, {self.calibrator.version}): {detail}"
-            return JudgeResult(verdict=verdict, confidence=confidence, rationale=rationale[:2000], judge=self.name, suspected_errors=errors)
+            rationale = f"{verdict.value} (calibrated P(correct)={probability:.2f}, {calibrator.version}): {detail}"
+            return JudgeResult(verdict=verdict, confidence=confidence, rationale=rationale[:2000], judge=self.name, suspected_errors=errors,
+                               p_correct=probability)
         weight = sum(w for _, w in findings if w > WEAK_WEIGHT)
         weak = sum(1 for _, w in findings if w <= WEAK_WEIGHT)
         verdict = Verdict.CORRECT

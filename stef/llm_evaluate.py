@@ -7,8 +7,8 @@ therefore runs the pipeline in three steps, reusing :func:`stef.evaluate.evaluat
 1. stages A–C and E plus the symbolic verdict for every record, capturing each record's
    :class:`stef.judge.JudgeInput` (records that cannot be evaluated keep their typed status);
 2. one :meth:`stef.llm_judge.LLMJudge.judge_many` call for the records that go to the model
-   (all of them, or in hybrid mode those whose symbolic γ is below the rules' ``gamma_high``,
-   0.85 by default, or whose Φ is in the marginal band);
+   (all of them, or in hybrid mode those the symbolic judge hedged on: a LIKELY_CORRECT or
+   POTENTIALLY_INCORRECT verdict, p_correct in [0.35, 0.65));
 3. the records the model judged are scored again with its verdict (same pipeline, the verdict
    given), so every rule that :func:`stef.evaluate.evaluate` applies after the judge still holds.
 
@@ -27,8 +27,12 @@ from stef.evaluate import evaluate_many
 from stef.judge import Judge, JudgeInput, SymbolicJudge
 from stef.llm_judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
 from stef.llm_usage import USAGE_FLAG
-from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, JudgeResult
+from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, JudgeResult, Verdict
 from stef.rules import RuleBook
+
+HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
+"""Symbolic verdicts that ``hybrid:MODEL`` sends to the model: p_correct in [0.35, 0.65), where
+the symbolic judge hedges (the paper routes its marginal answers to a closer look)."""
 
 
 class _CapturingJudge:
@@ -64,7 +68,7 @@ class JudgeRunStats:
     Attributes:
         judge: the ``--judge`` setting.
         records: records that reached the verdict stage (status ``evaluated``).
-        escalated: of those, records sent to the model (hybrid: uncertain or marginal; else all).
+        escalated: of those, records sent to the model (hybrid: the hedged verdicts; else all).
         model_verdicts: verdicts given by the model (fresh or cached).
         cache_hits: verdicts taken from the cache (or from an identical record of the batch).
         requests: HTTP requests made.
@@ -159,6 +163,7 @@ class LLMEvaluator:
         self.judge = judge or LLMJudge.from_settings(settings, fallback=self.symbolic)
         self.budget = CostBudget(settings.max_cost_usd)
         self.stats = JudgeRunStats(judge=settings.name)
+        self.schemas = settings.schemas()
 
     @property
     def name(self) -> str:
@@ -168,8 +173,7 @@ class LLMEvaluator:
     def _escalate(self, evaluation: Evaluation, rulebook: RuleBook, record: AgentLogRecord) -> bool:
         if not self.settings.hybrid:
             return True
-        gamma_high = rulebook.for_app(record.app_id).scoring.gamma_high
-        return (evaluation.confidence is not None and evaluation.confidence < gamma_high) or evaluation.band is Band.MARGINAL
+        return evaluation.verdict in HEDGED_VERDICTS
 
     def evaluate_many(self, records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None,
                       default_dialect: str | None = None) -> list[Evaluation]:
@@ -186,6 +190,7 @@ class LLMEvaluator:
 
         Raises:
             RulesError: an invalid rule file (a configuration error, as in ``evaluate_many``).
+            SchemaError: an app's schema file cannot be read.
         """
         rulebook = rulebook or RuleBook()
         version = self.settings.evaluator_version
@@ -195,7 +200,7 @@ class LLMEvaluator:
         pending: list[tuple[int, JudgeInput]] = []
         for record in batch:
             capture.last = None
-            evaluation = evaluate_many([record], rulebook=rulebook, judge=capture, default_dialect=default_dialect)[0]
+            evaluation = evaluate_many([record], rulebook=rulebook, judge=capture, default_dialect=default_dialect, schemas=self.schemas)[0]
             first.append(evaluation.model_copy(update={"evaluator_version": version}))
             if evaluation.status is EvaluationStatus.EVALUATED and capture.last is not None:
                 self.stats.records += 1
@@ -207,7 +212,8 @@ class LLMEvaluator:
             symbolic = first[index]
             flags = (*symbolic.flags, *(flag for flag in outcome.flags if flag not in symbolic.flags))
             if outcome.fallback_reason is None:
-                rescored = evaluate_many([batch[index]], rulebook=rulebook, judge=_GivenJudge(outcome.result), default_dialect=default_dialect)[0]
+                rescored = evaluate_many([batch[index]], rulebook=rulebook, judge=_GivenJudge(outcome.result), default_dialect=default_dialect,
+                                         schemas=self.schemas)[0]
                 if rescored.status is EvaluationStatus.EVALUATED:
                     duration = (symbolic.duration_ms or 0.0) + outcome.latency_ms
                     out[index] = rescored.model_copy(update={"evaluator_version": version, "cost_usd": outcome.cost_usd, "tokens": outcome.tokens,
@@ -241,7 +247,7 @@ def evaluate_with_judge(records: Sequence[AgentLogRecord], settings: JudgeSettin
     ('symbolic', 1, 0)
     """
     if settings.is_symbolic:
-        evaluations = evaluate_many(records, rulebook=rulebook)
+        evaluations = evaluate_many(records, rulebook=rulebook, schemas=settings.schemas())
         stats = JudgeRunStats(judge=settings.name, records=sum(e.status is EvaluationStatus.EVALUATED for e in evaluations))
         return evaluations, stats
     evaluator = LLMEvaluator(settings, cache=cache)

@@ -60,6 +60,7 @@ from stef.errors import StefError
 from stef.judge import Judge, JudgeInput, SymbolicJudge
 from stef.llm_usage import UsageReading, check_cost, check_count, read_usage
 from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
+from stef.schema import SCHEMA_VERSION_SUFFIX, SchemaBook
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ change to :data:`SYSTEM_PROMPT`, :data:`USER_TEMPLATE` or :class:`LLMVerdict`.""
 SYMBOLIC = "symbolic"
 """The ``--judge`` value (and ``Evaluation.judge``) of the deterministic judge."""
 HYBRID_PREFIX = "hybrid:"
-"""``--judge hybrid:MODEL``: symbolic first, the model only for uncertain or marginal records."""
+"""``--judge hybrid:MODEL``: symbolic first, the model only for the records the symbolic judge hedged on."""
 API_BASE_ENV = "STEF_LLM_API_BASE"
 """Environment variable with the base URL of an OpenAI-compatible endpoint (``--api-base`` wins)."""
 DEFAULT_CONCURRENCY = 8
@@ -195,10 +196,21 @@ class LLMVerdict(BaseModel):
         return self.model_copy(update={"rationale": self.rationale.strip()[:MAX_RATIONALE_CHARS], "suspected_errors": errors})
 
     def to_result(self, judge: str) -> JudgeResult:
-        """The :class:`JudgeResult` of this answer, named after ``judge`` (the model string)."""
+        """The :class:`JudgeResult` of this answer, named after ``judge`` (the model string).
+
+        The model's verdict and confidence become p_correct as for every judge
+        (:func:`stef.calibrate.probability_from_verdict`: p = γ on the correct side, 1 − γ on the
+        other, within the verdict's band); γ is then the probability of the verdict's side, so a
+        model verdict reads like a symbolic one.
+        """
+        from stef.calibrate import probability_from_verdict, verdict_from_probability
+
+        p_correct = probability_from_verdict(self.verdict, float(self.confidence))
+        _, gamma = verdict_from_probability(p_correct)
         return JudgeResult(
             verdict=self.verdict,
-            confidence=round(float(self.confidence), 4),
+            confidence=gamma,
+            p_correct=p_correct,
             rationale=self.rationale.strip()[:MAX_RATIONALE_CHARS] or f"{self.verdict.value} (no rationale given)",
             judge=judge,
             suspected_errors=tuple(
@@ -515,8 +527,8 @@ class JudgeSettings:
 
     Attributes:
         model: the litellm model string, or ``None`` for the symbolic judge.
-        hybrid: symbolic first, the model only for records whose symbolic γ is below the rules'
-            ``gamma_high`` (0.85 by default) or whose Φ is in the marginal band.
+        hybrid: symbolic first, the model only for the records the symbolic judge hedged on
+            (LIKELY_CORRECT or POTENTIALLY_INCORRECT: p_correct in [0.35, 0.65)).
         api_base: base URL of an OpenAI-compatible endpoint (``None``: the provider's default).
         concurrency: requests in flight per batch.
         timeout_s: seconds per request.
@@ -527,6 +539,8 @@ class JudgeSettings:
             connection failures (0: never); see :class:`CircuitBreaker`.
         run_key: names the run whose batches share one :class:`CircuitBreaker` in this process
             (:func:`shared_breaker`; ``None``: each judge has its own). The nightly flow sets it.
+        schema_dir: folder of ``<app_id>.sql`` / ``.json`` schemas (``--schema-dir``): apps with
+            one are checked against it (:mod:`stef.schema_checks`); part of the evaluator version.
     """
 
     model: str | None = None
@@ -539,6 +553,7 @@ class JudgeSettings:
     max_cost_usd: float | None = None
     breaker_failures: int = DEFAULT_BREAKER_FAILURES
     run_key: str | None = None
+    schema_dir: str | None = None
 
     @classmethod
     def parse(
@@ -553,6 +568,7 @@ class JudgeSettings:
         max_cost_usd: float | None = None,
         breaker_failures: int = DEFAULT_BREAKER_FAILURES,
         run_key: str | None = None,
+        schema_dir: str | None = None,
     ) -> JudgeSettings:
         """Read ``--judge symbolic | MODEL | hybrid:MODEL`` and check the numbers.
 
@@ -579,7 +595,8 @@ class JudgeSettings:
             raise JudgeConfigError(f"--max-cost-usd must be 0 or more, got {max_cost_usd}")
         base = (api_base or os.environ.get(API_BASE_ENV, "")).strip() or None
         common = {"api_base": base, "concurrency": concurrency, "timeout_s": timeout_s, "max_retries": max_retries,
-                  "backoff_s": backoff_s, "max_cost_usd": max_cost_usd, "breaker_failures": breaker_failures, "run_key": run_key}
+                  "backoff_s": backoff_s, "max_cost_usd": max_cost_usd, "breaker_failures": breaker_failures, "run_key": run_key,
+                  "schema_dir": str(schema_dir) if schema_dir else None}
         if text == SYMBOLIC:
             return cls(**common)  # type: ignore[arg-type]
         hybrid = text.startswith(HYBRID_PREFIX)
@@ -613,9 +630,14 @@ class JudgeSettings:
         >>> JudgeSettings().evaluator_version == EVALUATOR_VERSION
         True
         """
+        base = EVALUATOR_VERSION + (SCHEMA_VERSION_SUFFIX if self.schema_dir else "")
         if self.model is None:
-            return EVALUATOR_VERSION
-        return f"{EVALUATOR_VERSION}+judge={self.name};prompt={PROMPT_VERSION}"
+            return base
+        return f"{base}+judge={self.name};prompt={PROMPT_VERSION}"
+
+    def schemas(self) -> SchemaBook | None:
+        """The :class:`stef.schema.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
+        return SchemaBook(self.schema_dir) if self.schema_dir else None
 
 
 def import_litellm() -> ModuleType:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EVALUATOR_VERSION = "stef-0.1.0+symbolic-3"
+EVALUATOR_VERSION = "stef-0.2.0+symbolic-4"
 """Version of the evaluation method; part of the key of stored evaluations."""
 
 
@@ -268,13 +268,38 @@ class SuspectedError(_Frozen):
 
 
 class JudgeResult(_Frozen):
-    """Output of a :class:`stef.judge.Judge` (STEF paper §2.D)."""
+    """Output of a :class:`stef.judge.Judge` (STEF paper §2.D).
+
+    ``p_correct`` is the calibrated P(answer correct); the verdict is monotone in it and γ is
+    the probability that the verdict's side (correct or not) is right (:func:`stef.calibrate.verdict_from_probability`).
+    """
 
     verdict: Verdict
     confidence: float = Field(ge=0.0, le=1.0)
     rationale: str
     judge: str = "symbolic"
     suspected_errors: tuple[SuspectedError, ...] = ()
+    p_correct: float | None = Field(default=None, ge=0.0, le=1.0)
+
+
+class SchemaReport(_Frozen):
+    """What S does against the app's schema (:func:`stef.schema_checks.check_against_schema`).
+
+    Every item names the clause and the text as written in S, e.g.
+    ``"JOIN ON t1.cds = t2.code (not a declared key pair)"``.
+    """
+
+    source: str = ""
+    """The schema file (DDL or catalog) the record was checked against."""
+    unknown_tables: tuple[str, ...] = ()
+    unknown_columns: tuple[str, ...] = ()
+    non_key_joins: tuple[str, ...] = ()
+    join_type_mismatches: tuple[str, ...] = ()
+    literal_type_mismatches: tuple[str, ...] = ()
+    text_aggregates: tuple[str, ...] = ()
+    tables_checked: int = 0
+    columns_checked: int = 0
+    joins_checked: int = 0
 
 
 class ScoreBreakdown(_Frozen):
@@ -305,6 +330,8 @@ class Evaluation(_Frozen):
     filter_status: FilterStatus | None = None
     verdict: Verdict | None = None
     confidence: float | None = None
+    p_correct: float | None = None
+    """Calibrated P(answer correct) in [0, 1] (``None`` unless ``status`` is ``evaluated``)."""
     rationale: str | None = None
     judge: str = "symbolic"
     judge_fallback_reason: str | None = None
@@ -322,6 +349,8 @@ class Evaluation(_Frozen):
     """How faithfully Q_e restates Q_u (``None`` when the record has no Q_e)."""
     enrichment: EnrichmentResult | None = None
     normalization_rules_applied: tuple[str, ...] = ()
+    schema_report: SchemaReport | None = None
+    """S against the app's schema (``None``: the app has no schema; judged schema-free)."""
     suspected_errors: tuple[SuspectedError, ...] = ()
     flags: tuple[str, ...] = ()
     cost_usd: float | None = None

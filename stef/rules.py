@@ -56,10 +56,12 @@ class AppRules(BaseModel):
         value_normalization: ``lowercase``, ``collapse_whitespace``, ``value_aliases``.
         normalization_rules: switches of the four production rules + ``safety_limit_threshold``.
         scoring: score maps and Γ thresholds.
+        schema_file: the app's schema file, key ``schema`` (DDL ``.sql`` or catalog ``.json``; relative paths are
+            read from ``--schema-dir``), or ``None``: ``<schema-dir>/<app_id>.sql|.json``.
         source: the file the rules were read from (``None`` for built-in defaults).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, populate_by_name=True)
 
     app_id: str = "default"
     description: str = ""
@@ -69,6 +71,8 @@ class AppRules(BaseModel):
     value_normalization: dict[str, Any] = Field(default_factory=dict)
     normalization_rules: dict[str, Any] = Field(default_factory=dict)
     scoring: ScoringRules
+    schema_file: str | None = Field(default=None, alias="schema")
+    """The rule file's ``schema`` key."""
     source: str | None = None
 
     def rule_enabled(self, name: str) -> bool:

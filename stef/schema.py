@@ -80,6 +80,11 @@ def identifier_key(name: str) -> str:
     return text.casefold()
 
 
+SCHEMA_VERSION_SUFFIX = "+schema"
+"""Appended to the evaluator version of a run given ``--schema-dir`` (its rows never mix with
+schema-free ones: a backfill with a schema re-scores days scored without one)."""
+
+
 class SchemaError(StefError):
     """A schema file that cannot be read: the message names the file, the line where known, and the problem."""
 
@@ -208,7 +213,8 @@ def _identifier_names(nodes: Iterable[exp.Expression]) -> tuple[str, ...]:
 def _column_from_def(definition: exp.ColumnDef) -> tuple[ColumnSchema, bool, ForeignKey | None]:
     """The column, whether it is a primary key by itself, and its inline ``REFERENCES``."""
     kind = definition.args.get("kind")
-    description = _comment_text(definition.comments)
+    # a "-- comment" lands on the last node before it: the column, its type or a constraint
+    description = _comment_text(comment for node in definition.walk() for comment in node.comments or ())
     primary = False
     reference: ForeignKey | None = None
     for constraint in definition.args.get("constraints") or ():
@@ -460,8 +466,21 @@ class SchemaBook:
     """
 
     def __init__(self, directory: str | Path | None = None) -> None:
+        """Args:
+        directory: the folder of schema files (``None``: only R_app ``schema`` files with an
+            absolute path are read).
+
+        Raises:
+            SchemaError: ``directory`` is given but is not a folder.
+        """
         self.directory = Path(directory) if directory is not None else None
+        if self.directory is not None and not self.directory.is_dir():
+            raise SchemaError(f"{self.directory}: schema folder does not exist (expected a folder of <app_id>.sql or <app_id>.json files)")
         self._cache: dict[tuple[str | None, str], DatabaseSchema | None] = {}
+
+    def evaluator_version(self, base: str) -> str:
+        """``base`` with :data:`SCHEMA_VERSION_SUFFIX` (the version of every evaluation of a run with schemas)."""
+        return base if base.endswith(SCHEMA_VERSION_SUFFIX) or SCHEMA_VERSION_SUFFIX + "+" in base else base + SCHEMA_VERSION_SUFFIX
 
     def for_app(self, app_id: str | None, dialect: str = "", schema_file: str | None = None) -> DatabaseSchema | None:
         """The schema of ``app_id``: R_app's ``schema`` file when given (relative to the folder),

@@ -14,7 +14,7 @@ written in S:
   numeric column, a bare number against a date);
 * SUM or AVG over a text column.
 
-Nothing is executed. The result is a frozen :class:`SchemaReport`; the judge turns its items into
+Nothing is executed. The result is a frozen :class:`stef.models.SchemaReport`; the judge turns its items into
 suspected errors, and the with-schema calibrator counts them.
 """
 
@@ -27,39 +27,13 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from stef.extract_sql import render
+from stef.models import SchemaReport
 from stef.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
 
 NUMERIC_FAMILIES = frozenset({"integer", "number"})
 DATE_FAMILIES = frozenset({"date", "datetime"})
 COMPARISON_TYPES: tuple[type[exp.Expression], ...] = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 """Comparisons whose literal side is checked against the column's type."""
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaReport:
-    """Findings of S against the schema (each item names the clause and the text as written).
-
-    Attributes:
-        unknown_tables: ``"FROM schools_2020"`` ...
-        unknown_columns: ``"WHERE T1.enrolment > 500 (frpm has no column enrolment)"`` ...
-        non_key_joins: ``"JOIN ON T1.cds = T2.school_code (not a declared key pair)"`` ...
-        join_type_mismatches: ``"JOIN ON T1.name = T2.id (text = integer)"`` ...
-        literal_type_mismatches: ``"WHERE T1.enroll12 > 'high' (enroll12 is integer)"`` ...
-        text_aggregates: ``"SUM(T1.school_name) (school_name is text)"`` ...
-        tables_checked: real tables S reads that the schema was checked against.
-        columns_checked: column references resolved against the schema.
-        joins_checked: join equalities between two schema tables.
-    """
-
-    unknown_tables: tuple[str, ...] = ()
-    unknown_columns: tuple[str, ...] = ()
-    non_key_joins: tuple[str, ...] = ()
-    join_type_mismatches: tuple[str, ...] = ()
-    literal_type_mismatches: tuple[str, ...] = ()
-    text_aggregates: tuple[str, ...] = ()
-    tables_checked: int = 0
-    columns_checked: int = 0
-    joins_checked: int = 0
 
 
 def _clause_of(node: exp.Expression, stop: exp.Expression) -> str:
@@ -215,7 +189,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
                     unknown_tables.append(f"{_clause_of(node, select) if node.parent is not select else 'FROM'} {render(node)}")
                 else:
                     tables_checked += 1
-        aliases = frozenset(identifier_key(name) for name in select.named_selects)
+        aliases = frozenset(identifier_key(e.alias) for e in select.expressions if isinstance(e, exp.Alias))
         resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]] = {}
         for column in scope.columns:
             if isinstance(column.this, exp.Star) or _scope_select(column) is not select:
@@ -266,6 +240,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
                 if found is not None and found.family == "text":
                     text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate)} ({found.name} is text)")
     return SchemaReport(
+        source=schema.source,
         unknown_tables=tuple(dict.fromkeys(unknown_tables)),
         unknown_columns=tuple(dict.fromkeys(unknown_columns)),
         non_key_joins=tuple(dict.fromkeys(non_key)),

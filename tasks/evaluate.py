@@ -99,7 +99,7 @@ def evaluate_batch(
         records: the batch (usually :data:`DEFAULT_BATCH_SIZE` records; a :class:`RecordBatch`
             from a flow).
         rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
-        judge: judge settings (``None``: symbolic).
+        judge: judge settings (``None``: symbolic), with the schema folder (``schema_dir``) if any.
         warehouse_path: the warehouse holding the judge cache (only used with a model).
         compact: return :class:`stef.models.CompactEvaluation` rows (keys + compressed evidence
             JSON, about 1.2 KB instead of 20 KB per record; serialised in the worker). The
@@ -112,13 +112,15 @@ def evaluate_batch(
 
     Raises:
         RulesError: ``rules_dir`` is missing, or a rule file in it is invalid.
+        SchemaError: ``judge.schema_dir`` is missing, or an app's schema file in it is unreadable.
         WarehouseError: the judge cache cannot be read or written.
     """
     records = list(records)
     if judge is None or judge.is_symbolic:
+        schemas = judge.schemas() if judge is not None else None
         if compact:
-            return evaluate_many(records, rulebook=rulebook(rules_dir), convert=Evaluation.compact)
-        return evaluate_many(records, rulebook=rulebook(rules_dir))
+            return evaluate_many(records, rulebook=rulebook(rules_dir), convert=Evaluation.compact, schemas=schemas)
+        return evaluate_many(records, rulebook=rulebook(rules_dir), schemas=schemas)
     from stef.llm_evaluate import LLMEvaluator
     from tasks._runtime import run_logger
     from warehouse.judge_cache import DuckDBJudgeCache

@@ -26,7 +26,7 @@ from flows.cli import app
 from stef.clean import hidden_statements, parse_sql, split_message
 from stef.evaluate import evaluate, evaluate_many
 from stef.logs import MAX_JSON_DEPTH, capped_lines, log_files, parse_line
-from stef.models import AgentLogRecord, EvaluationStatus
+from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus
 from stef.rules import RuleBook, is_rule_file_name
 
 GOOD = {"question": "How many schools have more than 500 students?", "sql": "SELECT COUNT(*) FROM schools WHERE students > 500", "dialect": "sqlite"}
@@ -287,7 +287,7 @@ def test_a_day_with_an_unreadable_file_is_never_stored_as_done(tmp_path: Path, k
         nightly(log_date=DAY, logs_root=str(tmp_path / "logs"), warehouse=str(warehouse))
     if warehouse.exists():
         with connect(warehouse, read_only=True) as conn:
-            assert not day_is_done(conn, DAY, "stef-0.1.0+symbolic-3")
+            assert not day_is_done(conn, DAY, EVALUATOR_VERSION)
             assert conn.execute("SELECT count(*) FROM agent_runs").fetchall() == [(0,)]
 
 

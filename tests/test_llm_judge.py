@@ -56,7 +56,10 @@ MODEL_ANSWER = json.dumps({
     "suspected_errors": [{"category": "Function-Related Errors", "subcategory": "Aggregate Functions", "evidence": "COUNT(*)"}],
 })
 MODEL_PHI = 56.0
-"""(FULLY_APPLIED 5 + POTENTIALLY_INCORRECT 2) / 10 × 100 × Γ(γ 0.7 → 0.8)."""
+"""(FULLY_APPLIED 5 + POTENTIALLY_INCORRECT 2) / 10 × 100 × Γ(γ 0.65 → 0.8): the model's γ 0.7 on the
+incorrect side is p = 0.3, moved into the verdict's band [0.35, 0.5): p 0.35, γ 0.65."""
+MODEL_GAMMA = 0.65
+MODEL_P = 0.35
 
 
 def one_call_cost() -> float:
@@ -139,7 +142,8 @@ def test_model_scenarios_store_verdict_gamma_cost_and_status(steps: list[Any], c
     assert stored.evaluator_version == f"{EVALUATOR_VERSION}+judge={MODEL};prompt={PROMPT_VERSION}"
     if from_model:
         assert (stored.judge, stored.judge_fallback_reason) == (MODEL, None)
-        assert (stored.verdict, stored.confidence, stored.score, stored.band) == (Verdict.POTENTIALLY_INCORRECT, 0.7, MODEL_PHI, Band.MARGINAL)
+        assert (stored.verdict, stored.confidence, stored.score, stored.band) == (Verdict.POTENTIALLY_INCORRECT, MODEL_GAMMA, MODEL_PHI, Band.MARGINAL)
+        assert stored.p_correct == MODEL_P
         assert [e.subcategory for e in stored.suspected_errors] == ["Aggregate Functions"]
     else:
         assert stored.judge == "symbolic"
@@ -234,7 +238,7 @@ def test_the_warehouse_cache_persists_across_runs_and_keeps_no_fallback(tmp_path
     rerun, rerun_calls = evaluator(MODEL_ANSWER, cache=DuckDBJudgeCache(path))
     [cached] = rerun.evaluate_many([RECORD])
     assert rerun_calls == []
-    assert (cached.verdict, cached.confidence, cached.cost_usd, cached.tokens) == (Verdict.POTENTIALLY_INCORRECT, 0.7, fresh.cost_usd, 30)
+    assert (cached.verdict, cached.confidence, cached.cost_usd, cached.tokens) == (Verdict.POTENTIALLY_INCORRECT, MODEL_GAMMA, fresh.cost_usd, 30)
     with connect(path) as conn:
         rows = conn.execute("SELECT model, prompt_version, response->>'verdict', cost_usd, tokens FROM judge_cache").fetchall()
     assert rows == [(MODEL, PROMPT_VERSION, "POTENTIALLY_INCORRECT", pytest.approx(one_call_cost()), 30)]
@@ -256,7 +260,7 @@ def test_max_cost_stops_calling_the_model_and_says_so() -> None:
 
 def test_hybrid_asks_the_model_only_for_uncertain_or_marginal_records() -> None:
     records = [AgentLogRecord(**row) for row in synthetic_records(10)]
-    expected = {r.run_id for r in records if (e := evaluate(r)).confidence is not None and (e.confidence < 0.85 or e.band is Band.MARGINAL)}
+    expected = {r.run_id for r in records if evaluate(r).verdict in (Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT)}
     assert 0 < len(expected) < len(records)  # the sample has both kinds
     run, calls = evaluator(MODEL_ANSWER, judge=f"hybrid:{MODEL}")
     stored = run.evaluate_many(records)
@@ -297,7 +301,7 @@ def test_the_judge_protocol_method_judges_one_record() -> None:
     completion, _ = scripted(MODEL_ANSWER)
     judge: Judge = LLMJudge(MODEL, completion=completion, timeout_s=0.05)
     stored = evaluate(RECORD, judge=judge)
-    assert (stored.judge, stored.verdict, stored.confidence, stored.score) == (MODEL, Verdict.POTENTIALLY_INCORRECT, 0.7, MODEL_PHI)
+    assert (stored.judge, stored.verdict, stored.confidence, stored.score) == (MODEL, Verdict.POTENTIALLY_INCORRECT, MODEL_GAMMA, MODEL_PHI)
     failing, _ = scripted("litellm.RateLimitError")
     fallback = evaluate(RECORD, judge=LLMJudge(MODEL, completion=failing, max_retries=0))
     assert fallback.judge == "symbolic" and fallback.rationale is not None and fallback.rationale.startswith("[LLM judge fell back: ")

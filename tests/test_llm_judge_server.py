@@ -17,7 +17,7 @@ from llm_server import StubLLMServer, prompt_blocks, stub_llm_server, synthetic_
 from stef.evaluate import evaluate
 from stef.llm_evaluate import LLMEvaluator
 from stef.llm_judge import PROMPT_VERSION, JudgeSettings, import_litellm
-from stef.models import AgentLogRecord, Band, EvaluationStatus
+from stef.models import AgentLogRecord, EvaluationStatus, Verdict
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -105,7 +105,7 @@ def test_api_base_from_the_environment_and_a_zero_budget(tmp_path: Path, monkeyp
 def test_hybrid_sends_only_uncertain_or_marginal_records(tmp_path: Path) -> None:
     rows = synthetic_records(10)
     symbolic = {r["run_id"]: evaluate(AgentLogRecord(**r)) for r in rows}
-    escalated = {run_id for run_id, e in symbolic.items() if e.confidence is not None and (e.confidence < 0.85 or e.band is Band.MARGINAL)}
+    escalated = {run_id for run_id, e in symbolic.items() if e.verdict in (Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT)}
     out = tmp_path / "out.jsonl"
     with stub_llm_server(delay_s=0.0) as server:
         result = CliRunner().invoke(app, ["evaluate", str(write_logs(tmp_path / "l.jsonl", rows)), "--out", str(out),

@@ -411,7 +411,7 @@ def test_score_caps_base_at_ten_with_overrides() -> None:
 
 GOLDEN_INPUT = FIXTURES / "evaluate" / "nl2sql_bugs_sample.jsonl"
 GOLDEN_EXPECTED = FIXTURES / "evaluate" / "expected.jsonl"
-GOLDEN_KEYS = ("run_id", "status", "score", "band", "filter_status", "verdict", "confidence")
+GOLDEN_KEYS = ("run_id", "status", "score", "band", "filter_status", "verdict", "confidence", "p_correct")
 
 
 def _golden_rows() -> list[dict]:
@@ -514,23 +514,43 @@ def test_shipped_calibrator_matches_the_feature_code() -> None:
     )
     assert set(feature_vector(judge_input, [])) == set(calibrator.names)
     cv = calibrator.metadata["cross_validation"]
-    assert cv["grouped_by"] == "question" and cv["folds"] == 5
-    assert calibrator.metadata["trained_on"] == "dev_canonical.jsonl"
+    assert cv["grouped_by"] == "dataset and question" and cv["folds"] == 5
+    assert {entry["file"] for entry in calibrator.metadata["trained_on"].values()} == {"dev_canonical.jsonl", "dev.jsonl"}
 
 
-def test_calibrated_score_is_monotone_in_probability() -> None:
-    """Φ never decreases as P(correct) grows, and Φ ≥ 75 exactly when p ≥ 0.5 (filters fully applied)."""
+def test_shipped_schema_calibrator_counts_the_schema_findings() -> None:
+    from stef.calibrate import SCHEMA_CALIBRATOR, SCHEMA_FEATURES, load_calibrator
+
+    calibrator = load_calibrator(SCHEMA_CALIBRATOR)
+    assert {f"schema:{name}" for name in SCHEMA_FEATURES} <= set(calibrator.names)
+    assert calibrator.metadata["feature_set"] == "schema"
+
+
+def test_verdict_is_monotone_in_probability_and_gamma_is_the_side_probability() -> None:
+    """Every CORRECT has a higher p than every LIKELY_CORRECT, and so on down; γ = P(the verdict's
+    side is right); Φ ≥ 75 exactly when p ≥ 0.65 with the filters fully applied."""
     from stef.calibrate import verdict_from_probability
 
+    order = [Verdict.INCORRECT, Verdict.POTENTIALLY_INCORRECT, Verdict.LIKELY_CORRECT, Verdict.CORRECT]
     scoring = default_rules().scoring
-    previous = -1.0
-    for step in range(0, 1001):
-        p = step / 1000
+    previous = 0
+    for step in range(0, 10001):
+        p = step / 10000
         verdict, gamma = verdict_from_probability(p)
+        assert order.index(verdict) >= previous, (p, verdict)
+        previous = order.index(verdict)
+        assert gamma == pytest.approx(p if verdict in (Verdict.CORRECT, Verdict.LIKELY_CORRECT) else 1 - p, abs=1e-4)
         score = compute_score(AlignmentResult(status=FilterStatus.FULLY_APPLIED), verdict, gamma, scoring).score
-        assert score >= previous, (p, score, previous)
-        assert (score >= 75) == (p >= 0.5), p
-        previous = score
+        assert (score >= 75) == (p >= 0.65), p
+
+
+def test_a_judge_stated_verdict_and_confidence_map_into_the_verdicts_band() -> None:
+    from stef.calibrate import VERDICT_BANDS, probability_from_verdict
+
+    for verdict, (low, high) in VERDICT_BANDS.items():
+        for gamma in (0.0, 0.3, 0.5, 0.7, 0.9, 1.0):
+            p = probability_from_verdict(verdict, gamma)
+            assert low <= p <= high and (p < high or verdict is Verdict.CORRECT), (verdict, gamma, p)
 
 
 def test_uncalibrated_judge_uses_the_rule_mapping() -> None:
@@ -729,7 +749,8 @@ def test_structural_errors_are_named_with_their_clause(
     named = [e for e in wrong.suspected_errors if e.subcategory == subcategory]
     assert named and evidence in named[0].evidence
     assert subcategory not in {e.subcategory for e in right.suspected_errors}
-    assert wrong.score is not None and right.score is not None and wrong.score < right.score
+    # p_correct ranks them (Φ need not: the paper's Γ lifts a confident INCORRECT above a hesitant LIKELY_CORRECT)
+    assert wrong.p_correct is not None and right.p_correct is not None and wrong.p_correct < right.p_correct
 
 
 def test_null_ordering_follows_the_dialect() -> None:

@@ -26,6 +26,7 @@ WITH line_counts AS (
         agent_version,
         count(*) FILTER (WHERE status = 'evaluated') AS evaluated,
         avg(score) FILTER (WHERE status = 'evaluated') AS mean_score,
+        avg(p_correct) FILTER (WHERE status = 'evaluated') AS mean_p_correct,
         quantile_cont(score, 0.5) FILTER (WHERE status = 'evaluated') AS p50_score,
         quantile_cont(score, 0.9) FILTER (WHERE status = 'evaluated') AS p90_score,
         count(*) FILTER (WHERE band = 'excellent') AS n_excellent,
@@ -50,6 +51,7 @@ SELECT
     coalesce(s.evaluated, 0) AS evaluated,
     CASE WHEN coalesce(l.records, 0) = 0 THEN 0.0 ELSE coalesce(s.evaluated, 0) / l.records END AS coverage,
     s.mean_score,
+    s.mean_p_correct,
     s.p50_score,
     s.p90_score,
     coalesce(s.n_excellent, 0) AS n_excellent,
@@ -77,7 +79,7 @@ def compute_daily_metrics(
     Per agent x agent version: ``records`` = log lines of the day (``agent_runs`` +
     ``quarantine``), ``evaluated`` = evaluations with status ``evaluated``, ``coverage`` =
     evaluated / records, mean / P50 / P90 of Φ over evaluated rows (``quantile_cont``, linear
-    interpolation), counts per band and ``n_quarantined``; the LLM judge's cost: ``judge_cost_usd``
+    interpolation), the mean calibrated P(correct) ``mean_p_correct``, counts per band and ``n_quarantined``; the LLM judge's cost: ``judge_cost_usd``
     and ``judge_tokens`` (sums, ``NULL`` without model calls), ``n_llm_judged`` (model verdicts)
     and ``n_judge_fallback`` (records that fell back to the symbolic judge). Quarantined lines that are not JSON
     objects name no agent: they count in the day totals (``stored_days``) but in no row here.

@@ -82,6 +82,7 @@ _EVIDENCE_FIELDS = {
     "filter_status": "VARCHAR",
     "verdict": "VARCHAR",
     "confidence": "DOUBLE",
+    "p_correct": "DOUBLE",
     "judge": "VARCHAR",
     "judge_fallback_reason": "VARCHAR",
     "dialect": "VARCHAR",
