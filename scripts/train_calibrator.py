@@ -106,7 +106,7 @@ def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
                 row.features[feature_set] = recorder.last[0]
                 row.alignment[feature_set] = recorder.last[1]
                 report = evaluation.schema_report
-                cannot_run = report is not None and bool(report.unknown_tables or report.unknown_columns)
+                cannot_run = report is not None and bool(report.unknown_tables or report.unknown_columns or report.ambiguous_columns)
                 row.forced_incorrect[feature_set] = any(f.startswith("non_select_statement") for f in evaluation.flags)
                 row.cannot_run[feature_set] = cannot_run
             rows.append(row)

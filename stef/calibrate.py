@@ -38,6 +38,7 @@ from functools import cached_property, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from stef.matching import name_is_grounded
 from stef.models import SuspectedError, Verdict
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ _FINDING_FEATURES = tuple(f"finding:{name}" for name in SUBCATEGORIES)
 
 def _spec_features(judge_input: JudgeInput) -> dict[str, float]:
     spec = judge_input.sql_spec
+    text = f"{judge_input.question} {judge_input.enriched_question or ''}"
     alignment = judge_input.alignment
     enriched = judge_input.enriched_spec
     return {
@@ -108,6 +110,8 @@ def _spec_features(judge_input: JudgeInput) -> dict[str, float]:
         "hint_bindings": len(enriched.value_bindings),
         "hint_aggregations": len(enriched.aggregations),
         "has_enriched_question": float(judge_input.enriched_question is not None),
+        "ungrounded_projections": float(sum(1 for c in spec.projection_columns if c != "*" and not name_is_grounded(c, text))),
+        "star_projection": float("*" in spec.projection_columns),
     }
 
 
@@ -133,7 +137,7 @@ def feature_vector(judge_input: JudgeInput, findings: Sequence[tuple[SuspectedEr
 
 
 SCHEMA_FEATURES: tuple[str, ...] = (
-    "unknown_tables", "unknown_columns", "non_key_joins", "join_type_mismatches", "literal_type_mismatches", "text_aggregates",
+    "unknown_tables", "unknown_columns", "ambiguous_columns", "non_key_joins", "join_type_mismatches", "literal_type_mismatches", "text_aggregates",
     "tables_checked", "columns_checked", "joins_checked",
 )
 """Fields of :class:`stef.models.SchemaReport` counted as features when a schema was given."""
@@ -200,13 +204,14 @@ def load_calibrator(name: str = DEFAULT_CALIBRATOR) -> Calibrator:
 
 CANNOT_RUN_P = 0.02
 """Largest p of an answer the schema says cannot run (it reads a table or a column the database
-does not have): it fails, so it is wrong; on the development files all such answers were."""
+does not have, or a column name two of its tables share, unqualified): it fails, so it is wrong;
+on the development files all such answers were."""
 
 
 def schema_capped(p: float, judge_input: JudgeInput) -> float:
-    """``p``, at most :data:`CANNOT_RUN_P` when the schema report shows an unknown table or column."""
+    """``p``, at most :data:`CANNOT_RUN_P` when the schema report shows an unknown table or column, or an ambiguous column."""
     report = judge_input.schema_report
-    if report is not None and (report.unknown_tables or report.unknown_columns):
+    if report is not None and (report.unknown_tables or report.unknown_columns or report.ambiguous_columns):
         return min(p, CANNOT_RUN_P)
     return p
 

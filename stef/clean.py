@@ -536,6 +536,8 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     statement_flags: list[str] = []
     for statement in statements:
         if isinstance(statement, QUERY_TYPES):
+            if isinstance(statement, exp.Select) and not statement.expressions:  # "SELECT", "SELECT FROM t": sqlglot accepts it, no database does
+                return ParsedSQL(None, statements, dialect, flags, "parse_error", f"a SELECT without a projection: {statement.sql(dialect=dialect or None)[:80]!r}")
             answer = statement
         elif not isinstance(statement, NON_QUERY_STATEMENT_TYPES):
             shown = statement.sql(dialect=dialect or None)[:80]

@@ -204,6 +204,7 @@ def evaluate(
             rules=rules,
             enrichment=enrichment,
             schema_report=schema_report,
+            schema=schema,
         )
         result: JudgeResult = judge.judge(judge_input)
     except RecursionError:

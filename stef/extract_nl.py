@@ -55,7 +55,9 @@ DESC_WORDS = frozenset(
     "highest most largest biggest greatest maximum max top best longest heaviest tallest latest newest "
     "richest largest-scale more majority fastest".split()
 )
-ASC_WORDS = frozenset("lowest least smallest fewest minimum min worst shortest lightest earliest oldest first bottom slowest".split())
+ASC_WORDS = frozenset("lowest least smallest fewest minimum min worst shortest lightest earliest first bottom slowest".split())
+UNDIRECTED_SUPERLATIVES = frozenset("youngest oldest eldest".split())
+"""Superlatives whose sort direction depends on the column (``ORDER BY age`` or ``ORDER BY birthday DESC``)."""
 DISTINCT_WORDS = frozenset({"different", "distinct", "unique", "various"})
 GROUPING_PHRASES = ("for each", "per ", "each ", "by each", "grouped by", "in each", "breakdown")
 PERCENT_WORDS = frozenset({"percentage", "percent", "%", "proportion"})
@@ -102,6 +104,8 @@ HINT_FUNCTION_ALIASES: dict[str, tuple[str, str]] = {
 }
 """Pseudo-functions used in hints (``DIVIDE(a, b)``) and the arithmetic they stand for."""
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twenty": 20}
+COUNT_WORDS = {**NUMBER_WORDS, "once": 1, "twice": 2, "thrice": 3}
+"""Numbers written as words in a comparison ("at least two", "more than once")."""
 STOP_CAPITALISED = frozenset(
     "What Which Who Whom Whose When Where Why How List Please Give Name Show Find State Indicate Provide Among Calculate Identify "
     "Is Are Was Were Do Does Did In Of For The A An And Or On At By From To Tell Count Compute Describe Mention Sort Rank Return "
@@ -153,6 +157,8 @@ def compared_numbers(text: str) -> list[str]:
 
     >>> compared_numbers("users with more than 1,000 posts in the league 1. Bundesliga after 1990")
     ['1000', '1990']
+    >>> compared_numbers("teachers who teach at least two courses, visited more than once, or 3 or more times")
+    ['2', '3', '1']
     """
     lowered = text.lower()
     found: list[str] = []
@@ -160,10 +166,21 @@ def compared_numbers(text: str) -> list[str]:
         if phrase not in lowered:
             continue
         for end in _phrase_ends(lowered, phrase):
+            if phrase.startswith("or "):  # "two or more": the number stands before the phrase
+                before = lowered[max(0, end - len(phrase) - 30) : end - len(phrase)].split()
+                if before:
+                    value = before[-1].replace(",", "") if _NUMBER.fullmatch(before[-1]) else COUNT_WORDS.get(before[-1])
+                    if value is not None:
+                        found.append(str(value))
+                continue
             window = lowered[end : end + 40]
             number = _NUMBER.search(window)
-            if number and window[: number.start()].count(" ") <= 4 and not window[number.end() :].startswith("%"):
+            spelled = next(((i, COUNT_WORDS[w.strip(".,;?")]) for i, w in enumerate(window.split()[:3]) if w.strip(".,;?") in COUNT_WORDS), None)
+            digits_first = number is not None and (spelled is None or window[: number.start()].count(" ") <= spelled[0])
+            if digits_first and number and window[: number.start()].count(" ") <= 4 and not window[number.end() :].startswith("%"):
                 found.append(number.group(0).replace(",", ""))
+            elif spelled is not None:
+                found.append(str(spelled[1]))
     return list(dict.fromkeys(found))
 
 
@@ -656,7 +673,7 @@ def extract_question_spec(
         for date in _DATE.findall(prose):
             filter_values.append(normalize_value(date, rules))
         prose = _DATE.sub(" ", prose)
-    if has_digit:
+    if has_digit or not word_set.isdisjoint(COUNT_WORDS):
         filter_values.extend(normalize_value(n, rules) for n in compared_numbers(prose))
     if reference is not None:
         optional_values = [v for v in filter_values if not is_grounded(v, reference)]
@@ -720,7 +737,7 @@ def extract_question_spec(
         formulas=tuple(dict.fromkeys(formulas)),
         top_k=top_k,
         ordering=ordering,  # type: ignore[arg-type]
-        superlative=desc_hits or asc_hits,
+        superlative=desc_hits or asc_hits or not UNDIRECTED_SUPERLATIVES.isdisjoint(word_set),
         distinct=bool(word_set & DISTINCT_WORDS),
         grouping=any(phrase in lowered for phrase in GROUPING_PHRASES),
         percentage=bool(word_set & PERCENT_WORDS) or "%" in text and "'%" not in text,

@@ -30,6 +30,7 @@ from typing import Protocol
 from stef.calibrate import DEFAULT_CALIBRATOR, SCHEMA_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
 from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, QuestionSpec, SchemaReport, SQLSpec, SuspectedError, Verdict
 from stef.rules import AppRules
+from stef.schema import DatabaseSchema
 
 INTEGER_DIVISION_DIALECTS = frozenset({"sqlite", "postgres", "tsql", "redshift", "trino", "presto", "snowflake", "oracle", ""})
 """Dialects in which ``int / int`` truncates (or may, for the generic dialect)."""
@@ -66,6 +67,8 @@ class JudgeInput:
     enrichment: EnrichmentResult | None = None
     schema_report: SchemaReport | None = None
     """S checked against the app's schema (``None``: no schema; the judge is schema-free)."""
+    schema: DatabaseSchema | None = None
+    """The app's schema itself (an LLM judge is shown the tables S reads)."""
 
     @cached_property
     def wanted(self) -> QuestionSpec:
@@ -286,6 +289,7 @@ def check_enrichment(judge_input: JudgeInput) -> list[Finding]:
 SCHEMA_FINDINGS: tuple[tuple[str, str, str, str, float], ...] = (
     ("unknown_tables", "Table-Related Errors", "Table Mismatch", "S reads a table the schema does not have", 3.0),
     ("unknown_columns", "Attribute-Related Errors", "Attribute Mismatch", "S uses a column the schema does not have", 2.5),
+    ("ambiguous_columns", "Attribute-Related Errors", "Attribute Mismatch", "unqualified column that several joined tables have (ambiguous)", 2.5),
     ("non_key_joins", "Table-Related Errors", "Join Condition Mismatch", "join on columns that are not a declared key pair", 1.5),
     ("join_type_mismatches", "Table-Related Errors", "Join Condition Mismatch", "join of columns of different types", 1.0),
     ("literal_type_mismatches", "Value-Related Errors", "Value Mismatch", "literal that does not fit the column's type", 1.2),

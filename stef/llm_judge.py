@@ -60,7 +60,7 @@ from stef.errors import StefError
 from stef.judge import Judge, JudgeInput, SymbolicJudge
 from stef.llm_usage import UsageReading, check_cost, check_count, read_usage
 from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
-from stef.schema import SCHEMA_VERSION_SUFFIX, SchemaBook
+from stef.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema, SchemaBook
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-PROMPT_VERSION = "stef-judge-2"
+PROMPT_VERSION = "stef-judge-3"
 """Version of the prompt template and response schema; part of every cache key. Bump it on any
 change to :data:`SYSTEM_PROMPT`, :data:`USER_TEMPLATE` or :class:`LLMVerdict`."""
 
@@ -448,6 +448,46 @@ class _Stripper:
         return out
 
 
+MAX_SCHEMA_TABLES = 12
+"""Tables of the app's schema shown to the model: those S reads, then the tables they reference."""
+MAX_SCHEMA_COLUMNS = 80
+"""Columns shown per table (descriptions cut to 200 characters)."""
+
+
+def schema_excerpt(schema: DatabaseSchema, used_tables: Sequence[str]) -> dict[str, Any]:
+    """The part of ``schema`` a model needs to judge S: the tables S reads and the tables their
+    foreign keys reference (at most :data:`MAX_SCHEMA_TABLES`), each with its columns (name,
+    type, description), primary key and foreign keys.
+
+    Returns:
+        ``{"tables": [{"name", "columns": [{"name", "type", "description"}], "primary_key",
+        "foreign_keys": [{"columns", "references"}]}], "tables_not_shown": int}``.
+    """
+    chosen: list[Any] = []
+    for name in used_tables:
+        table = schema.table(name)
+        if table is not None and table not in chosen:
+            chosen.append(table)
+    for table in list(chosen):
+        for key in table.foreign_keys:
+            target = schema.table(key.ref_table)
+            if target is not None and target not in chosen:
+                chosen.append(target)
+    shown = chosen[:MAX_SCHEMA_TABLES]
+    return {
+        "tables": [
+            {
+                "name": table.name,
+                "columns": [{"name": c.name, "type": c.type, "description": (c.description or "")[:200] or None} for c in table.columns[:MAX_SCHEMA_COLUMNS]],
+                "primary_key": list(table.primary_key),
+                "foreign_keys": [{"columns": list(k.columns), "references": f"{k.ref_table}({', '.join(k.ref_columns)})"} for k in table.foreign_keys],
+            }
+            for table in shown
+        ],
+        "tables_not_shown": len(schema.tables) - len(shown),
+    }
+
+
 def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
     """The chat messages for one record: the system prompt and the templated user message.
 
@@ -457,7 +497,9 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
     can end its block, add a key or a section, or start a line. The system message says the
     blocks are data, never instructions. Comments and optimizer hints are removed from S and
     from the SQL fragments of its features with sqlglot's tokenizer
-    (:func:`stef.untrusted.strip_sql_comments`), and ``sql_comments_removed`` says so.
+    (:func:`stef.untrusted.strip_sql_comments`), and ``sql_comments_removed`` says so. The
+    record also holds the symbolic judge's findings and, when the app has a schema, the schema
+    check of S and the schema's tables S reads (:func:`schema_excerpt`).
 
     Args:
         judge_input: the evidence of stages A–C and E for one record.
@@ -487,6 +529,12 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
         "group_by_structurally_required": judge_input.grouping_required,
     }
     record["sql_comments_removed"] = strip.removed
+    symbolic = SymbolicJudge(calibrator=None).findings(judge_input)
+    record["symbolic_findings"] = [{"category": e.category, "subcategory": e.subcategory, "evidence": e.evidence} for e, _ in symbolic[:MAX_SUSPECTED_ERRORS]]
+    if judge_input.schema_report is not None:
+        record["schema_check"] = judge_input.schema_report.model_dump(mode="json", exclude_defaults=True)
+    if judge_input.schema is not None:
+        record["schema"] = schema_excerpt(judge_input.schema, judge_input.sql_spec.tables)
     app_rules = {
         "app_id": rules.app_id,
         "column_mappings": [{"synonym": k, "canonical_column": v} for k, v in sorted(rules.column_mappings.items())],
@@ -625,7 +673,7 @@ class JudgeSettings:
     def evaluator_version(self) -> str:
         """The evaluator version of evaluations made with these settings (part of their key).
 
-        >>> JudgeSettings.parse("openai/gpt-4o-mini").evaluator_version.endswith("+judge=openai/gpt-4o-mini;prompt=stef-judge-2")
+        >>> JudgeSettings.parse("openai/gpt-4o-mini").evaluator_version.endswith("+judge=openai/gpt-4o-mini;prompt=stef-judge-3")
         True
         >>> JudgeSettings().evaluator_version == EVALUATOR_VERSION
         True

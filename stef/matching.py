@@ -152,3 +152,25 @@ def _content_stems(phrase: str) -> tuple[str, ...]:
 def _stemmed_words(text: str) -> frozenset[str]:
     """Stems of every word of a text (one record's question is matched against each hint phrase)."""
     return frozenset(_stem(w) for w in _ALNUM.findall(text.lower()))
+
+
+def name_is_grounded(name: str, text: str) -> bool:
+    """Whether an identifier (a column or table name) is named in the text, schema-free: a word of
+    the text of 3+ letters (plural ``s`` stripped) occurs in the name, or a part of the name
+    (split at ``_``) starts a word of the text; ``id`` counts when the text says ``id``/``ids``.
+
+    >>> name_is_grounded("lifeexpectancy", "What are the life expectancies in Brazil?")
+    True
+    >>> name_is_grounded("song_name", "Show all the grades of the high schoolers")
+    False
+    >>> name_is_grounded("stuid", "List the ids of students")
+    True
+    """
+    lowered = name.lower()
+    words = _stemmed_words(text)
+    if any(len(word) >= 3 and word in lowered for word in words if word not in STOPWORDS):
+        return True
+    parts = [part for part in lowered.replace("-", "_").split("_") if part]
+    if any(len(part) >= 3 and any(word.startswith(part) for word in words) for part in parts):
+        return True
+    return "id" in lowered and ("id" in words or "ids" in _stemmed_words(text.replace("IDs", "ids")))

@@ -293,6 +293,8 @@ class SchemaReport(_Frozen):
     """The schema file (DDL or catalog) the record was checked against."""
     unknown_tables: tuple[str, ...] = ()
     unknown_columns: tuple[str, ...] = ()
+    ambiguous_columns: tuple[str, ...] = ()
+    """Unqualified columns two tables of their SELECT have (``ambiguous column name`` at run time)."""
     non_key_joins: tuple[str, ...] = ()
     join_type_mismatches: tuple[str, ...] = ()
     literal_type_mismatches: tuple[str, ...] = ()

@@ -6,7 +6,8 @@ written in S:
 
 * tables the schema does not have (CTE names and derived tables are not tables);
 * columns no source of their scope has (qualified: the named table lacks it; unqualified: no
-  table of the scope, no derived table, no projection alias and no outer scope has it);
+  table of the scope, no derived table, no projection alias and no outer scope has it), and
+  unqualified columns that two tables of the scope have (the database rejects them as ambiguous);
 * join equalities between two tables on a pair of columns that is not a declared key pair
   (foreign key with the key it references, or two single-column primary keys), and joins of
   columns whose types differ (text = integer);
@@ -163,6 +164,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
     type_mismatch: list[str] = []
     literal_mismatch: list[str] = []
     text_aggregates: list[str] = []
+    ambiguous: list[str] = []
     tables_checked = columns_checked = joins_checked = 0
     try:
         scopes = traverse_scope(tree)
@@ -176,11 +178,12 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
             continue
         resolver = _Resolver(scope, schema)
         try:
+            sources = dict(scope.selected_sources)
             tables = resolver.tables()
             outputs = resolver.derived_outputs()
-        except SqlglotError:
+        except SqlglotError:  # e.g. one alias used for two tables: sqlglot cannot scope the SELECT
             continue
-        for alias, (node, source) in scope.selected_sources.items():
+        for _alias, (node, source) in sources.items():
             if isinstance(node, exp.Table) and not isinstance(source, Scope) and id(node) not in seen_tables:
                 seen_tables.add(id(node))
                 if identifier_key(node.name) in cte_names:
@@ -190,11 +193,15 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
                 else:
                     tables_checked += 1
         aliases = frozenset(identifier_key(e.alias) for e in select.expressions if isinstance(e, exp.Alias))
+        using_join = any(join.args.get("using") or join.args.get("method") for join in select.args.get("joins") or ())
         resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]] = {}
         for column in scope.columns:
             if isinstance(column.this, exp.Star) or _scope_select(column) is not select:
                 continue  # sqlglot lists the columns of an IN (SELECT ...) subquery in the outer scope too
             state, found, table, unique = _resolve(column, tables, outputs, aliases)
+            if state == "known" and not column.table and not unique and not using_join and identifier_key(column.name) not in aliases:
+                owners = sorted(t.name for t in tables.values() if t is not None and t.column(column.name) is not None)
+                ambiguous.append(f"{_clause_of(column, select)} {render(column)} (in {', '.join(owners)})")
             if state == "unknown" and not column.table and (column.this.quoted or _outer_has_column(scope, schema, column.name)):
                 # a double-quoted name no table has is a string literal in SQLite and MySQL ("Brazil"); or a correlated reference
                 state = "outer"
@@ -243,6 +250,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
         source=schema.source,
         unknown_tables=tuple(dict.fromkeys(unknown_tables)),
         unknown_columns=tuple(dict.fromkeys(unknown_columns)),
+        ambiguous_columns=tuple(dict.fromkeys(ambiguous)),
         non_key_joins=tuple(dict.fromkeys(non_key)),
         join_type_mismatches=tuple(dict.fromkeys(type_mismatch)),
         literal_type_mismatches=tuple(dict.fromkeys(literal_mismatch)),
