@@ -220,6 +220,7 @@ def collect(conn: Any, warehouse_label: str, week: str | None, evaluator_version
             "records": records,
             "evaluated": evaluated,
             "coverage": evaluated / records if records else None,
+            "mean_p_correct": _mean(mine.get_column("p_correct").drop_nulls().to_list()),
             "mean": float(cast(float, series.mean())) if evaluated else None,
             "p50": float(cast(float, series.quantile(0.5, "linear"))) if evaluated else None,
             "p90": float(cast(float, series.quantile(0.9, "linear"))) if evaluated else None,
@@ -241,7 +242,8 @@ def collect(conn: Any, warehouse_label: str, week: str | None, evaluator_version
                                   "count": count, "share": count / evaluated if evaluated else 0.0})
     daily = [
         {"log_date": row["log_date"], "agent_id": row["agent_id"], "agent_version": row["agent_version"],
-         "records": int(row["records"]), "coverage": row["coverage"], "mean": row["mean_score"], "p90": row["p90_score"]}
+         "records": int(row["records"]), "coverage": row["coverage"], "mean": row["mean_score"], "p90": row["p90_score"],
+         "mean_p_correct": row.get("mean_p_correct")}
         for row in metrics.to_dicts()
     ]
     worst = read_lowest_scores(conn, start, end, version, WORST_QUERIES)
@@ -399,13 +401,18 @@ def histogram_chart(data: ReportData, agent_id: str) -> Chart:
         return Chart(agent_id, "histogram", title, _data_uri(figure))
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
 def trend_chart(data: ReportData, agent_id: str) -> Chart:
-    """Three panels over the week's days: mean Φ, P90 Φ and coverage, one line per version (plain text labels)."""
+    """Four panels over the week's days: mean P(correct), mean Φ, P90 Φ and coverage, one line
+    per version (plain text labels)."""
     with _plain_text_charts():
         versions = data.versions(agent_id)
         days = [data.start + timedelta(days=i) for i in range(7)]
-        figure = _figure(9.0, 6.0)
-        panels = figure.subplots(3, 1, sharex=True)
+        figure = _figure(9.0, 7.5)
+        panels = figure.subplots(4, 1, sharex=True)
         series: dict[str, dict[date, dict[str, Any]]] = defaultdict(dict)
         for row in data.daily:
             if row["agent_id"] == agent_id:
@@ -413,14 +420,14 @@ def trend_chart(data: ReportData, agent_id: str) -> Chart:
         handles = []
         for version, color in zip(versions, _colors(len(versions)), strict=True):
             points = series.get(version, {})
-            for axes, key, scale in zip(panels, ("mean", "p90", "coverage"), (1.0, 1.0, 100.0), strict=True):
+            for axes, key, scale in zip(panels, ("mean_p_correct", "mean", "p90", "coverage"), (100.0, 1.0, 1.0, 100.0), strict=True):
                 values = [
                     float("nan") if points.get(day, {}).get(key) is None else scale * float(points[day][key]) for day in days
                 ]
                 (line,) = axes.plot(range(7), values, marker="o", color=color)
                 if axes is panels[0]:
                     handles.append(line)
-        for axes, label in zip(panels, ("mean Φ", "P90 Φ", "coverage %"), strict=True):
+        for axes, label in zip(panels, ("P(correct) %", "mean Φ", "P90 Φ", "coverage %"), strict=True):
             axes.set_ylabel(label)
             axes.grid(alpha=0.3)
         _legend(panels[0], handles, [_label(v) for v in versions], loc="lower left", frameon=False, ncols=max(min(len(versions), 4), 1))
@@ -628,6 +635,7 @@ def headline_table(data: ReportData) -> list[dict[str, Any]]:
             "version": row["agent_version"],
             "records": row["records"],
             "coverage": None if row["coverage"] is None else round(row["coverage"], 4),
+            "mean_p_correct": None if row.get("mean_p_correct") is None else round(row["mean_p_correct"], 3),
             "mean": None if row["mean"] is None else round(row["mean"], 1),
             "p90": None if row["p90"] is None else round(row["p90"], 1),
             "poor_share": None if row["poor_share"] is None else round(row["poor_share"], 4),

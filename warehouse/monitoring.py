@@ -314,12 +314,13 @@ def read_scored_rows(conn: duckdb.DuckDBPyConnection, start: date, end: date, ev
 
     Returns:
         Columns ``log_date`` (Date), ``agent_id``, ``agent_version``, ``status``, ``score``
-        (Float64, null unless scored), ``band``, ``filter_status``, ``verdict``; rows without an
+        (Float64, null unless scored), ``p_correct`` (Float64, null unless scored or stored
+        before migration 0005), ``band``, ``filter_status``, ``verdict``; rows without an
         agent (unreadable quarantined lines) are left out.
     """
     frame: pl.DataFrame = conn.sql(
         """
-        SELECT log_date, agent_id, agent_version, status, score, band, filter_status, verdict
+        SELECT log_date, agent_id, agent_version, status, score, p_correct, band, filter_status, verdict
         FROM evaluations
         WHERE log_date BETWEEN $start AND $end AND evaluator_version = $version
           AND agent_id IS NOT NULL AND agent_version IS NOT NULL
