@@ -83,6 +83,8 @@ def backfill(
     judge: str = SYMBOLIC,
     on_day: Callable[[BackfillDay], None] | None = None,
     schema_dir: str | None = None,
+    observed_catalog: str | None = None,
+    learn_catalog: bool = False,
 ) -> BackfillSummary:
     """Run the nightly work for every day from ``start`` to ``end``, skipping days already done.
 
@@ -101,6 +103,8 @@ def backfill(
             not stored with the flow run.
         schema_dir: folder of the apps' schemas (as ``stef nightly --schema-dir``); part of the
             evaluator version that marks a day done.
+        observed_catalog, learn_catalog: observed catalogs, as for ``stef nightly`` (each day
+            learns from the days before it, the ones this backfill stored included).
 
     Returns:
         A :class:`BackfillSummary`.
@@ -113,7 +117,7 @@ def backfill(
     first, last = resolve_log_date(start), resolve_log_date(end)
     days = days_in_range(first, last)
     warehouse_path = str(resolve_path(warehouse))
-    settings = JudgeSettings.parse(judge, schema_dir=schema_dir)
+    settings = JudgeSettings.parse(judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog)
     done = set() if force else set(plan_backfill(warehouse_path, first, last, settings.evaluator_version))
     logger = run_logger()
     logger.info("backfill %s … %s: %d days, %d already done%s", first, last, len(days), len(done), " (forced: redone)" if force else "")
@@ -126,7 +130,8 @@ def backfill(
             result = BackfillDay(day, "no_logs")
         else:
             summary = nightly(log_date=day, logs_root=logs_root, warehouse=warehouse_path, rules_dir=rules_dir,
-                              max_bad_share=max_bad_share, batch_size=batch_size, judge=judge, schema_dir=schema_dir)
+                              max_bad_share=max_bad_share, batch_size=batch_size, judge=judge, schema_dir=schema_dir,
+                              observed_catalog=observed_catalog, learn_catalog=learn_catalog)
             result = BackfillDay(day, "done", summary)
         results.append(result)
         if on_day is not None:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from stef.logs import LogLine
     from stef.models import Evaluation
     from stef.rules import RuleBook
+    from stef.observed import ObservedCatalogBook
     from stef.schema import SchemaBook
 
 EXIT_USAGE = 2
@@ -54,6 +55,8 @@ JUDGE_HELP = ("Judge that gives the semantic verdict: 'symbolic' (default, deter
               "for the records the symbolic judge hedges on: LIKELY_CORRECT or POTENTIALLY_INCORRECT, p_correct 0.35-0.65).")
 SCHEMA_DIR_HELP = ("Folder of database schemas, one per app: <app_id>.sql (DDL in the app's dialect) or <app_id>.json "
                    "(catalog; `stef catalog json-schema` prints its format). Apps with one are also checked against it.")
+OBSERVED_HELP = ("Observed catalog file (`stef catalog learn`): apps without a schema are also compared with what their "
+                 "earlier answers used (tables, columns, join pairs).")
 API_BASE_HELP = "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
 BREAKER_HELP = ("Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
                 "symbolic verdict without calling the model, and each such record says so (0: never).")
@@ -260,6 +263,7 @@ def evaluate_lines(
     judge: object | None = None,
     batch_size: int | None = None,
     schemas: SchemaBook | None = None,
+    observed: ObservedCatalogBook | None = None,
 ) -> Iterator[OutputRow]:
     """Evaluate log lines in this process in batches, yielding exactly one output row per line, in order.
 
@@ -276,6 +280,7 @@ def evaluate_lines(
             batches (:class:`stef.llm_evaluate.LLMEvaluator`: it has ``evaluate_many``).
         batch_size: records per :func:`stef.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
         schemas: the apps' schemas (``--schema-dir``; a model judge takes them from its settings).
+        observed: the apps' observed catalogs (``--observed-catalog``; likewise).
 
     Returns:
         :class:`flows.parallel.OutputRow` items: the evaluation's JSON line and its counted fields.
@@ -291,7 +296,7 @@ def evaluate_lines(
         if batch_evaluate is not None:
             evaluated = iter([OutputRow.of(e) for e in batch_evaluate(records, rulebook)])
         else:
-            evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of, schemas=schemas))
+            evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of, schemas=schemas, observed=observed))
         for line in batch:
             yield rejected_row(line) if line.record is None else next(evaluated)
 
@@ -428,6 +433,7 @@ def evaluate(
     max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.")] = None,
     workers: Annotated[int, typer.Option("--workers", min=0, help="Processes for the symbolic judge (0: one per usable core).")] = 0,
     schema_dir: Annotated[Path | None, typer.Option("--schema-dir", help=SCHEMA_DIR_HELP)] = None,
+    observed_catalog: Annotated[Path | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)] = None,
 ) -> None:
     """Score every record of INPUT without a warehouse; write one result line per input line.
 
@@ -441,8 +447,10 @@ def evaluate(
 
     with _user_errors():
         settings = validate_judge(judge, api_base=api_base, concurrency=concurrency, timeout_s=timeout, max_cost_usd=max_cost_usd,
-                                  breaker_failures=breaker_failures, schema_dir=str(schema_dir) if schema_dir is not None else None)
-        schemas = settings.schemas()  # a missing folder fails here, before any work
+                                  breaker_failures=breaker_failures, schema_dir=str(schema_dir) if schema_dir is not None else None,
+                                  observed_catalog=str(observed_catalog) if observed_catalog is not None else None)
+        schemas = settings.schemas()  # a missing folder or catalog fails here, before any work
+        observed = settings.observed()
         evaluator = None
         if not settings.is_symbolic:
             from stef.llm_evaluate import LLMEvaluator
@@ -481,9 +489,10 @@ def evaluate(
                 if processes > 1:
                     from flows.parallel import evaluate_files_in_processes
 
-                    rows = evaluate_files_in_processes(files, rulebook, processes, dialect=dialect, batch_size=BATCH_SIZE, schemas=schemas)
+                    rows = evaluate_files_in_processes(files, rulebook, processes, dialect=dialect, batch_size=BATCH_SIZE, schemas=schemas,
+                                                       observed=observed)
                 else:
-                    rows = evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator, schemas=schemas)
+                    rows = evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator, schemas=schemas, observed=observed)
                 for row in rows:
                     handle.write(row.json + "\n")
                     stats.add(row)
@@ -644,13 +653,15 @@ def nightly(
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="Threads / processes / local Dask workers (default: the runner's own).")] = None,
     dask_address: Annotated[str | None, typer.Option("--dask-address", metavar="tcp://HOST:8786", help="Scheduler of a running Dask cluster (with --task-runner dask).")] = None,
     schema_dir: Annotated[str | None, typer.Option("--schema-dir", help=SCHEMA_DIR_HELP)] = None,
+    observed_catalog: Annotated[str | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)] = None,
+    learn_catalog: Annotated[bool, typer.Option("--learn-catalog", help="Learn the observed catalogs from the warehouse's answers of the 30 days before the day, store and use them.")] = False,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     from stef.evaluate import configured_time_cap_s
 
     with _user_errors():
         validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout,
-                       breaker_failures=breaker_failures, schema_dir=schema_dir).schemas()
+                       breaker_failures=breaker_failures, schema_dir=schema_dir, observed_catalog=observed_catalog).observed()
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
@@ -674,6 +685,8 @@ def nightly(
                 timeout_s=timeout,
                 breaker_failures=breaker_failures,
                 schema_dir=schema_dir,
+                observed_catalog=observed_catalog,
+                learn_catalog=learn_catalog,
             )
     console.print(_summary_line(summary), soft_wrap=True)
     if summary.judge != "symbolic":
@@ -780,6 +793,7 @@ def bench_judge(
     threshold: Annotated[float, typer.Option("--threshold", help="Φ at or above which an answer counts as predicted correct.")] = 75.0,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")] = False,
     schema_dir: Annotated[Path | None, typer.Option("--schema-dir", help="Folder of <db_id>.sql or .json schemas of FILE's databases (e.g. ../shared/data/nl2sql_bugs/schemas).")] = None,
+    observed_catalog: Annotated[Path | None, typer.Option("--observed-catalog", metavar="FILE", help="Observed catalog of FILE's databases (learn it on other answers, with `stef catalog learn`).")] = None,
 ) -> None:
     """Measure the judge on labelled records: accuracy, AUROC, precision/recall, coverage, recall per error category.
 
@@ -800,8 +814,11 @@ def bench_judge(
             raise InputError(f"{labelled_file}: not an NL2SQL-BUGs-format file ({exc})") from exc
         from stef.schema import SchemaBook
 
+        from stef.observed import load_observed_catalogs
+
         schemas = SchemaBook(schema_dir) if schema_dir is not None else None
-        figures = measure(rows, evaluate_many(records, schemas=schemas), threshold)
+        observed = load_observed_catalogs(observed_catalog) if observed_catalog is not None else None
+        figures = measure(rows, evaluate_many(records, schemas=schemas, observed=observed), threshold)
     if as_json:
         console.print_json(json.dumps(figures.__dict__), indent=None)
         return

@@ -2,12 +2,14 @@
 
 ``stef catalog json-schema`` prints the JSON Schema of the ``<app_id>.json`` catalog format;
 ``stef catalog show FILE`` reads one schema file (DDL or catalog) the way ``--schema-dir`` does
-and prints its tables, so a team can check its file before the nightly run uses it.
+and prints its tables, so a team can check its file before the nightly run uses it;
+``stef catalog learn`` learns observed catalogs from logs or a warehouse (``--observed-catalog``).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +20,7 @@ from rich.text import Text
 
 from stef.display import one_line, shorten
 
-catalog_app = typer.Typer(no_args_is_help=True, help="Database schemas (--schema-dir): the catalog format, checking a schema file.")
+catalog_app = typer.Typer(no_args_is_help=True, help="Database schemas (--schema-dir) and observed catalogs (--observed-catalog).")
 
 
 def register(app: typer.Typer) -> None:
@@ -59,3 +61,63 @@ def show(
             str(sum(1 for c in entry.columns if c.description)),
         )
     console.print(table)
+
+
+@catalog_app.command("learn")
+def learn(
+    inputs: Annotated[list[Path] | None, typer.Argument(metavar="[LOGS]...", help="JSONL log files or folders of *.jsonl (searched recursively).")] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The observed catalog file to write (JSON).")] = Path("observed-catalog.json"),
+    warehouse: Annotated[str | None, typer.Option("--warehouse", help="Learn from the answers stored in this warehouse instead of log files.")] = None,
+    start: Annotated[datetime | None, typer.Option("--start", formats=["%Y-%m-%d"], help="With --warehouse: first day (default: 30 days before --end).")] = None,
+    end: Annotated[datetime | None, typer.Option("--end", formats=["%Y-%m-%d"], help="With --warehouse: last day (default: the newest stored day).")] = None,
+) -> None:
+    """Learn each app's observed catalog (tables, columns, join pairs, literal values, with counts)
+    from its answers' SQL, for --observed-catalog."""
+    from flows.cli import CliError, _user_errors, console
+    from stef.observed import MIN_QUERIES, learn_catalogs
+
+    with _user_errors():
+        if warehouse is not None:
+            if inputs:
+                raise CliError("give log files or --warehouse, not both")
+            from warehouse import connect
+            from warehouse.observed import read_answers_for_learning
+
+            with connect(warehouse, read_only=True) as conn:
+                records, source = read_answers_for_learning(conn, start.date() if start else None, end.date() if end else None)
+        else:
+            if not inputs:
+                raise CliError("give the log files (or folders) to learn from, or --warehouse")
+            records, source = _log_records(inputs), ", ".join(str(p) for p in inputs)
+        book = learn_catalogs(records, source)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(book.to_json(), encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"{out}: cannot write the observed catalog ({exc.strerror or exc})") from exc
+    table = Table(title=Text(f"Observed catalog {one_line(out)} (learned from {one_line(source)})"), box=box.SIMPLE_HEAD, title_justify="left")
+    for header in ("app", "answers", "tables", "columns", "join pairs", "used"):
+        table.add_column(header, justify="left" if header in ("app", "used") else "right")
+    for app_id, catalog in book.catalogs.items():
+        table.add_row(Text(shorten(app_id)), str(catalog.queries), str(len(catalog.tables)), str(len(catalog.columns)), str(len(catalog.joins)),
+                      "yes" if catalog.queries >= MIN_QUERIES else f"no (fewer than {MIN_QUERIES} answers)")
+    console.print(table)
+
+
+def _log_records(inputs: list[Path]) -> list[dict[str, object]]:
+    """The valid records of JSONL log files / folders (read as ``stef evaluate`` reads them)."""
+    from stef.errors import InputError
+    from stef.logs import log_files, read_log_file
+
+    records: list[dict[str, object]] = []
+    for path in inputs:
+        if not path.exists():
+            raise InputError(f"{path}: no such file or directory")
+        folders = [path] if path.is_file() else sorted({p.parent for p in path.rglob("*.jsonl")})
+        for folder in folders:
+            for file in log_files(folder):
+                try:
+                    records.extend(line.record.model_dump() for line in read_log_file(file) if line.record is not None)
+                except OSError as exc:
+                    raise InputError(f"{file}: cannot read ({exc.strerror or exc})") from exc
+    return records

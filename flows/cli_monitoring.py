@@ -164,6 +164,8 @@ def backfill(
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = 500,
     judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help="Judge, as for stef nightly; it decides the evaluator version that marks a day done.")] = "symbolic",
     schema_dir: Annotated[str | None, typer.Option("--schema-dir", help="Folder of the apps' schemas, as for stef nightly (part of the evaluator version that marks a day done).")] = None,
+    observed_catalog: Annotated[str | None, typer.Option("--observed-catalog", metavar="FILE", help="Observed catalog file, as for stef nightly.")] = None,
+    learn_catalog: Annotated[bool, typer.Option("--learn-catalog", help="Learn and use observed catalogs day by day, as for stef nightly.")] = False,
 ) -> None:
     """Run the nightly work for every day from --start to --end; skip days already done.
 
@@ -181,8 +183,9 @@ def backfill(
 
         first, last = start.date(), end.date()
         total = len(days_in_range(first, last))  # checks the range before Prefect starts
-        settings = validate_judge(judge, schema_dir=schema_dir)  # also checks a model's provider and keys
-        settings.schemas()  # a missing schema folder fails here
+        settings = validate_judge(judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog)  # also checks a model's keys
+        settings.schemas()  # a missing schema folder or catalog file fails here
+        settings.observed()
         version = settings.evaluator_version
         progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                             console=err_console, transient=True, disable=not err_console.is_terminal)
@@ -196,7 +199,8 @@ def backfill(
             with _running_flows():
                 summary = backfill_flow(start=first, end=last, logs_root=logs_root, warehouse=warehouse, force=force,
                                         rules_dir=rules_dir, max_bad_share=max_bad_share, batch_size=batch_size,
-                                        judge=judge, on_day=on_day, schema_dir=schema_dir)
+                                        judge=judge, on_day=on_day, schema_dir=schema_dir, observed_catalog=observed_catalog,
+                                        learn_catalog=learn_catalog)
     done, skipped, missing = (summary.with_status(s) for s in ("done", "skipped", "no_logs"))
     console.print(Text(
         f"backfill {summary.start} … {summary.end} into {one_line(summary.warehouse)}: {len(done)} days run, "

@@ -34,7 +34,7 @@ from stef.llm_judge import (  # noqa: E402
     release_breaker,
 )
 from stef.models import EVALUATOR_VERSION, CompactEvaluation  # noqa: E402
-from tasks import check_warehouse, compute_metrics, evaluate_batch, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
+from tasks import check_warehouse, compute_metrics, evaluate_batch, learn_observed_catalogs, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
 from tasks.drift import nightly_drift_step  # noqa: E402
 from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches  # noqa: E402
 from warehouse import resolve_path  # noqa: E402
@@ -156,6 +156,8 @@ def nightly(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     breaker_failures: int = DEFAULT_BREAKER_FAILURES,
     schema_dir: str | None = None,
+    observed_catalog: str | None = None,
+    learn_catalog: bool = False,
 ) -> NightlySummary:
     """Score one day of agent logs into the warehouse.
 
@@ -183,6 +185,10 @@ def nightly(
         schema_dir: folder of ``<app_id>.sql`` (DDL) or ``<app_id>.json`` (catalog) schemas; apps
             with one are also checked against it. The day is stored under the evaluator version
             with ``+schema``.
+        observed_catalog: an observed catalog file (``stef catalog learn``) for the apps without
+            a schema; the day is stored under the evaluator version with ``+observed``.
+        learn_catalog: learn the observed catalogs from the warehouse's answers of the 30 days
+            before the day, store them (``observed_catalogs``) and use them (``+observed`` too).
 
     Returns:
         A :class:`NightlySummary`.
@@ -198,14 +204,17 @@ def nightly(
         ValueError: ``batch_size`` < 1 or ``max_bad_share`` outside [0, 1].
     """
     settings = JudgeSettings.parse(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout_s,
-                                   breaker_failures=breaker_failures, run_key=f"nightly-{uuid.uuid4().hex}", schema_dir=schema_dir)
-    settings.schemas()  # a missing schema folder fails here, before any work
+                                   breaker_failures=breaker_failures, run_key=f"nightly-{uuid.uuid4().hex}", schema_dir=schema_dir,
+                                   observed_catalog=observed_catalog, learn_catalog=learn_catalog)
+    settings.schemas()  # a missing schema folder or catalog file fails here, before any work
+    settings.observed()
     for warning in preflight(settings):
         get_run_logger().warning("%s", warning)
     day = resolve_log_date(log_date)
     warehouse_path = str(resolve_path(warehouse))
     lines = load_logs(logs_root, day)
     check_warehouse(warehouse_path)  # a locked or unwritable warehouse fails here, before any evaluation
+    observed = learn_observed_catalogs(warehouse_path, day) if settings.learn_catalog else None
     # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
     lines = validate_logs(quote(lines), max_bad_share)  # type: ignore[call-overload]
     records = [line.record for line in lines if line.record is not None]
@@ -214,7 +223,8 @@ def nightly(
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
     evaluations: list[CompactEvaluation] = []
     try:
-        futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True) for batch in parts]
+        futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, observed=quote(observed))  # type: ignore[call-overload]
+               for batch in parts]
         while futures:  # in order; each finished future is dropped so its task state is freed early
             evaluations.extend(futures.pop(0).result())
     finally:

@@ -27,6 +27,7 @@ from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, Filt
 if TYPE_CHECKING:
     from stef.logs import LogLine
     from stef.rules import RuleBook
+    from stef.observed import ObservedCatalogBook
     from stef.schema import SchemaBook
 
 
@@ -68,6 +69,7 @@ class OutputRow:
 
 _WORKER_RULEBOOK: RuleBook | None = None
 _WORKER_SCHEMAS: SchemaBook | None = None
+_WORKER_OBSERVED: ObservedCatalogBook | None = None
 
 
 def default_workers() -> int:
@@ -93,15 +95,16 @@ def rejected_row(line: LogLine) -> OutputRow:
     return OutputRow.of(rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}"))
 
 
-def _init_worker(rulebook: RuleBook, schemas: SchemaBook | None) -> None:
-    global _WORKER_RULEBOOK, _WORKER_SCHEMAS
+def _init_worker(rulebook: RuleBook, schemas: SchemaBook | None, observed: ObservedCatalogBook | None) -> None:
+    global _WORKER_RULEBOOK, _WORKER_SCHEMAS, _WORKER_OBSERVED
     _WORKER_RULEBOOK = rulebook
     _WORKER_SCHEMAS = schemas
+    _WORKER_OBSERVED = observed
     gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 
 
 def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rulebook: RuleBook, dialect: str | None = None,
-                       schemas: SchemaBook | None = None) -> list[OutputRow]:
+                       schemas: SchemaBook | None = None, observed: ObservedCatalogBook | None = None) -> list[OutputRow]:
     """Read and evaluate raw log lines: one output row per non-blank line, in order.
 
     Args:
@@ -110,6 +113,7 @@ def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rul
         rulebook: resolves each record's ``app_id`` to its rules.
         dialect: dialect for records that name none.
         schemas: the apps' schemas (``--schema-dir``), or ``None``.
+        observed: the apps' observed catalogs (``--observed-catalog``), or ``None``.
 
     Returns:
         :class:`OutputRow` items; a line that is not a valid record gets :func:`rejected_row`.
@@ -128,13 +132,13 @@ def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rul
         else:
             rows.append(None)
             records.append(with_dialect(line.record, dialect))
-    evaluated = iter(evaluate_many(records, rulebook=rulebook, convert=OutputRow.of, schemas=schemas))
+    evaluated = iter(evaluate_many(records, rulebook=rulebook, convert=OutputRow.of, schemas=schemas, observed=observed))
     return [row if row is not None else next(evaluated) for row in rows]
 
 
 def _evaluate_raw_batch(source: str, numbered_lines: list[tuple[int, bytes]], dialect: str | None) -> list[OutputRow]:
     assert _WORKER_RULEBOOK is not None, "worker not initialised"
-    return evaluate_raw_lines(source, numbered_lines, _WORKER_RULEBOOK, dialect, _WORKER_SCHEMAS)
+    return evaluate_raw_lines(source, numbered_lines, _WORKER_RULEBOOK, dialect, _WORKER_SCHEMAS, _WORKER_OBSERVED)
 
 
 def _raw_batches(files: Sequence[Path], batch_size: int) -> Iterator[tuple[str, list[tuple[int, bytes]]]]:
@@ -150,7 +154,7 @@ def _raw_batches(files: Sequence[Path], batch_size: int) -> Iterator[tuple[str, 
 
 
 def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, workers: int, dialect: str | None = None, batch_size: int = 500,
-                                schemas: SchemaBook | None = None) -> Iterator[OutputRow]:
+                                schemas: SchemaBook | None = None, observed: ObservedCatalogBook | None = None) -> Iterator[OutputRow]:
     """Evaluate log files in ``workers`` processes; yield one output row per non-blank line, in order.
 
     The parent only reads raw lines and writes rows: decoding, validation and evaluation all
@@ -163,6 +167,7 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
         dialect: dialect for records that name none.
         batch_size: lines per task.
         schemas: the apps' schemas (``--schema-dir``), sent once to each worker.
+        observed: the apps' observed catalogs (``--observed-catalog``), likewise.
 
     Returns:
         An iterator of :class:`OutputRow`, one per non-blank input line, same order.
@@ -172,15 +177,17 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     """
     import stef.evaluate  # noqa: F401 - imported once here, inherited by the forked workers (and frozen there)
     import stef.logs  # noqa: F401
-    from stef.calibrate import DEFAULT_CALIBRATOR, SCHEMA_CALIBRATOR, load_calibrator
+    from stef.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, load_calibrator
 
     rulebook.for_app(None)  # the default rules and the calibrator are loaded once, before the fork
     load_calibrator(DEFAULT_CALIBRATOR)  # the same cache key as the default judge's call
     if schemas is not None:
         load_calibrator(SCHEMA_CALIBRATOR)
+    if observed is not None:
+        load_calibrator(OBSERVED_CALIBRATOR)
 
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook, schemas)) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook, schemas, observed)) as pool:
         pending: deque[Future[list[OutputRow]]] = deque()
         try:
             for source, batch in _raw_batches(files, batch_size):

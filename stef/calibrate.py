@@ -48,6 +48,8 @@ DEFAULT_CALIBRATOR = "symbolic-v2.json"
 """Artifact shipped in ``stef/calibrators/`` and used by the default symbolic judge (no schema)."""
 SCHEMA_CALIBRATOR = "schema-v1.json"
 """Artifact for records checked against the app's schema."""
+OBSERVED_CALIBRATOR = "observed-v1.json"
+"""Artifact for records compared with the app's observed catalog (no schema)."""
 
 CORRECT_FROM = 0.65
 """Smallest p of a CORRECT verdict (also the Φ ≥ 75 boundary with fully applied filters)."""
@@ -133,7 +135,17 @@ def feature_vector(judge_input: JudgeInput, findings: Sequence[tuple[SuspectedEr
         for name in SCHEMA_FEATURES:
             value = getattr(report, name)
             features[f"schema:{name}"] = float(len(value) if isinstance(value, tuple) else value)
+    observed = judge_input.observed_report
+    if observed is not None:
+        for name in OBSERVED_FEATURES:
+            value = getattr(observed, name)
+            features[f"observed:{name}"] = float(len(value) if isinstance(value, tuple) else value)
+        features["observed:log_queries"] = math.log10(1 + observed.queries)
     return features
+
+
+OBSERVED_FEATURES: tuple[str, ...] = ("unseen_tables", "unseen_columns", "unseen_joins", "tables_checked", "joins_checked")
+"""Fields of :class:`stef.models.ObservedReport` counted as features when an observed catalog was used."""
 
 
 SCHEMA_FEATURES: tuple[str, ...] = (

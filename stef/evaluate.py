@@ -28,6 +28,7 @@ from stef.normalize import normalize
 from stef.rules import AppRules, RuleBook, default_rules
 from stef.schema import DatabaseSchema, SchemaBook, SchemaError
 from stef.schema_checks import check_against_schema
+from stef.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
 from stef.score import compute_score
 
 _DEFAULT_JUDGE = SymbolicJudge()
@@ -133,6 +134,7 @@ def evaluate(
     default_dialect: str | None = None,
     deadline: float | None = None,
     schema: DatabaseSchema | None = None,
+    observed: ObservedCatalog | None = None,
 ) -> Evaluation:
     """Evaluate one agent answer with the STEF method.
 
@@ -147,6 +149,8 @@ def evaluate(
         schema: the app's database schema, when the team has one: S is also checked against it
             (:func:`stef.schema_checks.check_against_schema`) and the with-schema calibrator
             judges; ``None``: schema-free (the STEF method as published).
+        observed: the app's observed catalog (:mod:`stef.observed`), used when no schema is
+            given: S is compared with what the app's earlier answers used.
 
     Returns:
         An :class:`Evaluation`; ``status`` is ``evaluated`` with ``score`` set, or a typed
@@ -184,6 +188,7 @@ def evaluate(
     try:
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
         schema_report = check_against_schema(parsed.answer, schema) if schema is not None else None
+        observed_report = check_against_observed(parsed.answer, observed) if observed is not None and schema is None else None
         question_spec = extract_question_spec(record.question, dialect, rules)
         enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)
         _check_deadline(deadline)
@@ -205,6 +210,7 @@ def evaluate(
             enrichment=enrichment,
             schema_report=schema_report,
             schema=schema,
+            observed_report=observed_report,
         )
         result: JudgeResult = judge.judge(judge_input)
     except RecursionError:
@@ -238,6 +244,7 @@ def evaluate(
         enrichment=enrichment,
         normalization_rules_applied=normalised.applied,
         schema_report=schema_report,
+        observed_report=observed_report,
         suspected_errors=result.suspected_errors,
         flags=parsed.flags,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
@@ -256,6 +263,7 @@ def evaluate_many(
     time_cap_s: float | Literal["configured"] | None = ...,
     convert: None = ...,
     schemas: SchemaBook | None = ...,
+    observed: ObservedCatalogBook | None = ...,
 ) -> list[Evaluation]: ...
 
 
@@ -269,6 +277,7 @@ def evaluate_many(
     *,
     convert: Callable[[Evaluation], Converted],
     schemas: SchemaBook | None = ...,
+    observed: ObservedCatalogBook | None = ...,
 ) -> list[Converted]: ...
 
 
@@ -280,6 +289,7 @@ def evaluate_many(
     time_cap_s: float | Literal["configured"] | None = "configured",
     convert: Callable[[Evaluation], Converted] | None = None,
     schemas: SchemaBook | None = None,
+    observed: ObservedCatalogBook | None = None,
 ) -> list[Evaluation] | list[Converted]:
     """Evaluate records in order; one bad record never stops the batch.
 
@@ -298,6 +308,8 @@ def evaluate_many(
             :func:`configured_time_cap_s` (``$STEF_TIME_CAP_S``, default 2 s).
         schemas: the apps' schemas (``--schema-dir``); an app without one is judged schema-free.
             Every evaluation of the batch then carries the evaluator version with ``+schema``.
+        observed: the apps' observed catalogs (``--observed-catalog``), for apps without a
+            schema; the evaluator version then carries ``+observed``.
         convert: applied to each evaluation as soon as it is made (e.g.
             :meth:`Evaluation.compact`, or an output line), so a batch never holds its full
             evaluations: fewer live objects to scan for the garbage collector, less memory.
@@ -315,6 +327,8 @@ def evaluate_many(
     rulebook = rulebook or RuleBook()
     judge = judge or _DEFAULT_JUDGE
     version = schemas.evaluator_version(EVALUATOR_VERSION) if schemas is not None else None
+    if observed is not None:
+        version = observed.evaluator_version(version or EVALUATOR_VERSION)
     out: list = []
     with _RecordAlarm(time_cap_s) as alarm:
         for record in records:
@@ -324,7 +338,8 @@ def evaluate_many(
                 schema = schemas.for_app(record.app_id, _schema_dialect(record, rules, default_dialect), rules.schema_file) if schemas is not None else None
                 alarm.deadline = deadline
                 try:
-                    evaluation = evaluate(record, rules, judge, default_dialect, deadline, schema)
+                    evaluation = evaluate(record, rules, judge, default_dialect, deadline, schema,
+                                          observed.for_app(record.app_id) if observed is not None else None)
                 finally:
                     alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             except RecordTimeout:

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
-from stef.calibrate import DEFAULT_CALIBRATOR, SCHEMA_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
-from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, QuestionSpec, SchemaReport, SQLSpec, SuspectedError, Verdict
+from stef.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
+from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, ObservedReport, QuestionSpec, SchemaReport, SQLSpec, SuspectedError, Verdict
 from stef.rules import AppRules
 from stef.schema import DatabaseSchema
 
@@ -69,6 +69,8 @@ class JudgeInput:
     """S checked against the app's schema (``None``: no schema; the judge is schema-free)."""
     schema: DatabaseSchema | None = None
     """The app's schema itself (an LLM judge is shown the tables S reads)."""
+    observed_report: ObservedReport | None = None
+    """S against the app's observed catalog (``None``: none, or a schema was given)."""
 
     @cached_property
     def wanted(self) -> QuestionSpec:
@@ -311,9 +313,23 @@ def check_schema(judge_input: JudgeInput) -> list[Finding]:
     ]
 
 
+def check_observed(judge_input: JudgeInput) -> list[Finding]:
+    """S against the app's observed catalog (only when one is given and no schema): tables,
+    columns and join pairs none of the app's earlier answers used."""
+    report = judge_input.observed_report
+    if report is None:
+        return []
+    findings: list[Finding] = []
+    findings += [(_error("Table-Related Errors", "Table Mismatch", f"no earlier answer of this app reads table {t}"), 1.0) for t in report.unseen_tables]
+    findings += [(_error("Attribute-Related Errors", "Attribute Mismatch", f"no earlier answer of this app uses column {c}"), 0.5) for c in report.unseen_columns]
+    findings += [(_error("Table-Related Errors", "Join Condition Mismatch", f"join pair new to this app: {j}"), 1.0) for j in report.unseen_joins]
+    return findings
+
+
 CHECKS: tuple[Check, ...] = (
     check_statements,
     check_schema,
+    check_observed,
     check_enrichment,
     check_filters,
     check_hint_columns,
@@ -351,17 +367,20 @@ class SymbolicJudge:
     name = "symbolic"
 
     def __init__(self, checks: tuple[Check, ...] = CHECKS, calibrator: Calibrator | None | str = DEFAULT_CALIBRATOR,
-                 schema_calibrator: Calibrator | None | str = SCHEMA_CALIBRATOR) -> None:
+                 schema_calibrator: Calibrator | None | str = SCHEMA_CALIBRATOR,
+                 observed_calibrator: Calibrator | None | str = OBSERVED_CALIBRATOR) -> None:
         """Args:
         checks: the checks to run, in order.
         calibrator: a :class:`stef.calibrate.Calibrator`, the name of an artifact in
             ``stef/calibrators/``, or ``None`` for the uncalibrated rule mapping of W.
         schema_calibrator: the same for records checked against a schema (its features
             include the schema findings); ``None``: use ``calibrator`` for them too.
+        observed_calibrator: the same for records compared with an observed catalog.
         """
         self.checks = checks
         self._calibrator = calibrator
         self._schema_calibrator = schema_calibrator
+        self._observed_calibrator = observed_calibrator
 
     @property
     def calibrator(self) -> Calibrator | None:
@@ -377,11 +396,21 @@ class SymbolicJudge:
             self._schema_calibrator = load_calibrator(self._schema_calibrator)
         return self._schema_calibrator if self._schema_calibrator is not None else self.calibrator
 
+    @property
+    def observed_calibrator(self) -> Calibrator | None:
+        """The calibrator of records compared with an observed catalog (``None``: :attr:`calibrator`)."""
+        if isinstance(self._observed_calibrator, str):
+            self._observed_calibrator = load_calibrator(self._observed_calibrator)
+        return self._observed_calibrator if self._observed_calibrator is not None else self.calibrator
+
     def calibrator_for(self, judge_input: JudgeInput) -> Calibrator | None:
-        """The calibrator that judges ``judge_input``: the with-schema one when it was checked against a schema."""
+        """The calibrator that judges ``judge_input``: the with-schema one when it was checked
+        against a schema, the observed one when against an observed catalog."""
         if self._calibrator is None:
             return None
-        return self.schema_calibrator if judge_input.schema_report is not None else self.calibrator
+        if judge_input.schema_report is not None:
+            return self.schema_calibrator
+        return self.observed_calibrator if judge_input.observed_report is not None else self.calibrator
 
     def findings(self, judge_input: JudgeInput) -> list[Finding]:
         """Every check's findings (suspected error, weight), in check order."""

@@ -28,6 +28,7 @@ from stef.judge import Judge, JudgeInput, SymbolicJudge
 from stef.llm_judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
 from stef.llm_usage import USAGE_FLAG
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, JudgeResult, Verdict
+from stef.observed import ObservedCatalogBook
 from stef.rules import RuleBook
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
@@ -146,6 +147,7 @@ class LLMEvaluator:
     Args:
         settings: the judge settings (must name a model).
         cache: the verdict cache (``None``: none; a rerun then asks the model again).
+        observed: observed catalogs learned for this run (``None``: those of the settings' file, if any).
         judge: the LLM judge (default: built from ``settings``).
         symbolic: the symbolic judge (hybrid's first opinion and the fallback).
 
@@ -154,7 +156,7 @@ class LLMEvaluator:
     """
 
     def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None, judge: LLMJudge | None = None,
-                 symbolic: Judge | None = None) -> None:
+                 symbolic: Judge | None = None, observed: ObservedCatalogBook | None = None) -> None:
         if settings.model is None:
             raise JudgeConfigError("LLMEvaluator needs a model; use stef.evaluate.evaluate_many for the symbolic judge")
         self.settings = settings
@@ -164,6 +166,7 @@ class LLMEvaluator:
         self.budget = CostBudget(settings.max_cost_usd)
         self.stats = JudgeRunStats(judge=settings.name)
         self.schemas = settings.schemas()
+        self.observed = observed if observed is not None else settings.observed()
 
     @property
     def name(self) -> str:
@@ -200,7 +203,8 @@ class LLMEvaluator:
         pending: list[tuple[int, JudgeInput]] = []
         for record in batch:
             capture.last = None
-            evaluation = evaluate_many([record], rulebook=rulebook, judge=capture, default_dialect=default_dialect, schemas=self.schemas)[0]
+            evaluation = evaluate_many([record], rulebook=rulebook, judge=capture, default_dialect=default_dialect, schemas=self.schemas,
+                                      observed=self.observed)[0]
             first.append(evaluation.model_copy(update={"evaluator_version": version}))
             if evaluation.status is EvaluationStatus.EVALUATED and capture.last is not None:
                 self.stats.records += 1
@@ -213,7 +217,7 @@ class LLMEvaluator:
             flags = (*symbolic.flags, *(flag for flag in outcome.flags if flag not in symbolic.flags))
             if outcome.fallback_reason is None:
                 rescored = evaluate_many([batch[index]], rulebook=rulebook, judge=_GivenJudge(outcome.result), default_dialect=default_dialect,
-                                         schemas=self.schemas)[0]
+                                         schemas=self.schemas, observed=self.observed)[0]
                 if rescored.status is EvaluationStatus.EVALUATED:
                     duration = (symbolic.duration_ms or 0.0) + outcome.latency_ms
                     out[index] = rescored.model_copy(update={"evaluator_version": version, "cost_usd": outcome.cost_usd, "tokens": outcome.tokens,
@@ -247,7 +251,7 @@ def evaluate_with_judge(records: Sequence[AgentLogRecord], settings: JudgeSettin
     ('symbolic', 1, 0)
     """
     if settings.is_symbolic:
-        evaluations = evaluate_many(records, rulebook=rulebook, schemas=settings.schemas())
+        evaluations = evaluate_many(records, rulebook=rulebook, schemas=settings.schemas(), observed=settings.observed())
         stats = JudgeRunStats(judge=settings.name, records=sum(e.status is EvaluationStatus.EVALUATED for e in evaluations))
         return evaluations, stats
     evaluator = LLMEvaluator(settings, cache=cache)

@@ -60,6 +60,7 @@ from stef.errors import StefError
 from stef.judge import Judge, JudgeInput, SymbolicJudge
 from stef.llm_usage import UsageReading, check_cost, check_count, read_usage
 from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
+from stef.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
 from stef.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema, SchemaBook
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments
 
@@ -589,6 +590,9 @@ class JudgeSettings:
             (:func:`shared_breaker`; ``None``: each judge has its own). The nightly flow sets it.
         schema_dir: folder of ``<app_id>.sql`` / ``.json`` schemas (``--schema-dir``): apps with
             one are checked against it (:mod:`stef.schema_checks`); part of the evaluator version.
+        observed_catalog: an observed catalog file (``--observed-catalog``, :mod:`stef.observed`).
+        learn_catalog: the nightly flow learns the observed catalogs from the warehouse before
+            scoring (``--learn-catalog``). Either one adds ``+observed`` to the evaluator version.
     """
 
     model: str | None = None
@@ -602,6 +606,8 @@ class JudgeSettings:
     breaker_failures: int = DEFAULT_BREAKER_FAILURES
     run_key: str | None = None
     schema_dir: str | None = None
+    observed_catalog: str | None = None
+    learn_catalog: bool = False
 
     @classmethod
     def parse(
@@ -617,6 +623,8 @@ class JudgeSettings:
         breaker_failures: int = DEFAULT_BREAKER_FAILURES,
         run_key: str | None = None,
         schema_dir: str | None = None,
+        observed_catalog: str | None = None,
+        learn_catalog: bool = False,
     ) -> JudgeSettings:
         """Read ``--judge symbolic | MODEL | hybrid:MODEL`` and check the numbers.
 
@@ -644,7 +652,8 @@ class JudgeSettings:
         base = (api_base or os.environ.get(API_BASE_ENV, "")).strip() or None
         common = {"api_base": base, "concurrency": concurrency, "timeout_s": timeout_s, "max_retries": max_retries,
                   "backoff_s": backoff_s, "max_cost_usd": max_cost_usd, "breaker_failures": breaker_failures, "run_key": run_key,
-                  "schema_dir": str(schema_dir) if schema_dir else None}
+                  "schema_dir": str(schema_dir) if schema_dir else None,
+                  "observed_catalog": str(observed_catalog) if observed_catalog else None, "learn_catalog": bool(learn_catalog)}
         if text == SYMBOLIC:
             return cls(**common)  # type: ignore[arg-type]
         hybrid = text.startswith(HYBRID_PREFIX)
@@ -679,6 +688,7 @@ class JudgeSettings:
         True
         """
         base = EVALUATOR_VERSION + (SCHEMA_VERSION_SUFFIX if self.schema_dir else "")
+        base += OBSERVED_VERSION_SUFFIX if self.observed_catalog or self.learn_catalog else ""
         if self.model is None:
             return base
         return f"{base}+judge={self.name};prompt={PROMPT_VERSION}"
@@ -686,6 +696,20 @@ class JudgeSettings:
     def schemas(self) -> SchemaBook | None:
         """The :class:`stef.schema.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
         return SchemaBook(self.schema_dir) if self.schema_dir else None
+
+    def observed(self) -> ObservedCatalogBook | None:
+        """The catalogs of :attr:`observed_catalog` (``None`` without a file; the learned ones
+        come from the nightly flow).
+
+        Raises:
+            ObservedCatalogError: the file cannot be read.
+        """
+        return _observed_catalogs(self.observed_catalog) if self.observed_catalog else None
+
+
+@lru_cache(maxsize=4)
+def _observed_catalogs(path: str) -> ObservedCatalogBook:
+    return load_observed_catalogs(path)
 
 
 def import_litellm() -> ModuleType:

@@ -316,6 +316,22 @@ class ScoreBreakdown(_Frozen):
     band: Band
 
 
+class ObservedReport(_Frozen):
+    """What S does against its app's observed catalog (:func:`stef.observed.check_against_observed`)."""
+
+    source: str = ""
+    """What the catalog was learned from."""
+    queries: int = 0
+    """Answers the catalog was learned from."""
+    unseen_tables: tuple[str, ...] = ()
+    unseen_columns: tuple[str, ...] = ()
+    """``table.column`` no answer used, of tables read often enough to tell."""
+    unseen_joins: tuple[str, ...] = ()
+    """Join equalities (as written) no answer used, with how many answers read both tables."""
+    tables_checked: int = 0
+    joins_checked: int = 0
+
+
 class Evaluation(_Frozen):
     """The full evaluation of one record: status, score, verdict and all evidence.
 
@@ -353,6 +369,8 @@ class Evaluation(_Frozen):
     normalization_rules_applied: tuple[str, ...] = ()
     schema_report: SchemaReport | None = None
     """S against the app's schema (``None``: the app has no schema; judged schema-free)."""
+    observed_report: ObservedReport | None = None
+    """S against the app's observed catalog (``None``: none given, or a schema was)."""
     suspected_errors: tuple[SuspectedError, ...] = ()
     flags: tuple[str, ...] = ()
     cost_usd: float | None = None

@@ -15,13 +15,14 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 from tasks.artifacts import publish_summary_artifact, summary_table  # noqa: E402
 from tasks.evaluate import evaluate_batch  # noqa: E402
 from tasks.logs import LogQualityError, load_logs, validate_logs  # noqa: E402
-from tasks.store import check_warehouse, compute_metrics, quarantine_evaluations, store_results  # noqa: E402
+from tasks.store import check_warehouse, compute_metrics, learn_observed_catalogs, quarantine_evaluations, store_results  # noqa: E402
 
 __all__ = [
     "LogQualityError",
     "check_warehouse",
     "compute_metrics",
     "evaluate_batch",
+    "learn_observed_catalogs",
     "load_logs",
     "publish_summary_artifact",
     "quarantine_evaluations",

@@ -11,6 +11,7 @@ from prefect.cache_policies import NO_CACHE
 
 from stef.errors import RulesError
 from stef.evaluate import evaluate_many
+from stef.observed import ObservedCatalogBook
 from stef.llm_judge import JudgeSettings
 from stef.models import AgentLogRecord, CompactEvaluation, Evaluation
 from stef.rules import RuleBook
@@ -87,6 +88,7 @@ def evaluate_batch(
     judge: JudgeSettings | None = None,
     warehouse_path: str | None = None,
     compact: bool = False,
+    observed: ObservedCatalogBook | None = None,
 ) -> list[Evaluation] | list[CompactEvaluation]:
     """Evaluate one batch with :func:`stef.evaluate.evaluate_many` (symbolic judge), or with the
     LLM judge of ``judge`` (:class:`stef.llm_evaluate.LLMEvaluator`, STEF paper §2.D).
@@ -104,6 +106,8 @@ def evaluate_batch(
         compact: return :class:`stef.models.CompactEvaluation` rows (keys + compressed evidence
             JSON, about 1.2 KB instead of 20 KB per record; serialised in the worker). The
             nightly flow does.
+        observed: observed catalogs learned by the flow for this day (``None``: those of
+            ``judge.observed_catalog``, if any).
 
     Returns:
         One :class:`stef.models.Evaluation` (or its compact form) per record, in order; a bad record gets a typed
@@ -116,16 +120,18 @@ def evaluate_batch(
         WarehouseError: the judge cache cannot be read or written.
     """
     records = list(records)
+    if observed is None and judge is not None:
+        observed = judge.observed()
     if judge is None or judge.is_symbolic:
         schemas = judge.schemas() if judge is not None else None
         if compact:
-            return evaluate_many(records, rulebook=rulebook(rules_dir), convert=Evaluation.compact, schemas=schemas)
-        return evaluate_many(records, rulebook=rulebook(rules_dir), schemas=schemas)
+            return evaluate_many(records, rulebook=rulebook(rules_dir), convert=Evaluation.compact, schemas=schemas, observed=observed)
+        return evaluate_many(records, rulebook=rulebook(rules_dir), schemas=schemas, observed=observed)
     from stef.llm_evaluate import LLMEvaluator
     from tasks._runtime import run_logger
     from warehouse.judge_cache import DuckDBJudgeCache
 
-    evaluator = LLMEvaluator(judge, cache=DuckDBJudgeCache(warehouse_path))
+    evaluator = LLMEvaluator(judge, cache=DuckDBJudgeCache(warehouse_path), observed=observed)
     evaluations = evaluator.evaluate_many(records, rulebook(rules_dir))
     run_logger().info("%s", evaluator.stats.summary())
     return [e.compact() for e in evaluations] if compact else evaluations

@@ -12,6 +12,7 @@ from prefect.cache_policies import NO_CACHE
 from stef.evaluate import rejected_evaluation
 from stef.logs import LogLine
 from stef.models import EVALUATOR_VERSION, Evaluation, StoredEvaluation
+from stef.observed import ObservedCatalogBook
 from tasks._runtime import retry_on_io_error, run_logger
 from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
 
@@ -65,6 +66,28 @@ def check_warehouse(warehouse_path: str | None) -> None:
         conn.execute("SELECT count(*), max(stored_at) FROM stored_days").fetchall()
     finally:
         conn.close()
+
+
+@task(name="learn-observed-catalogs", cache_policy=NO_CACHE, persist_result=False)
+def learn_observed_catalogs(warehouse_path: str | None, log_date: date) -> ObservedCatalogBook:
+    """Learn each app's observed catalog from the stored answers of the 30 days before
+    ``log_date`` and store it as a new version (:func:`warehouse.observed.refresh_observed_catalogs`),
+    before the day is scored.
+
+    Raises:
+        WarehouseLockedError: another process still writes the file after the lock timeout.
+        WarehouseError: the write failed.
+    """
+    from warehouse.observed import refresh_observed_catalogs
+
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
+    try:
+        book = refresh_observed_catalogs(conn, log_date)
+    finally:
+        conn.close()
+    usable = sum(1 for app in book.catalogs if book.for_app(app) is not None)
+    run_logger().info("observed catalogs for %s: %d apps, %d with enough answers to use (%s)", log_date.isoformat(), len(book.catalogs), usable, book.source)
+    return book
 
 
 @task(
