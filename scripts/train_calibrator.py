@@ -14,7 +14,8 @@ predictions from HKUSTDial/NL2SQL360):
 * ``symbolic-v2.json``: records judged without a schema;
 * ``schema-v1.json``: records checked against their database's schema (``<schema dir>/<db_id>.sql``);
 * ``observed-v1.json``: records compared with an observed catalog of their database, learned from
-  the answers of the other cross-validation folds (never from their own question).
+  the answers of the other cross-validation folds (never from their own question);
+* ``schema-observed-v1.json``: records checked against both.
 
 Steps, for each of the two feature sets:
 
@@ -49,8 +50,8 @@ from typing import Any
 
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 FOLDS = 5
-VERSIONS = {"symbolic": "calib-symbolic-v2", "schema": "calib-schema-v1", "observed": "calib-observed-v1"}
-FILES = {"symbolic": "symbolic-v2.json", "schema": "schema-v1.json", "observed": "observed-v1.json"}
+VERSIONS = {"symbolic": "calib-symbolic-v2", "schema": "calib-schema-v1", "observed": "calib-observed-v1", "schema-observed": "calib-schema-observed-v1"}
+FILES = {"symbolic": "symbolic-v2.json", "schema": "schema-v1.json", "observed": "observed-v1.json", "schema-observed": "schema-observed-v1.json"}
 
 
 @dataclass
@@ -93,6 +94,7 @@ def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
     recorder = Recorder()
     rows: list[Row] = []
     records: list[Any] = []
+    schemas: list[Any] = []
     for name, path, schema_dir in datasets:
         book = SchemaBook(schema_dir) if schema_dir is not None else None
         for raw in read_bugs_file(path):
@@ -114,11 +116,12 @@ def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
                 row.cannot_run[feature_set] = cannot_run
             rows.append(row)
             records.append(record)
-    _observed_features(rows, records, recorder)
+            schemas.append(book.for_app(record.app_id, "sqlite") if book is not None else None)
+    _observed_features(rows, records, schemas, recorder)
     return rows
 
 
-def _observed_features(rows: list[Row], records: list[Any], recorder: Any) -> None:
+def _observed_features(rows: list[Row], records: list[Any], schemas: list[Any], recorder: Any) -> None:
     """The ``observed`` feature set: each row judged against observed catalogs learned from the
     answers of the *other* folds on the same database (grouped by question, as the CV), so no
     answer is compared with a catalog that learned from its own question."""
@@ -134,14 +137,19 @@ def _observed_features(rows: list[Row], records: list[Any], recorder: Any) -> No
             by_app[f"{rows[i].dataset}:{records[i].app_id}"].append((records[i].sql, records[i].dialect))
         book = ObservedCatalogBook({app: learn_catalog(app, texts) for app, texts in by_app.items()})
         for i in test:
-            recorder.last = None
-            evaluation = evaluate(records[i], judge=recorder, observed=book.for_app(f"{rows[i].dataset}:{records[i].app_id}"))
-            if recorder.last is None:
-                continue
-            rows[i].features["observed"] = recorder.last[0]
-            rows[i].alignment["observed"] = recorder.last[1]
-            rows[i].forced_incorrect["observed"] = any(f.startswith("non_select_statement") for f in evaluation.flags)
-            rows[i].cannot_run["observed"] = False
+            catalog = book.for_app(f"{rows[i].dataset}:{records[i].app_id}")
+            for feature_set, schema in (("observed", None), ("schema-observed", schemas[i])):
+                if feature_set == "schema-observed" and schema is None:
+                    continue
+                recorder.last = None
+                evaluation = evaluate(records[i], judge=recorder, observed=catalog, schema=schema)
+                if recorder.last is None:
+                    continue
+                rows[i].features[feature_set] = recorder.last[0]
+                rows[i].alignment[feature_set] = recorder.last[1]
+                rows[i].forced_incorrect[feature_set] = any(f.startswith("non_select_statement") for f in evaluation.flags)
+                report = evaluation.schema_report
+                rows[i].cannot_run[feature_set] = report is not None and bool(report.unknown_tables or report.unknown_columns or report.ambiguous_columns)
 
 
 def fit(matrix: list[list[float]], labels: list[bool], c: float) -> tuple[list[float], list[float], list[float], float]:
@@ -263,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         datasets.append((name, Path(file), Path(schema_dir) if schema_dir else None))
     rows = collect(datasets)
     figures: dict[str, Any] = {}
-    for feature_set in ("symbolic", "schema", "observed"):
+    for feature_set in ("symbolic", "schema", "observed", "schema-observed"):
         usable = [row for row in rows if feature_set in row.features]
         if not usable:
             continue

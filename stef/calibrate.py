@@ -50,6 +50,8 @@ SCHEMA_CALIBRATOR = "schema-v1.json"
 """Artifact for records checked against the app's schema."""
 OBSERVED_CALIBRATOR = "observed-v1.json"
 """Artifact for records compared with the app's observed catalog (no schema)."""
+SCHEMA_OBSERVED_CALIBRATOR = "schema-observed-v1.json"
+"""Artifact for records checked against both a schema and an observed catalog."""
 
 CORRECT_FROM = 0.65
 """Smallest p of a CORRECT verdict (also the Φ ≥ 75 boundary with fully applied filters)."""

@@ -149,8 +149,8 @@ def evaluate(
         schema: the app's database schema, when the team has one: S is also checked against it
             (:func:`stef.schema_checks.check_against_schema`) and the with-schema calibrator
             judges; ``None``: schema-free (the STEF method as published).
-        observed: the app's observed catalog (:mod:`stef.observed`), used when no schema is
-            given: S is compared with what the app's earlier answers used.
+        observed: the app's observed catalog (:mod:`stef.observed`): S is also compared with
+            what the app's earlier answers used.
 
     Returns:
         An :class:`Evaluation`; ``status`` is ``evaluated`` with ``score`` set, or a typed
@@ -188,7 +188,7 @@ def evaluate(
     try:
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
         schema_report = check_against_schema(parsed.answer, schema) if schema is not None else None
-        observed_report = check_against_observed(parsed.answer, observed) if observed is not None and schema is None else None
+        observed_report = check_against_observed(parsed.answer, observed) if observed is not None else None
         question_spec = extract_question_spec(record.question, dialect, rules)
         enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)
         _check_deadline(deadline)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
-from stef.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
+from stef.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, SCHEMA_OBSERVED_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
 from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, ObservedReport, QuestionSpec, SchemaReport, SQLSpec, SuspectedError, Verdict
 from stef.rules import AppRules
 from stef.schema import DatabaseSchema
@@ -70,7 +70,7 @@ class JudgeInput:
     schema: DatabaseSchema | None = None
     """The app's schema itself (an LLM judge is shown the tables S reads)."""
     observed_report: ObservedReport | None = None
-    """S against the app's observed catalog (``None``: none, or a schema was given)."""
+    """S against the app's observed catalog (``None``: none given)."""
 
     @cached_property
     def wanted(self) -> QuestionSpec:
@@ -368,7 +368,8 @@ class SymbolicJudge:
 
     def __init__(self, checks: tuple[Check, ...] = CHECKS, calibrator: Calibrator | None | str = DEFAULT_CALIBRATOR,
                  schema_calibrator: Calibrator | None | str = SCHEMA_CALIBRATOR,
-                 observed_calibrator: Calibrator | None | str = OBSERVED_CALIBRATOR) -> None:
+                 observed_calibrator: Calibrator | None | str = OBSERVED_CALIBRATOR,
+                 schema_observed_calibrator: Calibrator | None | str = SCHEMA_OBSERVED_CALIBRATOR) -> None:
         """Args:
         checks: the checks to run, in order.
         calibrator: a :class:`stef.calibrate.Calibrator`, the name of an artifact in
@@ -376,11 +377,13 @@ class SymbolicJudge:
         schema_calibrator: the same for records checked against a schema (its features
             include the schema findings); ``None``: use ``calibrator`` for them too.
         observed_calibrator: the same for records compared with an observed catalog.
+        schema_observed_calibrator: the same for records checked against both.
         """
         self.checks = checks
         self._calibrator = calibrator
         self._schema_calibrator = schema_calibrator
         self._observed_calibrator = observed_calibrator
+        self._schema_observed_calibrator = schema_observed_calibrator
 
     @property
     def calibrator(self) -> Calibrator | None:
@@ -403,13 +406,20 @@ class SymbolicJudge:
             self._observed_calibrator = load_calibrator(self._observed_calibrator)
         return self._observed_calibrator if self._observed_calibrator is not None else self.calibrator
 
+    @property
+    def schema_observed_calibrator(self) -> Calibrator | None:
+        """The calibrator of records checked against a schema and an observed catalog (``None``: :attr:`schema_calibrator`)."""
+        if isinstance(self._schema_observed_calibrator, str):
+            self._schema_observed_calibrator = load_calibrator(self._schema_observed_calibrator)
+        return self._schema_observed_calibrator if self._schema_observed_calibrator is not None else self.schema_calibrator
+
     def calibrator_for(self, judge_input: JudgeInput) -> Calibrator | None:
-        """The calibrator that judges ``judge_input``: the with-schema one when it was checked
-        against a schema, the observed one when against an observed catalog."""
+        """The calibrator that judges ``judge_input``, by what it was checked against: a schema,
+        an observed catalog, both, or neither."""
         if self._calibrator is None:
             return None
         if judge_input.schema_report is not None:
-            return self.schema_calibrator
+            return self.schema_observed_calibrator if judge_input.observed_report is not None else self.schema_calibrator
         return self.observed_calibrator if judge_input.observed_report is not None else self.calibrator
 
     def findings(self, judge_input: JudgeInput) -> list[Finding]:

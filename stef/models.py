@@ -370,7 +370,7 @@ class Evaluation(_Frozen):
     schema_report: SchemaReport | None = None
     """S against the app's schema (``None``: the app has no schema; judged schema-free)."""
     observed_report: ObservedReport | None = None
-    """S against the app's observed catalog (``None``: none given, or a schema was)."""
+    """S against the app's observed catalog (``None``: none given)."""
     suspected_errors: tuple[SuspectedError, ...] = ()
     flags: tuple[str, ...] = ()
     cost_usd: float | None = None

@@ -87,12 +87,13 @@ def test_catalogs_need_enough_answers_and_carry_the_evaluator_version(catalog: A
     assert "calib-observed" in (good.rationale or "")
 
 
-def test_a_schema_wins_over_an_observed_catalog(catalog: Any) -> None:
+def test_a_schema_and_an_observed_catalog_are_both_checked_and_weighed_together(catalog: Any) -> None:
     from stef.schema import parse_ddl
 
     schema = parse_ddl("CREATE TABLE pets (pet_id INT PRIMARY KEY, kind TEXT); CREATE TABLE owners (owner_id INT PRIMARY KEY, name TEXT, pet_id INT REFERENCES pets (pet_id))", "sqlite")
     evaluation = evaluate(AgentLogRecord(run_id="s", question="Who owns a cat?", sql=JOIN, dialect="sqlite"), schema=schema, observed=catalog)
-    assert evaluation.schema_report is not None and evaluation.observed_report is None
+    assert evaluation.schema_report is not None and evaluation.observed_report is not None
+    assert "calib-schema-observed" in (evaluation.rationale or "")
 
 
 def test_catalog_files_round_trip_and_bad_files_are_clear_errors(catalog: Any, tmp_path: Path) -> None:
