@@ -500,7 +500,8 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
     from the SQL fragments of its features with sqlglot's tokenizer
     (:func:`stef.untrusted.strip_sql_comments`), and ``sql_comments_removed`` says so. The
     record also holds the symbolic judge's findings and, when the app has a schema, the schema
-    check of S and the schema's tables S reads (:func:`schema_excerpt`).
+    check of S and the schema's tables S reads (:func:`schema_excerpt`), and with an observed
+    catalog what S does that the app's earlier answers never did.
 
     Args:
         judge_input: the evidence of stages A–C and E for one record.
@@ -536,6 +537,8 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
         record["schema_check"] = judge_input.schema_report.model_dump(mode="json", exclude_defaults=True)
     if judge_input.schema is not None:
         record["schema"] = schema_excerpt(judge_input.schema, judge_input.sql_spec.tables)
+    if judge_input.observed_report is not None:
+        record["observed_catalog_check"] = judge_input.observed_report.model_dump(mode="json", exclude_defaults=True)
     app_rules = {
         "app_id": rules.app_id,
         "column_mappings": [{"synonym": k, "canonical_column": v} for k, v in sorted(rules.column_mappings.items())],
