@@ -2,7 +2,7 @@
 
 Usage:
 
-    python tests/benchmarks/bench_throughput.py [--records 20000] [--source FILE.jsonl | geography.json]
+    python tests/benchmarks/bench_throughput.py [--records 20000] [--source FILE.jsonl | geography.json] [--schema-dir DIR] [--observed-catalog FILE]
 
 Builds N records by replicating real agent logs (default: the bundled demo logs, real
 NL2SQL-BUGs / BIRD questions and SQL; or any JSONL of agent log records / NL2SQL-BUGs rows), then
@@ -112,7 +112,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--source", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=5, help="runs of each side; the fastest counts")
+    parser.add_argument("--schema-dir", type=Path, default=None, help="passed to stef evaluate (the records' app ids name its files)")
+    parser.add_argument("--observed-catalog", type=Path, default=None, help="passed to stef evaluate")
     args = parser.parse_args(argv)
+    extra = [*(["--schema-dir", str(args.schema_dir)] if args.schema_dir else []), *(["--observed-catalog", str(args.observed_catalog)] if args.observed_catalog else [])]
     rows = source_rows(args.source)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "records.jsonl"
@@ -121,11 +124,11 @@ def main(argv: list[str] | None = None) -> int:
         parse_runs, evaluate_runs = [], []
         for _ in range(max(1, args.repeat)):
             parse_runs.append(timed([sys.executable, "-c", PARSE_ONLY, str(data)])[0])
-            evaluate_runs.append(timed([stef, "evaluate", str(data), "--out", str(Path(tmp) / "out.jsonl")]))
+            evaluate_runs.append(timed([stef, "evaluate", str(data), "--out", str(Path(tmp) / "out.jsonl"), *extra]))
         parse_seconds = min(parse_runs)
         evaluate_seconds = min(seconds for seconds, _ in evaluate_runs)
         peak_kib = max(peak for _, peak in evaluate_runs)
-    print(f"records: {args.records} (replicated from {len(rows)} real records)")
+    print(f"records: {args.records} (replicated from {len(rows)} real records){' with ' + ' '.join(extra) if extra else ''}")
     print(f"parse only (whole process):     {parse_seconds:7.2f} s  {args.records / parse_seconds:8.0f} records/s")
     print(f"stef evaluate (whole process):  {evaluate_seconds:7.2f} s  {args.records / evaluate_seconds:8.0f} records/s")
     print(f"ratio evaluate / parse:         {evaluate_seconds / parse_seconds:7.2f}")
