@@ -13,6 +13,7 @@ import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
@@ -22,7 +23,7 @@ from sqlglot.tokens import Tokenizer, TokenType
 
 from stef.errors import UnknownDialectError
 
-QUERY_TYPES: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Subquery)
+QUERY_TYPES: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
 """Statement node types that count as a read-only query answer."""
 
 def _statement_types() -> tuple[type[exp.Expression], ...]:
@@ -160,12 +161,33 @@ class MessageParts:
     discarded: tuple[str, ...]
 
 
+@lru_cache(maxsize=1)
+def _markdown() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark")
+
+
+def _code_blocks(text: str) -> list[tuple[str, str, tuple[int, int]]]:
+    """``(language, body, (first line, end line))`` of the message's code blocks, as CommonMark
+    reads them (markdown-it-py): fences of three or more backticks or tildes, closed by a fence
+    line of their own (a closing marker inside a line closes nothing), and indented blocks."""
+    blocks: list[tuple[str, str, tuple[int, int]]] = []
+    for token in _markdown().parse(text):
+        if token.type in ("fence", "code_block") and token.map is not None:
+            info = token.info.strip().split()
+            blocks.append((info[0].lower() if info else "", token.content, (token.map[0], token.map[1])))
+    return blocks
+
+
 def split_message(text: str) -> MessageParts:
-    """Take the SQL out of markdown code fences (backticks or tildes) and drop prose before the
-    first statement, keeping what was dropped.
+    """Take the SQL out of the message's code blocks and drop prose before the first statement,
+    keeping what was dropped.
 
     This works on the *message* around the SQL (markdown and prose), not on SQL itself:
-    :func:`parse_sql` calls it only for text that does not parse as SQL as a whole.
+    :func:`parse_sql` calls it only for text that is not SQL as a whole. Code blocks are read as
+    CommonMark does (:func:`_code_blocks`); the SQL-tagged ones are the SQL (all of them, in
+    order), else every block; every other line of the message is kept as discarded.
 
     >>> parts = split_message("Here you go:\\n```sql\\nSELECT 1\\n```\\nHope it helps")
     >>> parts.sql, parts.flags, parts.discarded
@@ -175,28 +197,31 @@ def split_message(text: str) -> MessageParts:
     """
     flags: list[str] = []
     discarded: list[str] = []
-    fences = list(_FENCE.finditer(text))
-    if fences:
-        chosen = [m for m in fences if m.group(2).lower() in SQL_FENCE_LANGUAGES] or fences
-        position = 0
-        for match in chosen:
-            discarded.append(text[position : match.start()])
-            position = match.end()
-        discarded.append(text[position:])
-        text = "\n".join(match.group(3).strip() for match in chosen)
+    blocks = _code_blocks(text) if ("```" in text or "~~~" in text or "\n    " in text or text.startswith("    ")) else []
+    if blocks:
+        chosen = [b for b in blocks if b[0] in SQL_FENCE_LANGUAGES] or blocks
+        lines = text.replace("\r\n", "\n").split("\n")
+        covered = {number for _, _, (first, end) in blocks for number in range(first, end)}
+        discarded.extend(body for block in blocks if block not in chosen for body in (block[1],))  # other blocks: their text, without the fences
+        kept: list[str] = []
+        for number, line in enumerate(lines):
+            if number in covered:
+                if kept:
+                    discarded.append("\n".join(kept))
+                    kept = []
+            else:
+                kept.append(line)
+        if kept:
+            discarded.append("\n".join(kept))
+        text = "\n".join(body.strip() for _, body, _ in chosen)
         flags.append("stripped markdown fence")
-    elif text.lstrip().startswith(("```", "~~~")):
-        text = text.lstrip().lstrip("`~")
-        first_newline = text.find("\n")
-        text = text[first_newline + 1 :] if first_newline >= 0 else text
-        flags.append("stripped unterminated markdown fence")
     stripped = text.strip()
     lines = stripped.splitlines()
     if lines and not _starts_statement(lines[0]):
         for index, line in enumerate(lines):
             if _starts_statement(line) or _starts_statement(line.split(":", 1)[-1]):
                 tail = line if _starts_statement(line) else line.split(":", 1)[-1]
-                discarded.append("\n".join(lines[:index]))
+                discarded.append("\n".join(lines[:index]) + ("\n" + line.split(":", 1)[0] + ":" if tail is not line else ""))
                 stripped = "\n".join([tail.strip(), *lines[index + 1 :]]).strip()
                 flags.append("stripped prose before SQL")
                 break
@@ -317,7 +342,7 @@ def _fence_marker_in_code(text: str, dialect: str) -> bool:
     except SqlglotError:
         return True
     for token in tokens:
-        if token.token_type not in _STRING_TOKENS:
+        if token.token_type not in _STRING_TOKENS and token.token_type is not TokenType.IDENTIFIER:  # quoted names hold text too
             source = text[token.start : token.end + 1]
             if "```" in source or "~~~" in source:
                 return True
@@ -336,7 +361,10 @@ def _whole_text_statements(text: str, dialect: str) -> list[exp.Expression] | No
     Raises:
         RecursionError: the text nests too deeply for the parser.
     """
-    if not _starts_statement(text.split("\n", 1)[0]) or _fence_marker_in_code(text, dialect):
+    head = text.lstrip(" \t\r\n;")
+    strict = _starts_statement(head.split("\n", 1)[0])
+    first = head.split(None, 1)[0].upper().rstrip(";") if head.split() else ""
+    if not (strict or first in EXTENDED_START_WORDS) or _fence_marker_in_code(text, dialect):
         return None
     try:
         parsed = parse_statements(text, dialect)
@@ -345,7 +373,18 @@ def _whole_text_statements(text: str, dialect: str) -> list[exp.Expression] | No
     statements = [s for s in parsed if s is not None and not isinstance(s, exp.Semicolon)]
     if any(not isinstance(s, (*QUERY_TYPES, *NON_QUERY_STATEMENT_TYPES)) for s in statements):
         return None
+    if not strict and any(isinstance(s, exp.Command) for s in statements):
+        return None  # "Set the limit to 10. SELECT …" parses as one Command: a message, not SQL
     return statements
+
+
+EXTENDED_START_WORDS = frozenset({
+    "BEGIN", "START", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "SET", "VACUUM", "ATTACH", "DETACH", "CALL", "DO", "LOAD", "RENAME",
+    "GRANT", "REVOKE", "COPY", "USE", "LOCK", "UNLOCK", "KILL", "SHOW", "DESCRIBE", "DECLARE", "ANALYZE", "REINDEX", "CHECKPOINT",
+    "EXEC", "EXECUTE", "COMMENT", "UPSERT", "INSTALL", "UNDROP",
+})
+"""Further first words of a text that is SQL as a whole (``BEGIN; DROP …``, ``VACUUM; …``) when
+it parses into real statements (sqlglot's Command fallback would also read prose that starts so)."""
 
 
 HIDDEN_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
@@ -390,13 +429,120 @@ def _write_kinds(statements: list[exp.Expression | None]) -> list[str]:
     return kinds
 
 
-def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[str]:
-    """Write statements in the parts of a message that are not its SQL (prose, other code blocks).
+_NEXT_WORD_STATEMENTS: dict[str, frozenset[str]] = {
+    "DROP": frozenset({"TABLE", "VIEW", "INDEX", "DATABASE", "SCHEMA", "COLUMN", "TRIGGER", "PROCEDURE", "FUNCTION", "USER", "ROLE", "SEQUENCE", "EXTENSION", "TEMP", "TEMPORARY", "IF", "MATERIALIZED", "TYPE"}),
+    "CREATE": frozenset({"TABLE", "VIEW", "INDEX", "DATABASE", "SCHEMA", "TRIGGER", "PROCEDURE", "FUNCTION", "USER", "ROLE", "SEQUENCE", "EXTENSION", "TEMP", "TEMPORARY", "OR", "UNIQUE", "MATERIALIZED", "VIRTUAL", "TYPE"}),
+    "ALTER": frozenset({"TABLE", "VIEW", "INDEX", "DATABASE", "SCHEMA", "USER", "ROLE", "SEQUENCE", "SYSTEM", "SESSION"}),
+    "TRUNCATE": frozenset({"TABLE"}),
+    "RENAME": frozenset({"TABLE", "COLUMN", "USER"}),
+    "UNDROP": frozenset({"TABLE", "SCHEMA", "DATABASE"}),
+    "COMMENT": frozenset({"ON"}),
+    "DELETE": frozenset({"FROM"}),
+    "INSERT": frozenset({"INTO", "OVERWRITE", "IGNORE", "OR"}),
+    "REPLACE": frozenset({"INTO"}),
+    "UPSERT": frozenset({"INTO"}),
+    "MERGE": frozenset({"INTO"}),
+    "ATTACH": frozenset({"DATABASE", "PARTITION"}),
+    "DETACH": frozenset({"DATABASE", "PARTITION"}),
+    "LOAD": frozenset({"DATA", "EXTENSION"}),
+    "GRANT": frozenset({"ALL", "SELECT", "INSERT", "UPDATE", "DELETE", "USAGE", "EXECUTE", "CREATE"}),
+    "REVOKE": frozenset({"ALL", "SELECT", "INSERT", "UPDATE", "DELETE", "USAGE", "EXECUTE", "CREATE"}),
+    "EXECUTE": frozenset({"IMMEDIATE", "PROCEDURE"}),
+    "EXEC": frozenset({"IMMEDIATE", "PROCEDURE"}),
+    "INSTALL": frozenset({"PLUGIN", "EXTENSION"}),
+}
+"""Write keywords that start a statement when the next word is one of these (``DROP TABLE``,
+``DELETE FROM``): prose such as "Drop the filter" or "Delete the rows" has another word there."""
+_CALL_STATEMENTS = frozenset({"CALL", "EXEC", "EXECUTE", "DO"})
+"""Keywords that run a procedure or a code block: a statement when followed by a name and ``(``,
+a string or a dollar-quoted block."""
+_ASSIGNMENT_STATEMENTS = frozenset({"SET", "PRAGMA"})
+"""Keywords that change a setting: a statement when an ``=`` (or ``:=``) follows within three words."""
+_ALONE_STATEMENTS = frozenset({"VACUUM", "CHECKPOINT", "REINDEX"})
+"""Keywords that are a whole statement by themselves (``VACUUM;``)."""
 
-    A message may carry a statement outside its code fence (``DROP TABLE t;`` before the fence,
-    or after a line of prose) that a harness which runs the message's SQL lines would run too.
-    Every line that starts with a write keyword (or with one after a ``label:``) is parsed, with
-    the rest of its part and then alone; each complete write statement found is reported.
+
+_LOOSE_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(t for t in (getattr(exp, n, None) for n in ("Execute", "ExecuteSql", "Comment")) if isinstance(t, type))
+"""Statements sqlglot also reads out of prose ("Execute the query below", "Comment on this"):
+in a message part they count only when :func:`_looks_like_statement` agrees."""
+
+
+def _tokens_of(part: str, dialect: str) -> list[tuple[str, str, int, int]]:
+    """``(upper-case text, token type name, start, end)`` of a message part, with the dialect's
+    tokenizer (comments and whitespace dropped, a string or quoted name one token); a line the
+    tokenizer rejects (prose with a stray quote) is split into plain words instead."""
+    tokenizer = _parser_pair(dialect)[0]
+    try:
+        return [(t.text.upper(), t.token_type.name, t.start, t.end + 1) for t in tokenizer.tokenize(part)]
+    except (SqlglotError, RecursionError):
+        pass
+    found: list[tuple[str, str, int, int]] = []
+    offset = 0
+    for line in part.splitlines(keepends=True):
+        try:
+            found += [(t.text.upper(), t.token_type.name, offset + t.start, offset + t.end + 1) for t in tokenizer.tokenize(line)]
+        except (SqlglotError, RecursionError):
+            position = 0
+            for word in line.split():
+                position = line.index(word, position)
+                found.append((word.upper().strip(";,.:!?()"), "VAR", offset + position, offset + position + len(word)))
+                position += len(word)
+        offset += len(line)
+    return found
+
+
+def _looks_like_statement(tokens: list[tuple[str, str, int, int]], index: int, part: str) -> bool:
+    """Whether the write keyword at ``index`` of ``part`` starts a statement by the words after it."""
+    word = tokens[index][0]
+    after = tokens[index + 1 : index + 5]
+    following = [text for text, _, _, _ in after]
+    if tokens[index][1] == "COMMAND" or (after and after[0][1] == "STRING" and word not in _CALL_STATEMENTS):
+        # the tokenizer kept the rest of the statement as one raw string: read its words instead
+        end = next((t[2] for t in tokens[index + 1 :] if t[1] == "SEMICOLON"), len(part))
+        following = [w.upper().strip("();,") for w in part[tokens[index][3] : end].split()[:4]]
+    if word == "COMMENT":  # COMMENT ON TABLE … IS …; "Comment on this query" is prose
+        return following[:1] == ["ON"] and len(following) > 1 and following[1] in _NEXT_WORD_STATEMENTS["DROP"]
+    if word in _NEXT_WORD_STATEMENTS and following and following[0] in _NEXT_WORD_STATEMENTS[word]:
+        return True
+    if word == "UPDATE" and "SET" in following[1:4]:
+        return True
+    if word in _ASSIGNMENT_STATEMENTS and any(text in ("=", ":=") for text in following[:3]):
+        return True
+    if word in _CALL_STATEMENTS:
+        # judged on the raw text after the keyword: the tokenizer keeps a command's arguments as one string
+        end = next((t[2] for t in tokens[index + 1 :] if t[1] == "SEMICOLON"), len(part))
+        return _runs_code(part[tokens[index][3] : end])
+    if word in _ALONE_STATEMENTS and (not following or following[0] in (";", "INTO", "FULL", "ANALYZE")):
+        return True
+    return False
+
+
+def _runs_code(arguments: str) -> bool:
+    """Whether the arguments of CALL / EXEC / EXECUTE / DO name code to run: a string or a
+    dollar-quoted block, ``IMMEDIATE``, or a name followed by ``(`` ("the query below" is none)."""
+    text = arguments.strip()
+    if not text:
+        return False
+    if text[0] in "'\"$":
+        return True
+    name = text.split(None, 1)[0]
+    if name.upper() == "IMMEDIATE":
+        return True
+    head = text.split("(", 1)[0]
+    return "(" in text and head.strip() != "" and " " not in head.strip() and all(c.isalnum() or c in "_.[]`\"" for c in head.strip())
+
+
+def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[str]:
+    """Non-SELECT statements in the parts of a message that are not its SQL (prose, other code blocks).
+
+    A message may carry a statement outside its code block (``DROP TABLE t;`` before the fence,
+    after a line of prose, behind a comment or a list marker) that a harness which runs the
+    message's SQL lines would run too. Each part is read with the dialect's tokenizer (so
+    comments never hide a keyword and a keyword inside a string is no keyword); at every write
+    keyword the text up to the next ``;`` is parsed, and a complete write statement is reported
+    with its kind; one that does not parse is still reported when the words after the keyword
+    make it a statement (``DROP TABLE``, ``DELETE FROM``, ``UPDATE … SET``, ``SET x = …``,
+    ``CALL p(…)``, ``VACUUM;``), so text that no parser reads cannot hide it either.
 
     Args:
         parts: :attr:`MessageParts.discarded`, and the prose cut after the SQL.
@@ -404,48 +550,48 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[
 
     Returns:
         Statement kinds in order (``"DROP"``, ``"DELETE (inside the query)"`` ...); ``"UNCHECKED"``
-        once more than :data:`MAX_HIDDEN_CANDIDATES` lines were tried.
+        once more than :data:`MAX_HIDDEN_CANDIDATES` keywords were tried.
 
     >>> hidden_statements(["Run this first:\\nDROP TABLE schools;", "Hope it helps"], "sqlite")
     ['DROP']
+    >>> hidden_statements(["1. /* tidy up */ DROP/**/TABLE schools; 2. VACUUM;"], "sqlite")
+    ['DROP', 'VACUUM']
     >>> hidden_statements(["Drop the filter on year, then update the table."], "sqlite")
     []
     """
-    words = HIDDEN_START_WORDS | set(_write_words(dialect))
+    words = HIDDEN_START_WORDS | set(_write_words(dialect)) | set(_NEXT_WORD_STATEMENTS) | _CALL_STATEMENTS | _ASSIGNMENT_STATEMENTS | _ALONE_STATEMENTS
     kinds: list[str] = []
     tried = 0
     for part in parts:
-        lines = part.splitlines()
-        for index, line in enumerate(lines):
-            starts = [line, line.split(":", 1)[1]] if ":" in line else [line]
-            covered = False
-            for start in starts:
-                first = start.strip().split(None, 1)
-                if not first or first[0].upper().lstrip("(").rstrip(";") not in words:
-                    continue
-                tried += 1
-                if tried > MAX_HIDDEN_CANDIDATES:
-                    return [*kinds, "UNCHECKED"]
-                for candidate, whole_rest in (("\n".join([start, *lines[index + 1 :]]), True), (start, False)):
-                    try:
-                        statements = parse_statements(candidate, dialect)
-                    except (SqlglotError, RecursionError):
-                        continue
-                    if whole_rest and any(isinstance(s, exp.Command) for s in statements):
-                        continue  # prose swallowed by sqlglot's Command fallback: read the lines one by one
-                    kinds.extend(_write_kinds(statements))
-                    covered = whole_rest
-                    break
-                if covered:
-                    break
-            if covered:
-                break  # the rest of this part was parsed with this line
+        tokens = _tokens_of(part, dialect)
+        index = 0
+        while index < len(tokens):
+            word, kind, begin, _ = tokens[index]
+            if word not in words or "STRING" in kind:
+                index += 1
+                continue
+            tried += 1
+            if tried > MAX_HIDDEN_CANDIDATES:
+                return [*kinds, "UNCHECKED"]
+            stop = next((j for j in range(index + 1, len(tokens)) if tokens[j][0] == ";"), len(tokens))
+            end = tokens[stop - 1][3] if stop > index else len(part)
+            try:
+                statements = parse_statements(part[begin:end], dialect)
+            except (SqlglotError, RecursionError):
+                statements = []
+            loose = [s for s in statements if isinstance(s, _LOOSE_WRITE_TYPES)]
+            found = [] if loose and not _looks_like_statement(tokens, index, part) else _write_kinds(statements)
+            if not found and _looks_like_statement(tokens, index, part):
+                found = [word]
+            kinds.extend(found)
+            index = stop if found else index + 1
     return kinds
 
 
 def executable_comment_writes(statements: tuple[exp.Expression, ...], dialect: str) -> list[str]:
     """Write statements inside MySQL/MariaDB executable comments (``/*! ... */``,
-    ``/*!50001 ... */``): those servers run the comment's text, sqlglot keeps it as a comment.
+    ``/*!50001 ... */``, MariaDB's ``/*M! ... */``): those servers run the comment's text,
+    sqlglot keeps it as a comment.
 
     Returns:
         Statement kinds, as :func:`hidden_statements`.
@@ -458,9 +604,9 @@ def executable_comment_writes(statements: tuple[exp.Expression, ...], dialect: s
     for statement in statements:
         for node in statement.walk():
             for comment in node.comments or ():
-                if not comment.startswith("!"):
+                if not comment.startswith(("!", "M!")):
                     continue
-                body = comment[1:].lstrip("0123456789")
+                body = comment.split("!", 1)[1].lstrip("0123456789")
                 try:
                     kinds.extend(_write_kinds(parse_statements(body, dialect)))
                 except (SqlglotError, RecursionError):
@@ -545,12 +691,12 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         else:
             kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
             statement_flags.append(f"non_select_statement: {kind}")
-    if answer is not None and _may_write(text, dialect):
-        statement_flags.extend(f"non_select_statement: {kind}" for kind in embedded_writes(answer))
+    if answer is not None and _may_write(text, dialect):  # every query of the text, not only the answer
+        statement_flags.extend(f"non_select_statement: {kind}" for query in statements if isinstance(query, QUERY_TYPES) for kind in embedded_writes(query))
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")
     statement_flags.extend(f"non_select_statement: {kind} (outside the SQL)" for kind in hidden_statements(discarded, dialect))
-    if "/*!" in text:
+    if "/*!" in text or "/*M!" in text:
         statement_flags.extend(f"non_select_statement: {kind} (in an executable comment)" for kind in executable_comment_writes(statements, dialect))
     all_flags = (*flags, *statement_flags)
     if answer is None:

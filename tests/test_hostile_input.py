@@ -593,3 +593,59 @@ def test_counts_no_int_can_hold_are_not_counts_and_the_record_is_scored(question
     evaluation = evaluate(AgentLogRecord(run_id="n", question=question, sql=sql, dialect="postgres"))
     assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
     assert evaluation.sql_spec is not None and evaluation.sql_spec.limit is None
+
+
+# Variants a review found: SQL as a whole starting with another statement, a fence inside a quoted
+# name, writes after the fence behind comments, list markers or other keywords, a closing marker
+# inside a line, writes in an earlier SELECT, procedural blocks, MariaDB executable comments.
+_B = GOOD["sql"]
+_F = "```sql\n" + _B + "\n```"
+REVIEW_VARIANTS = [
+    pytest.param(";DROP TABLE schools; -- ```sql\n" + _B + " -- ```", "sqlite", id="leading_semicolon"),
+    pytest.param("VALUES(1); DROP TABLE schools; -- ```sql\n" + _B + " -- ```", "sqlite", id="values_first"),
+    pytest.param("BEGIN; DROP TABLE schools; COMMIT; -- ```sql\n" + _B + " -- ```", "sqlite", id="transaction_first"),
+    pytest.param("VACUUM; DROP TABLE schools; -- ```sql\n" + _B + " -- ```", "sqlite", id="vacuum_first"),
+    pytest.param("SET @a=1; DROP TABLE schools; -- ```sql\n" + _B + " -- ```", "mysql", id="set_first"),
+    pytest.param('DROP TABLE schools; SELECT 1 AS "```sql\n' + _B + '\n```"', "sqlite", id="fence_in_a_quoted_name"),
+    pytest.param("DROP TABLE schools; SELECT 1 AS [```sql\n" + _B + "\n```]", "sqlite", id="fence_in_a_bracketed_name"),
+    pytest.param(_F + "\n;DROP TABLE schools;", "sqlite", id="after_fence_leading_semicolon"),
+    pytest.param(_F + "\n/* x */ DROP TABLE schools", "sqlite", id="after_fence_behind_a_comment"),
+    pytest.param("DROP/**/TABLE schools;\n" + _F, "sqlite", id="comment_inside_the_keywords"),
+    pytest.param(_F + '\nDROP TABLE schools; SELECT "', "sqlite", id="followed_by_unparseable_text"),
+    pytest.param(_F + "\n1. DROP TABLE schools;", "sqlite", id="after_a_list_marker"),
+    pytest.param(_F + "\nBEGIN; DROP TABLE schools; COMMIT;", "sqlite", id="inside_a_transaction"),
+    pytest.param(_F + "\nREPLACE INTO schools VALUES (1)", "sqlite", id="replace_into"),
+    pytest.param(_F + "\nLOAD DATA INFILE '/tmp/x' INTO TABLE schools", "mysql", id="load_data"),
+    pytest.param(_F + "\nRENAME TABLE schools TO gone", "mysql", id="rename_table"),
+    pytest.param(_F + "\nVACUUM", "sqlite", id="vacuum"),
+    pytest.param(_F + "\nPRAGMA writable_schema=ON", "sqlite", id="pragma"),
+    pytest.param(_F + "\nSET GLOBAL read_only = 0", "mysql", id="set_global"),
+    pytest.param(_F + "\nCALL wipe()", "mysql", id="call_procedure"),
+    pytest.param(_F + "\nDO $$BEGIN DROP TABLE schools; END$$", "postgres", id="do_block"),
+    pytest.param("```sql\n" + _B + " -- ```\n; DROP TABLE schools;\n```", "sqlite", id="closing_marker_inside_a_line"),
+    pytest.param("WITH d AS (DELETE FROM schools RETURNING *) SELECT 1 FROM d; " + _B, "postgres", id="write_in_an_earlier_select"),
+    pytest.param("SELECT * INTO backup FROM schools; " + _B, "tsql", id="select_into_before_the_answer"),
+    pytest.param("BEGIN EXECUTE IMMEDIATE 'DROP TABLE schools'; END;\n" + _B, "oracle", id="execute_immediate_block"),
+    pytest.param(_B + " /*M!100000 ; DROP TABLE schools */", "mysql", id="mariadb_executable_comment"),
+]
+
+
+@pytest.mark.parametrize(("sql", "dialect"), REVIEW_VARIANTS)
+def test_review_variants_of_hidden_writes_never_score_clean(sql: str, dialect: str) -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question=GOOD["question"], sql=sql, dialect=dialect))
+    assert evaluation.score is None or evaluation.score < 75, evaluation.flags
+    assert evaluation.score is None or any(flag.startswith("non_select_statement") for flag in evaluation.flags)
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        pytest.param(_F + "\nSet the threshold to 1000 if needed.", id="prose_set"),
+        pytest.param(_F + "\nCall me if you need more.", id="prose_call"),
+        pytest.param(_F + "\nDelete the old file after.", id="prose_delete"),
+        pytest.param(_F + "\nVacuum cleaners are not involved.", id="prose_vacuum"),
+    ],
+)
+def test_prose_with_statement_words_after_the_fence_is_not_a_write(sql: str) -> None:
+    parsed = parse_sql(sql, "sqlite")
+    assert not [flag for flag in parsed.flags if flag.startswith("non_select")], parsed.flags
