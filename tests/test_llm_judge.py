@@ -258,8 +258,15 @@ def test_max_cost_stops_calling_the_model_and_says_so() -> None:
     assert run.stats.spent_usd == pytest.approx(2 * one_call_cost())
 
 
+HEDGED = [
+    AgentLogRecord(run_id="hedged-1", question="List the cities of customers.", sql="SELECT city, name FROM customers"),
+    AgentLogRecord(run_id="hedged-2", question="Show the top 3 products by price.", sql="SELECT name FROM products ORDER BY price DESC LIMIT 5"),
+]
+"""Records the symbolic judge hedges on (LIKELY_CORRECT, POTENTIALLY_INCORRECT) with the shipped calibrator."""
+
+
 def test_hybrid_asks_the_model_only_for_uncertain_or_marginal_records() -> None:
-    records = [AgentLogRecord(**row) for row in synthetic_records(10)]
+    records = [AgentLogRecord(**row) for row in synthetic_records(10)] + HEDGED
     expected = {r.run_id for r in records if evaluate(r).verdict in (Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT)}
     assert 0 < len(expected) < len(records)  # the sample has both kinds
     run, calls = evaluator(MODEL_ANSWER, judge=f"hybrid:{MODEL}")

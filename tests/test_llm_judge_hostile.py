@@ -49,7 +49,7 @@ VERDICT = {"verdict": "POTENTIALLY_INCORRECT", "confidence": 0.7, "rationale": "
 ANSWER = json.dumps(VERDICT)
 RECORD_KEYS = {"question", "enriched_question", "enrichment_check", "sql_dialect", "sql", "sql_not_shown", "sql_features",
                "requirements_from_question", "requirements_from_enriched_question", "filter_alignment",
-               "normalisation_rules_applied", "group_by_structurally_required", "sql_comments_removed"}
+               "normalisation_rules_applied", "group_by_structurally_required", "sql_comments_removed", "symbolic_findings"}
 NONCE = "{nonce}"
 """Replaced in a hostile text by the nonce of the benign record's prompt (a block's real tag)."""
 
