@@ -36,7 +36,7 @@ from stef.llm_judge import (  # noqa: E402
 from stef.models import EVALUATOR_VERSION, CompactEvaluation  # noqa: E402
 from tasks import check_warehouse, compute_metrics, evaluate_batch, learn_observed_catalogs, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
 from tasks.drift import nightly_drift_step  # noqa: E402
-from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches  # noqa: E402
+from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches, rulebook  # noqa: E402
 from warehouse import resolve_path  # noqa: E402
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
@@ -208,6 +208,7 @@ def nightly(
                                    observed_catalog=observed_catalog, learn_catalog=learn_catalog)
     settings.schemas()  # a missing schema folder or catalog file fails here, before any work
     settings.observed()
+    rulebook(rules_dir).validate_all()  # so does a broken rule file, not when a record first names its app
     for warning in preflight(settings):
         get_run_logger().warning("%s", warning)
     day = resolve_log_date(log_date)
@@ -222,9 +223,9 @@ def nightly(
     if settings.max_cost_usd is not None and parts:
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
     evaluations: list[CompactEvaluation] = []
+    catalogs = {} if observed is None else {"observed": observed}  # not quoted: a Dask worker would get the quote itself
     try:
-        futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, observed=quote(observed))  # type: ignore[call-overload]
-               for batch in parts]
+        futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, **catalogs) for batch in parts]
         while futures:  # in order; each finished future is dropped so its task state is freed early
             evaluations.extend(futures.pop(0).result())
     finally:

@@ -285,12 +285,20 @@ def read_jsonl(path: str | Path, model: type[BaseModel]) -> list[Any]:
     """
     from pydantic import ValidationError
 
+    from stef.logs import MAX_LINE_BYTES, capped_lines
+
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     out: list[Any] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
+    with path.open("rb") as handle:
+        for number, raw in capped_lines(handle):
+            if len(raw) > MAX_LINE_BYTES:
+                raise InputError(f"{path}:{number}: line longer than {MAX_LINE_BYTES} bytes")
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"{path}:{number}: invalid UTF-8 at byte {exc.start}") from exc
             if not line.strip():
                 continue
             try:

@@ -191,6 +191,8 @@ class _SandboxedDatabase:
         with self._lock:
             if self._closed:
                 raise InputError(f"{self.path}: the test database is closed")
+            if self._process is not None and self._process.poll() is not None:
+                self._stop(kill=True)  # it ended after a memory bomb (or died): a fresh one runs the next statement
             if self._process is None:
                 self._start()
             process = self._process
@@ -202,6 +204,9 @@ class _SandboxedDatabase:
             except _WorkerLost:
                 self._stop(kill=True)
                 raise
+            if kind.endswith("_exiting"):  # a memory bomb ran: the worker ends, the next call starts a fresh one
+                self._stop(kill=True)
+                kind = kind.removesuffix("_exiting")
         if kind != "ok":
             raise RuntimeError(payload)
         return payload

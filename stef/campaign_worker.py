@@ -197,6 +197,7 @@ class _SQLiteEngine:
                 message += f" (values and rows are limited to {self.limits.max_value_bytes} bytes)"
             return ExecutionResult("error", message=message, duration_ms=(time.perf_counter() - started) * 1000)
         except MemoryError:
+            self.memory_exhausted = True
             return _memory_result(started, self.limits)
         except (ValueError, OverflowError) as exc:  # sqlite3 raises these for e.g. several statements or huge ints
             return ExecutionResult("error", message=f"{type(exc).__name__}: {exc}", duration_ms=(time.perf_counter() - started) * 1000)
@@ -282,8 +283,11 @@ class _DuckDBEngine:
         except self.error as exc:
             if fired.is_set() and isinstance(exc, self.interrupted):
                 return timeout_result(timeout_s, started)
+            if "OutOfMemory" in type(exc).__name__:  # DuckDB's own budget: its buffers may stay fragmented
+                self.memory_exhausted = True
             return ExecutionResult("error", message=f"{type(exc).__name__}: {exc}", duration_ms=(time.perf_counter() - started) * 1000)
         except MemoryError:
+            self.memory_exhausted = True
             return _memory_result(started, self.limits)
         finally:
             timer.cancel()
@@ -393,10 +397,14 @@ def _serve(request_fd: int, reply_fd: int, engine: str, path: str, limits: Resou
                 break
             try:
                 payload: Any = db.execute(*request[1:]) if request[0] == "execute" else db.catalog()
-                reply: tuple[str, Any] = ("ok", payload)
+                exhausted = getattr(db, "memory_exhausted", False)
+                reply: tuple[str, Any] = ("ok_exiting" if exhausted else "ok", payload)
                 write_message(reply_fd, reply)
+                if exhausted:
+                    break  # the parent starts a fresh worker: no later statement runs in what the bomb left behind
             except MemoryError:
-                write_message(reply_fd, ("failed", f"MemoryError: the answer needs more than the {limits.memory_bytes // _MIB} MiB memory budget"))
+                write_message(reply_fd, ("failed_exiting", f"MemoryError: the answer needs more than the {limits.memory_bytes // _MIB} MiB memory budget"))
+                break
             except Exception as exc:  # noqa: BLE001 - one request's failure is its reply; the worker goes on
                 write_message(reply_fd, ("failed", f"{type(exc).__name__}: {exc}"))
     finally:

@@ -901,7 +901,9 @@ class CircuitBreaker:
 
     Every request that times out or cannot connect counts one failure; any answer from the
     server (an HTTP error too: the endpoint is alive) sets the count back to 0. After
-    ``failures`` consecutive failures the breaker opens and stays open for the rest of the run:
+    ``failures`` consecutive failures the breaker opens and stays open for the rest of the run;
+    so it does after ``failures`` records in a row whose retries all ended in server errors
+    (HTTP 429 / 5xx) with no successful answer between them:
     no request starts any more, and every record still waiting (or between retries) gets the
     symbolic verdict with the breaker's reason. :meth:`disable` opens it at once (an error that
     every request would repeat, such as a wrong key).
@@ -924,6 +926,7 @@ class CircuitBreaker:
     def __init__(self, failures: int = DEFAULT_BREAKER_FAILURES) -> None:
         self.failures = failures
         self.consecutive = 0
+        self.consecutive_exhausted = 0
         self.records_started = 0
         self.opened_after_records: int | None = None
         self.not_asked = 0
@@ -946,6 +949,21 @@ class CircuitBreaker:
         """The server answered (with a verdict or an HTTP error)."""
         with self._lock:
             self.consecutive = 0
+
+    def succeeded(self) -> None:
+        """A request got an answer: records whose retries ran out no longer count."""
+        with self._lock:
+            self.consecutive_exhausted = 0
+
+    def exhausted(self, what: str) -> None:
+        """A record's retries all failed with server errors (HTTP 429 / 5xx): after ``failures``
+        such records in a row, with no answer between them, the breaker opens too."""
+        with self._lock:
+            self.consecutive_exhausted += 1
+            if self.reason is None and self.failures and self.consecutive_exhausted >= self.failures:
+                self.kind, self.opened_after_records, self.last_failure = BREAKER_OPEN, self.records_started, what
+                self.reason = (f"{BREAKER_OPEN} after {self.consecutive_exhausted} records in a row ran out of retries "
+                               f"(opened after {self.records_started} records; last: {what})")
 
     def failed(self, what: str) -> None:
         """A request timed out or could not connect (``what``: its description)."""
@@ -1358,8 +1376,11 @@ class LLMJudge:
                                 breaker.answered()
                             raise
                         breaker.answered()
+                        breaker.succeeded()
         except RetryError as exhausted:
             last = exhausted.last_attempt.exception()
+            if last is not None and _unreachable(last) is None:  # the server answered every attempt with an error
+                breaker.exhausted(f"{_describe(last)} after {tally.requests} request(s)")
             raise _Stop(f"{_describe(last) if last else 'failed'} after {tally.requests} request(s)", _kind(last) if last else "failed") from None
         except _Stop:
             raise

@@ -226,6 +226,26 @@ class RuleBook:
         self._dirs = tuple(Path(d) for d in rules_dirs)
         self._cache: dict[str | None, AppRules] = {}
 
+    def validate_all(self) -> int:
+        """Read and validate every ``*.json`` rule file of the rule directories now (each is
+        cached), so that a broken file stops a run before any work instead of when the first
+        record that names its app arrives.
+
+        Returns:
+            The number of rule files read.
+
+        Raises:
+            RulesError: a file is invalid (the message names it and the field).
+        """
+        count = 0
+        for directory in self._dirs:
+            for candidate in sorted(directory.glob("*.json")):
+                app_id = candidate.stem
+                if is_rule_file_name(app_id) and app_id not in self._cache:
+                    self._cache[app_id] = load_rules_file(candidate)
+                    count += 1
+        return count
+
     def for_app(self, app_id: str | None) -> AppRules:
         """Rules for ``app_id`` (default rules when it is ``None`` or has no file)."""
         if self._forced is not None:

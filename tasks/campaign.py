@@ -25,6 +25,7 @@ from stef.campaign import (
 from stef.campaign_db import open_test_database
 from stef.evaluate import evaluate_many
 from stef.models import Evaluation
+from stef.display import shorten
 from tasks._runtime import retry_on_io_error, run_logger
 from warehouse import connect
 from warehouse.campaign import CampaignStoreSummary, store_campaign
@@ -55,7 +56,7 @@ def classify_campaign(runs: str, gold: str, db: str, settings: CampaignSettings,
     finally:
         database.close()
     for summary in result.summaries:
-        run_logger().info("campaign %s: %s", summary.campaign_id, summary.counts)
+        run_logger().info("campaign %s: %s", shorten(summary.campaign_id), summary.counts)
     return result
 
 

@@ -499,9 +499,9 @@ def check_drift(
     logger = run_logger()
     for check in checks:
         summary = check.summary()
-        logger.info(
-            "drift %s %s %s -> %s: %s%s (n %d / %d)", summary["agent_id"], summary["kind"], summary["baseline_version"],
-            summary["candidate_version"], summary["verdict"], f" ({summary['direction']})" if summary["direction"] else "",
+        logger.info(  # names shortened on one line: a log line shows data, it never forges another line
+            "drift %s %s %s -> %s: %s%s (n %d / %d)", shorten(summary["agent_id"]), summary["kind"], shorten(summary["baseline_version"]),
+            shorten(summary["candidate_version"]), summary["verdict"], f" ({summary['direction']})" if summary["direction"] else "",
             summary["n_baseline"], summary["n_candidate"],
         )
     return [check.summary() for check in checks]
@@ -530,8 +530,8 @@ def publish_drift(checks: list[dict[str, Any]], log_date: date) -> list[str]:
         if check["verdict"] == DriftVerdict.DRIFT.value and check["direction"] == DriftDirection.WORSE.value:
             event = emit_event(**drift_event(check))
             run_logger().warning(
-                "drift for the worse: %s %s -> %s (mean Δ %s)", check["agent_id"], check["baseline_version"],
-                check["candidate_version"], _fmt(check.get("mean_delta")),
+                "drift for the worse: %s %s -> %s (mean Δ %s)", shorten(check["agent_id"]), shorten(check["baseline_version"]),
+                shorten(check["candidate_version"]), _fmt(check.get("mean_delta")),
             )
             if event is not None:
                 emitted.append(str(event.id))

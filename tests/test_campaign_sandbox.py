@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import subprocess
 import sys
 from pathlib import Path
@@ -238,14 +239,30 @@ def test_sqlite_memory_budget_is_the_statements_error() -> None:
     assert (after.status, after.rows) == ("ok", ((386,),))
 
 
-def test_a_worker_that_dies_is_that_statements_error_and_is_replaced() -> None:
+def test_a_worker_that_died_between_statements_is_replaced_before_the_next_one() -> None:
     database = SQLiteTestDatabase(DB)
     try:
         process = database._process  # the worker (private): killed from outside, as the kernel's OOM killer would
         assert process is not None
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
-        lost = database.execute("SELECT count(*) FROM city", 5.0, 10)
+        after = database.execute("SELECT count(*) FROM city", 5.0, 10)
+        replaced = database._process
+    finally:
+        database.close()
+    assert (after.status, after.rows) == ("ok", ((386,),))  # the statement did not cause the death: it is not its error
+    assert replaced is not None and replaced.pid != process.pid
+
+
+def test_a_worker_that_dies_during_a_statement_is_that_statements_error() -> None:
+    database = SQLiteTestDatabase(DB)
+    try:
+        process = database._process
+        assert process is not None
+        killer = threading.Timer(0.3, lambda: os.kill(process.pid, signal.SIGKILL))
+        killer.start()
+        lost = database.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n", 30.0, 10)
+        killer.join()
         after = database.execute("SELECT count(*) FROM city", 5.0, 10)
     finally:
         database.close()
@@ -334,3 +351,14 @@ def test_same_run_id_in_two_campaigns_keeps_its_own_score(lite: SQLiteTestDataba
         store_campaign(conn, result.runs, result.results, result.summaries, result.audit, SQLITE_SETTINGS, index_evaluations(evaluations))
         frame = read_campaign_outcomes(conn)
     assert sorted(zip(frame["campaign_id"], frame["run_id"], frame["stef_score"], strict=True)) == [("mcp", "r1", 90.0), ("mcp-2", "r1", 10.0)]
+
+
+def test_after_memory_bombs_a_fresh_worker_runs_the_next_statements(duck: DuckDBTestDatabase) -> None:
+    """A statement that ran before the bombs runs after them too: no later outcome depends on
+    what an earlier statement left in the worker."""
+    honest = "SELECT repeat('x', 20000) FROM range(1000)"
+    assert duck.execute(honest, 10.0, 5000).status == "ok"
+    for bomb in ("SELECT list(range) FROM range(300000000)", "SELECT string_agg(repeat('x', 100000), ',') FROM range(200000)"):
+        assert duck.execute(bomb, 10.0, 5000).status != "ok"
+    again = duck.execute(honest, 10.0, 5000)
+    assert again.status == "ok", again.message

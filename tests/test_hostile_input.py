@@ -649,3 +649,39 @@ def test_review_variants_of_hidden_writes_never_score_clean(sql: str, dialect: s
 def test_prose_with_statement_words_after_the_fence_is_not_a_write(sql: str) -> None:
     parsed = parse_sql(sql, "sqlite")
     assert not [flag for flag in parsed.flags if flag.startswith("non_select")], parsed.flags
+
+
+def test_a_version_named_only_by_rejected_lines_is_no_release_for_the_drift_checks(tmp_path: Path) -> None:
+    from tasks.store import quarantine_evaluations
+    from warehouse import connect, store_day
+    from warehouse.monitoring import version_first_days
+
+    good = [parse_line(json.dumps({"run_id": f"g{i}", "agent_id": "a", "agent_version": "v1", **GOOD}).encode(), "d.jsonl", i + 1) for i in range(5)]
+    bad = parse_line(b'{"run_id": "bad", "agent_id": "a", "agent_version": "v3", "question": 5, "sql": "SELECT 1"}', "d.jsonl", 6)
+    lines = [line for line in [*good, bad] if line is not None]
+    evaluations = evaluate_many([line.record for line in lines if line.record is not None])
+    with connect(tmp_path / "w.duckdb") as conn:
+        store_day(conn, DAY, lines, [*evaluations, *quarantine_evaluations(lines, evaluations)])
+        assert conn.execute("SELECT agent_version FROM evaluations WHERE run_id = 'bad'").fetchall() == [("v3",)]
+        assert version_first_days(conn, "a", EVALUATOR_VERSION) == {"v1": DAY}
+
+
+def test_a_broken_file_in_the_rules_dir_is_found_before_any_record_names_its_app(tmp_path: Path) -> None:
+    from stef.errors import RulesError
+
+    (tmp_path / "sales.json").write_text(json.dumps({"app_id": "sales"}), encoding="utf-8")
+    (tmp_path / "catalog.json").write_text(json.dumps({"border_info": ["state_name"]}), encoding="utf-8")  # not a rule file
+    with pytest.raises(RulesError, match=r"catalog\.json: field `border_info` is not allowed"):
+        RuleBook(rules_dirs=(tmp_path,)).validate_all()
+    (tmp_path / "catalog.json").unlink()
+    assert RuleBook(rules_dirs=(tmp_path,)).validate_all() == 1
+
+
+def test_campaign_jsonl_with_invalid_utf8_names_the_line(tmp_path: Path) -> None:
+    from stef.campaign import GoldQuestion, read_jsonl
+    from stef.errors import InputError
+
+    path = tmp_path / "gold.jsonl"
+    path.write_bytes(b'{"question_id": "q1", "question": "How many?", "gold_sql": ["SELECT 1"]}\n{"question_id": "q\xff"}\n')
+    with pytest.raises(InputError, match=r"gold\.jsonl:2: invalid UTF-8 at byte 18"):
+        read_jsonl(path, GoldQuestion)

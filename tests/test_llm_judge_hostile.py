@@ -434,6 +434,19 @@ def test_a_hung_endpoint_opens_the_breaker_and_every_record_keeps_a_status() -> 
     assert run.stats.breaker in run.stats.summary()
 
 
+def test_an_endpoint_that_always_answers_500_opens_the_breaker_after_records_run_out_of_retries() -> None:
+    records = cities(12)
+    with stub_llm_server(fail_share=1.0) as server:
+        run = LLMEvaluator(JudgeSettings.parse(MODEL, api_base=server.url, concurrency=1, timeout_s=2.0, max_retries=2,
+                                               backoff_s=0.001, breaker_failures=3))
+        stored = run.evaluate_many(records)
+        requests = server.requests
+    assert requests < 12 * 3  # records in flight finish their attempt; no request starts after the breaker opens
+    assert all(e.status is EvaluationStatus.EVALUATED and e.judge == "symbolic" for e in stored)
+    assert run.judge.breaker.reason is not None and "3 records in a row ran out of retries" in run.judge.breaker.reason
+    assert sum(1 for e in stored if "circuit breaker open" in (e.judge_fallback_reason or "")) == 12 - 3
+
+
 def test_a_refused_connection_opens_the_breaker() -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

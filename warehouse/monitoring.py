@@ -122,7 +122,8 @@ def agents_on_day(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_ver
 def version_first_days(
     conn: duckdb.DuckDBPyConnection, agent_id: str, evaluator_version: str, until: date | None = None
 ) -> dict[str, date]:
-    """Agent version -> first day it has evaluations of ``evaluator_version`` (up to ``until``).
+    """Agent version -> first day it has scored evaluations of ``evaluator_version`` (up to ``until``;
+    rows of rejected lines and unscored answers do not make a version).
 
     Args:
         conn: a warehouse connection.
@@ -137,6 +138,7 @@ def version_first_days(
         """
         SELECT agent_version, min(log_date) FROM evaluations
         WHERE agent_id = $agent AND evaluator_version = $version AND agent_version IS NOT NULL
+          AND status = 'evaluated'  -- a version named only by rejected lines is no release to check
           AND ($until::DATE IS NULL OR log_date <= $until)
         GROUP BY agent_version
         """,
