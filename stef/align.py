@@ -151,8 +151,13 @@ def align_filters(
     ]
     for value in requested_values:
         hit = next((f for f, v in applied_values if values_match(value, v)), None)
+        bound = None if hit is not None else next((f for f in valued if _same_integer_bound(value, asked_ops, f)), None)
         if hit is not None:
             record_hit(None, hit, value, f"{hit.column} = {value}")
+        elif bound is not None:
+            record_hit(None, bound, value, f"{value} ({_describe(bound)}: the same bound on integers)")
+        elif value in ("0", "1") and _asks_existence(value, asked_ops) and (sql_spec.joins or sql_spec.subquery_count):
+            matched.append(f"{value} (at least one: a join or subquery of S)")
         elif any(values_match(value, literal) for literal in literal_pool):
             matched.append(f"{value} (used in an expression)")
         elif value.replace(".", "").isdigit() and any(value in column for column in sql_spec.columns):
@@ -177,7 +182,7 @@ def align_filters(
         hit = next((f for f, v in applied_values if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)), None)
         if hit is not None:
             record_hit(None, hit, entity, f"{hit.column} = {entity}")
-        else:
+        elif not names_identifier(entity, sql_spec):
             unmatched_entities.append(entity)
 
     extra: list[str] = []
@@ -217,6 +222,63 @@ def align_filters(
         wrong=tuple(dict.fromkeys(wrong)),
         benign_extra=tuple(dict.fromkeys(benign)),
     )
+
+
+_INTEGER_BOUNDS = {(">=", ">"): -1, (">", ">="): 1, ("<=", "<"): 1, ("<", "<="): -1}
+"""Asked and applied operators that state the same bound on integers, and the shift of the
+applied value: "two or more" (>= 2) is ``COUNT(*) > 1``, "more than 2" (> 2) is ``>= 3``."""
+
+
+def _same_integer_bound(value: str, asked_ops: set[str], predicate: FilterPredicate) -> bool:
+    """Whether ``predicate`` states the integer bound the question asks with another operator.
+
+    >>> _same_integer_bound("2", {">="}, FilterPredicate(column="count(*)", operator=">", value="1", values=("1",)))
+    True
+    >>> _same_integer_bound("2", {">="}, FilterPredicate(column="count(*)", operator=">", value="2", values=("2",)))
+    False
+    """
+    if len(predicate.values) != 1 or not value.lstrip("-").isdigit() or not predicate.values[0].lstrip("-").isdigit():
+        return False
+    applied = int(predicate.values[0])
+    return any(
+        (asked, predicate.operator) in _INTEGER_BOUNDS and applied == int(value) + _INTEGER_BOUNDS[(asked, predicate.operator)]
+        for asked in asked_ops
+    )
+
+
+def _asks_existence(value: str, asked_ops: set[str]) -> bool:
+    """Whether the number states existence: "at least one" (>= 1) or "more than zero" (> 0)."""
+    return (value == "1" and ">=" in asked_ops) or (value == "0" and ">" in asked_ops)
+
+
+def names_identifier(entity: str, sql_spec: SQLSpec) -> bool:
+    """Whether a capitalised name of the question names a table or column S uses ("TV Channels"
+    for ``TV_Channel``, "IDs" for ``document_id``): a schema reference, not a value to filter on.
+    Every word of the name (2+ letters, a plural ``s`` dropped) is a part of an identifier of S
+    (split at ``_``), or occurs in one (``fullname`` for "Full Name").
+
+    >>> import sqlglot
+    >>> from stef.extract_sql import extract_sql_spec
+    >>> spec = extract_sql_spec(sqlglot.parse_one("SELECT FullName, COUNT(*) FROM TV_Channel GROUP BY document_id"))
+    >>> [names_identifier(e, spec) for e in ("tv channels", "ids", "full name", "france", "tv france")]
+    [True, True, True, False, False]
+    """
+    words = [w for w in _ENTITY_WORD.findall(entity.lower())]
+    if not words:
+        return False
+    identifiers = [name.lower() for name in (*sql_spec.tables, *sql_spec.columns) if name]
+    parts = {part for name in identifiers for part in re.split(r"[_\W]+", name) if part}
+    for word in words:
+        singular = word[:-1] if len(word) > 2 and word.endswith("s") else word
+        if word in parts or singular in parts:
+            continue
+        if len(singular) >= 3 and any(singular in name for name in identifiers):
+            continue
+        return False
+    return True
+
+
+_ENTITY_WORD = re.compile(r"[a-z0-9]+")
 
 
 def _is_filter_like(value: str, question: QuestionSpec, enriched: QuestionSpec) -> bool:

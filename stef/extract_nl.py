@@ -109,7 +109,8 @@ COUNT_WORDS = {**NUMBER_WORDS, "once": 1, "twice": 2, "thrice": 3}
 STOP_CAPITALISED = frozenset(
     "What Which Who Whom Whose When Where Why How List Please Give Name Show Find State Indicate Provide Among Calculate Identify "
     "Is Are Was Were Do Does Did In Of For The A An And Or On At By From To Tell Count Compute Describe Mention Sort Rank Return "
-    "Based Between Consider Determine Out If It Its This That These Those Also I There Here Let Now So".split()
+    "Based Between Consider Determine Out If It Its This That These Those Also I There Here Let Now So "
+    "Order Only Group Display Each Report Retrieve Output Then Include Select Get Arrange Use Note".split()
 )
 
 # Patterns that must hold at a word boundary check it *after* their first character
@@ -133,6 +134,30 @@ _TOP_K_WORDS = ("top", "first", "best", "highest", "lowest", "last", "bottom", "
 _TOP_K_LOWER = re.compile(_TOP_K.pattern)
 """:data:`_TOP_K` without IGNORECASE, for lower-cased ASCII text (where both match alike, and
 this one runs several times faster)."""
+
+
+def _entity_runs(run: str) -> list[list[str]]:
+    """The entities of one run of capitalised words: split where a sentence ends inside the run
+    (a word ending in ``.`` followed by a sentence-opening word: "TV Channel. List"), each part
+    without its leading sentence-opening words (:data:`STOP_CAPITALISED`).
+
+    >>> _entity_runs("TV Channel. List"), _entity_runs("Only"), _entity_runs("St. Louis Cardinals")
+    ([['TV', 'Channel']], [], [['St.', 'Louis', 'Cardinals']])
+    """
+    words = [_without_possessive(token) for token in run.strip(" .,'").split()]
+    parts: list[list[str]] = [[]]
+    for index, word in enumerate(words):
+        parts[-1].append(word)
+        if word.endswith(".") and index + 1 < len(words) and words[index + 1] in STOP_CAPITALISED:
+            parts[-1][-1] = word.rstrip(".")
+            parts.append([])
+    out = []
+    for part in parts:
+        while part and part[0] in STOP_CAPITALISED:
+            part = part[1:]
+        if part:
+            out.append(part)
+    return out
 
 
 def quoted_values(text: str) -> list[str]:
@@ -681,11 +706,9 @@ def extract_question_spec(
     years = tuple(dict.fromkeys(y for y in _YEAR.findall(text) if reference is None or y in reference)) if has_digit else ()
     entities: list[str] = []
     for match_cap in _CAPITALISED.finditer(text):
-        tokens = [_without_possessive(token) for token in match_cap.group(1).strip(" .,'").split()]
-        while tokens and tokens[0] in STOP_CAPITALISED:
-            tokens = tokens[1:]
-        if tokens and not any("_" in token for token in tokens):  # snake_case names an identifier (a database, a table), not a value
-            entities.append(normalize_value(" ".join(tokens).strip(" .,'"), rules))
+        for tokens in _entity_runs(match_cap.group(1)):
+            if not any("_" in token for token in tokens):  # snake_case names an identifier (a database, a table), not a value
+                entities.append(normalize_value(" ".join(tokens).strip(" .,'"), rules))
 
     columns: list[str] = []
     bindings: list[tuple[str, str, str]] = []

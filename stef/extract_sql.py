@@ -157,6 +157,35 @@ def _literal_text(node: exp.Expression) -> str | None:
     return None
 
 
+def _quoted_name_value(node: exp.Expression, other: exp.Expression) -> str | None:
+    """The text of a double-quoted name compared with a column (``Citizenship != "France"``).
+
+    In SQLite a double-quoted token that names no column is a string literal, and agents write
+    string values that way; sqlglot's identifier-quoting dialects read it as a column. An
+    unqualified quoted name on the value side of a comparison with a column is taken as a
+    candidate value unless the query uses that name as a column elsewhere (a self-join on
+    ``"a" = "b"``). Dialects that quote strings with ``"`` (MySQL) already parse it as a literal.
+
+    >>> import sqlglot
+    >>> _quoted_name_value(*(lambda c: (c.expression, c.this))(sqlglot.parse_one('SELECT a FROM t WHERE "c" = "France"').find(sqlglot.exp.EQ)))
+    'France'
+    >>> _quoted_name_value(*(lambda c: (c.expression, c.this))(sqlglot.parse_one('SELECT b FROM t WHERE "c" = "b"').find(sqlglot.exp.EQ))) is None
+    True
+    """
+    if not (isinstance(node, exp.Column) and not node.table and isinstance(node.this, exp.Identifier) and node.this.quoted):
+        return None
+    if not isinstance(other, exp.Column) and _first_column(other) is None:
+        return None
+    name = node.name
+    if not name.strip():
+        return None
+    root = node.root()
+    for column in root.find_all(exp.Column):
+        if column is not node and column is not other and column.name == name:
+            return None
+    return name
+
+
 def _first_column(node: exp.Expression) -> exp.Column | None:
     if isinstance(node, exp.Column):
         return node
@@ -185,6 +214,7 @@ def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rul
     operator: str | None = None
     left: exp.Expression | None = None
     values: list[str] = []
+    quoted_raw: list[str] = []
     for node_type, symbol in COMPARISON_TYPES.items():
         if type(node) is node_type:
             operator = symbol
@@ -194,13 +224,21 @@ def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rul
                 left, right = right, left
                 operator = FLIPPED[symbol]
                 right_value = left_value
+            elif left_value is None and right_value is None:
+                right_value = _quoted_name_value(right, left)
+                if right_value is not None:
+                    quoted_raw.append(right_value)
             if right_value is not None:
                 values = [normalize_value(right_value, rules)]
             break
     if operator is None:
         if isinstance(node, exp.In):
             operator, left = "IN", node.this
-            values = [normalize_value(v, rules) for v in (_literal_text(e) for e in node.expressions) if v is not None]
+            texts = [_literal_text(e) for e in node.expressions]
+            if all(text is None for text in texts):
+                texts = [_quoted_name_value(e, node.this) for e in node.expressions]
+                quoted_raw.extend(text for text in texts if text is not None)
+            values = [normalize_value(v, rules) for v in texts if v is not None]
         elif isinstance(node, exp.Between):
             operator, left = "BETWEEN", node.this
             values = [normalize_value(v, rules) for v in (_literal_text(node.args.get("low")), _literal_text(node.args.get("high"))) if v is not None]
@@ -214,13 +252,13 @@ def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rul
     if left is None:
         return None
     column = _first_column(left)
-    if column is None:
+    if column is None and not (isinstance(left, exp.Count) and isinstance(left.this, exp.Star)):
         return None
     if negated:
         operator = NEGATED.get(operator, f"NOT {operator}")
-    raw_values = tuple(n.this for n in node.find_all(exp.Literal) if n.is_string)
+    raw_values = (*(n.this for n in node.find_all(exp.Literal) if n.is_string), *quoted_raw)
     return FilterPredicate(
-        column=column_name(column, rules),
+        column=column_name(column, rules) if column is not None else "count(*)",  # HAVING COUNT(*) > 1
         raw_values=raw_values,
         operator=operator,
         value=values[0] if len(values) == 1 else None,
