@@ -720,7 +720,16 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
             continue
         if len(sources) < 2:
             continue
+        if any(isinstance(c, exp.Count) and isinstance(c.this, exp.Star) for p in select.expressions for c in p.find_all(exp.Count)):
+            continue  # COUNT(*) counts the rows of the join: every joined table shapes the answer
         used_outside_join: set[str] = set()
+        partners: dict[str, set[str]] = {}
+        for join in select.args.get("joins") or ():
+            for condition in join.find_all(exp.EQ):
+                left, right = condition.this, condition.expression
+                if isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table and right.table and left.table != right.table:
+                    partners.setdefault(left.table, set()).add(right.table)
+                    partners.setdefault(right.table, set()).add(left.table)
         unqualified = False
         # columns with a JOIN between them and this SELECT (one pass instead of an ancestor walk per column)
         in_joins = {id(column) for join in select.find_all(exp.Join) for column in join.find_all(exp.Column)}
@@ -735,6 +744,8 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
             continue
         for alias, (node, _source) in sources.items():
             if alias not in used_outside_join and isinstance(node, exp.Table):
+                if len(partners.get(alias, ())) >= 2:
+                    continue  # a bridge (a link table) joining two others: the path goes through it
                 if any(isinstance(star.parent, exp.Column) and star.parent.table == alias for star in select.find_all(exp.Star)):
                     continue  # "alias.*" uses the table
                 unused.append(node.name.lower())
