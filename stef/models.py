@@ -299,6 +299,10 @@ class SchemaReport(_Frozen):
     join_type_mismatches: tuple[str, ...] = ()
     literal_type_mismatches: tuple[str, ...] = ()
     text_aggregates: tuple[str, ...] = ()
+    count_fanouts: tuple[str, ...] = ()
+    """COUNTs without DISTINCT over a join that can meet a counted row several times."""
+    counts_checked: int = 0
+    """COUNTs over a join whose fan-out the schema's primary keys decide (with or without one)."""
     tables_checked: int = 0
     columns_checked: int = 0
     joins_checked: int = 0

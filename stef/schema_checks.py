@@ -13,7 +13,12 @@ written in S:
   columns whose types differ (text = integer);
 * literals that do not fit the column they are compared with (a non-numeric string against a
   numeric column, a bare number against a date);
-* SUM or AVG over a text column.
+* SUM or AVG over a text column;
+* COUNTs without DISTINCT over a join whose counted table fans out: some join reached from the
+  counted table (or, for ``COUNT(*)``, from every table) goes to a column that is not its
+  table's single-column primary key, so one row can meet several (``count_fanouts``); a COUNT
+  whose every join from the counted table lands on a primary key counts each row once
+  (``counts_checked`` counts both kinds).
 
 Nothing is executed. The result is a frozen :class:`stef.models.SchemaReport`; the judge turns its items into
 suspected errors, and the with-schema calibrator counts them.
@@ -165,7 +170,8 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
     literal_mismatch: list[str] = []
     text_aggregates: list[str] = []
     ambiguous: list[str] = []
-    tables_checked = columns_checked = joins_checked = 0
+    count_fanouts: list[str] = []
+    tables_checked = columns_checked = joins_checked = counts_checked = 0
     try:
         scopes = traverse_scope(tree)
     except (SqlglotError, RecursionError):
@@ -236,6 +242,9 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
                 found = resolved[id(column)][0]
                 if found is not None and (why := _literal_mismatch(found, literal)) is not None:
                     literal_mismatch.append(f"{_clause_of(comparison, select)} {render(comparison)} ({why})")
+        fanouts, checked = _count_fanouts(select, resolved)
+        count_fanouts.extend(fanouts)
+        counts_checked += checked
         for aggregate in select.find_all(exp.Sum, exp.Avg):
             if _scope_select(aggregate) is not select:
                 continue
@@ -255,6 +264,8 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
         join_type_mismatches=tuple(dict.fromkeys(type_mismatch)),
         literal_type_mismatches=tuple(dict.fromkeys(literal_mismatch)),
         text_aggregates=tuple(dict.fromkeys(text_aggregates)),
+        count_fanouts=tuple(dict.fromkeys(count_fanouts)),
+        counts_checked=counts_checked,
         tables_checked=tables_checked,
         columns_checked=columns_checked,
         joins_checked=joins_checked,
@@ -267,6 +278,77 @@ def _scope_select(node: exp.Expression) -> exp.Expression | None:
     while parent is not None and not isinstance(parent, exp.Select):
         parent = parent.parent
     return parent
+
+
+def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
+    return len(table.primary_key) == 1 and identifier_key(table.primary_key[0]) == identifier_key(column.name)
+
+
+def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]]) -> tuple[list[str], int]:
+    """The COUNTs (without DISTINCT) of a joined SELECT that may count a row twice, and how many
+    COUNTs could be judged (see the module docstring).
+
+    The join graph has one node per table alias and one edge per equality of two resolved,
+    qualified columns of different aliases; going from alias X to alias Y is safe when Y's
+    column is Y's single-column primary key (each X row meets at most one Y row). A COUNT is
+    judged only when every alias of the SELECT is in one connected graph.
+    """
+    joins = select.args.get("joins") or ()
+    if not joins:
+        return [], 0
+    counts = [c for c in select.find_all(exp.Count) if _scope_select(c) is select and not isinstance(c.this, exp.Distinct)]
+    if not counts:
+        return [], 0
+    aliases: set[str] = set()
+    for table in (select.args.get("from_") or select.args.get("from"), *joins):
+        if table is not None and isinstance(table.this, exp.Table):
+            aliases.add(identifier_key(table.this.alias_or_name))
+        elif table is not None:
+            return [], 0  # a derived table or a function source: rows not known from the schema
+    edges: dict[str, list[tuple[str, bool]]] = {alias: [] for alias in aliases}
+    for condition in _equalities(select):
+        left, right = condition.this, condition.expression
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table and right.table):
+            continue
+        a, b = resolved.get(id(left)), resolved.get(id(right))
+        la, ra = identifier_key(left.table), identifier_key(right.table)
+        if a is None or b is None or a[0] is None or b[0] is None or a[1] is None or b[1] is None or la == ra or la not in edges or ra not in edges:
+            continue
+        edges[la].append((ra, _is_primary_key(b[0], b[1])))
+        edges[ra].append((la, _is_primary_key(a[0], a[1])))
+
+    def fans_out(root: str) -> str | None:
+        """The first join where rows of ``root`` can meet several rows ("x -> y"), ``""`` when
+        none can, ``None`` when the join graph does not connect every alias."""
+        seen, stack, unsafe = {root}, [root], ""
+        while stack:
+            alias = stack.pop()
+            for other, safe in edges[alias]:
+                if other in seen:
+                    continue
+                seen.add(other)
+                stack.append(other)
+                if not safe and not unsafe:
+                    unsafe = f"{alias} -> {other}"
+        return None if seen != aliases else unsafe
+
+    fanouts: list[str] = []
+    checked = 0
+    for count in counts:
+        target = count.this
+        if isinstance(target, exp.Column) and target.table and identifier_key(target.table) in edges:
+            verdict = fans_out(identifier_key(target.table))
+        elif isinstance(target, exp.Star) or target is None:
+            verdicts = [fans_out(alias) for alias in sorted(aliases)]
+            verdict = None if None in verdicts else ("" if "" in verdicts else verdicts[0])
+        else:
+            verdict = None
+        if verdict is None:
+            continue
+        checked += 1
+        if verdict:
+            fanouts.append(f"{_clause_of(count, select)} {render(count)} (one {verdict.split(' -> ')[0]} row can join several {verdict.split(' -> ')[1]} rows)")
+    return fanouts, checked
 
 
 def _equalities(select: exp.Select) -> list[exp.EQ]:
