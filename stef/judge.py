@@ -301,6 +301,7 @@ SCHEMA_FINDINGS: tuple[tuple[str, str, str, str, float], ...] = (
     ("join_type_mismatches", "Table-Related Errors", "Join Condition Mismatch", "join of columns of different types", 1.0),
     ("literal_type_mismatches", "Value-Related Errors", "Value Mismatch", "literal that does not fit the column's type", 1.2),
     ("text_aggregates", "Function-Related Errors", "Aggregate Functions", "SUM or AVG over a text column", 1.2),
+    ("named_columns_unused", "Attribute-Related Errors", "Attribute Mismatch", "column named by the question left out", 0.8),
 )
 """(:class:`SchemaReport` field, category, subcategory, evidence prefix, weight) of the schema findings."""
 

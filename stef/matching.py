@@ -112,7 +112,7 @@ def values_match(requested: str, applied: str) -> bool:
             return True
     except ValueError:
         pass
-    if _stem(left) == _stem(right):
+    if stem(left) == stem(right):
         return True
     if len(left) == 4 and left.isdigit() and right.startswith(left):
         return True  # a year asked, a date or year-month applied
@@ -124,7 +124,8 @@ def values_match(requested: str, applied: str) -> bool:
 
 
 
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A word without its plural ``s`` (words of 4+ letters): ``names`` → ``name``, ``gas`` stays."""
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
 
@@ -145,13 +146,13 @@ def phrase_overlap(phrase: str, text: str) -> float:
 
 @lru_cache(maxsize=4096)
 def _content_stems(phrase: str) -> tuple[str, ...]:
-    return tuple(_stem(w) for w in _ALNUM.findall(phrase.lower()) if w not in STOPWORDS)
+    return tuple(stem(w) for w in _ALNUM.findall(phrase.lower()) if w not in STOPWORDS)
 
 
 @lru_cache(maxsize=4096)
 def _stemmed_words(text: str) -> frozenset[str]:
     """Stems of every word of a text (one record's question is matched against each hint phrase)."""
-    return frozenset(_stem(w) for w in _ALNUM.findall(text.lower()))
+    return frozenset(stem(w) for w in _ALNUM.findall(text.lower()))
 
 
 def name_is_grounded(name: str, text: str) -> bool:

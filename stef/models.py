@@ -299,6 +299,8 @@ class SchemaReport(_Frozen):
     join_type_mismatches: tuple[str, ...] = ()
     literal_type_mismatches: tuple[str, ...] = ()
     text_aggregates: tuple[str, ...] = ()
+    named_columns_unused: tuple[str, ...] = ()
+    """Columns of S's tables the question names word for word and S never uses."""
     count_fanouts: tuple[str, ...] = ()
     """COUNTs without DISTINCT over a join that can meet a counted row several times."""
     counts_checked: int = 0

@@ -26,6 +26,7 @@ suspected errors, and the with-schema calibrator counts them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -33,6 +34,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from stef.extract_sql import render
+from stef.matching import STOPWORDS, stem, contains_sequence
 from stef.models import SchemaReport
 from stef.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
 
@@ -143,12 +145,13 @@ def _literal_mismatch(column: ColumnSchema, literal: exp.Literal) -> str | None:
     return None
 
 
-def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> SchemaReport:
+def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question: str = "") -> SchemaReport:
     """Check the answer S against ``schema`` (see the module docstring).
 
     Args:
         tree: the parsed answer statement (not modified).
         schema: the app's schema.
+        question: Q_u and Q_e, for the columns the question names (``""``: not checked).
 
     Returns:
         A :class:`SchemaReport`; empty when S cannot be scoped (the findings need sqlglot's
@@ -257,6 +260,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema) -> Schema
                     text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate)} ({found.name} is text)")
     return SchemaReport(
         source=schema.source,
+        named_columns_unused=named_columns_unused(tree, schema, question) if question else (),
         unknown_tables=tuple(dict.fromkeys(unknown_tables)),
         unknown_columns=tuple(dict.fromkeys(unknown_columns)),
         ambiguous_columns=tuple(dict.fromkeys(ambiguous)),
@@ -278,6 +282,54 @@ def _scope_select(node: exp.Expression) -> exp.Expression | None:
     while parent is not None and not isinstance(parent, exp.Select):
         parent = parent.parent
     return parent
+
+
+_NAME_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+"""Words of an identifier: snake_case and camelCase parts (``LifeExpectancy`` → life, expectancy)."""
+
+
+def _name_words(name: str) -> tuple[str, ...]:
+    return tuple(stem(w.lower()) for w in _NAME_WORD.findall(name) if w.lower() not in STOPWORDS)
+
+
+def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question: str) -> tuple[str, ...]:
+    """Columns of the tables S reads that the question names word for word, which S never uses
+    (Attribute Mismatch: "the song names of ..." answered with ``singer.name`` when the table
+    has ``song_name``).
+
+    A column counts as named when its name has two or more content words (snake_case or
+    camelCase parts, stopwords dropped, a plural ``s`` stripped) that the question says in a
+    row; one-word names are too common in prose to tell. Each item names the table and column.
+
+    >>> import sqlglot
+    >>> from stef.schema import parse_ddl
+    >>> schema = parse_ddl("CREATE TABLE singer (singer_id INT PRIMARY KEY, name TEXT, song_name TEXT, age INT)", "sqlite")
+    >>> named_columns_unused(sqlglot.parse_one("SELECT name FROM singer WHERE age > 30"), schema, "List the song names of singers older than 30")
+    ('the question names singer.song_name, S does not use it',)
+    >>> named_columns_unused(sqlglot.parse_one("SELECT song_name FROM singer"), schema, "List the song names")
+    ()
+    """
+    words = tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
+    if not words:
+        return ()
+    used = {identifier_key(column.name) for column in tree.find_all(exp.Column)}
+    used_letters = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in used}
+    found: list[str] = []
+    seen_tables: set[str] = set()
+    for node in tree.find_all(exp.Table):
+        table = schema.table(node.name)
+        if table is None or identifier_key(table.name) in seen_tables:
+            continue
+        seen_tables.add(identifier_key(table.name))
+        for column in table.columns:
+            parts = _name_words(column.name)
+            if len(parts) < 2 or identifier_key(column.name) in used or not contains_sequence(words, parts):
+                continue
+            letters = "".join(w.lower() for w in _NAME_WORD.findall(column.name))
+            if any(letters in name for name in used_letters):
+                continue  # S uses a longer column holding this name (fastestLapSpeed for "fastest lap")
+            found.append(f"the question names {table.name}.{column.name}, S does not use it")
+    return tuple(found)
 
 
 def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
