@@ -186,6 +186,37 @@ def _quoted_name_value(node: exp.Expression, other: exp.Expression) -> str | Non
     return name
 
 
+def unparenthesised_alternatives(condition: exp.Expression) -> list[str]:
+    """ORs of a filter with an unparenthesised AND on one side whose other side tests a column
+    of that AND: ``sex = 'M' AND alb < 3.5 OR alb >= 5.5`` reads ``(sex = 'M' AND alb < 3.5) OR
+    alb >= 5.5`` (AND binds tighter), so ``sex = 'M'`` holds for one alternative only. Returns
+    the SQL of each such OR; subqueries are not entered.
+
+    >>> import sqlglot
+    >>> unparenthesised_alternatives(sqlglot.parse_one("SELECT 1 FROM t WHERE sex = 'M' AND alb < 3.5 OR alb >= 5.5").args["where"].this)
+    ["sex = 'M' AND alb < 3.5 OR alb >= 5.5"]
+    >>> unparenthesised_alternatives(sqlglot.parse_one("SELECT 1 FROM t WHERE sex = 'M' AND (alb < 3.5 OR alb >= 5.5)").args["where"].this)
+    []
+    """
+    found: list[str] = []
+    stack = [condition]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Paren, exp.Not)):
+            stack.append(node.this)
+        elif isinstance(node, exp.Connector):
+            left, right = node.this, node.expression
+            stack.extend((left, right))
+            if isinstance(node, exp.Or):
+                for side, other in ((left, right), (right, left)):
+                    if isinstance(side, exp.And) and not isinstance(other, exp.And):
+                        names = {c.name.lower() for c in other.find_all(exp.Column)}
+                        if names and names & {c.name.lower() for c in side.find_all(exp.Column)}:
+                            found.append(render(node)[:300])
+                            break
+    return found
+
+
 def _first_column(node: exp.Expression) -> exp.Column | None:
     if isinstance(node, exp.Column):
         return node
@@ -367,6 +398,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     tautologies = 0
     date_mismatches: list[str] = []
     key_pairs: list[exp.EQ] = []
+    precedence_slips: list[str] = []
     for node in tree.walk():
         kind = _node_kind(type(node))
         if kind is None:
@@ -401,6 +433,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
                             filters.append(found)
         elif kind == "clause":
             clause = {exp.Where: "where", exp.Having: "having", exp.Qualify: "qualify"}[type(node)]
+            precedence_slips.extend(unparenthesised_alternatives(node.this))
             for predicate, negated in _predicates(node.this):
                 found = _filter_from_predicate(predicate, negated, clause, rules, dialect)
                 if found is not None:
@@ -495,6 +528,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         integer_divisions=integer_divisions,
         null_comparisons=null_comparisons,
         tautologies=tautologies,
+        precedence_slips=tuple(dict.fromkeys(precedence_slips)),
         date_mismatches=tuple(date_mismatches),
         join_key_mismatches=_entity_key_joins(tree, key_pairs) if key_pairs else (),
         constant_projections=_constant_projections(outer_select) if outer is outer_select and outer_select is not None and len(projections) > 1 else (),

@@ -231,6 +231,8 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
         findings.append((_error("Other Errors", "DISTINCT", "COUNT over a join without DISTINCT may count rows of the joined table twice"), 0.25))
     if spec.tautologies:
         findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", "a predicate compares two constants (e.g. OR 1 = 1) and disables the filters"), 2.0))
+    for condition in spec.precedence_slips:
+        findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", f"AND binds tighter than OR, the other conditions hold for one alternative only: {condition}"), 1.5))
     if spec.null_comparisons:
         findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", "comparison with = NULL is never true; use IS NULL"), 1.5))
     if spec.limit is not None and wanted.top_k is None and not wanted.superlative and not wanted.ordering:
