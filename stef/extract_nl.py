@@ -229,6 +229,30 @@ def _top_k_token(text: str) -> str | None:
     return match.group(1).lower() if match else None
 
 
+_SUPERLATIVES = (
+    "highest", "lowest", "largest", "smallest", "biggest", "most", "least", "latest", "earliest", "newest", "oldest",
+    "youngest", "longest", "shortest", "greatest", "cheapest", "fastest", "slowest", "heaviest", "lightest",
+)
+_COUNT = r"(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|twenty)"
+_RANKED_COUNT = re.compile(rf"\b{_COUNT}\s+(?:{'|'.join(_SUPERLATIVES)})\b|\b(?:latest|earliest|newest|oldest|youngest|largest|smallest|biggest|most recent)\s+{_COUNT}\b(?!\s*%)")
+"""A count beside a superlative: "the 5 largest", "the two most common", "the latest 10"."""
+
+
+def _ranked_count_token(text: str) -> str | None:
+    """The count of a ranking stated with a superlative (see :data:`_RANKED_COUNT`), lower-cased.
+
+    >>> _ranked_count_token("the 5 largest countries"), _ranked_count_token("the latest 10 comments"), _ranked_count_token("the largest country")
+    ('5', '10', None)
+    >>> _ranked_count_token("teams that in 2010 most often won") is None
+    True
+    """
+    lowered = text.lower()
+    if not any(word in lowered for word in _SUPERLATIVES):
+        return None
+    match = _RANKED_COUNT.search(lowered)
+    return (match.group(1) or match.group(2)) if match else None
+
+
 def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
@@ -679,6 +703,8 @@ def extract_question_spec(
         ordering = "ASC"
     top_k = None
     token = _top_k_token(text)
+    if token is None:
+        token = _ranked_count_token(text)
     if token is not None:
         top_k = parse_count(token) if token.isdigit() else NUMBER_WORDS.get(token)
     comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)))
