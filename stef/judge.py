@@ -258,7 +258,10 @@ def check_null_handling(judge_input: JudgeInput) -> list[Finding]:
     for column, operator in judge_input.enriched_spec.null_conditions:
         if (column, operator) not in applied:
             findings.append((_error("Condition-Related Errors", "Implicit Condition Missing", f"Q_e requires {column} {operator}, S does not filter it"), 1.2))
+    non_null = set(judge_input.schema_report.non_null_order_keys) if judge_input.schema_report is not None else set()
     for column in spec.unguarded_null_order:
+        if column.lower() in non_null:
+            continue  # the schema says it cannot be NULL
         findings.append((_error("Condition-Related Errors", "Implicit Condition Missing", f"ORDER BY {column} … LIMIT puts NULL {column} first; no IS NOT NULL filter"), 0.25))
     return findings
 

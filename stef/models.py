@@ -304,6 +304,8 @@ class SchemaReport(_Frozen):
     text_aggregates: tuple[str, ...] = ()
     named_columns_unused: tuple[str, ...] = ()
     """Columns of S's tables the question names word for word and S never uses."""
+    non_null_order_keys: tuple[str, ...] = ()
+    """ORDER BY columns (lower case) the schema declares NOT NULL or primary key: no NULL sorts first."""
     count_fanouts: tuple[str, ...] = ()
     """COUNTs without DISTINCT over a join that can meet a counted row several times."""
     counts_checked: int = 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -91,12 +91,14 @@ class SchemaError(StefError):
 
 @dataclass(frozen=True, slots=True)
 class ColumnSchema:
-    """One column: its name as written, its type as written and its :data:`TypeFamily`, its description."""
+    """One column: its name as written, its type as written and its :data:`TypeFamily`, its
+    description, and whether it cannot hold NULL (``NOT NULL`` or the table's primary key)."""
 
     name: str
     type: str | None = None
     family: TypeFamily = "unknown"
     description: str | None = None
+    not_null: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,12 +217,14 @@ def _column_from_def(definition: exp.ColumnDef) -> tuple[ColumnSchema, bool, For
     kind = definition.args.get("kind")
     # a "-- comment" lands on the last node before it: the column, its type or a constraint
     description = _comment_text(comment for node in definition.walk() for comment in node.comments or ())
-    primary = False
+    primary = not_null = False
     reference: ForeignKey | None = None
     for constraint in definition.args.get("constraints") or ():
         inner = constraint.args.get("kind")
         if isinstance(inner, exp.PrimaryKeyColumnConstraint):
             primary = True
+        elif isinstance(inner, exp.NotNullColumnConstraint) and not inner.args.get("allow_null"):
+            not_null = True
         elif isinstance(inner, exp.CommentColumnConstraint):
             description = inner.name or description
         elif isinstance(inner, exp.Reference):
@@ -228,7 +232,7 @@ def _column_from_def(definition: exp.ColumnDef) -> tuple[ColumnSchema, bool, For
             table = target.this if isinstance(target, exp.Schema) else target
             columns = _identifier_names(target.expressions) if isinstance(target, exp.Schema) else ()
             reference = ForeignKey((definition.name,), table.name if isinstance(table, exp.Table) else str(table), columns)
-    column = ColumnSchema(definition.name, kind.sql() if kind is not None else None, type_family(kind), description)
+    column = ColumnSchema(definition.name, kind.sql() if kind is not None else None, type_family(kind), description, not_null or primary)
     return column, primary, reference
 
 
@@ -265,6 +269,8 @@ def _table_from_create(create: exp.Create) -> TableSchema | None:
         for prop in properties.expressions:
             if isinstance(prop, exp.SchemaCommentProperty):
                 description = prop.name or description
+    keys = {identifier_key(name) for name in primary}
+    columns = [replace(c, not_null=True) if identifier_key(c.name) in keys and not c.not_null else c for c in columns]
     return TableSchema(target.this.name, tuple(columns), tuple(primary), tuple(foreign), description)
 
 
@@ -317,8 +323,8 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
         raise SchemaError(f"{source}: declares no table (expected CREATE TABLE statements)")
     if comments:
         tables = [
-            TableSchema(t.name, tuple(ColumnSchema(c.name, c.type, c.family, comments.get((identifier_key(t.name), identifier_key(c.name)), c.description))
-                                      for c in t.columns), t.primary_key, t.foreign_keys, t.description, t.columns_known)
+            TableSchema(t.name, tuple(ColumnSchema(c.name, c.type, c.family, comments.get((identifier_key(t.name), identifier_key(c.name)), c.description),
+                                                  c.not_null) for c in t.columns), t.primary_key, t.foreign_keys, t.description, t.columns_known)
             for t in tables
         ]
     return DatabaseSchema(tuple(tables), source, dialect)
@@ -336,6 +342,7 @@ class CatalogColumn(BaseModel):
     description: str | None = Field(default=None, description="What the column holds, in words.")
     primary_key: bool = Field(default=False, description="The column is (part of) the table's primary key.")
     references: str | None = Field(default=None, description="`table.column` this column refers to (a foreign key).")
+    nullable: bool = Field(default=True, description="False: the column cannot hold NULL (NOT NULL); a primary key column never can.")
 
 
 class CatalogTable(BaseModel):
@@ -370,7 +377,7 @@ def _from_catalog(document: CatalogDocument, source: str) -> DatabaseSchema:
         for column_name, column in table.columns.items():
             if not isinstance(column, CatalogColumn):
                 column = CatalogColumn(type=column)
-            columns.append(ColumnSchema(column_name, column.type, type_family(column.type), column.description))
+            columns.append(ColumnSchema(column_name, column.type, type_family(column.type), column.description, column.primary_key or not column.nullable))
             if column.primary_key:
                 primary.append(column_name)
             if column.references:

@@ -174,6 +174,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
     text_aggregates: list[str] = []
     ambiguous: list[str] = []
     count_fanouts: list[str] = []
+    non_null_order_keys: list[str] = []
     tables_checked = columns_checked = joins_checked = counts_checked = 0
     try:
         scopes = traverse_scope(tree)
@@ -245,6 +246,11 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 found = resolved[id(column)][0]
                 if found is not None and (why := _literal_mismatch(found, literal)) is not None:
                     literal_mismatch.append(f"{_clause_of(comparison, select)} {render(comparison)} ({why})")
+        order = select.args.get("order")
+        for ordered in order.expressions if order is not None else ():
+            key = ordered.this
+            if isinstance(key, exp.Column) and id(key) in resolved and (found := resolved[id(key)][0]) is not None and found.not_null:
+                non_null_order_keys.append(key.name.lower())
         fanouts, checked = _count_fanouts(select, resolved)
         count_fanouts.extend(fanouts)
         counts_checked += checked
@@ -269,6 +275,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         literal_type_mismatches=tuple(dict.fromkeys(literal_mismatch)),
         text_aggregates=tuple(dict.fromkeys(text_aggregates)),
         count_fanouts=tuple(dict.fromkeys(count_fanouts)),
+        non_null_order_keys=tuple(dict.fromkeys(non_null_order_keys)),
         counts_checked=counts_checked,
         tables_checked=tables_checked,
         columns_checked=columns_checked,
