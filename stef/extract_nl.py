@@ -372,6 +372,10 @@ def _is_prose_word(word: str) -> bool:
 _SQL_CHARACTERS = re.compile(r"[=<>`'\"()*/_]")
 
 
+_BARE_COLUMN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[a-z]{4,}")
+"""One identifier a hint names after "refers to": snake_case, camelCase or one lower-case word of 4+ letters."""
+
+
 def _looks_like_sql(text: str) -> bool:
     return _SQL_CHARACTERS.search(text) is not None or any(w.isupper() and len(w) > 1 for w in text.split())
 
@@ -486,7 +490,10 @@ def _clause_definitions(full_clause: str, dialect: str) -> tuple[HintDefinition,
             right, phrase = rest, left  # "eligible free rate = `a` / `b`": a named formula
         else:
             right = clause
-    for part in ([right] if right is not None and _looks_like_sql(right) else []) + conditions:
+    named_column = right is not None and marker in (" refers to ", " refer to ") and _BARE_COLUMN.fullmatch(right.strip().rstrip(".")) is not None
+    if named_column and right is not None:
+        right = right.strip().rstrip(".")  # "flavor text refers to flavorText": a column, named bare
+    for part in ([right] if right is not None and (named_column or _looks_like_sql(right)) else []) + conditions:
         expression = _parse_hint_expression(part.strip(), dialect) if part.strip() else None
         if expression is not None:
             parsed.append(HintDefinition(phrase.strip(), expression))
