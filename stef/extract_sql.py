@@ -186,6 +186,33 @@ def _quoted_name_value(node: exp.Expression, other: exp.Expression) -> str | Non
     return name
 
 
+RANKING_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
+
+
+def ranking_measures(select: exp.Select, order: exp.Order) -> list[str]:
+    """Projections of ``select`` (among two or more) that are a COUNT, SUM or AVG the ORDER BY
+    ranks on, as written: ``SELECT citizenship, COUNT(*) ... ORDER BY COUNT(*) DESC LIMIT 1``
+    returns the measure beside the entity ranked by it.
+
+    >>> import sqlglot
+    >>> tree = sqlglot.parse_one("SELECT c, COUNT(*) AS n FROM t GROUP BY c ORDER BY n DESC LIMIT 1")
+    >>> ranking_measures(tree, tree.args["order"])
+    ['COUNT(*) AS n']
+    """
+    if len(select.expressions) < 2:
+        return []
+    keys = [ordered.this for ordered in order.expressions]
+    key_names = {key.name.lower() for key in keys if isinstance(key, exp.Column) and not key.table}
+    found: list[str] = []
+    for projection in select.expressions:
+        inner = projection.this if isinstance(projection, exp.Alias) else projection
+        if not isinstance(inner, RANKING_AGGREGATES):
+            continue
+        if any(key == inner for key in keys) or (isinstance(projection, exp.Alias) and projection.alias.lower() in key_names):
+            found.append(render(projection)[:300])
+    return found
+
+
 def unparenthesised_alternatives(condition: exp.Expression) -> list[str]:
     """ORs of a filter with an unparenthesised AND on one side whose other side tests a column
     of that AND: ``sex = 'M' AND alb < 3.5 OR alb >= 5.5`` reads ``(sex = 'M' AND alb < 3.5) OR
@@ -471,6 +498,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     order_by: list[tuple[str, str]] = []
     limit: int | None = None
     unguarded: list[str] = []
+    ranking: list[str] = []
     if isinstance(outer, exp.Query):
         query_for_modifiers = outer
         group = outer_select.args.get("group") if outer_select is not None else None
@@ -488,6 +516,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             limit_node = outer_select.args.get("limit")
         if order is not None and limit_node is not None and group is None:
             unguarded = _unguarded_null_keys(order, filters, rules)
+        if order is not None and limit_node is not None and outer_select is not None:
+            ranking = ranking_measures(outer_select, order)
         if limit_node is not None:
             limit_value = limit_node.expression if isinstance(limit_node, exp.Limit) else limit_node
             text = _literal_text(limit_value) if limit_value is not None else None
@@ -529,6 +559,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         null_comparisons=null_comparisons,
         tautologies=tautologies,
         precedence_slips=tuple(dict.fromkeys(precedence_slips)),
+        ranking_measures=tuple(ranking),
         date_mismatches=tuple(date_mismatches),
         join_key_mismatches=_entity_key_joins(tree, key_pairs) if key_pairs else (),
         constant_projections=_constant_projections(outer_select) if outer is outer_select and outer_select is not None and len(projections) > 1 else (),

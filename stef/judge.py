@@ -167,6 +167,10 @@ def check_aggregations(judge_input: JudgeInput) -> list[Finding]:
         if aggregation in {"COUNT", "SUM"} and used & {"COUNT", "SUM"}:
             continue
         findings.append((_error("Function-Related Errors", "Aggregate Functions", f"Q_e asks for {aggregation}, S does not use it"), 0.8))
+    measure_asked = wanted.count_asked or wanted.percentage or bool(set(wanted.aggregations) & {"COUNT", "SUM", "AVG"})
+    if not measure_asked:
+        for projection in spec.ranking_measures:
+            findings.append((_error("Attribute-Related Errors", "Attribute Redundancy", f"S returns the ranking measure {projection}; the question asks only for what it ranks"), 1.0))
     if wanted.count_asked and not used & {"COUNT", "SUM"} and not spec.window_functions:
         findings.append((_error("Function-Related Errors", "Aggregate Functions", "the question asks how many, S counts nothing"), 0.8))
     return findings

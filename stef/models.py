@@ -164,6 +164,8 @@ class SQLSpec(_Frozen):
     """Divisions with no float cast or float literal on either side (integer division risk)."""
     tautologies: int = 0
     """Comparisons of two constants (``1 = 1``): always true or false, they disable filters."""
+    ranking_measures: tuple[str, ...] = ()
+    """SQL of COUNT/SUM/AVG projections the ORDER BY ... LIMIT ranks on, beside other projections."""
     precedence_slips: tuple[str, ...] = ()
     """SQL of filter ORs whose AND side shares a column with the other side, unparenthesised
     (``a = 1 AND b < 3 OR b > 5``): the AND's other conditions hold for one alternative only."""
