@@ -571,6 +571,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             and order_by
         ),
         unguarded_null_order=tuple(unguarded),
+        ungrouped_mixed_projection=bool(outer_select is not None and aggregate_projections and plain_projections and not group_by and outer_select.args.get("group") is None),
         flags=flags,
     )
 

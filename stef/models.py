@@ -164,6 +164,9 @@ class SQLSpec(_Frozen):
     """Divisions with no float cast or float literal on either side (integer division risk)."""
     tautologies: int = 0
     """Comparisons of two constants (``1 = 1``): always true or false, they disable filters."""
+    ungrouped_mixed_projection: bool = False
+    """The outer SELECT projects an aggregate beside a plain column with no GROUP BY (one row,
+    the plain column from an arbitrary row in SQLite)."""
     ranking_measures: tuple[str, ...] = ()
     """SQL of COUNT/SUM/AVG projections the ORDER BY ... LIMIT ranks on, beside other projections."""
     precedence_slips: tuple[str, ...] = ()
