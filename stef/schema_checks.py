@@ -321,7 +321,7 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
         return ()
     used = {identifier_key(column.name) for column in tree.find_all(exp.Column)}
     used_letters = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in used}
-    found: list[str] = []
+    named: list[tuple[TableSchema, ColumnSchema, tuple[str, ...]]] = []
     seen_tables: set[str] = set()
     for node in tree.find_all(exp.Table):
         table = schema.table(node.name)
@@ -329,14 +329,34 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
             continue
         seen_tables.add(identifier_key(table.name))
         for column in table.columns:
-            parts = _name_words(column.name)
-            if len(parts) < 2 or identifier_key(column.name) in used or not contains_sequence(words, parts):
-                continue
-            letters = "".join(w.lower() for w in _NAME_WORD.findall(column.name))
-            if any(letters in name for name in used_letters):
-                continue  # S uses a longer column holding this name (fastestLapSpeed for "fastest lap")
-            found.append(f"the question names {table.name}.{column.name}, S does not use it")
-    return tuple(found)
+            for phrase in _column_phrases(column):
+                if contains_sequence(words, phrase):
+                    named.append((table, column, phrase))
+    # a phrase several columns share ("unemployment rate" of A12 and A13) is answered by any of them
+    answered = {phrase for _, column, phrase in named if identifier_key(column.name) in used}
+    found: list[str] = []
+    for table, column, phrase in named:
+        if identifier_key(column.name) in used or any(contains_sequence(other, phrase) or contains_sequence(phrase, other) for other in answered):
+            continue
+        letters = "".join(w.lower() for w in _NAME_WORD.findall(column.name))
+        if any(letters in name for name in used_letters):
+            continue  # S uses a longer column holding this name (fastestLapSpeed for "fastest lap")
+        found.append(f"the question names {table.name}.{column.name}{' (' + ' '.join(phrase) + ')' if phrase != _name_words(column.name) else ''}, S does not use it")
+    return tuple(dict.fromkeys(found))
+
+
+def _column_phrases(column: ColumnSchema) -> list[tuple[str, ...]]:
+    """The phrases that name a column: its name's content words, and its description's
+    (numbers dropped) when that holds two to five content words; one word is too common."""
+    phrases = []
+    parts = _name_words(column.name)
+    if len(parts) >= 2:
+        phrases.append(parts)
+    if column.description:
+        described = tuple(stem(w) for w in re.findall(r"[a-z]+", column.description.lower()) if w not in STOPWORDS)
+        if 2 <= len(described) <= 5 and described != parts:
+            phrases.append(described)
+    return phrases
 
 
 def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
