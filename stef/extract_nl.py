@@ -81,6 +81,14 @@ COMPARISON_PHRASES: tuple[tuple[str, str], ...] = (
     ("over", ">"),
     ("above", ">"),
     ("exceed", ">"),
+    ("exceeds", ">"),
+    ("exceeding", ">"),
+    ("exceeded", ">"),
+    ("older than", ">"),
+    ("younger than", "<"),
+    ("larger than", ">"),
+    ("bigger than", ">"),
+    ("smaller than", "<"),
     ("less than", "<"),
     ("fewer than", "<"),
     ("lower than", "<"),
@@ -738,7 +746,7 @@ def extract_question_spec(
         filter_values = [v for v in filter_values if v not in optional_values]
     years = tuple(dict.fromkeys(y for y in _YEAR.findall(text) if reference is None or y in reference)) if has_digit else ()
     entities: list[str] = []
-    for match_cap in _CAPITALISED.finditer(text):
+    for match_cap in _CAPITALISED.finditer(prose):  # quoted values are filter values already
         for tokens in _entity_runs(match_cap.group(1)):
             if not any("_" in token for token in tokens):  # snake_case names an identifier (a database, a table), not a value
                 entities.append(normalize_value(" ".join(tokens).strip(" .,'"), rules))

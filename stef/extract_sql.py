@@ -786,8 +786,8 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
             continue
         if len(sources) < 2:
             continue
-        if any(isinstance(c, exp.Count) and isinstance(c.this, exp.Star) for p in select.expressions for c in p.find_all(exp.Count)):
-            continue  # COUNT(*) counts the rows of the join: every joined table shapes the answer
+        if any(not isinstance(c.this, exp.Distinct) for p in select.expressions for c in p.find_all(exp.Count)):
+            continue  # COUNT(*) or COUNT(x) counts the rows of the join: every joined table shapes the answer
         used_outside_join: set[str] = set()
         partners: dict[str, set[str]] = {}
         for join in select.args.get("joins") or ():

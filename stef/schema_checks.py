@@ -249,7 +249,15 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         order = select.args.get("order")
         for ordered in order.expressions if order is not None else ():
             key = ordered.this
-            if isinstance(key, exp.Column) and id(key) in resolved and (found := resolved[id(key)][0]) is not None and found.not_null:
+            if not isinstance(key, exp.Column):
+                continue
+            if id(key) in resolved:
+                found = resolved[id(key)][0]
+            else:  # an ORDER BY name that is also a projection: sqlglot's scope lists it with the outputs
+                owners = [t.column(key.name) for alias, t in tables.items() if t is not None and (not key.table or identifier_key(key.table) == alias)]
+                hits = [c for c in owners if c is not None]
+                found = hits[0] if len(hits) == 1 else None
+            if found is not None and found.not_null:
                 non_null_order_keys.append(key.name.lower())
         fanouts, checked = _count_fanouts(select, resolved)
         count_fanouts.extend(fanouts)
