@@ -786,16 +786,16 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
             continue
         if len(sources) < 2:
             continue
-        if any(not isinstance(c.this, exp.Distinct) for p in select.expressions for c in p.find_all(exp.Count)):
-            continue  # COUNT(*) or COUNT(x) counts the rows of the join: every joined table shapes the answer
+        if any(not isinstance(c.this, exp.Distinct) and c.find_ancestor(exp.Select) is select for c in select.find_all(exp.Count)):
+            continue  # COUNT(*) or COUNT(x) (projected, in HAVING or ORDER BY) counts the join's rows: every table shapes it
         used_outside_join: set[str] = set()
         partners: dict[str, set[str]] = {}
         for join in select.args.get("joins") or ():
             for condition in join.find_all(exp.EQ):
                 left, right = condition.this, condition.expression
-                if isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table and right.table and left.table != right.table:
-                    partners.setdefault(left.table, set()).add(right.table)
-                    partners.setdefault(right.table, set()).add(left.table)
+                if isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table and right.table and left.table.lower() != right.table.lower():
+                    partners.setdefault(left.table.lower(), set()).add(right.table.lower())
+                    partners.setdefault(right.table.lower(), set()).add(left.table.lower())
         unqualified = False
         # columns with a JOIN between them and this SELECT (one pass instead of an ancestor walk per column)
         in_joins = {id(column) for join in select.find_all(exp.Join) for column in join.find_all(exp.Column)}
@@ -805,14 +805,14 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
                 unqualified = True
                 continue
             if not in_join_on:
-                used_outside_join.add(column.table)
+                used_outside_join.add(column.table.lower())  # unquoted names are case-insensitive
         if unqualified or any(isinstance(p, exp.Star) and not p.args.get("table") for p in select.expressions):
             continue
         for alias, (node, _source) in sources.items():
-            if alias not in used_outside_join and isinstance(node, exp.Table):
-                if len(partners.get(alias, ())) >= 2:
+            if alias.lower() not in used_outside_join and isinstance(node, exp.Table):
+                if len(partners.get(alias.lower(), ())) >= 2:
                     continue  # a bridge (a link table) joining two others: the path goes through it
-                if any(isinstance(star.parent, exp.Column) and star.parent.table == alias for star in select.find_all(exp.Star)):
+                if any(isinstance(star.parent, exp.Column) and star.parent.table.lower() == alias.lower() for star in select.find_all(exp.Star)):
                     continue  # "alias.*" uses the table
                 unused.append(node.name.lower())
     return tuple(unused)
