@@ -571,6 +571,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             and order_by
         ),
         unguarded_null_order=tuple(unguarded),
+        count_join_safety=count_join_safety(outer_select) if outer_select is not None and joins and "COUNT" in aggregations else "",
         ungrouped_mixed_projection=bool(outer_select is not None and aggregate_projections and plain_projections and not group_by and outer_select.args.get("group") is None),
         flags=flags,
     )
@@ -653,6 +654,88 @@ def key_entity(name: str) -> str | None:
         return None
     entity = match.group("linked") or match.group("entity")
     return entity.rstrip("_") or None
+
+
+def _own_key(column: str, table: str) -> bool:
+    """Whether ``column`` is, by name, the key of ``table`` itself: ``id``, or ``<entity>_id``
+    (``_code``, ``_key``) whose entity is the table's name (``client_id`` of ``client``/``clients``)."""
+    name = column.lower()
+    if name == "id":
+        return True
+    entity = key_entity(name)
+    return entity is not None and table in (entity, f"{entity}s", f"{entity}es")
+
+
+def count_join_safety(select: exp.Select) -> str:
+    """Whether the non-DISTINCT COUNTs of a joined SELECT count each row once, judged from the
+    key names alone (schema-free counterpart of the schema's fan-out check):
+    ``"safe"`` when every join from the counted table (for ``COUNT(*)``: from some table) lands
+    on the other table's own key (``id``, ``<table>_id``), ``"fanout"`` when one lands on a
+    column that refers back to the counted table's key (its rows meet several rows), ``""``
+    when the names do not tell.
+
+    >>> import sqlglot
+    >>> count_join_safety(sqlglot.parse_one("SELECT COUNT(m.name) FROM model AS m JOIN maker AS k ON m.maker_id = k.id"))
+    'safe'
+    >>> count_join_safety(sqlglot.parse_one("SELECT COUNT(k.id) FROM model AS m JOIN maker AS k ON m.maker_id = k.id"))
+    'fanout'
+    >>> count_join_safety(sqlglot.parse_one("SELECT COUNT(*) FROM a JOIN b ON a.x = b.y"))
+    ''
+    """
+    joins = select.args.get("joins") or ()
+    counts = [c for c in select.find_all(exp.Count) if c.find_ancestor(exp.Select) is select and not isinstance(c.this, exp.Distinct)]
+    if not joins or not counts:
+        return ""
+    tables: dict[str, str] = {}
+    for source in (select.args.get("from_") or select.args.get("from"), *joins):
+        if source is None or not isinstance(source.this, exp.Table):
+            return ""
+        tables[source.this.alias_or_name.lower()] = source.this.name.lower()
+    edges: dict[str, list[tuple[str, str]]] = {alias: [] for alias in tables}
+    for join in joins:
+        on = join.args.get("on")
+        for condition in on.find_all(exp.EQ) if on is not None else ():
+            left, right = condition.this, condition.expression
+            if not (isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table and right.table):
+                continue
+            la, ra = left.table.lower(), right.table.lower()
+            if la == ra or la not in tables or ra not in tables:
+                continue
+            for (xa, x_col), (ya, y_col) in (((la, left.name), (ra, right.name)), ((ra, right.name), (la, left.name))):
+                if _own_key(y_col, tables[ya]):
+                    state = "safe"
+                elif _own_key(x_col, tables[xa]):
+                    state = "fanout"  # X's own key meets a column of Y that refers to it: one X row, several Y rows
+                else:
+                    state = ""
+                edges[xa].append((ya, state))
+
+    def from_root(root: str) -> str:
+        seen, stack, states = {root}, [root], set()
+        while stack:
+            alias = stack.pop()
+            for other, state in edges[alias]:
+                if other not in seen:
+                    seen.add(other)
+                    stack.append(other)
+                    states.add(state)
+        if seen != set(tables) or "" in states:
+            return ""
+        return "fanout" if "fanout" in states else "safe"
+
+    verdicts: list[str] = []
+    for count in counts:
+        target = count.this
+        if isinstance(target, exp.Column) and target.table and target.table.lower() in tables:
+            verdicts.append(from_root(target.table.lower()))
+        elif isinstance(target, exp.Star):
+            roots = [from_root(alias) for alias in tables]
+            verdicts.append("safe" if "safe" in roots else ("fanout" if roots and all(r == "fanout" for r in roots) else ""))
+        else:
+            verdicts.append("")
+    if "fanout" in verdicts:
+        return "fanout"
+    return "safe" if verdicts and all(v == "safe" for v in verdicts) else ""
 
 
 def keys_of_different_entities(left: str, right: str) -> bool:

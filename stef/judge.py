@@ -231,7 +231,8 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
         findings += [(_error("Other Errors", "DISTINCT", f"COUNT over a join without DISTINCT counts rows twice: {item}"), 0.25) for item in report.count_fanouts]
     elif report is not None and report.counts_checked:
         pass  # every judged COUNT over a join lands on primary keys: no row is counted twice
-    elif "COUNT" in spec.aggregations and spec.joins and not any("DISTINCT" in p.upper() for p in spec.projections) and not spec.distinct:
+    elif (spec.count_join_safety != "safe" and "COUNT" in spec.aggregations and spec.joins
+          and not any("DISTINCT" in p.upper() for p in spec.projections) and not spec.distinct):
         findings.append((_error("Other Errors", "DISTINCT", "COUNT over a join without DISTINCT may count rows of the joined table twice"), 0.25))
     if spec.tautologies:
         findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", "a predicate compares two constants (e.g. OR 1 = 1) and disables the filters"), 2.0))

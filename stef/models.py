@@ -164,6 +164,9 @@ class SQLSpec(_Frozen):
     """Divisions with no float cast or float literal on either side (integer division risk)."""
     tautologies: int = 0
     """Comparisons of two constants (``1 = 1``): always true or false, they disable filters."""
+    count_join_safety: Literal["safe", "fanout", ""] = ""
+    """Whether the COUNTs over the outer SELECT's joins count each row once, by the key names
+    (``safe``), can count one several times (``fanout``), or the names do not tell (``""``)."""
     ungrouped_mixed_projection: bool = False
     """The outer SELECT projects an aggregate beside a plain column with no GROUP BY (one row,
     the plain column from an arbitrary row in SQLite)."""
