@@ -228,7 +228,8 @@ def test_enriched_spec_splits_requested_and_optional() -> None:
     ("text", "field", "expected"),
     [
         pytest.param("Show the top 5 products by revenue", "top_k", 5, id="top_k_digit"),
-        pytest.param("Name the three oldest players", "top_k", None, id="no_top_k_without_top"),
+        pytest.param("Name the three oldest players", "top_k", 3, id="top_k_stated_with_a_superlative"),
+        pytest.param("Name the oldest players of the three teams", "top_k", None, id="no_top_k_without_a_ranked_count"),
         pytest.param("List the different cities", "distinct", True, id="distinct"),
         pytest.param("What is the lowest price?", "ordering", "ASC", id="ascending"),
         pytest.param("Which users have at least 10 posts?", "comparison_ops", (">=",), id="at_least"),
