@@ -109,6 +109,8 @@ def align_filters(
         wanted = {requested} if requested in DIRECTION else {op for op in asked_ops if op in DIRECTION}
         if applied in DIRECTION and wanted and all(DIRECTION[op] != DIRECTION[applied] for op in wanted):
             return f"S compares with {applied}, the question asks for {'/'.join(sorted(wanted))}"
+        if requested in DIRECTION and applied in DIRECTION and requested != applied:
+            return f"S compares with {applied}, the definition says {requested} (the bound itself is {'left out' if len(applied) == 1 else 'let in'})"
         return None
 
     def record_hit(requested: str | None, predicate: FilterPredicate, label: str, matched_as: str) -> None:

@@ -426,6 +426,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     date_mismatches: list[str] = []
     key_pairs: list[exp.EQ] = []
     precedence_slips: list[str] = []
+    padded_mismatches: list[str] = []
     for node in tree.walk():
         kind = _node_kind(type(node))
         if kind is None:
@@ -483,6 +484,9 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             mismatch = date_literal_mismatch(node)
             if mismatch is not None:
                 date_mismatches.append(mismatch)
+            padded = padded_part_mismatch(node) if dialect in ("", "sqlite") else None
+            if padded is not None:
+                padded_mismatches.append(padded)
             if type(node) is exp.Between:
                 continue
             left, right = node.this, node.expression
@@ -490,6 +494,10 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
                 null_comparisons += 1
             if _literal_text(left) is not None and _literal_text(right) is not None:
                 tautologies += 1
+        if kind == "in_or_exists" and isinstance(node, exp.In) and dialect in ("", "sqlite"):
+            padded = padded_part_mismatch(node)
+            if padded is not None:
+                padded_mismatches.append(padded)
         if kind in ("in_or_exists", "function") and isinstance(node, (exp.In, exp.Exists)):
             if node.find(exp.Select) is not None and not any(isinstance(a, exp.Subquery) for a in node.iter_expressions()):
                 subquery_count += 1
@@ -561,6 +569,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         precedence_slips=tuple(dict.fromkeys(precedence_slips)),
         ranking_measures=tuple(ranking),
         date_mismatches=tuple(date_mismatches),
+        padded_part_mismatches=tuple(dict.fromkeys(padded_mismatches)),
         join_key_mismatches=_entity_key_joins(tree, key_pairs) if key_pairs else (),
         constant_projections=_constant_projections(outer_select) if outer is outer_select and outer_select is not None and len(projections) > 1 else (),
         single_row_ordering=bool(
@@ -637,6 +646,55 @@ def date_literal_mismatch(node: exp.Expression) -> str | None:
         return render(node)[:300]
     if type(node) is exp.EQ and right.is_string and (_YEAR.fullmatch(right.this) or _YEAR_MONTH.fullmatch(right.this)):
         return render(node)[:300]
+    return None
+
+
+_PADDED_WIDTH = {"%Y": 4, "%m": 2, "%d": 2, "%H": 2, "%M": 2, "%S": 2, "%j": 3}
+"""Width of what SQLite's STRFTIME gives for a format made of one field: zero-padded text."""
+
+
+def _strftime_format(node: exp.Expression) -> str | None:
+    """The format of a ``STRFTIME(format, x)`` call (parsed as ``TimeToStr`` in SQLite, as an
+    anonymous function in the generic dialect), else ``None``."""
+    if isinstance(node, exp.TimeToStr):
+        fmt = node.args.get("format")
+    elif isinstance(node, exp.Anonymous) and str(node.this).upper() == "STRFTIME" and node.expressions:
+        fmt = node.expressions[0]
+    else:
+        return None
+    return fmt.this if isinstance(fmt, exp.Literal) and fmt.is_string else None
+
+
+def padded_part_mismatch(node: exp.Expression) -> str | None:
+    """SQL of a comparison (or IN) of ``STRFTIME('%m', x)`` and the like with a value it can never
+    equal: STRFTIME returns zero-padded *text* (``'09'``), so ``= '9'`` never holds, nor does
+    ``= 9`` in SQLite (text never equals an integer). Returns ``None`` for anything else.
+
+    >>> import sqlglot
+    >>> padded_part_mismatch(sqlglot.parse_one("STRFTIME('%m', d) IN ('9', '10')", read="sqlite"))
+    "STRFTIME('%m', d) IN ('9', '10')"
+    >>> padded_part_mismatch(sqlglot.parse_one("STRFTIME('%Y', d) = 1990", read="sqlite"))
+    "STRFTIME('%Y', d) = 1990"
+    >>> padded_part_mismatch(sqlglot.parse_one("STRFTIME('%m', d) = '09'", read="sqlite")) is None
+    True
+    >>> padded_part_mismatch(sqlglot.parse_one("STRFTIME('%d', d) > 5"))
+    "STRFTIME('%d', d) > 5"
+    """
+    if isinstance(node, exp.In):
+        part, values = node.this, list(node.expressions)
+    elif type(node) in COMPARISON_TYPES:
+        part, values = node.this, [node.expression]
+        if _strftime_format(part) is None:
+            part, values = node.expression, [node.this]
+    else:
+        return None
+    fmt = _strftime_format(part)
+    width = _PADDED_WIDTH.get(fmt) if fmt is not None else None
+    if width is None:
+        return None
+    for value in values:
+        if isinstance(value, exp.Literal) and (not value.is_string or (value.this.isdigit() and len(value.this) != width)):
+            return node.sql(dialect="sqlite", comments=False)[:300]  # as SQLite writes it (rare: the copy costs nothing)
     return None
 
 

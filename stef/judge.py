@@ -247,10 +247,13 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
 
 def check_dates(judge_input: JudgeInput) -> list[Finding]:
     """A raw date column compared with a bare year or partial date, or minus an extracted
-    date part (Date/Time Functions; see :attr:`stef.models.SQLSpec.date_mismatches`)."""
+    date part; a STRFTIME part compared with a value it never equals (Date/Time Functions; see
+    :attr:`stef.models.SQLSpec.date_mismatches` and ``padded_part_mismatches``)."""
     return [
-        (_error("Function-Related Errors", "Date/Time Functions", f"date column used as a year or month without extraction: {expression}"), 1.5)
-        for expression in judge_input.sql_spec.date_mismatches
+        *((_error("Function-Related Errors", "Date/Time Functions", f"date column used as a year or month without extraction: {expression}"), 1.5)
+          for expression in judge_input.sql_spec.date_mismatches),
+        *((_error("Function-Related Errors", "Date/Time Functions", f"STRFTIME gives zero-padded text, never equal to this value: {expression}"), 1.5)
+          for expression in judge_input.sql_spec.padded_part_mismatches),
     ]
 
 

@@ -181,6 +181,8 @@ class SQLSpec(_Frozen):
     """SQL of date misuse on a date-named column with no date function: compared with a bare
     year or partial date (``dob > 1980``, ``date = '2008-08'``, ``BETWEEN … AND '2008-10'``), or
     minus an extracted date part (``birthday - STRFTIME('%Y', date)``)."""
+    padded_part_mismatches: tuple[str, ...] = ()
+    """SQL of STRFTIME parts (zero-padded text) compared with a value they never equal (``'9'``, ``9``)."""
     join_key_mismatches: tuple[str, ...] = ()
     """Join equalities between keys of two different entities by naming convention
     (``client_id = card_id``, ``link_to_budget = link_to_event``)."""
