@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from stef.matching import is_grounded, values_match
+from stef.matching import is_grounded, stem, values_match
 from stef.models import AlignmentResult, FilterPredicate, FilterStatus, QuestionSpec, SQLSpec
 from stef.rules import AppRules
 
@@ -50,6 +50,25 @@ NEGATION_WORDS = re.compile(r"\b(not|no|never|none|except|excluding|exclude|with
 NEGATIVE_OPERATORS = frozenset({"!=", "NOT IN", "NOT LIKE", "NOT BETWEEN", "IS NOT NULL", "NOT IS TRUE"})
 DIRECTION = {">": ">", ">=": ">", "<": "<", "<=": "<"}
 """Comparison operators by direction; a filter compared the other way reverses the request."""
+
+
+def _binding_match(operator: str, value: str, applied_operator: str, applied: str) -> bool:
+    """Whether S's value fits a definition's ``column operator value``: for an equality on both
+    sides the same value (case, spacing, a plural ``s`` and number formatting aside:
+    ``websiteurl = 'http://a.com/u/1'`` is another value than the defined ``'http://a.com'``);
+    :func:`values_match` otherwise (LIKE patterns, date prefixes).
+
+    >>> _binding_match("=", "http://a.com", "=", "http://a.com/u/1"), _binding_match("=", "2012", "LIKE", "2012%"), _binding_match("=", "29", "=", "29.0")
+    (False, True, True)
+    """
+    if operator == "=" and applied_operator == "=":
+        if value == applied or stem(value) == stem(applied):
+            return True
+        try:
+            return float(value) == float(applied)
+        except ValueError:
+            return False
+    return values_match(value, applied)
 
 
 def _binding_label(column: str, operator: str, value: str, bindings: list[tuple[str, str, str]]) -> str:
@@ -127,7 +146,7 @@ def align_filters(
     for column, operator, value in bindings:
         label = _binding_label(column, operator, value, bindings)
         same_column = [f for f in valued if f.column == column]
-        hit = next((f for f in same_column if any(values_match(value, v) for v in f.values)), None)
+        hit = next((f for f in same_column if any(_binding_match(operator, value, f.operator, v) for v in f.values)), None)
         if hit is not None:
             record_hit(operator, hit, label, label)
             continue
