@@ -380,8 +380,9 @@ def _is_prose_word(word: str) -> bool:
 _SQL_CHARACTERS = re.compile(r"[=<>`'\"()*/_]")
 
 
-_BARE_COLUMN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[a-z]{4,}")
-"""One identifier a hint names after "refers to": snake_case, camelCase or one lower-case word of 4+ letters."""
+_BARE_COLUMN = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*")
+"""One identifier a hint names after "refers to": snake_case or camelCase (a plain word is as
+likely a noun of the prose: "customers refer to clients")."""
 
 
 def _looks_like_sql(text: str) -> bool:
