@@ -189,6 +189,22 @@ def _quoted_name_value(node: exp.Expression, other: exp.Expression) -> str | Non
 RANKING_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
 
 
+def _ungrouped_aggregate_order(select: exp.Select) -> str | None:
+    """SQL of an ORDER BY aggregate of a SELECT without GROUP BY that projects plain columns
+    (``SELECT name FROM t ORDER BY COUNT(*) DESC LIMIT 1``: one group, the whole table, so the
+    ranking ranks nothing and the name comes from an arbitrary row)."""
+    order = select.args.get("order")
+    if order is None or select.args.get("group") is not None:
+        return None
+    if not any(p.find(exp.AggFunc) is None and p.find(exp.Column) is not None for p in select.expressions):
+        return None
+    for ordered in order.expressions:
+        aggregate = ordered.this if isinstance(ordered.this, exp.AggFunc) else ordered.this.find(exp.AggFunc)
+        if aggregate is not None and aggregate.find_ancestor(exp.Select) is select and not isinstance(aggregate.parent, exp.Window):
+            return render(ordered)[:300]
+    return None
+
+
 def ranking_measures(select: exp.Select, order: exp.Order) -> list[str]:
     """Projections of ``select`` (among two or more) that are a COUNT, SUM or AVG the ORDER BY
     ranks on, as written: ``SELECT citizenship, COUNT(*) ... ORDER BY COUNT(*) DESC LIMIT 1``
@@ -581,6 +597,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         ),
         unguarded_null_order=tuple(unguarded),
         count_join_safety=count_join_safety(outer_select) if outer_select is not None and joins and "COUNT" in aggregations else "",
+        ungrouped_aggregate_order=_ungrouped_aggregate_order(outer_select) if outer_select is not None and order_by and not group_by else None,
         ungrouped_mixed_projection=bool(outer_select is not None and aggregate_projections and plain_projections and not group_by and outer_select.args.get("group") is None),
         flags=flags,
     )

@@ -236,6 +236,8 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
         findings.append((_error("Other Errors", "DISTINCT", "COUNT over a join without DISTINCT may count rows of the joined table twice"), 0.25))
     if spec.tautologies:
         findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", "a predicate compares two constants (e.g. OR 1 = 1) and disables the filters"), 2.0))
+    if spec.ungrouped_aggregate_order is not None:
+        findings.append((_error("Clause-Related Errors", "Clause Missing", f"ORDER BY {spec.ungrouped_aggregate_order} with no GROUP BY: the whole table is one group, the ranking ranks nothing"), 1.5))
     for condition in spec.precedence_slips:
         findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", f"AND binds tighter than OR, the other conditions hold for one alternative only: {condition}"), 1.5))
     if spec.null_comparisons:
@@ -315,6 +317,7 @@ SCHEMA_FINDINGS: tuple[tuple[str, str, str, str, float], ...] = (
     ("literal_type_mismatches", "Value-Related Errors", "Value Mismatch", "literal that does not fit the column's type", 1.2),
     ("text_aggregates", "Function-Related Errors", "Aggregate Functions", "SUM or AVG over a text column", 1.2),
     ("named_columns_unused", "Attribute-Related Errors", "Attribute Mismatch", "column named by the question left out", 0.8),
+    ("impossible_null_tests", "Condition-Related Errors", "Explicit Condition Mismatch", "IS NULL that can never hold", 1.5),
 )
 """(:class:`SchemaReport` field, category, subcategory, evidence prefix, weight) of the schema findings."""
 

@@ -167,6 +167,8 @@ class SQLSpec(_Frozen):
     count_join_safety: Literal["safe", "fanout", ""] = ""
     """Whether the COUNTs over the outer SELECT's joins count each row once, by the key names
     (``safe``), can count one several times (``fanout``), or the names do not tell (``""``)."""
+    ungrouped_aggregate_order: str | None = None
+    """SQL of an ORDER BY aggregate in a SELECT with plain projections and no GROUP BY."""
     ungrouped_mixed_projection: bool = False
     """The outer SELECT projects an aggregate beside a plain column with no GROUP BY (one row,
     the plain column from an arbitrary row in SQLite)."""
@@ -314,6 +316,8 @@ class SchemaReport(_Frozen):
     text_aggregates: tuple[str, ...] = ()
     named_columns_unused: tuple[str, ...] = ()
     """Columns of S's tables the question names word for word and S never uses."""
+    impossible_null_tests: tuple[str, ...] = ()
+    """``IS NULL`` tests of a column the schema declares NOT NULL or primary key (never true)."""
     non_null_order_keys: tuple[str, ...] = ()
     """ORDER BY columns (lower case) the schema declares NOT NULL or primary key: no NULL sorts first."""
     count_fanouts: tuple[str, ...] = ()

@@ -14,6 +14,7 @@ written in S:
 * literals that do not fit the column they are compared with (a non-numeric string against a
   numeric column, a bare number against a date);
 * SUM or AVG over a text column;
+* ``IS NULL`` on a column declared ``NOT NULL`` or primary key (never true);
 * COUNTs without DISTINCT over a join whose counted table fans out: some join reached from the
   counted table (or, for ``COUNT(*)``, from every table) goes to a column that is not its
   table's single-column primary key, so one row can meet several (``count_fanouts``); a COUNT
@@ -175,6 +176,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
     ambiguous: list[str] = []
     count_fanouts: list[str] = []
     non_null_order_keys: list[str] = []
+    null_tests: list[str] = []
     tables_checked = columns_checked = joins_checked = counts_checked = 0
     try:
         scopes = traverse_scope(tree)
@@ -262,6 +264,13 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         fanouts, checked = _count_fanouts(select, resolved)
         count_fanouts.extend(fanouts)
         counts_checked += checked
+        outer_join = any(join.side for join in select.args.get("joins") or ())  # an anti-join tests the outer side IS NULL
+        for test in select.find_all(exp.Is) if not outer_join else ():
+            if _scope_select(test) is not select or not isinstance(test.expression, exp.Null) or isinstance(test.parent, exp.Not):
+                continue
+            column = test.this
+            if isinstance(column, exp.Column) and id(column) in resolved and (found := resolved[id(column)][0]) is not None and found.not_null:
+                null_tests.append(f"{_clause_of(test, select)} {render(test)} ({found.name} is NOT NULL or a primary key: never true)")
         for aggregate in select.find_all(exp.Sum, exp.Avg):
             if _scope_select(aggregate) is not select:
                 continue
@@ -284,6 +293,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         text_aggregates=tuple(dict.fromkeys(text_aggregates)),
         count_fanouts=tuple(dict.fromkeys(count_fanouts)),
         non_null_order_keys=tuple(dict.fromkeys(non_null_order_keys)),
+        impossible_null_tests=tuple(dict.fromkeys(null_tests)),
         counts_checked=counts_checked,
         tables_checked=tables_checked,
         columns_checked=columns_checked,

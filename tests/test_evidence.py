@@ -127,6 +127,23 @@ CASES = [
         id="a_plain_word_after_refers_to_is_prose",
     ),
     pytest.param(
+        "What is the name of the high schooler who has the greatest number of likes?", None,
+        "SELECT name FROM highschooler ORDER BY COUNT(*) DESC LIMIT 1",
+        FilterStatus.FULLY_APPLIED,
+        ["Clause Missing: ORDER BY COUNT(*) DESC with no GROUP BY: the whole table is one group, the ranking ranks nothing"], [], [],
+        id="aggregate_ordering_without_group_by",
+    ),
+    pytest.param(
+        "Calculate the total average cost that Elijah Allen spent in the events on September and October.",
+        "events in September and October refers to month(expense_date) = 9 OR month(expense_date) = 10",
+        "SELECT AVG(t1.cost) FROM expense AS t1 INNER JOIN member AS t2 ON t1.link_to_member = t2.member_id "
+        "WHERE t2.first_name = 'Elijah' AND t2.last_name = 'Allen' AND STRFTIME('%m', t1.expense_date) IN ('9', '10')",
+        FilterStatus.FULLY_APPLIED,
+        ["Date/Time Functions: STRFTIME gives zero-padded text, never equal to this value: STRFTIME('%m', t1.expense_date) IN ('9', '10')"],
+        ["expense_date = 9 (defined in Q_e)", "first_name = elijah allen", "t2.last_name = 'Allen'"], [],
+        id="strftime_part_against_an_unpadded_value",
+    ),
+    pytest.param(
         "How many Formula_1 races took place on the circuits in Italy?", None,
         "SELECT COUNT(t2.circuitid) FROM races AS t1 INNER JOIN circuits AS t2 ON t1.circuitid = t2.circuitid WHERE t2.country = 'Italy'",
         FilterStatus.FULLY_APPLIED, ["DISTINCT: COUNT over a join without DISTINCT may count rows of the joined table twice"], ["country = italy"], [],
@@ -201,6 +218,13 @@ def test_columns_the_question_names_by_name_or_description(shop) -> None:  # typ
                                            "the question names model.top_speed, S does not use it")
     used = sqlglot.parse_one("SELECT model_name FROM model ORDER BY top_speed DESC LIMIT 1", read="sqlite")
     assert check_against_schema(used, shop, "What is the name of the model with the highest top speed?").named_columns_unused == ()
+
+
+def test_is_null_on_a_key_never_holds_except_in_an_anti_join(shop) -> None:  # type: ignore[no-untyped-def]
+    inner = check_against_schema(sqlglot.parse_one("SELECT name FROM maker WHERE id IS NULL", read="sqlite"), shop)
+    assert inner.impossible_null_tests == ("WHERE id IS NULL (id is NOT NULL or a primary key: never true)",)
+    anti = sqlglot.parse_one("SELECT maker.name FROM maker LEFT JOIN model ON maker.id = model.maker WHERE model.model_id IS NULL", read="sqlite")
+    assert check_against_schema(anti, shop).impossible_null_tests == ()
 
 
 def test_not_null_order_keys_need_no_guard(shop) -> None:  # type: ignore[no-untyped-def]
