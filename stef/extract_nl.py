@@ -56,6 +56,9 @@ DESC_WORDS = frozenset(
     "richest largest-scale more majority fastest".split()
 )
 ASC_WORDS = frozenset("lowest least smallest fewest minimum min worst shortest lightest earliest first bottom slowest".split())
+SORT_DESC_WORDS = frozenset("descending decreasing descendingly".split())
+SORT_ASC_WORDS = frozenset("ascending increasing alphabetical alphabetically ascendingly".split())
+"""Words that ask for a sort order without a superlative ("list them in descending order")."""
 UNDIRECTED_SUPERLATIVES = frozenset("youngest oldest eldest".split())
 """Superlatives whose sort direction depends on the column (``ORDER BY age`` or ``ORDER BY birthday DESC``)."""
 DISTINCT_WORDS = frozenset({"different", "distinct", "unique", "various"})
@@ -717,6 +720,11 @@ def extract_question_spec(
         ordering = "DESC"
     elif asc_hits and not desc_hits:
         ordering = "ASC"
+    elif not desc_hits and not asc_hits:  # a sort asked in words, not a superlative: "in descending order", "alphabetically"
+        if not SORT_DESC_WORDS.isdisjoint(word_set) and SORT_ASC_WORDS.isdisjoint(word_set):
+            ordering = "DESC"
+        elif not SORT_ASC_WORDS.isdisjoint(word_set) and SORT_DESC_WORDS.isdisjoint(word_set):
+            ordering = "ASC"
     top_k = None
     token = _top_k_token(text)
     if token is None:

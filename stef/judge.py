@@ -22,6 +22,7 @@ offered little to check against.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -236,6 +237,8 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
         findings.append((_error("Other Errors", "DISTINCT", "COUNT over a join without DISTINCT may count rows of the joined table twice"), 0.25))
     if spec.tautologies:
         findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", "a predicate compares two constants (e.g. OR 1 = 1) and disables the filters"), 2.0))
+    for key in sort_keys_only_sorted(judge_input.question, spec):
+        findings.append((_error("Attribute-Related Errors", "Attribute Redundancy", f"S also returns the sort key {key}; the question only sorts by it"), 1.0))
     if spec.ungrouped_aggregate_order is not None:
         findings.append((_error("Clause-Related Errors", "Clause Missing", f"ORDER BY {spec.ungrouped_aggregate_order} with no GROUP BY: the whole table is one group, the ranking ranks nothing"), 1.5))
     for condition in spec.precedence_slips:
@@ -245,6 +248,37 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
     if spec.limit is not None and wanted.top_k is None and not wanted.superlative and not wanted.ordering:
         findings.append((_error("Clause-Related Errors", "Clause Redundancy", f"LIMIT {spec.limit} without a superlative or top-k in the question"), 0.6))
     return findings
+
+
+_SORTING_BEFORE = re.compile(r"\b(?:order|ordered|sort|sorted|rank|ranked|arrange|arranged)\b[^,.;]*$")
+"""An ordering phrase still open before a word ("in ascending order of ", "sorted by their ")."""
+
+
+def sort_keys_only_sorted(question: str, spec: SQLSpec) -> list[str]:
+    """ORDER BY columns that S also projects (beside other projections) while the question names
+    them only inside an ordering phrase: "the names of teachers in ascending order of age"
+    answered with ``SELECT name, age ... ORDER BY age`` returns a column nobody asked for.
+
+    >>> from stef.extract_sql import extract_sql_spec
+    >>> import sqlglot
+    >>> spec = extract_sql_spec(sqlglot.parse_one("SELECT name, age FROM teacher ORDER BY age"))
+    >>> sort_keys_only_sorted("List the names of teachers in ascending order of age.", spec)
+    ['age']
+    >>> sort_keys_only_sorted("List the name and age of teachers in ascending order of age.", spec)
+    []
+    """
+    if len(spec.projections) < 2 or not spec.order_by:
+        return []
+    lowered = question.lower()
+    found: list[str] = []
+    for key, _direction in spec.order_by:
+        if key not in spec.projection_columns or not re.fullmatch(r"[a-z0-9_]+", key):
+            continue
+        word = key.rsplit("_", 1)[-1]
+        mentions = [m.start() for m in re.finditer(rf"\b{re.escape(word)}", lowered)] if len(word) >= 3 else []
+        if mentions and all(_SORTING_BEFORE.search(lowered[max(0, at - 40) : at]) for at in mentions):
+            found.append(key)
+    return found
 
 
 def check_dates(judge_input: JudgeInput) -> list[Finding]:
