@@ -127,6 +127,18 @@ CASES = [
         id="a_plain_word_after_refers_to_is_prose",
     ),
     pytest.param(
+        "List the names of teachers in ascending order of age.", None,
+        "SELECT Name, Age FROM teacher ORDER BY Age ASC",
+        FilterStatus.FULLY_APPLIED, ["Attribute Redundancy: S also returns the sort key age; the question only sorts by it"], [], [],
+        id="sort_key_returned_but_only_sorted_by",
+    ),
+    pytest.param(
+        "List the name and age of teachers in ascending order of age.", None,
+        "SELECT Name, Age FROM teacher ORDER BY Age ASC",
+        FilterStatus.FULLY_APPLIED, [], [], [],
+        id="sort_key_asked_for",
+    ),
+    pytest.param(
         "What is the name of the high schooler who has the greatest number of likes?", None,
         "SELECT name FROM highschooler ORDER BY COUNT(*) DESC LIMIT 1",
         FilterStatus.FULLY_APPLIED,
