@@ -153,7 +153,7 @@ OBSERVED_FEATURES: tuple[str, ...] = ("unseen_tables", "unseen_columns", "unseen
 
 SCHEMA_FEATURES: tuple[str, ...] = (
     "unknown_tables", "unknown_columns", "ambiguous_columns", "non_key_joins", "join_type_mismatches", "literal_type_mismatches", "text_aggregates",
-    "named_columns_unused", "impossible_null_tests", "tables_checked", "columns_checked", "joins_checked",
+    "named_columns_unused", "impossible_null_tests", "primary_key_joins", "tables_checked", "columns_checked", "joins_checked",
 )
 """Fields of :class:`stef.models.SchemaReport` counted as features when a schema was given."""
 

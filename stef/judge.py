@@ -348,6 +348,7 @@ SCHEMA_FINDINGS: tuple[tuple[str, str, str, str, float], ...] = (
     ("ambiguous_columns", "Attribute-Related Errors", "Attribute Mismatch", "unqualified column that several joined tables have (ambiguous)", 2.5),
     ("non_key_joins", "Table-Related Errors", "Join Condition Mismatch", "join on columns that are not a declared key pair", 1.5),
     ("join_type_mismatches", "Table-Related Errors", "Join Condition Mismatch", "join of columns of different types", 1.0),
+    ("primary_key_joins", "Table-Related Errors", "Join Condition Mismatch", "join of two primary keys", 1.5),
     ("literal_type_mismatches", "Value-Related Errors", "Value Mismatch", "literal that does not fit the column's type", 1.2),
     ("text_aggregates", "Function-Related Errors", "Aggregate Functions", "SUM or AVG over a text column", 1.2),
     ("named_columns_unused", "Attribute-Related Errors", "Attribute Mismatch", "column named by the question left out", 0.8),

@@ -316,6 +316,8 @@ class SchemaReport(_Frozen):
     text_aggregates: tuple[str, ...] = ()
     named_columns_unused: tuple[str, ...] = ()
     """Columns of S's tables the question names word for word and S never uses."""
+    primary_key_joins: tuple[str, ...] = ()
+    """Joins of two single-column primary keys that no foreign key of the schema relates."""
     impossible_null_tests: tuple[str, ...] = ()
     """``IS NULL`` tests of a column the schema declares NOT NULL or primary key (never true)."""
     non_null_order_keys: tuple[str, ...] = ()

@@ -160,9 +160,8 @@ class DatabaseSchema:
         return self.by_key.get(key) or self.by_key.get(key.rsplit(".", 1)[-1])
 
     @cached_property
-    def key_pairs(self) -> frozenset[frozenset[tuple[str, str]]]:
-        """Declared join keys: each foreign key column with the column it references, and every
-        pair of single-column primary keys (a one-to-one join of two entity tables), as
+    def foreign_key_pairs(self) -> frozenset[frozenset[tuple[str, str]]]:
+        """Each foreign key column with the column it references, as
         ``frozenset({(table key, column key), (table key, column key)})``."""
         pairs: set[frozenset[tuple[str, str]]] = set()
         for table in self.tables:
@@ -172,6 +171,18 @@ class DatabaseSchema:
                 for column, ref_column in zip(key.columns, ref_columns, strict=False):
                     pairs.add(frozenset({(identifier_key(table.name), identifier_key(column)),
                                          (identifier_key(target.name if target else key.ref_table), identifier_key(ref_column))}))
+        return frozenset(pairs)
+
+    def is_foreign_key_pair(self, left: tuple[str, str], right: tuple[str, str]) -> bool:
+        """Whether ``(table, column)`` = ``(table, column)`` joins a foreign key with what it references."""
+        return frozenset({(identifier_key(left[0]), identifier_key(left[1])), (identifier_key(right[0]), identifier_key(right[1]))}) in self.foreign_key_pairs
+
+    @cached_property
+    def key_pairs(self) -> frozenset[frozenset[tuple[str, str]]]:
+        """Declared join keys: each foreign key column with the column it references, and every
+        pair of single-column primary keys (a one-to-one join of two entity tables), as
+        ``frozenset({(table key, column key), (table key, column key)})``."""
+        pairs: set[frozenset[tuple[str, str]]] = set(self.foreign_key_pairs)
         primary = [(identifier_key(t.name), identifier_key(t.primary_key[0])) for t in self.tables if len(t.primary_key) == 1]
         for index, first in enumerate(primary):
             for second in primary[index + 1 :]:

@@ -9,8 +9,10 @@ written in S:
   table of the scope, no derived table, no projection alias and no outer scope has it), and
   unqualified columns that two tables of the scope have (the database rejects them as ambiguous);
 * join equalities between two tables on a pair of columns that is not a declared key pair
-  (foreign key with the key it references, or two single-column primary keys), and joins of
-  columns whose types differ (text = integer);
+  (foreign key with the key it references, or two single-column primary keys), joins of two
+  primary keys that no foreign key relates (``cards.id = sets.id``: two entities' own ids; kept
+  apart, the schema's foreign keys show how the tables relate), and joins of columns whose
+  types differ (text = integer);
 * literals that do not fit the column they are compared with (a non-numeric string against a
   numeric column, a bare number against a date);
 * SUM or AVG over a text column;
@@ -177,6 +179,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
     count_fanouts: list[str] = []
     non_null_order_keys: list[str] = []
     null_tests: list[str] = []
+    primary_joins: list[str] = []
     tables_checked = columns_checked = joins_checked = counts_checked = 0
     try:
         scopes = traverse_scope(tree)
@@ -235,6 +238,8 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             text = f"{_clause_of(condition, select)} {render(condition)}"
             if schema.has_keys and not schema.is_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
                 non_key.append(f"{text} (not a declared key pair)")
+            elif schema.foreign_key_pairs and not schema.is_foreign_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
+                primary_joins.append(f"{text} (two primary keys no foreign key relates)")
             families = {a[0].family, b[0].family} - {"unknown"}
             if len(families) == 2 and not families <= NUMERIC_FAMILIES:
                 type_mismatch.append(f"{text} ({a[0].family} = {b[0].family})")
@@ -294,6 +299,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         count_fanouts=tuple(dict.fromkeys(count_fanouts)),
         non_null_order_keys=tuple(dict.fromkeys(non_null_order_keys)),
         impossible_null_tests=tuple(dict.fromkeys(null_tests)),
+        primary_key_joins=tuple(dict.fromkeys(primary_joins)),
         counts_checked=counts_checked,
         tables_checked=tables_checked,
         columns_checked=columns_checked,
