@@ -117,6 +117,7 @@ def _spec_features(judge_input: JudgeInput) -> dict[str, float]:
         "ungrounded_projections": float(sum(1 for c in spec.projection_columns if c != "*" and not name_is_grounded(c, text))),
         "star_projection": float("*" in spec.projection_columns),
         "ungrouped_mixed_projection": float(spec.ungrouped_mixed_projection),
+        "own_key_joins": float(spec.own_key_joins),
     }
 
 

@@ -443,6 +443,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     key_pairs: list[exp.EQ] = []
     precedence_slips: list[str] = []
     padded_mismatches: list[str] = []
+    own_key_joins = 0
+    table_names = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)} if tree.find(exp.Join) is not None else {}
     for node in tree.walk():
         kind = _node_kind(type(node))
         if kind is None:
@@ -471,6 +473,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
                         join_conditions.append(" = ".join(pair))
                         if keys_of_different_entities(*pair):
                             key_pairs.append(predicate)
+                        own_key_joins += _joins_own_keys(predicate, table_names)
                     else:
                         found = _filter_from_predicate(predicate, negated, "join", rules, dialect)
                         if found is not None:
@@ -597,6 +600,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         ),
         unguarded_null_order=tuple(unguarded),
         count_join_safety=count_join_safety(outer_select) if outer_select is not None and joins and "COUNT" in aggregations else "",
+        own_key_joins=own_key_joins,
         ungrouped_aggregate_order=_ungrouped_aggregate_order(outer_select) if outer_select is not None and order_by and not group_by else None,
         ungrouped_mixed_projection=bool(outer_select is not None and aggregate_projections and plain_projections and not group_by and outer_select.args.get("group") is None),
         flags=flags,
@@ -739,6 +743,17 @@ def _own_key(column: str, table: str) -> bool:
         return True
     entity = key_entity(name)
     return entity is not None and table in (entity, f"{entity}s", f"{entity}es")
+
+
+def _joins_own_keys(condition: exp.EQ, table_names: dict[str, str]) -> int:
+    """1 when a join equality pairs the own keys of two different tables by name (``t1.id =
+    t2.id``, ``client.client_id = card.card_id``): two entities' ids, equal only by accident
+    unless one table extends the other; 0 otherwise."""
+    left, right = condition.this, condition.expression
+    if not (isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table and right.table):
+        return 0
+    a, b = table_names.get(left.table.lower()), table_names.get(right.table.lower())
+    return int(bool(a and b and a != b and _own_key(left.name, a) and _own_key(right.name, b)))
 
 
 def count_join_safety(select: exp.Select) -> str:

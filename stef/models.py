@@ -167,6 +167,8 @@ class SQLSpec(_Frozen):
     count_join_safety: Literal["safe", "fanout", ""] = ""
     """Whether the COUNTs over the outer SELECT's joins count each row once, by the key names
     (``safe``), can count one several times (``fanout``), or the names do not tell (``""``)."""
+    own_key_joins: int = 0
+    """Join equalities that pair the own keys of two different tables by name (``t1.id = t2.id``)."""
     ungrouped_aggregate_order: str | None = None
     """SQL of an ORDER BY aggregate in a SELECT with plain projections and no GROUP BY."""
     ungrouped_mixed_projection: bool = False
