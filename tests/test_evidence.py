@@ -232,6 +232,14 @@ def test_columns_the_question_names_by_name_or_description(shop) -> None:  # typ
     assert check_against_schema(used, shop, "What is the name of the model with the highest top speed?").named_columns_unused == ()
 
 
+def test_a_join_of_two_primary_keys_needs_a_foreign_key(shop) -> None:  # type: ignore[no-untyped-def]
+    ids = check_against_schema(sqlglot.parse_one("SELECT T2.price FROM model AS T1 JOIN sale AS T2 ON T1.model_id = T2.sale_id", read="sqlite"), shop)
+    assert ids.primary_key_joins == ("JOIN ON T1.model_id = T2.sale_id (two primary keys no foreign key relates)",)
+    assert ids.non_key_joins == ()  # still a pair of primary keys: a one-to-one join is possible, the schema does not say it is one
+    declared = check_against_schema(sqlglot.parse_one("SELECT T2.price FROM model AS T1 JOIN sale AS T2 ON T1.model_id = T2.model_id", read="sqlite"), shop)
+    assert declared.primary_key_joins == () and declared.non_key_joins == ()
+
+
 def test_is_null_on_a_key_never_holds_except_in_an_anti_join(shop) -> None:  # type: ignore[no-untyped-def]
     inner = check_against_schema(sqlglot.parse_one("SELECT name FROM maker WHERE id IS NULL", read="sqlite"), shop)
     assert inner.impossible_null_tests == ("WHERE id IS NULL (id is NOT NULL or a primary key: never true)",)
