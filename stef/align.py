@@ -150,6 +150,10 @@ def align_filters(
         if hit is not None:
             record_hit(operator, hit, label, label)
             continue
+        bound = next((f for f in same_column if _same_integer_bound(value, {operator}, f)), None)
+        if bound is not None:  # "score >= 20" applied as score > 19
+            record_hit(None, bound, label, f"{label} ({_describe(bound)}: the same bound on integers)")
+            continue
         elsewhere = next((f for f, v in applied_values if values_match(value, v)), None)
         if elsewhere is not None:
             used.add(id(elsewhere))
@@ -203,6 +207,8 @@ def align_filters(
         hit = next((f for f, v in applied_values if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)), None)
         if hit is not None:
             record_hit(None, hit, entity, f"{hit.column} = {entity}")
+        elif any(values_match(entity, literal) for literal in literal_pool if len(literal) >= 3):
+            matched.append(f"{entity} (used in an expression)")  # CASE WHEN a3 = 'east Bohemia' ...
         elif not names_identifier(entity, sql_spec):
             unmatched_entities.append(entity)
 

@@ -578,6 +578,12 @@ def _without_possessive(token: str) -> str:
     return token
 
 
+def _is_placeholder(column: exp.Column) -> bool:
+    """A one-letter unquoted, unqualified name in a hint stands for the value, not a column
+    ("Hematoclit is normal refers to 29 < N < 52")."""
+    return len(column.name) == 1 and not column.table and not column.this.quoted
+
+
 def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFeatures:
     columns: list[str] = []
     bindings: list[tuple[str, str, str]] = []
@@ -595,7 +601,7 @@ def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFe
                 null_conditions.append((column_name(node.this, rules), "IS NOT NULL" if negated else "IS NULL"))
         if isinstance(node, exp.Column) and node.name:
             name = column_name(node, rules)
-            if name not in {"null", "true", "false"}:
+            if name not in {"null", "true", "false"} and not _is_placeholder(node):
                 columns.append(name)
         elif isinstance(node, exp.AggFunc):
             aggregations.append(node.key.upper())
@@ -614,7 +620,7 @@ def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFe
         if type(node) in COMPARISON_TYPES or isinstance(node, (exp.In, exp.Between)):
             left, literal_nodes, swapped = _comparison_sides(node)
             column = left if isinstance(left, exp.Column) else left.find(exp.Column)
-            if column is not None and literal_nodes:
+            if column is not None and literal_nodes and not _is_placeholder(column):
                 operator = COMPARISON_TYPES.get(type(node), "IN" if isinstance(node, exp.In) else "BETWEEN")
                 operator = FLIPPED[operator] if swapped else operator
                 for literal in literal_nodes:
