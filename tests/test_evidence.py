@@ -139,6 +139,27 @@ CASES = [
         id="sort_key_asked_for",
     ),
     pytest.param(
+        "Among the posts owned by an elder user, how many of them have a score of over 19?",
+        "elder users refers to Age > 65; Score of over 19 refers to Score > = 20",
+        "SELECT COUNT(t1.id) FROM posts AS t1 INNER JOIN users AS t2 ON t1.owneruserid = t2.id WHERE t2.age > 65 AND t1.score > 19",
+        FilterStatus.FULLY_APPLIED, [], ["age > 65", "score >= 20 (t1.score > 19: the same bound on integers)", "score = 19"], [],
+        id="a_definitions_integer_bound_with_the_other_operator",
+    ),
+    pytest.param(
+        "Among the patients whose level of Hematoclit isn't normal, which patient has the highest anti-Cardiolipin antibody concentration?",
+        "Hematoclit is normal refers to 29 < N < 52; highest anti-Cardiolipin antibody concentration refers to MAX(`aCL IgA`);",
+        'SELECT t1.id FROM laboratory AS t1 INNER JOIN examination AS t2 ON t1.id = t2.id WHERE t1.hct < 29 OR t1.hct > 52 ORDER BY t2."acl iga" DESC LIMIT 1',
+        FilterStatus.FULLY_APPLIED, [], ["t1.hct < 29", "t1.hct > 52"], [],
+        id="a_one_letter_hint_name_is_a_placeholder",
+    ),
+    pytest.param(
+        "What was the difference in the number of crimes committed in East and North Bohemia in 1996?",
+        "A3 refers to region. Data about no. of committed crimes 1996 appears in A16",
+        "SELECT SUM(CASE WHEN a3 = 'east Bohemia' THEN a16 ELSE 0 END) - SUM(CASE WHEN a3 = 'north Bohemia' THEN a16 ELSE 0 END) FROM district AS t1",
+        FilterStatus.FULLY_APPLIED, [], ["east and north bohemia (used in an expression)"], [],
+        id="a_name_used_as_a_literal_in_case_when",
+    ),
+    pytest.param(
         "What is the name of the high schooler who has the greatest number of likes?", None,
         "SELECT name FROM highschooler ORDER BY COUNT(*) DESC LIMIT 1",
         FilterStatus.FULLY_APPLIED,
