@@ -178,7 +178,7 @@ def align_filters(
         hit = next((f for f, v in applied_values if values_match(value, v)), None)
         bound = None if hit is not None else next((f for f in valued if _same_integer_bound(value, asked_ops, f)), None)
         if hit is not None:
-            record_hit(None, hit, value, f"{hit.column} = {value}")
+            record_hit(None, hit, value, f"{hit.column} {hit.operator} {value}")
         elif bound is not None:
             record_hit(None, bound, value, f"{value} ({_describe(bound)}: the same bound on integers)")
         elif value in ("0", "1") and _asks_existence(value, asked_ops) and (sql_spec.joins or sql_spec.subquery_count):
@@ -206,7 +206,7 @@ def align_filters(
     for entity in entities:
         hit = next((f for f, v in applied_values if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)), None)
         if hit is not None:
-            record_hit(None, hit, entity, f"{hit.column} = {entity}")
+            record_hit(None, hit, entity, f"{hit.column} {hit.operator} {entity}")
         elif any(values_match(entity, literal) for literal in literal_pool if len(literal) >= 3):
             matched.append(f"{entity} (used in an expression)")  # CASE WHEN a3 = 'east Bohemia' ...
         elif not names_identifier(entity, sql_spec):

@@ -29,7 +29,7 @@ CASES = [
     pytest.param(
         'Show names of people whose nationality is not "Russia".', None,
         'SELECT "Name" FROM "people" WHERE "Nationality" != "Russia"',
-        FilterStatus.FULLY_APPLIED, [], ["nationality = russia"], [],
+        FilterStatus.FULLY_APPLIED, [], ["nationality != russia"], [],
         id="sqlite_double_quoted_string_is_the_value",
     ),
     pytest.param(
@@ -123,7 +123,7 @@ CASES = [
         "Among the accounts opened, how many female customers were born before 1950?",
         "Customers refer to clients; Female refers to gender = 'F'",
         "SELECT COUNT(t1.client_id) FROM client AS t1 WHERE t1.gender = 'F' AND t1.birth_date < '1950-01-01'",
-        FilterStatus.FULLY_APPLIED, [], ["gender = f", "birth_date = 1950"], [],
+        FilterStatus.FULLY_APPLIED, [], ["gender = f", "birth_date < 1950"], [],
         id="a_plain_word_after_refers_to_is_prose",
     ),
     pytest.param(
@@ -142,7 +142,7 @@ CASES = [
         "Among the posts owned by an elder user, how many of them have a score of over 19?",
         "elder users refers to Age > 65; Score of over 19 refers to Score > = 20",
         "SELECT COUNT(t1.id) FROM posts AS t1 INNER JOIN users AS t2 ON t1.owneruserid = t2.id WHERE t2.age > 65 AND t1.score > 19",
-        FilterStatus.FULLY_APPLIED, [], ["age > 65", "score >= 20 (t1.score > 19: the same bound on integers)", "score = 19"], [],
+        FilterStatus.FULLY_APPLIED, [], ["age > 65", "score >= 20 (t1.score > 19: the same bound on integers)", "score > 19"], [],
         id="a_definitions_integer_bound_with_the_other_operator",
     ),
     pytest.param(
