@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from stef.matching import is_grounded, stem, values_match
+from stef.matching import contains_sequence, is_grounded, stem, tokens, values_match
 from stef.models import AlignmentResult, FilterPredicate, FilterStatus, QuestionSpec, SQLSpec
 from stef.rules import AppRules
 
@@ -201,13 +201,13 @@ def align_filters(
                 used.add(id(f))
                 matched.append(f"{f.column} = {value} (defined in Q_e)")
 
-    entities = [e for e in dict.fromkeys((*question.entities, *enriched.entities)) if e not in requested_values]
+    entities = [e for e in dict.fromkeys((*question.entities, *enriched.entities)) if e not in requested_values and not _common_noun(e, text)]
     unmatched_entities: list[str] = []
     for entity in entities:
         hit = next((f for f, v in applied_values if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)), None)
         if hit is not None:
             record_hit(None, hit, entity, f"{hit.column} {hit.operator} {entity}")
-        elif any(values_match(entity, literal) for literal in literal_pool if len(literal) >= 3):
+        elif any(values_match(entity, literal) or contains_sequence(tokens(literal), tokens(entity)) for literal in literal_pool if len(literal) >= 2):
             matched.append(f"{entity} (used in an expression)")  # CASE WHEN a3 = 'east Bohemia' ...
         elif not names_identifier(entity, sql_spec):
             unmatched_entities.append(entity)
@@ -276,6 +276,12 @@ def _same_integer_bound(value: str, asked_ops: set[str], predicate: FilterPredic
 def _asks_existence(value: str, asked_ops: set[str]) -> bool:
     """Whether the number states existence: "at least one" (>= 1) or "more than zero" (> 0)."""
     return (value == "1" and ">=" in asked_ops) or (value == "0" and ">" in asked_ops)
+
+
+def _common_noun(entity: str, text: str) -> bool:
+    """A one-word capitalised name that the texts also write in lower case is a common noun
+    capitalised at a sentence start ("Difference in no. of crimes ..." beside "the difference")."""
+    return " " not in entity and re.search(rf"(?<![\w-]){re.escape(entity)}(?![\w-])", text) is not None
 
 
 def names_identifier(entity: str, sql_spec: SQLSpec) -> bool:

@@ -61,6 +61,11 @@ SORT_ASC_WORDS = frozenset("ascending increasing alphabetical alphabetically asc
 """Words that ask for a sort order without a superlative ("list them in descending order")."""
 UNDIRECTED_SUPERLATIVES = frozenset("youngest oldest eldest".split())
 """Superlatives whose sort direction depends on the column (``ORDER BY age`` or ``ORDER BY birthday DESC``)."""
+COMPARATIVE_WORDS = frozenset(
+    "older younger higher lower larger smaller bigger more less greater fewer longer shorter heavier lighter faster slower "
+    "earlier later better worse taller richer cheaper".split()
+)
+"""Comparatives that, in a question choosing between named options, ask for the one that ranks first."""
 DISTINCT_WORDS = frozenset({"different", "distinct", "unique", "various"})
 GROUPING_PHRASES = ("for each", "per ", "each ", "by each", "grouped by", "in each", "breakdown")
 PERCENT_WORDS = frozenset({"percentage", "percent", "%", "proportion"})
@@ -247,6 +252,21 @@ _SUPERLATIVES = (
 _COUNT = r"(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|twenty)"
 _RANKED_COUNT = re.compile(rf"\b{_COUNT}\s+(?:{'|'.join(_SUPERLATIVES)})\b|\b(?:latest|earliest|newest|oldest|youngest|largest|smallest|biggest|most recent)\s+{_COUNT}\b(?!\s*%)")
 """A count beside a superlative: "the 5 largest", "the two most common", "the latest 10"."""
+
+
+def _picks_one_of(lowered: str, word_set: set[str]) -> bool:
+    """Whether the question asks which of named options ranks first, with a comparative: "Which
+    player is older, Aaron Lennon or Abdelaziz Barrada?", "Between DC and Marvel, which publisher
+    has published more?" (``ORDER BY ... LIMIT 1`` answers it like a superlative).
+
+    >>> _picks_one_of(" which player is older, a or b? ", {"which", "player", "is", "older", "a", "or", "b"})
+    True
+    >>> _picks_one_of(" list players older than 30 ", {"list", "players", "older", "than", "30"})
+    False
+    """
+    if COMPARATIVE_WORDS.isdisjoint(word_set) or not ({"which", "who", "whose"} & word_set):
+        return False
+    return " or " in lowered or "between " in lowered
 
 
 def _ranked_count_token(text: str) -> str | None:
@@ -816,7 +836,7 @@ def extract_question_spec(
         formulas=tuple(dict.fromkeys(formulas)),
         top_k=top_k,
         ordering=ordering,  # type: ignore[arg-type]
-        superlative=desc_hits or asc_hits or not UNDIRECTED_SUPERLATIVES.isdisjoint(word_set),
+        superlative=desc_hits or asc_hits or not UNDIRECTED_SUPERLATIVES.isdisjoint(word_set) or _picks_one_of(lowered, word_set),
         distinct=bool(word_set & DISTINCT_WORDS),
         grouping=any(phrase in lowered for phrase in GROUPING_PHRASES),
         percentage=bool(word_set & PERCENT_WORDS) or "%" in text and "'%" not in text,
