@@ -160,6 +160,21 @@ CASES = [
         id="a_name_used_as_a_literal_in_case_when",
     ),
     pytest.param(
+        "Which player is older, Aaron Lennon or Abdelaziz Barrada?", "The larger the birthday value, the younger the person is, and vice versa;",
+        "SELECT player_name FROM player AS t1 WHERE player_name = 'Aaron Lennon' OR player_name = 'Abdelaziz Barrada' ORDER BY birthday ASC LIMIT 1",
+        FilterStatus.FULLY_APPLIED, ["Implicit Condition Missing: ORDER BY birthday … LIMIT puts NULL birthday first; no IS NOT NULL filter"],
+        ["player_name = aaron lennon", "player_name = abdelaziz barrada"], [],
+        id="a_comparative_between_named_options_ranks_like_a_superlative",
+    ),
+    pytest.param(
+        "Between DC and Marvel Comics, which publisher has published more superheroes?",
+        "DC refers to publisher_name = 'DC Comics'; Marvel Comics refers to publisher_name = 'Marvel Comics'",
+        "SELECT SUM(CASE WHEN t1.publisher_name = 'Marvel Comics' THEN 1 ELSE 0 END) - SUM(CASE WHEN t1.publisher_name = 'DC Comics' THEN 1 ELSE 0 END) "
+        "FROM publisher AS t1",
+        FilterStatus.FULLY_APPLIED, [], ["dc and marvel comics (used in an expression)", "dc (used in an expression)", "marvel comics (used in an expression)"], [],
+        id="a_short_name_inside_a_literal",
+    ),
+    pytest.param(
         "What is the name of the high schooler who has the greatest number of likes?", None,
         "SELECT name FROM highschooler ORDER BY COUNT(*) DESC LIMIT 1",
         FilterStatus.FULLY_APPLIED,
