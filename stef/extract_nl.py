@@ -412,8 +412,9 @@ def _looks_like_sql(text: str) -> bool:
     return _SQL_CHARACTERS.search(text) is not None or any(w.isupper() and len(w) > 1 for w in text.split())
 
 
-_CLAUSE_BREAK = re.compile(r"[;\n]|[.?!](?<=[A-Za-z0-9)'\"`][.?!])\s+")
-"""Where hint text breaks into clauses: semicolons, sentence ends, new lines."""
+_CLAUSE_BREAK = re.compile(r"[;\n]|[.?!](?<=[A-Za-z0-9)'\"`][.?!])(?<!\b[Nn]o\.)(?<!\bvs\.)(?<!\bNo\.)\s+")
+"""Where hint text breaks into clauses: semicolons, sentence ends (not the abbreviations "no.",
+"vs."), new lines."""
 
 
 def hint_clauses(text: str) -> list[str]:
@@ -424,6 +425,8 @@ def hint_clauses(text: str) -> list[str]:
     ["male refers to gender = 'M'", 'rate = `A` / `B`']
     >>> hint_clauses("element = 'o' means Oxygen, element = 's' means Sulfur")
     ["element = 'o' means Oxygen", "element = 's' means Sulfur"]
+    >>> hint_clauses("Total no. of crimes in 1996 = A16. A3 refers to region")
+    ['Total no. of crimes in 1996 = A16', 'A3 refers to region']
     """
     text = _SPACED_OPERATOR.sub(lambda m: m.group(1) + "=", text)
     clauses: list[str] = []
