@@ -281,7 +281,17 @@ def _asks_existence(value: str, asked_ops: set[str]) -> bool:
 def _common_noun(entity: str, text: str) -> bool:
     """A one-word capitalised name that the texts also write in lower case is a common noun
     capitalised at a sentence start ("Difference in no. of crimes ..." beside "the difference")."""
-    return " " not in entity and re.search(rf"(?<![\w-]){re.escape(entity)}(?![\w-])", text) is not None
+    if " " in entity or not entity:
+        return False
+    start = text.find(entity)
+    while start >= 0:  # str.find and a boundary test: a pattern that starts with a lookbehind is tried at every position
+        end = start + len(entity)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not (before.isalnum() or before in "_-") and not (after.isalnum() or after in "_-"):
+            return True
+        start = text.find(entity, start + 1)
+    return False
 
 
 def names_identifier(entity: str, sql_spec: SQLSpec) -> bool:
