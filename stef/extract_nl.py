@@ -254,6 +254,28 @@ _RANKED_COUNT = re.compile(rf"\b{_COUNT}\s+(?:{'|'.join(_SUPERLATIVES)})\b|\b(?:
 """A count beside a superlative: "the 5 largest", "the two most common", "the latest 10"."""
 
 
+_NEGATED_OPS = {">": "<=", "<": ">=", ">=": "<", "<=": ">"}
+
+
+def _negated_op(lowered: str, phrase: str, op: str) -> str:
+    """``op``, or its negation when every occurrence of the phrase follows a negation a few
+    words before ("do not have more than 3" asks for ``<= 3``; "not more than" is a phrase of its own).
+
+    >>> _negated_op(" cars that do not have more than 3 cylinders ", "more than", ">"), _negated_op(" more than 3 ", "more than", ">")
+    ('<=', '>')
+    """
+    if op not in _NEGATED_OPS or phrase.startswith(("not ", "no ")):
+        return op
+    ends = list(_phrase_ends(lowered, phrase))
+    if ends and all(_NEGATION_BEFORE.search(lowered[max(0, end - len(phrase) - 24) : end - len(phrase)]) for end in ends):
+        return _NEGATED_OPS[op]
+    return op
+
+
+_NEGATION_BEFORE = re.compile(r"(?:\bnot|n't|\bnever)(?:\s+\w+){0,2}\s+$")
+"""A negation up to two words before a comparison phrase ("do not have more than")."""
+
+
 def _picks_one_of(lowered: str, word_set: set[str]) -> bool:
     """Whether the question asks which of named options ranks first, with a comparative: "Which
     player is older, Aaron Lennon or Abdelaziz Barrada?", "Between DC and Marvel, which publisher
@@ -760,7 +782,9 @@ def extract_question_spec(
         token = _ranked_count_token(text)
     if token is not None:
         top_k = parse_count(token) if token.isdigit() else NUMBER_WORDS.get(token)
-    comparison_ops = tuple(dict.fromkeys(op for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)))
+    comparison_ops = tuple(dict.fromkeys(
+        _negated_op(lowered, phrase, op) for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)
+    ))
 
     filter_values: list[str] = []
     optional_values: list[str] = []

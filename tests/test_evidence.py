@@ -175,6 +175,12 @@ CASES = [
         id="a_short_name_inside_a_literal",
     ),
     pytest.param(
+        "Which cars do not have more than 3 cylinders? List the car makeid.", None,
+        "SELECT car_names.makeid FROM cars_data JOIN car_names ON cars_data.id = car_names.makeid WHERE cars_data.cylinders <= 3",
+        FilterStatus.FULLY_APPLIED, [], ["cylinders <= 3"], [],
+        id="a_negated_comparison_asks_for_the_other_side",
+    ),
+    pytest.param(
         "What is the name of the high schooler who has the greatest number of likes?", None,
         "SELECT name FROM highschooler ORDER BY COUNT(*) DESC LIMIT 1",
         FilterStatus.FULLY_APPLIED,
