@@ -444,7 +444,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     precedence_slips: list[str] = []
     padded_mismatches: list[str] = []
     own_key_joins = 0
-    table_names = {t.alias_or_name.lower(): t.name.lower() for t in tree.find_all(exp.Table)} if tree.find(exp.Join) is not None else {}
+    table_names: dict[str, str] | None = None  # alias -> table of the SELECT of the last join seen
+    table_names_of: exp.Expression | None = None
     for node in tree.walk():
         kind = _node_kind(type(node))
         if kind is None:
@@ -473,6 +474,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
                         join_conditions.append(" = ".join(pair))
                         if keys_of_different_entities(*pair):
                             key_pairs.append(predicate)
+                        if table_names is None or table_names_of is not node.parent:
+                            table_names_of, table_names = node.parent, _source_tables(node.parent)
                         own_key_joins += _joins_own_keys(predicate, table_names)
                     else:
                         found = _filter_from_predicate(predicate, negated, "join", rules, dialect)
@@ -743,6 +746,17 @@ def _own_key(column: str, table: str) -> bool:
         return True
     entity = key_entity(name)
     return entity is not None and table in (entity, f"{entity}s", f"{entity}es")
+
+
+def _source_tables(select: exp.Expression | None) -> dict[str, str]:
+    """alias -> table name of the tables a SELECT reads in its FROM and JOINs (no walk of the tree)."""
+    if not isinstance(select, exp.Select):
+        return {}
+    found: dict[str, str] = {}
+    for source in (select.args.get("from_") or select.args.get("from"), *(select.args.get("joins") or ())):
+        if source is not None and isinstance(source.this, exp.Table):
+            found[source.this.alias_or_name.lower()] = source.this.name.lower()
+    return found
 
 
 def _joins_own_keys(condition: exp.EQ, table_names: dict[str, str]) -> int:
