@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -343,6 +344,7 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     words = tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
     if not words:
         return ()
+    word_set = frozenset(words)
     used = {identifier_key(column.name) for column in tree.find_all(exp.Column)}
     used_letters = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in used}
     named: list[tuple[TableSchema, ColumnSchema, tuple[str, ...]]] = []
@@ -354,7 +356,7 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
         seen_tables.add(identifier_key(table.name))
         for column in table.columns:
             for phrase in _column_phrases(column):
-                if contains_sequence(words, phrase):
+                if phrase[0] in word_set and contains_sequence(words, phrase):
                     named.append((table, column, phrase))
     # a phrase several columns share ("unemployment rate" of A12 and A13) is answered by any of them
     answered = {phrase for _, column, phrase in named if identifier_key(column.name) in used}
@@ -369,18 +371,19 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     return tuple(dict.fromkeys(found))
 
 
-def _column_phrases(column: ColumnSchema) -> list[tuple[str, ...]]:
+@lru_cache(maxsize=65536)
+def _column_phrases(column: ColumnSchema) -> tuple[tuple[str, ...], ...]:
     """The phrases that name a column: its name's content words, and its description's
     (numbers dropped) when that holds two to five content words; one word is too common."""
     phrases = []
     parts = _name_words(column.name)
     if len(parts) >= 2:
         phrases.append(parts)
-    if column.description:
+    if column.description:  # (made once per column: the schema's columns are the same for every record)
         described = tuple(stem(w) for w in re.findall(r"[a-z]+", column.description.lower()) if w not in STOPWORDS)
         if 2 <= len(described) <= 5 and described != parts:
             phrases.append(described)
-    return phrases
+    return tuple(phrases)
 
 
 def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
