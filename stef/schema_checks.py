@@ -345,8 +345,6 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     if not words:
         return ()
     word_set = frozenset(words)
-    used = {identifier_key(column.name) for column in tree.find_all(exp.Column)}
-    used_letters = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in used}
     named: list[tuple[TableSchema, ColumnSchema, tuple[str, ...]]] = []
     seen_tables: set[str] = set()
     for node in tree.find_all(exp.Table):
@@ -354,10 +352,13 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
         if table is None or identifier_key(table.name) in seen_tables:
             continue
         seen_tables.add(identifier_key(table.name))
-        for column in table.columns:
-            for phrase in _column_phrases(column):
-                if phrase[0] in word_set and contains_sequence(words, phrase):
-                    named.append((table, column, phrase))
+        index = _phrase_index(table)
+        hits = [entry for word in word_set & index.keys() for entry in index[word] if contains_sequence(words, entry[2])]
+        named.extend((table, column, phrase) for _, column, phrase in sorted(hits, key=lambda entry: entry[0]))  # in column order
+    if not named:
+        return ()
+    used = {identifier_key(column.name) for column in tree.find_all(exp.Column)}
+    used_letters = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in used}
     # a phrase several columns share ("unemployment rate" of A12 and A13) is answered by any of them
     answered = {phrase for _, column, phrase in named if identifier_key(column.name) in used}
     found: list[str] = []
@@ -369,6 +370,27 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
             continue  # S uses a longer column holding this name (fastestLapSpeed for "fastest lap")
         found.append(f"the question names {table.name}.{column.name}{' (' + ' '.join(phrase) + ')' if phrase != _name_words(column.name) else ''}, S does not use it")
     return tuple(dict.fromkeys(found))
+
+
+PhraseEntry = tuple[tuple[int, int], ColumnSchema, tuple[str, ...]]
+_PHRASE_INDEXES: dict[int, tuple[TableSchema, dict[str, list[PhraseEntry]]]] = {}
+"""id(table) -> (the table, first word -> ((column position, phrase number), column, phrase)):
+made once per table of a loaded schema."""
+
+
+def _phrase_index(table: TableSchema) -> dict[str, list[PhraseEntry]]:
+    """The phrases naming the table's columns (:func:`_column_phrases`), by their first word."""
+    entry = _PHRASE_INDEXES.get(id(table))
+    if entry is not None and entry[0] is table:
+        return entry[1]
+    index: dict[str, list[PhraseEntry]] = {}
+    for position, column in enumerate(table.columns):
+        for number, phrase in enumerate(_column_phrases(column)):
+            index.setdefault(phrase[0], []).append(((position, number), column, phrase))
+    if len(_PHRASE_INDEXES) >= 4096:
+        _PHRASE_INDEXES.clear()
+    _PHRASE_INDEXES[id(table)] = (table, index)  # the entry holds the table: its id is not reused while it lives
+    return index
 
 
 @lru_cache(maxsize=65536)
