@@ -244,8 +244,10 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             families = {a[0].family, b[0].family} - {"unknown"}
             if len(families) == 2 and not families <= NUMERIC_FAMILIES:
                 type_mismatch.append(f"{text} ({a[0].family} = {b[0].family})")
-        for comparison in select.find_all(*COMPARISON_TYPES):
-            if _scope_select(comparison) is not select:
+        # one walk of the SELECT for every node kind the checks below look at (each walk costs a pass over the tree)
+        own_nodes = [node for node in select.find_all(*COMPARISON_TYPES, exp.Is, exp.Sum, exp.Avg, exp.Count) if _scope_select(node) is select]
+        for comparison in own_nodes:
+            if type(comparison) not in COMPARISON_TYPES:
                 continue
             column, literal = comparison.this, comparison.expression
             if isinstance(column, exp.Literal) and isinstance(literal, exp.Column):
@@ -267,18 +269,18 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 found = hits[0] if len(hits) == 1 else None
             if found is not None and found.not_null:
                 non_null_order_keys.append(key.name.lower())
-        fanouts, checked = _count_fanouts(select, resolved)
+        fanouts, checked = _count_fanouts(select, resolved, [n for n in own_nodes if isinstance(n, exp.Count)])
         count_fanouts.extend(fanouts)
         counts_checked += checked
         outer_join = any(join.side for join in select.args.get("joins") or ())  # an anti-join tests the outer side IS NULL
-        for test in select.find_all(exp.Is) if not outer_join else ():
-            if _scope_select(test) is not select or not isinstance(test.expression, exp.Null) or isinstance(test.parent, exp.Not):
+        for test in own_nodes if not outer_join else ():
+            if not isinstance(test, exp.Is) or not isinstance(test.expression, exp.Null) or isinstance(test.parent, exp.Not):
                 continue
             column = test.this
             if isinstance(column, exp.Column) and id(column) in resolved and (found := resolved[id(column)][0]) is not None and found.not_null:
                 null_tests.append(f"{_clause_of(test, select)} {render(test)} ({found.name} is NOT NULL or a primary key: never true)")
-        for aggregate in select.find_all(exp.Sum, exp.Avg):
-            if _scope_select(aggregate) is not select:
+        for aggregate in own_nodes:
+            if not isinstance(aggregate, (exp.Sum, exp.Avg)):
                 continue
             target = aggregate.this
             if isinstance(target, exp.Distinct) and target.expressions:
@@ -412,7 +414,8 @@ def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
     return len(table.primary_key) == 1 and identifier_key(table.primary_key[0]) == identifier_key(column.name)
 
 
-def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]]) -> tuple[list[str], int]:
+def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]],
+                   own_counts: list[exp.Count] | None = None) -> tuple[list[str], int]:
     """The COUNTs (without DISTINCT) of a joined SELECT that may count a row twice, and how many
     COUNTs could be judged (see the module docstring).
 
@@ -424,7 +427,9 @@ def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | 
     joins = select.args.get("joins") or ()
     if not joins:
         return [], 0
-    counts = [c for c in select.find_all(exp.Count) if _scope_select(c) is select and not isinstance(c.this, exp.Distinct)]
+    if own_counts is None:
+        own_counts = [c for c in select.find_all(exp.Count) if _scope_select(c) is select]
+    counts = [c for c in own_counts if not isinstance(c.this, exp.Distinct)]
     if not counts:
         return [], 0
     aliases: set[str] = set()
