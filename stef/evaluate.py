@@ -187,7 +187,7 @@ def evaluate(
 
     try:
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
-        schema_report = check_against_schema(parsed.answer, schema, f"{record.question} {record.enriched_question or ''}") if schema is not None else None
+        schema_report = check_against_schema(parsed.answer, schema, f"{record.question} {record.enriched_question or ''}", sql_spec.tables) if schema is not None else None
         observed_report = check_against_observed(parsed.answer, observed) if observed is not None else None
         question_spec = extract_question_spec(record.question, dialect, rules)
         enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)

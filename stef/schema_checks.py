@@ -149,13 +149,15 @@ def _literal_mismatch(column: ColumnSchema, literal: exp.Literal) -> str | None:
     return None
 
 
-def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question: str = "") -> SchemaReport:
+def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question: str = "", table_names: tuple[str, ...] | None = None) -> SchemaReport:
     """Check the answer S against ``schema`` (see the module docstring).
 
     Args:
         tree: the parsed answer statement (not modified).
         schema: the app's schema.
         question: Q_u and Q_e, for the columns the question names (``""``: not checked).
+        table_names: the tables S reads, when the caller has them (``SQLSpec.tables``); else
+            read from the tree.
 
     Returns:
         A :class:`SchemaReport`; empty when S cannot be scoped (the findings need sqlglot's
@@ -291,7 +293,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                     text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate)} ({found.name} is text)")
     return SchemaReport(
         source=schema.source,
-        named_columns_unused=named_columns_unused(tree, schema, question) if question else (),
+        named_columns_unused=named_columns_unused(tree, schema, question, table_names) if question else (),
         unknown_tables=tuple(dict.fromkeys(unknown_tables)),
         unknown_columns=tuple(dict.fromkeys(unknown_columns)),
         ambiguous_columns=tuple(dict.fromkeys(ambiguous)),
@@ -326,7 +328,15 @@ def _name_words(name: str) -> tuple[str, ...]:
     return tuple(stem(w.lower()) for w in _NAME_WORD.findall(name) if w.lower() not in STOPWORDS)
 
 
-def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question: str) -> tuple[str, ...]:
+@lru_cache(maxsize=4096)
+def _content_words(question: str) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The question's content words in order (stopwords dropped, a plural ``s`` stripped), and as a set."""
+    words = tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
+    return words, frozenset(words)
+
+
+def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question: str,
+                         table_names: tuple[str, ...] | None = None) -> tuple[str, ...]:
     """Columns of the tables S reads that the question names word for word, which S never uses
     (Attribute Mismatch: "the song names of ..." answered with ``singer.name`` when the table
     has ``song_name``).
@@ -343,14 +353,13 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     >>> named_columns_unused(sqlglot.parse_one("SELECT song_name FROM singer"), schema, "List the song names")
     ()
     """
-    words = tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
+    words, word_set = _content_words(question)
     if not words:
         return ()
-    word_set = frozenset(words)
     named: list[tuple[TableSchema, ColumnSchema, tuple[str, ...]]] = []
     seen_tables: set[str] = set()
-    for node in tree.find_all(exp.Table):
-        table = schema.table(node.name)
+    for name in table_names if table_names is not None else [node.name for node in tree.find_all(exp.Table)]:
+        table = schema.table(name)
         if table is None or identifier_key(table.name) in seen_tables:
             continue
         seen_tables.add(identifier_key(table.name))
