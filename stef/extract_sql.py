@@ -10,12 +10,13 @@ case- and whitespace-normalised.
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
 from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.scope import traverse_scope
+from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from stef.models import FilterPredicate, SQLSpec
 from stef.rules import AppRules
@@ -948,6 +949,33 @@ def _has_float_evidence(division: exp.Div) -> bool:
     return False
 
 
+_LAST_SCOPES = threading.local()
+
+
+def tree_scopes(tree: exp.Expression) -> list[Scope]:
+    """``sqlglot.optimizer.scope.traverse_scope(tree)``, traversed once per tree.
+
+    Stage B, the schema checks and the observed-catalog checks all read the same answer's
+    scopes; the last tree's scopes are kept per thread (with the tree itself, so its id cannot
+    be reused), and sqlglot's scopes cache their columns and sources, so each is resolved once
+    for all three. Trees are never modified after parsing (every stage reads them only).
+
+    Raises:
+        sqlglot.errors.SqlglotError, RecursionError: as ``traverse_scope`` (not cached).
+
+    >>> import sqlglot
+    >>> tree = sqlglot.parse_one("SELECT a FROM (SELECT a FROM t) AS d")
+    >>> len(tree_scopes(tree)), tree_scopes(tree) is tree_scopes(tree)
+    (2, True)
+    """
+    cached = getattr(_LAST_SCOPES, "entry", None)
+    if cached is not None and cached[0] is tree:
+        return cached[1]
+    scopes = traverse_scope(tree)
+    _LAST_SCOPES.entry = (tree, scopes)
+    return scopes
+
+
 def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
     """Tables joined in a SELECT whose columns are used only in join conditions.
 
@@ -960,7 +988,7 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
     """
     unused: list[str] = []
     try:
-        scopes = traverse_scope(tree)
+        scopes = tree_scopes(tree)
     except SqlglotError:
         return ()
     for scope in scopes:

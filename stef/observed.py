@@ -25,12 +25,12 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope
 
 from stef.clean import parse_sql, resolve_dialect
 from stef.config_files import read_config_text
 from stef.errors import StefError, UnknownDialectError
-from stef.extract_sql import render
+from stef.extract_sql import render, tree_scopes
 from stef.models import ObservedReport
 from stef.rules import is_rule_file_name
 
@@ -81,7 +81,7 @@ def sql_facts(tree: exp.Expression) -> SqlFacts:
     joins: dict[str, str] = {}
     values: list[tuple[str, str, str]] = []
     try:
-        scopes = traverse_scope(tree)
+        scopes = tree_scopes(tree)
     except (SqlglotError, RecursionError):
         return SqlFacts(frozenset(), frozenset(), {}, ())
     ctes = {cte.alias.casefold() for cte in tree.find_all(exp.CTE)}

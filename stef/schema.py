@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -68,8 +68,10 @@ def type_family(data_type: exp.DataType | str | None) -> TypeFamily:
     return _FAMILY_OF_NAME.get(getattr(kind, "name", str(kind)), "unknown")
 
 
+@lru_cache(maxsize=65536)
 def identifier_key(name: str) -> str:
-    """How schema and SQL identifiers are compared: casefolded, surrounding quotes and spaces off.
+    """How schema and SQL identifiers are compared: casefolded, surrounding quotes and spaces off
+    (cached: a query's and a schema's names repeat across records).
 
     >>> identifier_key('"CDSCode"'), identifier_key("`Free Meal Count (K-12)`")
     ('cdscode', 'free meal count (k-12)')

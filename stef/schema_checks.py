@@ -35,9 +35,9 @@ from functools import lru_cache
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
-from sqlglot.optimizer.scope import Scope, traverse_scope
+from sqlglot.optimizer.scope import Scope
 
-from stef.extract_sql import render
+from stef.extract_sql import render, tree_scopes
 from stef.matching import STOPWORDS, stem, contains_sequence
 from stef.models import SchemaReport
 from stef.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
@@ -185,7 +185,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
     primary_joins: list[str] = []
     tables_checked = columns_checked = joins_checked = counts_checked = 0
     try:
-        scopes = traverse_scope(tree)
+        scopes = tree_scopes(tree)
     except (SqlglotError, RecursionError):
         return SchemaReport()
     cte_names = {identifier_key(cte.alias) for cte in tree.find_all(exp.CTE)}
@@ -291,7 +291,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 found = resolved[id(target)][0]
                 if found is not None and found.family == "text":
                     text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate)} ({found.name} is text)")
-    return SchemaReport(
+    return SchemaReport.model_construct(  # every field built here with its declared type: no validation pass
         source=schema.source,
         named_columns_unused=named_columns_unused(tree, schema, question, table_names) if question else (),
         unknown_tables=tuple(dict.fromkeys(unknown_tables)),
@@ -328,11 +328,18 @@ def _name_words(name: str) -> tuple[str, ...]:
     return tuple(stem(w.lower()) for w in _NAME_WORD.findall(name) if w.lower() not in STOPWORDS)
 
 
+MAX_INDEXED_PHRASE = 5
+"""Longest column phrase (in words) looked up among the question's n-grams; longer ones (rare:
+six-part names) are searched for word by word."""
+
+
 @lru_cache(maxsize=4096)
-def _content_words(question: str) -> tuple[tuple[str, ...], frozenset[str]]:
-    """The question's content words in order (stopwords dropped, a plural ``s`` stripped), and as a set."""
+def _content_words(question: str) -> tuple[tuple[str, ...], frozenset[tuple[str, ...]]]:
+    """The question's content words in order (stopwords dropped, a plural ``s`` stripped), and
+    its n-grams of 2 to :data:`MAX_INDEXED_PHRASE` of them."""
     words = tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
-    return words, frozenset(words)
+    ngrams = frozenset(words[start : start + width] for width in range(2, MAX_INDEXED_PHRASE + 1) for start in range(len(words) - width + 1))
+    return words, ngrams
 
 
 def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question: str,
@@ -353,8 +360,8 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     >>> named_columns_unused(sqlglot.parse_one("SELECT song_name FROM singer"), schema, "List the song names")
     ()
     """
-    words, word_set = _content_words(question)
-    if not words:
+    words, ngrams = _content_words(question)
+    if not ngrams:
         return ()
     named: list[tuple[TableSchema, ColumnSchema, tuple[str, ...]]] = []
     seen_tables: set[str] = set()
@@ -363,8 +370,9 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
         if table is None or identifier_key(table.name) in seen_tables:
             continue
         seen_tables.add(identifier_key(table.name))
-        index = _phrase_index(table)
-        hits = [entry for word in word_set & index.keys() for entry in index[word] if contains_sequence(words, entry[2])]
+        by_phrase, phrases, longer = _phrase_index(table)
+        hits = [entry for phrase in phrases & ngrams for entry in by_phrase[phrase]]
+        hits.extend(entry for entry in longer if contains_sequence(words, entry[2]))
         named.extend((table, column, phrase) for _, column, phrase in sorted(hits, key=lambda entry: entry[0]))  # in column order
     if not named:
         return ()
@@ -384,20 +392,28 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
 
 
 PhraseEntry = tuple[tuple[int, int], ColumnSchema, tuple[str, ...]]
-_PHRASE_INDEXES: dict[int, tuple[TableSchema, dict[str, list[PhraseEntry]]]] = {}
-"""id(table) -> (the table, first word -> ((column position, phrase number), column, phrase)):
-made once per table of a loaded schema."""
+PhraseIndex = tuple[dict[tuple[str, ...], list[PhraseEntry]], frozenset[tuple[str, ...]], list[PhraseEntry]]
+_PHRASE_INDEXES: dict[int, tuple[TableSchema, PhraseIndex]] = {}
+"""id(table) -> (the table, its :data:`PhraseIndex`): made once per table of a loaded schema."""
 
 
-def _phrase_index(table: TableSchema) -> dict[str, list[PhraseEntry]]:
-    """The phrases naming the table's columns (:func:`_column_phrases`), by their first word."""
+def _phrase_index(table: TableSchema) -> PhraseIndex:
+    """The phrases naming the table's columns (:func:`_column_phrases`): phrase -> its entries
+    ``((column position, phrase number), column, phrase)``, the set of those phrases, and the
+    entries of phrases longer than :data:`MAX_INDEXED_PHRASE` words."""
     entry = _PHRASE_INDEXES.get(id(table))
     if entry is not None and entry[0] is table:
         return entry[1]
-    index: dict[str, list[PhraseEntry]] = {}
+    by_phrase: dict[tuple[str, ...], list[PhraseEntry]] = {}
+    longer: list[PhraseEntry] = []
     for position, column in enumerate(table.columns):
         for number, phrase in enumerate(_column_phrases(column)):
-            index.setdefault(phrase[0], []).append(((position, number), column, phrase))
+            item = ((position, number), column, phrase)
+            if len(phrase) <= MAX_INDEXED_PHRASE:
+                by_phrase.setdefault(phrase, []).append(item)
+            else:
+                longer.append(item)
+    index = (by_phrase, frozenset(by_phrase), longer)
     if len(_PHRASE_INDEXES) >= 4096:
         _PHRASE_INDEXES.clear()
     _PHRASE_INDEXES[id(table)] = (table, index)  # the entry holds the table: its id is not reused while it lives
