@@ -188,7 +188,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         scopes = tree_scopes(tree)
     except (SqlglotError, RecursionError):
         return SchemaReport()
-    cte_names = {identifier_key(cte.alias) for cte in tree.find_all(exp.CTE)}
+    cte_names = {identifier_key(name) for scope in scopes for name in scope.cte_sources}  # every WITH name, from the scopes (no walk of the tree)
     seen_tables: set[int] = set()
     for scope in scopes:
         select = scope.expression
@@ -230,7 +230,8 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 columns_checked += 1
                 if unique:
                     resolved[id(column)] = (found, table)
-        for condition in _equalities(select):
+        equalities = _equalities(select)
+        for condition in equalities:
             left, right = condition.this, condition.expression
             if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
                 continue
@@ -238,14 +239,13 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             if a is None or b is None or a[1] is None or b[1] is None or a[1] is b[1]:
                 continue
             joins_checked += 1
-            text = f"{_clause_of(condition, select)} {render(condition)}"
             if schema.has_keys and not schema.is_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
-                non_key.append(f"{text} (not a declared key pair)")
+                non_key.append(f"{_clause_of(condition, select)} {render(condition)} (not a declared key pair)")
             elif schema.foreign_key_pairs and not schema.is_foreign_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
-                primary_joins.append(f"{text} (two primary keys no foreign key relates)")
+                primary_joins.append(f"{_clause_of(condition, select)} {render(condition)} (two primary keys no foreign key relates)")
             families = {a[0].family, b[0].family} - {"unknown"}
             if len(families) == 2 and not families <= NUMERIC_FAMILIES:
-                type_mismatch.append(f"{text} ({a[0].family} = {b[0].family})")
+                type_mismatch.append(f"{_clause_of(condition, select)} {render(condition)} ({a[0].family} = {b[0].family})")
         # one walk of the SELECT for every node kind the checks below look at (each walk costs a pass over the tree)
         own_nodes = [node for node in select.find_all(*COMPARISON_TYPES, exp.Is, exp.Sum, exp.Avg, exp.Count) if _scope_select(node) is select]
         for comparison in own_nodes:
@@ -271,7 +271,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 found = hits[0] if len(hits) == 1 else None
             if found is not None and found.not_null:
                 non_null_order_keys.append(key.name.lower())
-        fanouts, checked = _count_fanouts(select, resolved, [n for n in own_nodes if isinstance(n, exp.Count)])
+        fanouts, checked = _count_fanouts(select, resolved, [n for n in own_nodes if isinstance(n, exp.Count)], equalities)
         count_fanouts.extend(fanouts)
         counts_checked += checked
         outer_join = any(join.side for join in select.args.get("joins") or ())  # an anti-join tests the outer side IS NULL
@@ -291,7 +291,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 found = resolved[id(target)][0]
                 if found is not None and found.family == "text":
                     text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate)} ({found.name} is text)")
-    return SchemaReport.model_construct(  # every field built here with its declared type: no validation pass
+    return SchemaReport(
         source=schema.source,
         named_columns_unused=named_columns_unused(tree, schema, question, table_names) if question else (),
         unknown_tables=tuple(dict.fromkeys(unknown_tables)),
@@ -377,14 +377,16 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     if not named:
         return ()
     used = {identifier_key(column.name) for column in tree.find_all(exp.Column)}
-    used_letters = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in used}
     # a phrase several columns share ("unemployment rate" of A12 and A13) is answered by any of them
     answered = {phrase for _, column, phrase in named if identifier_key(column.name) in used}
     found: list[str] = []
+    used_letters: set[str] | None = None  # the used names' letters and digits, made when first needed
     for table, column, phrase in named:
         if identifier_key(column.name) in used or any(contains_sequence(other, phrase) or contains_sequence(phrase, other) for other in answered):
             continue
         letters = "".join(w.lower() for w in _NAME_WORD.findall(column.name))
+        if used_letters is None:
+            used_letters = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in used}
         if any(letters in name for name in used_letters):
             continue  # S uses a longer column holding this name (fastestLapSpeed for "fastest lap")
         found.append(f"the question names {table.name}.{column.name}{' (' + ' '.join(phrase) + ')' if phrase != _name_words(column.name) else ''}, S does not use it")
@@ -440,7 +442,7 @@ def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
 
 
 def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]],
-                   own_counts: list[exp.Count] | None = None) -> tuple[list[str], int]:
+                   own_counts: list[exp.Count] | None = None, equalities: list[exp.EQ] | None = None) -> tuple[list[str], int]:
     """The COUNTs (without DISTINCT) of a joined SELECT that may count a row twice, and how many
     COUNTs could be judged (see the module docstring).
 
@@ -464,7 +466,7 @@ def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | 
         elif table is not None:
             return [], 0  # a derived table or a function source: rows not known from the schema
     edges: dict[str, list[tuple[str, bool]]] = {alias: [] for alias in aliases}
-    for condition in _equalities(select):
+    for condition in equalities if equalities is not None else _equalities(select):
         left, right = condition.this, condition.expression
         if not (isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table and right.table):
             continue
