@@ -120,22 +120,26 @@ def align_filters(
 
     negation_asked = NEGATION_WORDS.search(question_text.lower()) is not None
     asked_ops = set(question.comparison_ops) | set(enriched.comparison_ops)
+    stated_ops: dict[str, set[str]] = {}  # number -> the directions its own phrases state ("under age 30": <)
+    for number, op in (*question.compared_values, *enriched.compared_values):
+        stated_ops.setdefault(number, set()).add(op)
 
-    def operator_conflict(requested: str | None, predicate: FilterPredicate) -> str | None:
+    def operator_conflict(requested: str | None, predicate: FilterPredicate, stated: set[str] | None = None) -> str | None:
         applied = predicate.operator
         if applied in NEGATIVE_OPERATORS and not negation_asked and requested not in NEGATIVE_OPERATORS:
             return f"S negates it ({applied}) but the question asks for no negation"
-        wanted = {requested} if requested in DIRECTION else {op for op in asked_ops if op in DIRECTION}
+        wanted = {requested} if requested in DIRECTION else ({op for op in stated or () if op in DIRECTION} or {op for op in asked_ops if op in DIRECTION})
         if applied in DIRECTION and wanted and all(DIRECTION[op] != DIRECTION[applied] for op in wanted):
             return f"S compares with {applied}, the question asks for {'/'.join(sorted(wanted))}"
         if requested in DIRECTION and applied in DIRECTION and requested != applied:
             return f"S compares with {applied}, the definition says {requested} (the bound itself is {'left out' if len(applied) == 1 else 'let in'})"
         return None
 
-    def record_hit(requested: str | None, predicate: FilterPredicate, label: str, matched_as: str) -> None:
-        """A requested value S filters on: matched, or wrong when the operator disagrees."""
+    def record_hit(requested: str | None, predicate: FilterPredicate, label: str, matched_as: str, stated: set[str] | None = None) -> None:
+        """A requested value S filters on: matched, or wrong when the operator disagrees (with the
+        direction stated for that value, else with every direction the text states)."""
         used.add(id(predicate))
-        conflict = operator_conflict(requested, predicate)
+        conflict = operator_conflict(requested, predicate, stated)
         if conflict:
             wrong.append(f"{label}: {conflict} (operator)")
         else:
@@ -175,12 +179,13 @@ def align_filters(
         if v not in bound_values and _is_filter_like(v, question, enriched)
     ]
     for value in requested_values:
+        stated = stated_ops.get(value)
         hit = next((f for f, v in applied_values if values_match(value, v)), None)
-        bound = None if hit is not None else next((f for f in valued if _same_integer_bound(value, asked_ops, f)), None)
+        bound = None if hit is not None else next((f for f in valued if _same_integer_bound(value, stated or asked_ops, f)), None)
         if hit is not None:
-            record_hit(None, hit, value, f"{hit.column} {hit.operator} {value}")
+            record_hit(None, hit, value, f"{hit.column} {hit.operator} {value}", stated)
         elif bound is not None:
-            record_hit(None, bound, value, f"{value} ({_describe(bound)}: the same bound on integers)")
+            record_hit(None, bound, value, f"{value} ({_describe(bound)}: the same bound on integers)", stated)
         elif value in ("0", "1") and _asks_existence(value, asked_ops) and (sql_spec.joins or sql_spec.subquery_count):
             matched.append(f"{value} (at least one: a join or subquery of S)")
         elif any(values_match(value, literal) for literal in literal_pool):

@@ -201,28 +201,59 @@ def compared_numbers(text: str) -> list[str]:
     >>> compared_numbers("teachers who teach at least two courses, visited more than once, or 3 or more times")
     ['2', '3', '1']
     """
+    return list(dict.fromkeys(number for number, _, _ in _compared_occurrences(text)))
+
+
+def compared_number_ops(text: str) -> tuple[tuple[str, str], ...]:
+    """Each compared number (:func:`compared_numbers`) with the operator its own phrase states,
+    negated when a negation stands a few words before that phrase: the direction the question
+    asks for that number, where :attr:`QuestionSpec.comparison_ops` only lists every direction
+    of the text. Of the phrases that read one written number, the most specific decides
+    (:data:`COMPARISON_PHRASES` order: "no more than" before "more than"); a number written
+    twice may get two directions ("before 2003 and after 2003").
+
+    >>> compared_number_ops("cities with more than one employee under age 30")
+    (('1', '>'), ('30', '<'))
+    >>> compared_number_ops("dogs whose owner has not spent more than 1000, born after 2010")
+    (('1000', '<='), ('2010', '>'))
+    >>> compared_number_ops("no more than 5 or more than or equal to 7, founded before 2003 and after 2003")
+    (('5', '<='), ('7', '>='), ('2003', '<'), ('2003', '>'))
+    """
+    by_position: dict[int, tuple[str, str]] = {}
+    for number, op, position in _compared_occurrences(text):
+        by_position.setdefault(position, (number, op))
+    return tuple(dict.fromkeys(pair for _, pair in sorted(by_position.items())))  # in text order
+
+
+def _compared_occurrences(text: str) -> list[tuple[str, str, int]]:
+    """``(number, operator, offset of the number)`` per occurrence of a comparison phrase that
+    reads a number, in :data:`COMPARISON_PHRASES` order (the operator negated after "not",
+    "never", "n't")."""
     lowered = text.lower()
-    found: list[str] = []
-    for phrase, _ in COMPARISON_PHRASES:
+    found: list[tuple[str, str, int]] = []
+    for phrase, op in COMPARISON_PHRASES:
         if phrase not in lowered:
             continue
         for end in _phrase_ends(lowered, phrase):
+            start = end - len(phrase)
+            stated = _NEGATED_OPS.get(op, op) if not phrase.startswith(("not ", "no ")) and _NEGATION_BEFORE.search(lowered[max(0, start - 24) : start]) else op
             if phrase.startswith("or "):  # "two or more": the number stands before the phrase
-                before = lowered[max(0, end - len(phrase) - 30) : end - len(phrase)].split()
+                before = lowered[max(0, start - 30) : start].split()
                 if before:
                     value = before[-1].replace(",", "") if _NUMBER.fullmatch(before[-1]) else COUNT_WORDS.get(before[-1])
                     if value is not None:
-                        found.append(str(value))
+                        found.append((str(value), stated, lowered.rfind(before[-1], 0, start)))
                 continue
             window = lowered[end : end + 40]
             number = _NUMBER.search(window)
             spelled = next(((i, COUNT_WORDS[w.strip(".,;?")]) for i, w in enumerate(window.split()[:3]) if w.strip(".,;?") in COUNT_WORDS), None)
             digits_first = number is not None and (spelled is None or window[: number.start()].count(" ") <= spelled[0])
             if digits_first and number and window[: number.start()].count(" ") <= 4 and not window[number.end() :].startswith("%"):
-                found.append(number.group(0).replace(",", ""))
+                found.append((number.group(0).replace(",", ""), stated, end + number.start()))
             elif spelled is not None:
-                found.append(str(spelled[1]))
-    return list(dict.fromkeys(found))
+                word = window.split()[spelled[0]]
+                found.append((str(spelled[1]), stated, end + window.find(word)))
+    return found
 
 
 def _top_k_token(text: str) -> str | None:
@@ -801,8 +832,10 @@ def extract_question_spec(
         for date in _DATE.findall(prose):
             filter_values.append(normalize_value(date, rules))
         prose = _DATE.sub(" ", prose)
+    compared_values: tuple[tuple[str, str], ...] = ()
     if has_digit or not word_set.isdisjoint(COUNT_WORDS):
-        filter_values.extend(normalize_value(n, rules) for n in compared_numbers(prose))
+        compared_values = tuple((normalize_value(n, rules), op) for n, op in compared_number_ops(prose))
+        filter_values.extend(n for n, _ in compared_values)
     if reference is not None:
         optional_values = [v for v in filter_values if not is_grounded(v, reference)]
         filter_values = [v for v in filter_values if v not in optional_values]
@@ -871,6 +904,7 @@ def extract_question_spec(
         count_asked=_has_phrase(lowered, "how many"),
         list_asked=bool(word_set & LIST_WORDS),
         comparison_ops=comparison_ops,
+        compared_values=compared_values,
         years=years,
         null_conditions=tuple(dict.fromkeys(null_conditions)),
         average_comparison="average" in lowered and _AVERAGE_COMPARISON.search(lowered) is not None,

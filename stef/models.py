@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EVALUATOR_VERSION = "stef-0.2.0+symbolic-5"
+EVALUATOR_VERSION = "stef-0.2.0+symbolic-6"
 """Version of the evaluation method; part of the key of stored evaluations."""
 
 
@@ -231,6 +231,9 @@ class QuestionSpec(_Frozen):
     list_asked: bool = False
     comparison_ops: tuple[str, ...] = ()
     """Comparison operators implied by phrases ("more than" -> ``>``, "at least" -> ``>=``)."""
+    compared_values: tuple[tuple[str, str], ...] = ()
+    """(number, operator) for each number read after a comparison phrase: the direction the text
+    states for that number ("under age 30" -> ``("30", "<")``)."""
     years: tuple[str, ...] = ()
     null_conditions: tuple[tuple[str, str], ...] = ()
     """(column, ``IS NULL`` | ``IS NOT NULL``) conditions a hint states ("translation is not null")."""

@@ -27,6 +27,26 @@ def _findings(question: str, enriched: str | None, sql: str) -> tuple[FilterStat
 
 CASES = [
     pytest.param(
+        "Find the cities that have more than one employee under age 30.", None,
+        "SELECT city FROM employee WHERE age > 30 GROUP BY city HAVING count(*) > 1",
+        FilterStatus.PARTIALLY_APPLIED,
+        ["Comparison Operator Mismatch: filter operator differs from the question: 30: S compares with >, the question asks for < (operator)"],
+        ["count(*) > 1"], [],
+        id="each_number_keeps_the_direction_of_its_own_phrase",
+    ),
+    pytest.param(
+        "Find the cities that have more than one employee under age 30.", None,
+        "SELECT city FROM employee WHERE age < 30 GROUP BY city HAVING count(*) > 1",
+        FilterStatus.FULLY_APPLIED, [], ["count(*) > 1", "age < 30"], [],
+        id="two_numbers_two_directions_both_right",
+    ),
+    pytest.param(
+        "Show the record companies shared by orchestras founded before 2003 and after 2003.", None,
+        "SELECT record_company FROM orchestra WHERE year_of_founded < 2003 INTERSECT SELECT record_company FROM orchestra WHERE year_of_founded > 2003",
+        FilterStatus.FULLY_APPLIED, [], ["year_of_founded < 2003", "year_of_founded > 2003"], [],
+        id="one_number_asked_in_both_directions",
+    ),
+    pytest.param(
         'Show names of people whose nationality is not "Russia".', None,
         'SELECT "Name" FROM "people" WHERE "Nationality" != "Russia"',
         FilterStatus.FULLY_APPLIED, [], ["nationality != russia"], [],
