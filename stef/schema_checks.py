@@ -334,12 +334,15 @@ six-part names) are searched for word by word."""
 
 
 @lru_cache(maxsize=4096)
-def _content_words(question: str) -> tuple[tuple[str, ...], frozenset[tuple[str, ...]]]:
-    """The question's content words in order (stopwords dropped, a plural ``s`` stripped), and
-    its n-grams of 2 to :data:`MAX_INDEXED_PHRASE` of them."""
-    words = tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
-    ngrams = frozenset(words[start : start + width] for width in range(2, MAX_INDEXED_PHRASE + 1) for start in range(len(words) - width + 1))
-    return words, ngrams
+def _content_words(question: str) -> tuple[str, ...]:
+    """The question's content words in order (stopwords dropped, a plural ``s`` stripped)."""
+    return tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
+
+
+def _ngrams(words: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
+    """The runs of 2 to :data:`MAX_INDEXED_PHRASE` consecutive words (made per record, not
+    cached: a hundred tuples per question would crowd the cache)."""
+    return frozenset(words[start : start + width] for width in range(2, MAX_INDEXED_PHRASE + 1) for start in range(len(words) - width + 1))
 
 
 def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question: str,
@@ -360,9 +363,10 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     >>> named_columns_unused(sqlglot.parse_one("SELECT song_name FROM singer"), schema, "List the song names")
     ()
     """
-    words, ngrams = _content_words(question)
-    if not ngrams:
+    words = _content_words(question)
+    if len(words) < 2:
         return ()
+    ngrams = _ngrams(words)
     named: list[tuple[TableSchema, ColumnSchema, tuple[str, ...]]] = []
     seen_tables: set[str] = set()
     for name in table_names if table_names is not None else [node.name for node in tree.find_all(exp.Table)]:
