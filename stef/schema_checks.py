@@ -339,10 +339,11 @@ def _content_words(question: str) -> tuple[str, ...]:
     return tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
 
 
-def _ngrams(words: tuple[str, ...]) -> frozenset[tuple[str, ...]]:
-    """The runs of 2 to :data:`MAX_INDEXED_PHRASE` consecutive words (made per record, not
-    cached: a hundred tuples per question would crowd the cache)."""
-    return frozenset(words[start : start + width] for width in range(2, MAX_INDEXED_PHRASE + 1) for start in range(len(words) - width + 1))
+def _ngrams(words: tuple[str, ...], firsts: frozenset[str]) -> set[tuple[str, ...]]:
+    """The runs of 2 to :data:`MAX_INDEXED_PHRASE` consecutive words that start with a word of
+    ``firsts`` (the first words of a table's column phrases): the only runs that can be one."""
+    return {words[start : start + width] for start, word in enumerate(words) if word in firsts
+            for width in range(2, min(MAX_INDEXED_PHRASE, len(words) - start) + 1)}
 
 
 def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question: str,
@@ -366,7 +367,6 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     words = _content_words(question)
     if len(words) < 2:
         return ()
-    ngrams = _ngrams(words)
     named: list[tuple[TableSchema, ColumnSchema, tuple[str, ...]]] = []
     seen_tables: set[str] = set()
     for name in table_names if table_names is not None else [node.name for node in tree.find_all(exp.Table)]:
@@ -374,8 +374,8 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
         if table is None or identifier_key(table.name) in seen_tables:
             continue
         seen_tables.add(identifier_key(table.name))
-        by_phrase, phrases, longer = _phrase_index(table)
-        hits = [entry for phrase in phrases & ngrams for entry in by_phrase[phrase]]
+        by_phrase, firsts, longer = _phrase_index(table)
+        hits = [entry for phrase in _ngrams(words, firsts) if phrase in by_phrase for entry in by_phrase[phrase]]
         hits.extend(entry for entry in longer if contains_sequence(words, entry[2]))
         named.extend((table, column, phrase) for _, column, phrase in sorted(hits, key=lambda entry: entry[0]))  # in column order
     if not named:
@@ -398,15 +398,15 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
 
 
 PhraseEntry = tuple[tuple[int, int], ColumnSchema, tuple[str, ...]]
-PhraseIndex = tuple[dict[tuple[str, ...], list[PhraseEntry]], frozenset[tuple[str, ...]], list[PhraseEntry]]
+PhraseIndex = tuple[dict[tuple[str, ...], list[PhraseEntry]], frozenset[str], list[PhraseEntry]]
 _PHRASE_INDEXES: dict[int, tuple[TableSchema, PhraseIndex]] = {}
 """id(table) -> (the table, its :data:`PhraseIndex`): made once per table of a loaded schema."""
 
 
 def _phrase_index(table: TableSchema) -> PhraseIndex:
     """The phrases naming the table's columns (:func:`_column_phrases`): phrase -> its entries
-    ``((column position, phrase number), column, phrase)``, the set of those phrases, and the
-    entries of phrases longer than :data:`MAX_INDEXED_PHRASE` words."""
+    ``((column position, phrase number), column, phrase)``, the first words of those phrases,
+    and the entries of phrases longer than :data:`MAX_INDEXED_PHRASE` words."""
     entry = _PHRASE_INDEXES.get(id(table))
     if entry is not None and entry[0] is table:
         return entry[1]
@@ -419,7 +419,7 @@ def _phrase_index(table: TableSchema) -> PhraseIndex:
                 by_phrase.setdefault(phrase, []).append(item)
             else:
                 longer.append(item)
-    index = (by_phrase, frozenset(by_phrase), longer)
+    index = (by_phrase, frozenset(phrase[0] for phrase in by_phrase), longer)
     if len(_PHRASE_INDEXES) >= 4096:
         _PHRASE_INDEXES.clear()
     _PHRASE_INDEXES[id(table)] = (table, index)  # the entry holds the table: its id is not reused while it lives
