@@ -236,7 +236,7 @@ def _compared_occurrences(text: str) -> list[tuple[str, str, int]]:
             continue
         for end in _phrase_ends(lowered, phrase):
             start = end - len(phrase)
-            stated = _NEGATED_OPS.get(op, op) if not phrase.startswith(("not ", "no ")) and _NEGATION_BEFORE.search(lowered[max(0, start - 24) : start]) else op
+            stated = _NEGATED_OPS.get(op, op) if not phrase.startswith(("not ", "no ")) and _negated_before(lowered, start) else op
             if phrase.startswith("or "):  # "two or more": the number stands before the phrase
                 before = lowered[max(0, start - 30) : start].split()
                 if before:
@@ -298,9 +298,14 @@ def _negated_op(lowered: str, phrase: str, op: str) -> str:
     if op not in _NEGATED_OPS or phrase.startswith(("not ", "no ")):
         return op
     ends = list(_phrase_ends(lowered, phrase))
-    if ends and all(_NEGATION_BEFORE.search(lowered[max(0, end - len(phrase) - 24) : end - len(phrase)]) for end in ends):
+    if ends and all(_negated_before(lowered, end - len(phrase)) for end in ends):
         return _NEGATED_OPS[op]
     return op
+
+
+def _negated_before(lowered: str, start: int) -> bool:
+    """Whether a negation stands up to two words before offset ``start`` (:data:`_NEGATION_BEFORE`)."""
+    return _NEGATION_BEFORE.search(lowered[max(0, start - 24) : start]) is not None
 
 
 _NEGATION_BEFORE = re.compile(r"(?:\bnot|n't|\bnever)(?:\s+\w+){0,2}\s+$")

@@ -84,7 +84,7 @@ def sql_facts(tree: exp.Expression) -> SqlFacts:
         scopes = tree_scopes(tree)
     except (SqlglotError, RecursionError):
         return SqlFacts(frozenset(), frozenset(), {}, ())
-    ctes = {cte.alias.casefold() for cte in tree.find_all(exp.CTE)}
+    ctes = {name.casefold() for scope in scopes for name in scope.cte_sources}  # every WITH name, from the scopes
     for scope in scopes:
         select = scope.expression
         if not isinstance(select, exp.Select):
