@@ -134,15 +134,26 @@ def resolve_dialect(name: str | None) -> str:
     >>> resolve_dialect(None)
     ''
     """
-    if name is None or not name.strip() or name.strip().lower() in {"generic", "sqlglot", "ansi"}:
+    if name is None:
         return ""
-    key = name.strip().lower()
-    try:
-        Dialect.get_or_raise(key)
-    except (ValueError, KeyError) as exc:
-        known = ", ".join(sorted(d for d in Dialect.classes if d))
-        raise UnknownDialectError(f"unknown SQL dialect {name!r}; known dialects: {known}") from exc
+    cached = _RESOLVED_DIALECTS.get(name)
+    if cached is not None:
+        return cached
+    if not name.strip() or name.strip().lower() in {"generic", "sqlglot", "ansi"}:
+        key = ""
+    else:
+        key = name.strip().lower()
+        try:
+            Dialect.get_or_raise(key)
+        except (ValueError, KeyError) as exc:
+            known = ", ".join(sorted(d for d in Dialect.classes if d))
+            raise UnknownDialectError(f"unknown SQL dialect {name!r}; known dialects: {known}") from exc
+    if len(_RESOLVED_DIALECTS) < 1024:  # names as records spell them; unknown names are never kept
+        _RESOLVED_DIALECTS[name] = key
     return key
+
+
+_RESOLVED_DIALECTS: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,6 +135,7 @@ def evaluate(
     deadline: float | None = None,
     schema: DatabaseSchema | None = None,
     observed: ObservedCatalog | None = None,
+    evaluator_version: str = EVALUATOR_VERSION,
 ) -> Evaluation:
     """Evaluate one agent answer with the STEF method.
 
@@ -151,6 +152,8 @@ def evaluate(
             judges; ``None``: schema-free (the STEF method as published).
         observed: the app's observed catalog (:mod:`stef.observed`): S is also compared with
             what the app's earlier answers used.
+        evaluator_version: stamped on an evaluated record (:func:`evaluate_many` passes the
+            run's, with ``+schema`` / ``+observed``); failures carry the default.
 
     Returns:
         An :class:`Evaluation`; ``status`` is ``evaluated`` with ``score`` set, or a typed
@@ -187,7 +190,7 @@ def evaluate(
 
     try:
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
-        schema_report = check_against_schema(parsed.answer, schema, f"{record.question} {record.enriched_question or ''}", sql_spec.tables) if schema is not None else None
+        schema_report = check_against_schema(parsed.answer, schema, f"{record.question} {record.enriched_question or ''}", sql_spec.tables, dialect) if schema is not None else None
         observed_report = check_against_observed(parsed.answer, observed) if observed is not None else None
         question_spec = extract_question_spec(record.question, dialect, rules)
         enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)
@@ -248,6 +251,7 @@ def evaluate(
         suspected_errors=result.suspected_errors,
         flags=parsed.flags,
         duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        evaluator_version=evaluator_version,
     )
 
 
@@ -339,7 +343,7 @@ def evaluate_many(
                 alarm.deadline = deadline
                 try:
                     evaluation = evaluate(record, rules, judge, default_dialect, deadline, schema,
-                                          observed.for_app(record.app_id) if observed is not None else None)
+                                          observed.for_app(record.app_id) if observed is not None else None, version or EVALUATOR_VERSION)
                 finally:
                     alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             except RecordTimeout:
@@ -348,7 +352,7 @@ def evaluate_many(
                 raise
             except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped
                 evaluation = _internal_error(record, exc)
-            if version is not None:
+            if version is not None and evaluation.evaluator_version != version:  # (evaluate() stamps it; its failures do not)
                 evaluation = evaluation.model_copy(update={"evaluator_version": version})
             out.append(evaluation if convert is None else _converted(convert, evaluation, record))
     return out

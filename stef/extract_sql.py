@@ -59,20 +59,24 @@ def parse_count(text: str | None) -> int | None:
     return int(text)
 
 
-def render(node: exp.Expression) -> str:
-    """SQL text of a sub-tree for evidence, in sqlglot's generic dialect, without copying it.
+def render(node: exp.Expression, dialect: str = "") -> str:
+    """SQL text of a sub-tree for evidence, in the dialect S was parsed in, without copying it.
 
-    The generic generator applies no tree transforms, so ``copy=False`` leaves the tree as it
-    was (a copy of every node would cost more than parsing).
+    The tree's own dialect writes it back as the agent wrote it (SQLite's ``IIF`` stays ``IIF``
+    and its ``/`` stays ``/``), with no tree transforms: another dialect's generator rewrites
+    foreign constructs *in place* when not copying (sqlglot's generic one wraps a SQLite
+    division's divisor in ``NULLIF`` and re-parents an ``IIF`` under a new ``CASE``), which
+    would change the tree every later stage reads. ``copy=False`` because a copy of the nodes
+    costs more than parsing them. ``dialect=""``: sqlglot's generic dialect (for trees it parsed).
     """
-    return _generic_generator().generate(node, copy=False)
+    return _generator(dialect).generate(node, copy=False)
 
 
-@lru_cache(maxsize=1)
-def _generic_generator() -> Any:
+@lru_cache(maxsize=64)
+def _generator(dialect: str) -> Any:
     from sqlglot.dialects.dialect import Dialect
 
-    return Dialect.get_or_raise(None).generator(comments=False)  # evidence never carries the agent's comments
+    return Dialect.get_or_raise(dialect or None).generator(comments=False)  # evidence never carries the agent's comments
 
 
 def normalize_value(value: str, rules: AppRules | None = None) -> str:
@@ -190,7 +194,7 @@ def _quoted_name_value(node: exp.Expression, other: exp.Expression) -> str | Non
 RANKING_AGGREGATES = (exp.Count, exp.Sum, exp.Avg)
 
 
-def _ungrouped_aggregate_order(select: exp.Select) -> str | None:
+def _ungrouped_aggregate_order(select: exp.Select, dialect: str = "") -> str | None:
     """SQL of an ORDER BY aggregate of a SELECT without GROUP BY that projects plain columns
     (``SELECT name FROM t ORDER BY COUNT(*) DESC LIMIT 1``: one group, the whole table, so the
     ranking ranks nothing and the name comes from an arbitrary row)."""
@@ -202,11 +206,11 @@ def _ungrouped_aggregate_order(select: exp.Select) -> str | None:
     for ordered in order.expressions:
         aggregate = ordered.this if isinstance(ordered.this, exp.AggFunc) else ordered.this.find(exp.AggFunc)
         if aggregate is not None and aggregate.find_ancestor(exp.Select) is select and not isinstance(aggregate.parent, exp.Window):
-            return render(ordered)[:300]
+            return render(ordered, dialect)[:300]
     return None
 
 
-def ranking_measures(select: exp.Select, order: exp.Order) -> list[str]:
+def ranking_measures(select: exp.Select, order: exp.Order, dialect: str = "") -> list[str]:
     """Projections of ``select`` (among two or more) that are a COUNT, SUM or AVG the ORDER BY
     ranks on, as written: ``SELECT citizenship, COUNT(*) ... ORDER BY COUNT(*) DESC LIMIT 1``
     returns the measure beside the entity ranked by it.
@@ -226,11 +230,11 @@ def ranking_measures(select: exp.Select, order: exp.Order) -> list[str]:
         if not isinstance(inner, RANKING_AGGREGATES):
             continue
         if any(key == inner for key in keys) or (isinstance(projection, exp.Alias) and projection.alias.lower() in key_names):
-            found.append(render(projection)[:300])
+            found.append(render(projection, dialect)[:300])
     return found
 
 
-def unparenthesised_alternatives(condition: exp.Expression) -> list[str]:
+def unparenthesised_alternatives(condition: exp.Expression, dialect: str = "") -> list[str]:
     """ORs of a filter with an unparenthesised AND on one side whose other side tests a column
     of that AND: ``sex = 'M' AND alb < 3.5 OR alb >= 5.5`` reads ``(sex = 'M' AND alb < 3.5) OR
     alb >= 5.5`` (AND binds tighter), so ``sex = 'M'`` holds for one alternative only. Returns
@@ -256,7 +260,7 @@ def unparenthesised_alternatives(condition: exp.Expression) -> list[str]:
                     if isinstance(side, exp.And) and not isinstance(other, exp.And):
                         names = {c.name.lower() for c in other.find_all(exp.Column)}
                         if names and names & {c.name.lower() for c in side.find_all(exp.Column)}:
-                            found.append(render(node)[:300])
+                            found.append(render(node, dialect)[:300])
                             break
     return found
 
@@ -340,7 +344,7 @@ def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rul
         values=tuple(values),
         clause=clause,  # type: ignore[arg-type]
         negated=negated,
-        sql=render(node)[:500],
+        sql=render(node, dialect)[:500],
     )
 
 
@@ -412,7 +416,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         distinct = outer_select.args.get("distinct") is not None
         for projection in outer_select.expressions:
             inner = projection.this if isinstance(projection, exp.Alias) else projection
-            projections.append(render(inner)[:300].lower())
+            projections.append(render(inner, dialect)[:300].lower())
             projection_columns.extend(column_name(c, rules) for c in inner.find_all(exp.Column))
             # an aggregate of this SELECT (not of a scalar subquery, not a window function)
             aggregate_projections += any(
@@ -484,7 +488,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
                             filters.append(found)
         elif kind == "clause":
             clause = {exp.Where: "where", exp.Having: "having", exp.Qualify: "qualify"}[type(node)]
-            precedence_slips.extend(unparenthesised_alternatives(node.this))
+            precedence_slips.extend(unparenthesised_alternatives(node.this, dialect))
             for predicate, negated in _predicates(node.this):
                 found = _filter_from_predicate(predicate, negated, clause, rules, dialect)
                 if found is not None:
@@ -500,11 +504,11 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             if type(node) is exp.Div and not _has_float_evidence(node):
                 integer_divisions += 1
             elif type(node) is exp.Sub and _date_part_subtraction(node):
-                date_mismatches.append(render(node)[:300])
+                date_mismatches.append(render(node, dialect)[:300])
         elif kind == "function":
             functions.append(str(node.this).upper() if isinstance(node, exp.Anonymous) else node.key.upper())
         elif kind == "comparison":
-            mismatch = date_literal_mismatch(node)
+            mismatch = date_literal_mismatch(node, dialect)
             if mismatch is not None:
                 date_mismatches.append(mismatch)
             padded = padded_part_mismatch(node) if dialect in ("", "sqlite") else None
@@ -535,20 +539,20 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         group = outer_select.args.get("group") if outer_select is not None else None
         if group is not None:
             for key in group.expressions:
-                group_by.append(column_name(key, rules) if isinstance(key, exp.Column) else render(key).lower())
+                group_by.append(column_name(key, rules) if isinstance(key, exp.Column) else render(key, dialect).lower())
         order = query_for_modifiers.args.get("order")
         if order is not None:
             for ordered in order.expressions:
                 direction = "DESC" if ordered.args.get("desc") else "ASC"
                 key = ordered.this
-                order_by.append((column_name(key, rules) if isinstance(key, exp.Column) else render(key).lower(), direction))
+                order_by.append((column_name(key, rules) if isinstance(key, exp.Column) else render(key, dialect).lower(), direction))
         limit_node = query_for_modifiers.args.get("limit")
         if limit_node is None and outer_select is not None:
             limit_node = outer_select.args.get("limit")
         if order is not None and limit_node is not None and group is None:
             unguarded = _unguarded_null_keys(order, filters, rules)
         if order is not None and limit_node is not None and outer_select is not None:
-            ranking = ranking_measures(outer_select, order)
+            ranking = ranking_measures(outer_select, order, dialect)
         if limit_node is not None:
             limit_value = limit_node.expression if isinstance(limit_node, exp.Limit) else limit_node
             text = _literal_text(limit_value) if limit_value is not None else None
@@ -593,8 +597,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         ranking_measures=tuple(ranking),
         date_mismatches=tuple(date_mismatches),
         padded_part_mismatches=tuple(dict.fromkeys(padded_mismatches)),
-        join_key_mismatches=_entity_key_joins(tree, key_pairs) if key_pairs else (),
-        constant_projections=_constant_projections(outer_select) if outer is outer_select and outer_select is not None and len(projections) > 1 else (),
+        join_key_mismatches=_entity_key_joins(tree, key_pairs, dialect) if key_pairs else (),
+        constant_projections=_constant_projections(outer_select, dialect) if outer is outer_select and outer_select is not None and len(projections) > 1 else (),
         single_row_ordering=bool(
             outer is outer_select
             and projections
@@ -605,7 +609,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         unguarded_null_order=tuple(unguarded),
         count_join_safety=count_join_safety(outer_select) if outer_select is not None and joins and "COUNT" in aggregations else "",
         own_key_joins=own_key_joins,
-        ungrouped_aggregate_order=_ungrouped_aggregate_order(outer_select) if outer_select is not None and order_by and not group_by else None,
+        ungrouped_aggregate_order=_ungrouped_aggregate_order(outer_select, dialect) if outer_select is not None and order_by and not group_by else None,
         ungrouped_mixed_projection=bool(outer_select is not None and aggregate_projections and plain_projections and not group_by and outer_select.args.get("group") is None),
         flags=flags,
     )
@@ -639,7 +643,7 @@ def is_date_column(column: exp.Column) -> bool:
     return bool(_CAMEL_DATE.search(name) or DATE_COLUMN_PATTERN.search(name.lower().replace(" ", "_")))
 
 
-def date_literal_mismatch(node: exp.Expression) -> str | None:
+def date_literal_mismatch(node: exp.Expression, dialect: str = "") -> str | None:
     """SQL of a comparison that matches a raw date column against a bare year or partial date.
 
     A date column compared, without a date function, with ``1980`` (an integer never equals a
@@ -660,7 +664,7 @@ def date_literal_mismatch(node: exp.Expression) -> str | None:
         column, high = node.this, node.args.get("high")
         if isinstance(column, exp.Column) and isinstance(high, exp.Literal) and is_date_column(column):
             if _YEAR.fullmatch(high.this) or (high.is_string and _YEAR_MONTH.fullmatch(high.this)):
-                return render(node)[:300]
+                return render(node, dialect)[:300]
         return None
     left, right = node.this, node.expression
     if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
@@ -668,9 +672,9 @@ def date_literal_mismatch(node: exp.Expression) -> str | None:
     if not (isinstance(left, exp.Column) and isinstance(right, exp.Literal) and is_date_column(left)):
         return None
     if not right.is_string and _YEAR.fullmatch(right.this):
-        return render(node)[:300]
+        return render(node, dialect)[:300]
     if type(node) is exp.EQ and right.is_string and (_YEAR.fullmatch(right.this) or _YEAR_MONTH.fullmatch(right.this)):
-        return render(node)[:300]
+        return render(node, dialect)[:300]
     return None
 
 
@@ -862,7 +866,7 @@ def keys_of_different_entities(left: str, right: str) -> bool:
     return left_entity not in right_entity and right_entity not in left_entity
 
 
-def _entity_key_joins(tree: exp.Expression, candidates: list[exp.EQ]) -> tuple[str, ...]:
+def _entity_key_joins(tree: exp.Expression, candidates: list[exp.EQ], dialect: str = "") -> tuple[str, ...]:
     """SQL of the join equalities that pair keys of two different entities *of this query*:
     both entities name a table the query reads (``client_id`` ~ ``client``/``clients``) and the
     two columns come from different tables. Role-named keys (``manager_id = employee_id``,
@@ -881,7 +885,7 @@ def _entity_key_joins(tree: exp.Expression, candidates: list[exp.EQ]) -> tuple[s
             continue
         left_entity, right_entity = key_entity(left.name), key_entity(right.name)
         if left_entity and right_entity and names_a_table(left_entity) and names_a_table(right_entity):
-            found.append(render(predicate)[:300])
+            found.append(render(predicate, dialect)[:300])
     return tuple(found)
 
 
@@ -896,7 +900,7 @@ def _date_part_subtraction(node: exp.Sub) -> bool:
     return any(isinstance(a, exp.Column) and is_date_column(a) and isinstance(b, DATE_PART_TYPES) for a, b in ((left, right), (right, left)))
 
 
-def _constant_projections(select: exp.Select) -> tuple[str, ...]:
+def _constant_projections(select: exp.Select, dialect: str = "") -> tuple[str, ...]:
     """Plain-column projections of ``select`` that its WHERE fixes with ``column = literal``
     (not under OR/NOT): ``SELECT name, county … WHERE county = 'Alameda'``."""
     where = select.args.get("where")
@@ -911,7 +915,7 @@ def _constant_projections(select: exp.Select) -> tuple[str, ...]:
     if not fixed:
         return ()
     return tuple(
-        render(projection)
+        render(projection, dialect)
         for projection in (p.unalias() for p in select.expressions)
         if isinstance(projection, exp.Column) and (projection.table, projection.name) in fixed
     )

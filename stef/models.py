@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-EVALUATOR_VERSION = "stef-0.2.0+symbolic-6"
+EVALUATOR_VERSION = "stef-0.2.0+symbolic-7"
 """Version of the evaluation method; part of the key of stored evaluations."""
 
 

@@ -149,7 +149,8 @@ def _literal_mismatch(column: ColumnSchema, literal: exp.Literal) -> str | None:
     return None
 
 
-def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question: str = "", table_names: tuple[str, ...] | None = None) -> SchemaReport:
+def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question: str = "", table_names: tuple[str, ...] | None = None,
+                         dialect: str = "") -> SchemaReport:
     """Check the answer S against ``schema`` (see the module docstring).
 
     Args:
@@ -158,6 +159,8 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         question: Q_u and Q_e, for the columns the question names (``""``: not checked).
         table_names: the tables S reads, when the caller has them (``SQLSpec.tables``); else
             read from the tree.
+        dialect: the dialect S was parsed in: evidence is written in it, as the agent wrote S
+            (``""``: sqlglot's generic dialect).
 
     Returns:
         A :class:`SchemaReport`; empty when S cannot be scoped (the findings need sqlglot's
@@ -190,6 +193,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         return SchemaReport()
     cte_names = {identifier_key(name) for scope in scopes for name in scope.cte_sources}  # every WITH name, from the scopes (no walk of the tree)
     seen_tables: set[int] = set()
+    nested = len(scopes) > 1  # one scope: every node of the tree is its SELECT's own (no climb to the enclosing SELECT)
     for scope in scopes:
         select = scope.expression
         if not isinstance(select, exp.Select):
@@ -207,30 +211,30 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 if identifier_key(node.name) in cte_names:
                     continue
                 if schema.table(node.name) is None:
-                    unknown_tables.append(f"{_clause_of(node, select) if node.parent is not select else 'FROM'} {render(node)}")
+                    unknown_tables.append(f"{_clause_of(node, select) if node.parent is not select else 'FROM'} {render(node, dialect)}")
                 else:
                     tables_checked += 1
         aliases = frozenset(identifier_key(e.alias) for e in select.expressions if isinstance(e, exp.Alias))
         using_join = any(join.args.get("using") or join.args.get("method") for join in select.args.get("joins") or ())
         resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]] = {}
         for column in scope.columns:
-            if isinstance(column.this, exp.Star) or _scope_select(column) is not select:
+            if isinstance(column.this, exp.Star) or (nested and _scope_select(column) is not select):
                 continue  # sqlglot lists the columns of an IN (SELECT ...) subquery in the outer scope too
             state, found, table, unique = _resolve(column, tables, outputs, aliases)
             if state == "known" and not column.table and not unique and not using_join and identifier_key(column.name) not in aliases:
                 owners = sorted(t.name for t in tables.values() if t is not None and t.column(column.name) is not None)
-                ambiguous.append(f"{_clause_of(column, select)} {render(column)} (in {', '.join(owners)})")
+                ambiguous.append(f"{_clause_of(column, select)} {render(column, dialect)} (in {', '.join(owners)})")
             if state == "unknown" and not column.table and (column.this.quoted or _outer_has_column(scope, schema, column.name)):
                 # a double-quoted name no table has is a string literal in SQLite and MySQL ("Brazil"); or a correlated reference
                 state = "outer"
             if state == "unknown":
                 owner = f"{table.name} has no column {column.name}" if table is not None else f"no table of this query has a column {column.name}"
-                unknown_columns.append(f"{_clause_of(column, select)} {render(column)} ({owner})")
+                unknown_columns.append(f"{_clause_of(column, select)} {render(column, dialect)} ({owner})")
             elif state == "known" and found is not None:
                 columns_checked += 1
                 if unique:
                     resolved[id(column)] = (found, table)
-        equalities = _equalities(select)
+        equalities = _equalities(select, nested)
         for condition in equalities:
             left, right = condition.this, condition.expression
             if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
@@ -240,14 +244,14 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 continue
             joins_checked += 1
             if schema.has_keys and not schema.is_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
-                non_key.append(f"{_clause_of(condition, select)} {render(condition)} (not a declared key pair)")
+                non_key.append(f"{_clause_of(condition, select)} {render(condition, dialect)} (not a declared key pair)")
             elif schema.foreign_key_pairs and not schema.is_foreign_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
-                primary_joins.append(f"{_clause_of(condition, select)} {render(condition)} (two primary keys no foreign key relates)")
+                primary_joins.append(f"{_clause_of(condition, select)} {render(condition, dialect)} (two primary keys no foreign key relates)")
             families = {a[0].family, b[0].family} - {"unknown"}
             if len(families) == 2 and not families <= NUMERIC_FAMILIES:
-                type_mismatch.append(f"{_clause_of(condition, select)} {render(condition)} ({a[0].family} = {b[0].family})")
+                type_mismatch.append(f"{_clause_of(condition, select)} {render(condition, dialect)} ({a[0].family} = {b[0].family})")
         # one walk of the SELECT for every node kind the checks below look at (each walk costs a pass over the tree)
-        own_nodes = [node for node in select.find_all(*COMPARISON_TYPES, exp.Is, exp.Sum, exp.Avg, exp.Count) if _scope_select(node) is select]
+        own_nodes = [node for node in select.find_all(*COMPARISON_TYPES, exp.Is, exp.Sum, exp.Avg, exp.Count) if not nested or _scope_select(node) is select]
         for comparison in own_nodes:
             if type(comparison) not in COMPARISON_TYPES:
                 continue
@@ -257,7 +261,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             if isinstance(column, exp.Column) and isinstance(literal, exp.Literal) and id(column) in resolved:
                 found = resolved[id(column)][0]
                 if found is not None and (why := _literal_mismatch(found, literal)) is not None:
-                    literal_mismatch.append(f"{_clause_of(comparison, select)} {render(comparison)} ({why})")
+                    literal_mismatch.append(f"{_clause_of(comparison, select)} {render(comparison, dialect)} ({why})")
         order = select.args.get("order")
         for ordered in order.expressions if order is not None else ():
             key = ordered.this
@@ -271,7 +275,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 found = hits[0] if len(hits) == 1 else None
             if found is not None and found.not_null:
                 non_null_order_keys.append(key.name.lower())
-        fanouts, checked = _count_fanouts(select, resolved, [n for n in own_nodes if isinstance(n, exp.Count)], equalities)
+        fanouts, checked = _count_fanouts(select, resolved, [n for n in own_nodes if isinstance(n, exp.Count)], equalities, dialect)
         count_fanouts.extend(fanouts)
         counts_checked += checked
         outer_join = any(join.side for join in select.args.get("joins") or ())  # an anti-join tests the outer side IS NULL
@@ -280,7 +284,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 continue
             column = test.this
             if isinstance(column, exp.Column) and id(column) in resolved and (found := resolved[id(column)][0]) is not None and found.not_null:
-                null_tests.append(f"{_clause_of(test, select)} {render(test)} ({found.name} is NOT NULL or a primary key: never true)")
+                null_tests.append(f"{_clause_of(test, select)} {render(test, dialect)} ({found.name} is NOT NULL or a primary key: never true)")
         for aggregate in own_nodes:
             if not isinstance(aggregate, (exp.Sum, exp.Avg)):
                 continue
@@ -290,7 +294,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             if isinstance(target, exp.Column) and id(target) in resolved:
                 found = resolved[id(target)][0]
                 if found is not None and found.family == "text":
-                    text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate)} ({found.name} is text)")
+                    text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate, dialect)} ({found.name} is text)")
     return SchemaReport(
         source=schema.source,
         named_columns_unused=named_columns_unused(tree, schema, question, table_names) if question else (),
@@ -339,11 +343,11 @@ def _content_words(question: str) -> tuple[str, ...]:
     return tuple(stem(w) for w in re.findall(r"[a-z0-9]+", question.lower()) if w not in STOPWORDS)
 
 
-def _ngrams(words: tuple[str, ...], firsts: frozenset[str]) -> set[tuple[str, ...]]:
-    """The runs of 2 to :data:`MAX_INDEXED_PHRASE` consecutive words that start with a word of
-    ``firsts`` (the first words of a table's column phrases): the only runs that can be one."""
-    return {words[start : start + width] for start, word in enumerate(words) if word in firsts
-            for width in range(2, min(MAX_INDEXED_PHRASE, len(words) - start) + 1)}
+def _ngrams(words: tuple[str, ...]) -> set[tuple[str, ...]]:
+    """The runs of 2 to :data:`MAX_INDEXED_PHRASE` consecutive words: made once per record (not
+    kept per question text, so a day of distinct questions costs what a benchmark of repeated
+    ones does), then met with each table's phrase index."""
+    return {words[start : start + width] for start in range(len(words)) for width in range(2, min(MAX_INDEXED_PHRASE, len(words) - start) + 1)}
 
 
 def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question: str,
@@ -367,6 +371,7 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     words = _content_words(question)
     if len(words) < 2:
         return ()
+    grams = _ngrams(words)
     named: list[tuple[TableSchema, ColumnSchema, tuple[str, ...]]] = []
     seen_tables: set[str] = set()
     for name in table_names if table_names is not None else [node.name for node in tree.find_all(exp.Table)]:
@@ -374,8 +379,8 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
         if table is None or identifier_key(table.name) in seen_tables:
             continue
         seen_tables.add(identifier_key(table.name))
-        by_phrase, firsts, longer = _phrase_index(table)
-        hits = [entry for phrase in _ngrams(words, firsts) if phrase in by_phrase for entry in by_phrase[phrase]]
+        by_phrase, longer = _phrase_index(table)
+        hits = [entry for phrase in by_phrase.keys() & grams for entry in by_phrase[phrase]]
         hits.extend(entry for entry in longer if contains_sequence(words, entry[2]))
         named.extend((table, column, phrase) for _, column, phrase in sorted(hits, key=lambda entry: entry[0]))  # in column order
     if not named:
@@ -398,15 +403,15 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
 
 
 PhraseEntry = tuple[tuple[int, int], ColumnSchema, tuple[str, ...]]
-PhraseIndex = tuple[dict[tuple[str, ...], list[PhraseEntry]], frozenset[str], list[PhraseEntry]]
+PhraseIndex = tuple[dict[tuple[str, ...], list[PhraseEntry]], list[PhraseEntry]]
 _PHRASE_INDEXES: dict[int, tuple[TableSchema, PhraseIndex]] = {}
 """id(table) -> (the table, its :data:`PhraseIndex`): made once per table of a loaded schema."""
 
 
 def _phrase_index(table: TableSchema) -> PhraseIndex:
     """The phrases naming the table's columns (:func:`_column_phrases`): phrase -> its entries
-    ``((column position, phrase number), column, phrase)``, the first words of those phrases,
-    and the entries of phrases longer than :data:`MAX_INDEXED_PHRASE` words."""
+    ``((column position, phrase number), column, phrase)``, and the entries of phrases longer
+    than :data:`MAX_INDEXED_PHRASE` words."""
     entry = _PHRASE_INDEXES.get(id(table))
     if entry is not None and entry[0] is table:
         return entry[1]
@@ -419,7 +424,7 @@ def _phrase_index(table: TableSchema) -> PhraseIndex:
                 by_phrase.setdefault(phrase, []).append(item)
             else:
                 longer.append(item)
-    index = (by_phrase, frozenset(phrase[0] for phrase in by_phrase), longer)
+    index = (by_phrase, longer)
     if len(_PHRASE_INDEXES) >= 4096:
         _PHRASE_INDEXES.clear()
     _PHRASE_INDEXES[id(table)] = (table, index)  # the entry holds the table: its id is not reused while it lives
@@ -446,7 +451,7 @@ def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
 
 
 def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]],
-                   own_counts: list[exp.Count] | None = None, equalities: list[exp.EQ] | None = None) -> tuple[list[str], int]:
+                   own_counts: list[exp.Count] | None = None, equalities: list[exp.EQ] | None = None, dialect: str = "") -> tuple[list[str], int]:
     """The COUNTs (without DISTINCT) of a joined SELECT that may count a row twice, and how many
     COUNTs could be judged (see the module docstring).
 
@@ -511,18 +516,18 @@ def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | 
             continue
         checked += 1
         if verdict:
-            fanouts.append(f"{_clause_of(count, select)} {render(count)} (one {verdict.split(' -> ')[0]} row can join several {verdict.split(' -> ')[1]} rows)")
+            fanouts.append(f"{_clause_of(count, select)} {render(count, dialect)} (one {verdict.split(' -> ')[0]} row can join several {verdict.split(' -> ')[1]} rows)")
     return fanouts, checked
 
 
-def _equalities(select: exp.Select) -> list[exp.EQ]:
+def _equalities(select: exp.Select, nested: bool = True) -> list[exp.EQ]:
     """Column equalities of a SELECT's own JOIN ON and WHERE clauses (implicit joins), not of
-    its subqueries."""
+    its subqueries (``nested=False``: the caller knows the SELECT has none)."""
     found: list[exp.EQ] = []
     places: list[exp.Expression] = [join.args["on"] for join in select.args.get("joins") or () if join.args.get("on") is not None]
     where = select.args.get("where")
     if where is not None:
         places.append(where)
     for place in places:
-        found.extend(eq for eq in place.find_all(exp.EQ) if _scope_select(eq) is select)
+        found.extend(eq for eq in place.find_all(exp.EQ) if not nested or _scope_select(eq) is select)
     return found

@@ -318,3 +318,53 @@ def test_not_null_order_keys_need_no_guard(shop) -> None:  # type: ignore[no-unt
     guard = "ORDER BY name … LIMIT puts NULL name first; no IS NOT NULL filter"
     assert guard in [e.evidence for e in schema_free.suspected_errors]
     assert guard not in [e.evidence for e in with_schema.suspected_errors]
+
+
+ANALYSED_DDL = """
+CREATE TABLE client (client_id INTEGER PRIMARY KEY, gender TEXT, a INTEGER, b INTEGER);
+CREATE TABLE t (a INTEGER, b INTEGER, name TEXT, d DATE, e DATE, x TEXT);
+"""
+
+
+@pytest.mark.parametrize(
+    ("dialect", "sql"),
+    [
+        pytest.param("sqlite", "SELECT CAST(SUM(IIF(T1.gender = 'F', 1, 0)) AS REAL) * 100 / COUNT(T1.gender) FROM client AS T1 "
+                               "WHERE T1.a * 100 / T1.b > 30 AND T1.client_id IN (SELECT a / 2 FROM t)", id="sqlite_iif_division"),
+        pytest.param("postgres", "SELECT name::TEXT, a / NULLIF(b, 0) FROM t WHERE d > NOW() - INTERVAL '1 day' AND x ILIKE '%a%'", id="postgres"),
+        pytest.param("tsql", "SELECT TOP 3 name, IIF(a > 1, 'y', 'n') FROM t WHERE DATEADD(day, 1, d) > GETDATE() ORDER BY a / b", id="tsql"),
+        pytest.param("mysql", "SELECT IF(a > 1, 'y', 'n'), a DIV 2, GROUP_CONCAT(name SEPARATOR ',') FROM t GROUP BY a ORDER BY a LIMIT 5", id="mysql"),
+        pytest.param("bigquery", "SELECT SAFE_DIVIDE(a, b), IF(a > 1, 'y', 'n') FROM t WHERE DATE_DIFF(d, e, DAY) > 2 "
+                                 "QUALIFY ROW_NUMBER() OVER (ORDER BY a) = 1", id="bigquery"),
+        pytest.param("snowflake", "SELECT IFF(a > 1, 'y', 'n'), a / b FROM t WHERE x ILIKE 'a%' AND DATEDIFF(day, d, e) > 2", id="snowflake"),
+        pytest.param("duckdb", "SELECT a // b, a / b, list_value(a, b) FROM t WHERE x SIMILAR TO 'a.*'", id="duckdb"),
+    ],
+)
+def test_the_analysis_leaves_the_parsed_tree_as_it_was(dialect: str, sql: str) -> None:
+    """Evidence is rendered without copying the tree, so it must not rewrite it: every stage that
+    reads the tree after an earlier one rendered part of it sees the tree as parsed (a generator of
+    another dialect wraps a SQLite divisor in NULLIF and re-parents an IIF, in place)."""
+    from stef.clean import parse_sql_with_fallback
+    from stef.extract_sql import extract_sql_spec
+
+    tree = parse_sql_with_fallback(sql, dialect).answer
+    assert tree is not None
+    snapshot = tree.copy()
+    spec = extract_sql_spec(tree, dialect)
+    check_against_schema(tree, parse_ddl(ANALYSED_DDL, "sqlite", "analysed.sql"), "How many clients are women?", spec.tables, dialect)
+    extract_sql_spec(tree, dialect)
+    assert tree == snapshot
+    assert tree.sql(dialect=dialect) == snapshot.sql(dialect=dialect)
+    for node in tree.walk():
+        for child in node.iter_expressions():
+            assert child.parent is node, f"{child.sql(dialect=dialect)} lost its parent {node.sql(dialect=dialect)}"
+
+
+def test_evidence_quotes_a_sqlite_division_as_written() -> None:
+    """A SQLite division is SQL's ``/``: the evidence quotes it as the agent wrote it, not
+    sqlglot's portable rewrite (``/ NULLIF(b, 0)``)."""
+    evaluation = evaluate(AgentLogRecord(run_id="golden", question="How many schools are in Alameda?", dialect="sqlite",
+                                         sql="SELECT COUNT(T1.cds) FROM satscores AS T1 WHERE T1.cname = 'Alameda' AND T1.NumGE1500 * 100 / T1.NumTstTakr > 30"))
+    errors = [f"{e.subcategory}: {e.evidence}" for e in evaluation.suspected_errors]
+    assert "Explicit Condition Redundancy: filter not asked for: T1.NumGE1500 * 100 / T1.NumTstTakr > 30" in errors
+    assert not any("NULLIF" in error for error in errors)
