@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from checkout import REPO_ROOT, checkout_env
 from flows.cli import app
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cli" / "agent-logs.jsonl"
@@ -145,7 +146,7 @@ def test_unusable_input_is_a_clean_error(tmp_path: Path, make_input: Any, expect
 
 def test_console_script_exits_2_without_traceback(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "flows.cli", "evaluate", str(FIXTURE), "--out", str(tmp_path / "o.jsonl"), "--dialect", "nosuch"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=120, check=False)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=checkout_env(), timeout=120, check=False)
     assert done.returncode == 2
     assert "error:" in done.stderr and "nosuch" in done.stderr
     assert "Traceback" not in done.stderr
@@ -157,14 +158,16 @@ def test_evaluate_imports_no_heavy_library(tmp_path: Path) -> None:
         f"""
         import json, sys
         from typer.testing import CliRunner
+        import flows.cli
         from flows.cli import app
         result = CliRunner().invoke(app, ["evaluate", {str(FIXTURE)!r}, "--out", {str(out)!r}])
         loaded = sorted(m for m in {HEAVY_MODULES!r} if m in sys.modules)
-        print(json.dumps({{"exit_code": result.exit_code, "loaded": loaded}}))
+        print(json.dumps({{"exit_code": result.exit_code, "loaded": loaded, "cli": flows.cli.__file__}}))
         """
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120, check=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=checkout_env(), timeout=120, check=True)
     report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert Path(report.pop("cli")).resolve().is_relative_to(REPO_ROOT)  # the checkout under test, not an installed copy
     assert report == {"exit_code": 0, "loaded": []}
     assert len(_read_jsonl(out)) == len(FIXTURE_RUN_IDS)
 

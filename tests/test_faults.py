@@ -27,6 +27,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from checkout import checkout_env
 from demo_records import demo_source_records
 
 DAY = date(2026, 11, 20)
@@ -70,9 +71,8 @@ def _write_day(logs_root: Path, day: date, count: int, prefix: str) -> set[str]:
 
 def _env(**extra: str) -> dict[str, str]:
     """Environment of one ``stef`` subprocess: Prefect's usual home, its own temporary server."""
-    env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    env = checkout_env(PREFECT_SERVER_ANALYTICS_ENABLED="false", **extra)  # the checkout's stef, also from cwd=tmp_path
     env.pop("PREFECT_API_URL", None)  # never talk to the test session's harness
-    env.update(extra)
     return env
 
 
