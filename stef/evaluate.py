@@ -13,7 +13,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Literal, TypeVar, overload
 
 from stef.align import align_filters
@@ -23,7 +24,8 @@ from stef.errors import ConfigError, RulesError, UnknownDialectError
 from stef.extract_nl import extract_question_spec
 from stef.extract_sql import extract_sql_spec
 from stef.judge import Judge, JudgeInput, SymbolicJudge
-from stef.models import EVALUATOR_VERSION, AgentLogRecord, Evaluation, EvaluationStatus, JudgeResult, Verdict
+from stef.models import (EVALUATOR_VERSION, AgentLogRecord, AlignmentResult, EnrichmentResult, Evaluation, EvaluationStatus, JudgeResult,
+                         ObservedReport, QuestionSpec, SchemaReport, SQLSpec, Verdict)
 from stef.normalize import normalize
 from stef.rules import AppRules, RuleBook, default_rules
 from stef.schema import DatabaseSchema, SchemaBook, SchemaError
@@ -127,48 +129,63 @@ def _failure(record: AgentLogRecord, status: EvaluationStatus, reason: str, dial
     )
 
 
-def evaluate(
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One record through stages A–E, ready for a verdict (:func:`prepare`'s result).
+
+    Attributes:
+        record: the logged answer.
+        rules: R_app of its app (Φ's weights come from ``rules.scoring``).
+        dialect: the dialect S was parsed in.
+        flags: the cleaning / splitting flags of S.
+        started: ``time.perf_counter()`` when the record's evaluation began (for ``duration_ms``).
+        sql_spec: stage B's features of S, before stage E's normalisation.
+        question_spec, enriched_spec: stage C's specs of Q_u and Q_e.
+        enrichment: the enrichment check of Q_e (``None`` without Q_e).
+        alignment: stage D's filter alignment.
+        normalization_rules_applied: stage E's rules that fired.
+        schema_report, observed_report: S against the app's schema / observed catalog, when given.
+        judge_input: what the judge reads (normalised specs, the schema, the findings so far).
+    """
+
+    record: AgentLogRecord
+    rules: AppRules
+    dialect: str
+    flags: tuple[str, ...]
+    started: float
+    sql_spec: SQLSpec
+    question_spec: QuestionSpec
+    enriched_spec: QuestionSpec | None
+    enrichment: EnrichmentResult | None
+    alignment: AlignmentResult
+    normalization_rules_applied: tuple[str, ...]
+    schema_report: SchemaReport | None
+    observed_report: ObservedReport | None
+    judge_input: JudgeInput
+
+
+def prepare(
     record: AgentLogRecord,
     rules: AppRules | None = None,
-    judge: Judge | None = None,
+    judge_name: str = "symbolic",
     default_dialect: str | None = None,
     deadline: float | None = None,
     schema: DatabaseSchema | None = None,
     observed: ObservedCatalog | None = None,
-    evaluator_version: str = EVALUATOR_VERSION,
-) -> Evaluation:
-    """Evaluate one agent answer with the STEF method.
+) -> Prepared | Evaluation:
+    """Stages A–E of one record and the judge's input (STEF paper §2.A–E); no verdict yet.
 
-    Args:
-        record: the logged answer (Q_u, Q_e, S, dialect, app id ...).
-        rules: R_app for the record's app (``None``: ``rules/default.json``).
-        judge: the semantic judge (``None``: :class:`SymbolicJudge`).
-        default_dialect: dialect for records with none, before the rules' default (e.g. the
-            CLI's ``--dialect``); must be a valid sqlglot name.
-        deadline: ``time.perf_counter()`` value after which the record is abandoned with
-            :class:`RecordTimeout` (checked between stages; works in any thread).
-        schema: the app's database schema, when the team has one: S is also checked against it
-            (:func:`stef.schema_checks.check_against_schema`) and the with-schema calibrator
-            judges; ``None``: schema-free (the STEF method as published).
-        observed: the app's observed catalog (:mod:`stef.observed`): S is also compared with
-            what the app's earlier answers used.
-        evaluator_version: stamped on an evaluated record (:func:`evaluate_many` passes the
-            run's, with ``+schema`` / ``+observed``); failures carry the default.
+    Args: as :func:`evaluate` (``judge_name`` is recorded on a failure).
 
     Returns:
-        An :class:`Evaluation`; ``status`` is ``evaluated`` with ``score`` set, or a typed
-        failure status with ``status_reason`` (never raises for bad input).
+        A :class:`Prepared` record, or the failure :class:`Evaluation` (``invalid_input``,
+        ``too_large``, ``parse_error`` ... with its reason) of a record that cannot be judged.
 
-    >>> r = AgentLogRecord(run_id="r1", question="How many users live in 'Rome'?",
-    ...     sql="SELECT COUNT(*) FROM users WHERE city = 'Rome'", dialect="sqlite")
-    >>> e = evaluate(r)
-    >>> e.status.value, e.filter_status.value, e.verdict.value, e.score, e.p_correct > 0.65
-    ('evaluated', 'FULLY_APPLIED', 'CORRECT', 80.0, True)
+    Raises:
+        RecordTimeout: ``deadline`` passed between two stages.
     """
     started = time.perf_counter()
     rules = rules or default_rules()
-    judge = judge or _DEFAULT_JUDGE
-    judge_name = getattr(judge, "name", "symbolic")
     try:
         dialect = resolve_dialect(record.dialect or default_dialect or rules.default_dialect)
     except UnknownDialectError:
@@ -199,60 +216,131 @@ def evaluate(
         alignment = align_filters(sql_spec, question_spec, enriched_spec, record.question, record.enriched_question, rules)
         _check_deadline(deadline)
         normalised = normalize(sql_spec, question_spec, enriched_spec, rules)
-        judge_input = JudgeInput(
-            question=record.question,
-            enriched_question=record.enriched_question,
-            sql=parsed.text if len(parsed.statements) == 1 else parsed.answer.sql(dialect=dialect or None),
-            sql_spec=normalised.sql_spec,
-            question_spec=question_spec,
-            enriched_spec=enriched_spec,
-            alignment=alignment,
-            normalization_rules_applied=normalised.applied,
-            grouping_required=normalised.grouping_required,
-            rules=rules,
-            enrichment=enrichment,
-            schema_report=schema_report,
-            schema=schema,
-            observed_report=observed_report,
-        )
-        result: JudgeResult = judge.judge(judge_input)
     except RecursionError:
         return _failure(record, EvaluationStatus.PARSE_ERROR, "SQL nests too deeply to analyse", dialect, parsed.flags, judge_name, started)
-    if any(f.startswith("non_select_statement") for f in parsed.flags):
-        # never a clean answer, whatever the judge said: P(correct) 0, and certain of it
+    judge_input = JudgeInput(
+        question=record.question,
+        enriched_question=record.enriched_question,
+        sql=parsed.text if len(parsed.statements) == 1 else parsed.answer.sql(dialect=dialect or None),
+        sql_spec=normalised.sql_spec,
+        question_spec=question_spec,
+        enriched_spec=enriched_spec,
+        alignment=alignment,
+        normalization_rules_applied=normalised.applied,
+        grouping_required=normalised.grouping_required,
+        rules=rules,
+        enrichment=enrichment,
+        schema_report=schema_report,
+        schema=schema,
+        observed_report=observed_report,
+    )
+    return Prepared(record, rules, dialect, parsed.flags, started, sql_spec, question_spec, enriched_spec, enrichment, alignment,
+                    normalised.applied, schema_report, observed_report, judge_input)
+
+
+def finish(prepared: Prepared, result: JudgeResult, evaluator_version: str = EVALUATOR_VERSION) -> Evaluation:
+    """The evaluation of a prepared record with the judge's verdict: Φ from the alignment, the
+    verdict and its confidence (STEF paper §3, score Φ).
+
+    A non-SELECT statement in the answer is never a clean answer, whatever the judge said: its
+    verdict is INCORRECT with P(correct) 0 and confidence 1.
+
+    Args:
+        prepared: :func:`prepare`'s result.
+        result: the judge's verdict for ``prepared.judge_input`` (symbolic, or a model's).
+        evaluator_version: stamped on the evaluation.
+    """
+    record = prepared.record
+    if any(f.startswith("non_select_statement") for f in prepared.flags):
         result = result.model_copy(update={"verdict": Verdict.INCORRECT, "confidence": 1.0, "p_correct": 0.0,
                                            "rationale": "non-SELECT statement in the answer; " + result.rationale})
-    breakdown = compute_score(alignment, result.verdict, result.confidence, rules.scoring)
+    breakdown = compute_score(prepared.alignment, result.verdict, result.confidence, prepared.rules.scoring)
     return Evaluation(
         run_id=record.run_id,
         status=EvaluationStatus.EVALUATED,
         score=breakdown.score,
         band=breakdown.band,
-        filter_status=alignment.status,
+        filter_status=prepared.alignment.status,
         verdict=result.verdict,
         confidence=result.confidence,
         p_correct=result.p_correct,
         rationale=result.rationale,
         judge=result.judge,
-        dialect=dialect,
+        dialect=prepared.dialect,
         agent_id=record.agent_id,
         agent_version=record.agent_version,
         app_id=record.app_id,
         score_breakdown=breakdown,
-        alignment=alignment,
-        sql_spec=sql_spec,
-        question_spec=question_spec,
-        enriched_spec=enriched_spec,
-        enrichment_status=enrichment.status if enrichment is not None else None,
-        enrichment=enrichment,
-        normalization_rules_applied=normalised.applied,
-        schema_report=schema_report,
-        observed_report=observed_report,
+        alignment=prepared.alignment,
+        sql_spec=prepared.sql_spec,
+        question_spec=prepared.question_spec,
+        enriched_spec=prepared.enriched_spec,
+        enrichment_status=prepared.enrichment.status if prepared.enrichment is not None else None,
+        enrichment=prepared.enrichment,
+        normalization_rules_applied=prepared.normalization_rules_applied,
+        schema_report=prepared.schema_report,
+        observed_report=prepared.observed_report,
         suspected_errors=result.suspected_errors,
-        flags=parsed.flags,
-        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        flags=prepared.flags,
+        duration_ms=round((time.perf_counter() - prepared.started) * 1000, 3),
         evaluator_version=evaluator_version,
     )
+
+
+def evaluate(
+    record: AgentLogRecord,
+    rules: AppRules | None = None,
+    judge: Judge | None = None,
+    default_dialect: str | None = None,
+    deadline: float | None = None,
+    schema: DatabaseSchema | None = None,
+    observed: ObservedCatalog | None = None,
+    evaluator_version: str = EVALUATOR_VERSION,
+) -> Evaluation:
+    """Evaluate one agent answer with the STEF method: ``finish(prepare(record, ...),
+    judge.judge(prepared.judge_input))`` (:func:`prepare`, :func:`finish`).
+
+    Args:
+        record: the logged answer (Q_u, Q_e, S, dialect, app id ...).
+        rules: R_app for the record's app (``None``: ``rules/default.json``).
+        judge: the semantic judge (``None``: :class:`SymbolicJudge`).
+        default_dialect: dialect for records with none, before the rules' default (e.g. the
+            CLI's ``--dialect``); must be a valid sqlglot name.
+        deadline: ``time.perf_counter()`` value after which the record is abandoned with
+            :class:`RecordTimeout` (checked between stages; works in any thread).
+        schema: the app's database schema, when the team has one: S is also checked against it
+            (:func:`stef.schema_checks.check_against_schema`) and the with-schema calibrator
+            judges; ``None``: schema-free (the STEF method as published).
+        observed: the app's observed catalog (:mod:`stef.observed`): S is also compared with
+            what the app's earlier answers used.
+        evaluator_version: stamped on an evaluated record (:func:`evaluate_many` passes the
+            run's, with ``+schema`` / ``+observed``); failures carry the default.
+
+    Returns:
+        An :class:`Evaluation`; ``status`` is ``evaluated`` with ``score`` set, or a typed
+        failure status with ``status_reason`` (never raises for bad input).
+
+    >>> r = AgentLogRecord(run_id="r1", question="How many users live in 'Rome'?",
+    ...     sql="SELECT COUNT(*) FROM users WHERE city = 'Rome'", dialect="sqlite")
+    >>> e = evaluate(r)
+    >>> e.status.value, e.filter_status.value, e.verdict.value, e.score, e.p_correct > 0.65
+    ('evaluated', 'FULLY_APPLIED', 'CORRECT', 80.0, True)
+    """
+    return _evaluate_one(record, rules, judge or _DEFAULT_JUDGE, default_dialect, deadline, schema, observed, evaluator_version)[0]
+
+
+def _evaluate_one(record: AgentLogRecord, rules: AppRules | None, judge: Judge, default_dialect: str | None, deadline: float | None,
+                  schema: DatabaseSchema | None, observed: ObservedCatalog | None, evaluator_version: str) -> tuple[Evaluation, Prepared | None]:
+    """``finish(prepare(...), judge.judge(...))``, and the prepared record (``None`` for a failure)."""
+    judge_name = getattr(judge, "name", "symbolic")
+    prepared = prepare(record, rules, judge_name, default_dialect, deadline, schema, observed)
+    if isinstance(prepared, Evaluation):
+        return prepared, None
+    try:
+        result: JudgeResult = judge.judge(prepared.judge_input)
+    except RecursionError:
+        return _failure(record, EvaluationStatus.PARSE_ERROR, "SQL nests too deeply to analyse", prepared.dialect, prepared.flags, judge_name, prepared.started), None
+    return finish(prepared, result, evaluator_version), prepared
 
 
 Converted = TypeVar("Converted")
@@ -326,6 +414,35 @@ def evaluate_many(
         SchemaError: an app's schema file cannot be read.
         ConfigError: an invalid ``$STEF_TIME_CAP_S``.
     """
+    batch = _evaluated(records, rulebook, judge, default_dialect, time_cap_s, schemas, observed)
+    if convert is None:
+        return [evaluation for _, evaluation, _ in batch]
+    return [_converted(convert, evaluation, record) for record, evaluation, _ in batch]
+
+
+def evaluate_many_prepared(
+    records: Iterable[AgentLogRecord],
+    rulebook: RuleBook | None = None,
+    judge: Judge | None = None,
+    default_dialect: str | None = None,
+    time_cap_s: float | Literal["configured"] | None = "configured",
+    schemas: SchemaBook | None = None,
+    observed: ObservedCatalogBook | None = None,
+) -> list[tuple[Evaluation, Prepared | None]]:
+    """:func:`evaluate_many`, keeping each record's :class:`Prepared` stages (``None`` for a
+    record that failed), so a second judge can :func:`finish` it without running the pipeline
+    again (the LLM path: the symbolic verdict first, the model's for the records it is asked about).
+
+    Raises: as :func:`evaluate_many`.
+    """
+    return [(evaluation, prepared) for _, evaluation, prepared in _evaluated(records, rulebook, judge, default_dialect, time_cap_s, schemas, observed)]
+
+
+def _evaluated(records: Iterable[AgentLogRecord], rulebook: RuleBook | None, judge: Judge | None, default_dialect: str | None,
+               time_cap_s: float | Literal["configured"] | None, schemas: SchemaBook | None,
+               observed: ObservedCatalogBook | None) -> Iterator[tuple[AgentLogRecord, Evaluation, Prepared | None]]:
+    """The batch loop of :func:`evaluate_many`: per record, its evaluation and prepared stages,
+    under the per-record time cap."""
     if time_cap_s == "configured":
         time_cap_s = configured_time_cap_s()
     rulebook = rulebook or RuleBook()
@@ -333,17 +450,17 @@ def evaluate_many(
     version = schemas.evaluator_version(EVALUATOR_VERSION) if schemas is not None else None
     if observed is not None:
         version = observed.evaluator_version(version or EVALUATOR_VERSION)
-    out: list = []
     with _RecordAlarm(time_cap_s) as alarm:
         for record in records:
             deadline = time.perf_counter() + time_cap_s if time_cap_s else None
+            prepared: Prepared | None = None
             try:
                 rules = rulebook.for_app(record.app_id)
                 schema = schemas.for_app(record.app_id, _schema_dialect(record, rules, default_dialect), rules.schema_file) if schemas is not None else None
                 alarm.deadline = deadline
                 try:
-                    evaluation = evaluate(record, rules, judge, default_dialect, deadline, schema,
-                                          observed.for_app(record.app_id) if observed is not None else None, version or EVALUATOR_VERSION)
+                    evaluation, prepared = _evaluate_one(record, rules, judge, default_dialect, deadline, schema,
+                                                         observed.for_app(record.app_id) if observed is not None else None, version or EVALUATOR_VERSION)
                 finally:
                     alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             except RecordTimeout:
@@ -354,8 +471,7 @@ def evaluate_many(
                 evaluation = _internal_error(record, exc)
             if version is not None and evaluation.evaluator_version != version:  # (evaluate() stamps it; its failures do not)
                 evaluation = evaluation.model_copy(update={"evaluator_version": version})
-            out.append(evaluation if convert is None else _converted(convert, evaluation, record))
-    return out
+            yield record, evaluation, prepared
 
 
 def _schema_dialect(record: AgentLogRecord, rules: AppRules, default_dialect: str | None) -> str:

@@ -2,15 +2,16 @@
 
 :func:`stef.evaluate.evaluate` judges one record at a time. A language model wants the opposite:
 many requests in flight, a cache lookup per batch and one budget per run. :class:`LLMEvaluator`
-therefore runs the pipeline in three steps, reusing :func:`stef.evaluate.evaluate_many` unchanged:
+therefore runs the pipeline in three steps, each record through stages A–E once:
 
-1. stages A–C and E plus the symbolic verdict for every record, capturing each record's
-   :class:`stef.judge.JudgeInput` (records that cannot be evaluated keep their typed status);
+1. :func:`stef.evaluate.evaluate_many_prepared`: stages A–E and the symbolic verdict for every
+   record, keeping each record's :class:`stef.evaluate.Prepared` stages (records that cannot be
+   evaluated keep their typed status);
 2. one :meth:`stef.llm_judge.LLMJudge.judge_many` call for the records that go to the model
    (all of them, or in hybrid mode those the symbolic judge hedged on: a LIKELY_CORRECT or
    POTENTIALLY_INCORRECT verdict, p_correct in [0.35, 0.65));
-3. the records the model judged are scored again with its verdict (same pipeline, the verdict
-   given), so every rule that :func:`stef.evaluate.evaluate` applies after the judge still holds.
+3. :func:`stef.evaluate.finish` of each prepared record with the model's verdict, so every rule
+   applied after the judge (Φ, the non-SELECT override) holds as in :func:`stef.evaluate.evaluate`.
 
 Every evaluation then carries ``judge`` (the model string, or ``symbolic``),
 ``judge_fallback_reason`` (``None`` unless the model could not answer), ``cost_usd`` and
@@ -23,43 +24,17 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from stef.evaluate import evaluate_many
-from stef.judge import Judge, JudgeInput, SymbolicJudge
+from stef.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
+from stef.judge import Judge, SymbolicJudge
 from stef.llm_judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
 from stef.llm_usage import USAGE_FLAG
-from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, JudgeResult, Verdict
+from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, Verdict
 from stef.observed import ObservedCatalogBook
 from stef.rules import RuleBook
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
 """Symbolic verdicts that ``hybrid:MODEL`` sends to the model: p_correct in [0.35, 0.65), where
 the symbolic judge hedges (the paper routes its marginal answers to a closer look)."""
-
-
-class _CapturingJudge:
-    """The symbolic judge, remembering the input and verdict of its last call."""
-
-    name = "symbolic"
-
-    def __init__(self, inner: Judge) -> None:
-        self.inner = inner
-        self.last: tuple[JudgeInput, JudgeResult] | None = None
-
-    def judge(self, judge_input: JudgeInput) -> JudgeResult:
-        result = self.inner.judge(judge_input)
-        self.last = (judge_input, result)
-        return result
-
-
-class _GivenJudge:
-    """A judge whose verdict is already known (the model's), for re-scoring one record."""
-
-    def __init__(self, result: JudgeResult) -> None:
-        self.name = result.judge
-        self.result = result
-
-    def judge(self, judge_input: JudgeInput) -> JudgeResult:
-        return self.result
 
 
 @dataclass(slots=True)
@@ -198,32 +173,24 @@ class LLMEvaluator:
         rulebook = rulebook or RuleBook()
         version = self.settings.evaluator_version
         batch = list(records)
-        capture = _CapturingJudge(self.symbolic)
         first: list[Evaluation] = []
-        pending: list[tuple[int, JudgeInput]] = []
-        for record in batch:
-            capture.last = None
-            evaluation = evaluate_many([record], rulebook=rulebook, judge=capture, default_dialect=default_dialect, schemas=self.schemas,
-                                      observed=self.observed)[0]
+        pending: list[tuple[int, Prepared]] = []
+        for evaluation, prepared in evaluate_many_prepared(batch, rulebook=rulebook, judge=self.symbolic, default_dialect=default_dialect,
+                                                           schemas=self.schemas, observed=self.observed):
             first.append(evaluation.model_copy(update={"evaluator_version": version}))
-            if evaluation.status is EvaluationStatus.EVALUATED and capture.last is not None:
+            if evaluation.status is EvaluationStatus.EVALUATED and prepared is not None:
                 self.stats.records += 1
-                if self._escalate(evaluation, rulebook, record):
-                    pending.append((len(first) - 1, capture.last[0]))
-        outcomes = self.judge.judge_many([judge_input for _, judge_input in pending], cache=self.cache, budget=self.budget)
+                if self._escalate(evaluation, rulebook, prepared.record):
+                    pending.append((len(first) - 1, prepared))
+        outcomes = self.judge.judge_many([prepared.judge_input for _, prepared in pending], cache=self.cache, budget=self.budget)
         out = list(first)
-        for (index, _), outcome in zip(pending, outcomes, strict=True):
+        for (index, prepared), outcome in zip(pending, outcomes, strict=True):
             symbolic = first[index]
             flags = (*symbolic.flags, *(flag for flag in outcome.flags if flag not in symbolic.flags))
             if outcome.fallback_reason is None:
-                rescored = evaluate_many([batch[index]], rulebook=rulebook, judge=_GivenJudge(outcome.result), default_dialect=default_dialect,
-                                         schemas=self.schemas, observed=self.observed)[0]
-                if rescored.status is EvaluationStatus.EVALUATED:
-                    duration = (symbolic.duration_ms or 0.0) + outcome.latency_ms
-                    out[index] = rescored.model_copy(update={"evaluator_version": version, "cost_usd": outcome.cost_usd, "tokens": outcome.tokens,
-                                                             "duration_ms": round(duration, 3), "flags": flags})
-                else:  # cannot happen for a deterministic pipeline; keep the symbolic verdict and say why
-                    out[index] = symbolic.model_copy(update={"judge_fallback_reason": f"{self.judge.model}: re-scoring failed ({rescored.status_reason})"})
+                duration = (symbolic.duration_ms or 0.0) + outcome.latency_ms
+                out[index] = finish(prepared, outcome.result, version).model_copy(
+                    update={"cost_usd": outcome.cost_usd, "tokens": outcome.tokens, "duration_ms": round(duration, 3), "flags": flags})
             else:
                 out[index] = symbolic.model_copy(update={"judge_fallback_reason": outcome.fallback_reason, "cost_usd": outcome.cost_usd,
                                                          "tokens": outcome.tokens, "flags": flags})

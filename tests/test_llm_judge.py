@@ -185,13 +185,11 @@ def test_every_request_is_temperature_0_with_the_json_schema_and_the_injected_ru
 def test_cache_key_covers_model_prompt_version_and_the_injected_rules() -> None:
     from dataclasses import replace
 
-    from stef.judge import SymbolicJudge
-    from stef.llm_evaluate import _CapturingJudge
+    from stef.evaluate import Prepared, prepare
 
-    capture = _CapturingJudge(SymbolicJudge())
-    evaluate(RECORD, judge=capture)
-    assert capture.last is not None
-    judge_input = capture.last[0]
+    prepared = prepare(RECORD)
+    assert isinstance(prepared, Prepared)
+    judge_input = prepared.judge_input
     base = render_messages(judge_input)
     with_rules = render_messages(replace(judge_input, rules=parse_rules({"app_id": "shop", "column_mappings": {"town": "city"}}, "shop.json")))
     keys = {
@@ -263,6 +261,27 @@ HEDGED = [
     AgentLogRecord(run_id="hedged-2", question="Show the top 3 products by price.", sql="SELECT name FROM products ORDER BY price DESC LIMIT 5"),
 ]
 """Records the symbolic judge hedges on (LIKELY_CORRECT, POTENTIALLY_INCORRECT) with the shipped calibrator."""
+
+
+def test_the_model_path_parses_each_record_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Stages A–E run once per record: the model's verdict finishes the prepared record, it does
+    not run the pipeline a second time (sqlglot's parser is called once per record's SQL)."""
+    import stef.evaluate as pipeline
+
+    parsed: list[str] = []
+    real = pipeline.parse_sql_with_fallback
+
+    def counting(sql: str, dialect: str) -> Any:
+        parsed.append(sql)
+        return real(sql, dialect)
+
+    monkeypatch.setattr(pipeline, "parse_sql_with_fallback", counting)
+    records = [AgentLogRecord(**row) for row in synthetic_records(6)] + [RECORD]
+    run, calls = evaluator(MODEL_ANSWER)
+    stored = run.evaluate_many(records)
+    assert len(calls) == len(records)  # every record went to the model ...
+    assert {e.judge for e in stored} == {MODEL}
+    assert sorted(parsed) == sorted(r.sql for r in records)  # ... and each SQL was parsed once
 
 
 def test_hybrid_asks_the_model_only_for_uncertain_or_marginal_records() -> None:

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from llm_server import prompt_blocks, stub_llm_server, synthetic_records
-from stef.evaluate import evaluate
-from stef.judge import JudgeInput, SymbolicJudge
-from stef.llm_evaluate import LLMEvaluator, _CapturingJudge
+from stef.evaluate import Prepared, evaluate, prepare
+from stef.judge import JudgeInput
+from stef.llm_evaluate import LLMEvaluator
 from stef.llm_judge import (
     MAX_ECHO_CHARS,
     CircuitBreaker,
@@ -62,10 +62,9 @@ def placeholder_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def judge_input_of(record: AgentLogRecord) -> JudgeInput:
-    capture = _CapturingJudge(SymbolicJudge())
-    evaluation = evaluate(record, judge=capture)
-    assert evaluation.status is EvaluationStatus.EVALUATED and capture.last is not None, evaluation.status_reason
-    return capture.last[0]
+    prepared = prepare(record)
+    assert isinstance(prepared, Prepared), prepared.status_reason
+    return prepared.judge_input
 
 
 def nonce_of(messages: list[dict[str, str]]) -> str:
