@@ -18,6 +18,7 @@ import polars as pl
 from stef.campaign import CampaignRunLog, CampaignRunResult, CampaignSettings, CampaignSummary, GoldAudit
 from stef.models import Evaluation
 from warehouse.errors import WarehouseError
+from warehouse.transaction import transaction
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,8 +78,7 @@ def store_campaign(
             None if evaluation is None else evaluation.score, None if evaluation is None else evaluation.status.value,
             x.model_dump_json(), now,
         ))
-    conn.begin()
-    try:
+    with transaction(conn, f"storing campaigns {', '.join(ids)} failed"):
         for table in ("campaigns", "campaign_runs", "campaign_outcomes"):
             conn.execute(f"DELETE FROM {table} WHERE campaign_id IN (SELECT unnest($ids))", {"ids": ids})  # noqa: S608 - fixed names
         conn.executemany(
@@ -89,10 +89,6 @@ def store_campaign(
             conn.executemany("INSERT INTO campaign_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_rows)
         if outcome_rows:
             conn.executemany("INSERT INTO campaign_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", outcome_rows)
-        conn.commit()
-    except duckdb.Error as exc:
-        conn.rollback()
-        raise WarehouseError(f"storing campaigns {', '.join(ids)} failed: {exc}") from exc
     return CampaignStoreSummary(tuple(ids), len(run_rows), len(outcome_rows))
 
 

@@ -9,6 +9,7 @@ import polars as pl
 
 from stef.models import EVALUATOR_VERSION
 from warehouse.errors import WarehouseError
+from warehouse.transaction import transaction
 
 _DAY_METRICS_SQL = """
 WITH line_counts AS (
@@ -102,8 +103,7 @@ def compute_daily_metrics(
     """
     now = datetime.now(UTC).replace(tzinfo=None)
     params = {"log_date": log_date, "version": evaluator_version}
-    conn.begin()
-    try:
+    with transaction(conn, f"computing metrics of {log_date.isoformat()} failed and was rolled back"):
         conn.execute(
             "DELETE FROM daily_agent_metrics WHERE log_date = $log_date AND evaluator_version = $version", params
         )
@@ -112,13 +112,6 @@ def compute_daily_metrics(
             "UPDATE stored_days SET metrics_at = $now WHERE log_date = $log_date AND evaluator_version = $version",
             {**params, "now": now},
         )
-        conn.commit()
-    except duckdb.Error as exc:
-        conn.rollback()
-        raise WarehouseError(f"computing metrics of {log_date.isoformat()} failed and was rolled back: {exc}") from exc
-    except BaseException:
-        conn.rollback()
-        raise
     return read_daily_metrics(conn, log_date, log_date, evaluator_version=evaluator_version)
 
 

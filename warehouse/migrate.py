@@ -16,6 +16,7 @@ from importlib import resources
 import duckdb
 
 from warehouse.errors import WarehouseError
+from warehouse.transaction import transaction
 
 MIGRATION_FILE = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 """File name of a migration: four-digit version, underscore, snake_case name, ``.sql``."""
@@ -101,16 +102,11 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
     for migration in migrations:
         if migration.version in applied:
             continue
-        conn.begin()
-        try:
+        with transaction(conn, f"warehouse/migrations/{migration.name} failed"):
             conn.execute(migration.sql)
             conn.execute(
                 "INSERT INTO schema_version VALUES ($version, $applied_at)",
                 {"version": migration.version, "applied_at": datetime.now(UTC).replace(tzinfo=None)},
             )
-            conn.commit()
-        except duckdb.Error as exc:
-            conn.rollback()
-            raise WarehouseError(f"warehouse/migrations/{migration.name} failed: {exc}") from exc
         done.append(migration.version)
     return tuple(done)

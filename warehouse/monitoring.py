@@ -18,6 +18,7 @@ import polars as pl
 import pyarrow as pa
 
 from warehouse.errors import WarehouseError
+from warehouse.transaction import transaction
 from warehouse.store import registered
 
 DRIFT_COLUMNS: tuple[str, ...] = (
@@ -258,18 +259,9 @@ def store_drift_checks(conn: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[s
     table = _drift_table(rows)
     if table.num_rows == 0:
         return 0
-    conn.begin()
-    try:
-        with registered(conn, "_stef_drift", table):
-            conn.execute(f"DELETE FROM drift_checks AS d USING _stef_drift AS i WHERE {_SAME_CHECK}")
-            conn.execute(f"INSERT INTO drift_checks BY NAME SELECT {', '.join(DRIFT_COLUMNS)} FROM _stef_drift")
-        conn.commit()
-    except duckdb.Error as exc:
-        conn.rollback()
-        raise WarehouseError(f"storing {table.num_rows} drift checks failed and was rolled back: {exc}") from exc
-    except BaseException:
-        conn.rollback()
-        raise
+    with transaction(conn, f"storing {table.num_rows} drift checks failed and was rolled back"), registered(conn, "_stef_drift", table):
+        conn.execute(f"DELETE FROM drift_checks AS d USING _stef_drift AS i WHERE {_SAME_CHECK}")
+        conn.execute(f"INSERT INTO drift_checks BY NAME SELECT {', '.join(DRIFT_COLUMNS)} FROM _stef_drift")
     return int(table.num_rows)
 
 

@@ -11,6 +11,7 @@ import duckdb
 
 from stef.observed import ObservedCatalog, ObservedCatalogBook
 from warehouse.errors import WarehouseError
+from warehouse.transaction import transaction
 
 LEARN_WINDOW_DAYS = 30
 """Days of stored answers before the scored day that a refreshed catalog learns from."""
@@ -46,21 +47,13 @@ def refresh_observed_catalogs(conn: duckdb.DuckDBPyConnection, log_date: date) -
     records, source = read_answers_for_learning(conn, end - timedelta(days=LEARN_WINDOW_DAYS - 1), end)
     book = learn_catalogs(records, source)
     now = datetime.now(UTC).replace(tzinfo=None)
-    conn.begin()
-    try:
+    with transaction(conn, f"storing the observed catalogs for {log_date.isoformat()} failed and was rolled back"):
         for app_id, catalog in book.catalogs.items():
             version = conn.execute("SELECT coalesce(max(version), 0) + 1 FROM observed_catalogs WHERE app_id = ?", [app_id]).fetchall()[0][0]
             conn.execute(
                 "INSERT INTO observed_catalogs (app_id, version, learned_for, queries, catalog, learned_at) VALUES (?, ?, ?, ?, ?, ?)",
                 [app_id, version, log_date, catalog.queries, catalog.model_dump_json(), now],
             ).fetchall()
-        conn.commit()
-    except duckdb.Error as exc:
-        conn.rollback()
-        raise WarehouseError(f"storing the observed catalogs for {log_date.isoformat()} failed and was rolled back: {exc}") from exc
-    except BaseException:
-        conn.rollback()
-        raise
     return book
 
 
