@@ -11,10 +11,8 @@ stderr and ends the command with exit code 2, without a traceback.
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 import statistics
-import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,27 +25,26 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from flows.cli_campaign import register as _register_campaign
+from flows.cli_catalog import register as _register_catalog
+from flows.cli_common import CliError, console, err_console, percent, running_flows, summary_line, user_errors, validate_dialect, validate_judge
+from flows.cli_monitoring import register as _register_monitoring
 from flows.parallel import OutputRow
 from stef.display import one_line, shorten
-from stef.errors import InputError, StefError, UnknownDialectError
+from stef.errors import InputError
 from stef.models import Band, EvaluationStatus, FilterStatus, Verdict
 
 if TYPE_CHECKING:
-    from flows.nightly import NightlySummary
     from stef.llm_evaluate import JudgeRunStats
-    from stef.llm_judge import JudgeSettings
     from stef.logs import LogLine
     from stef.models import Evaluation
     from stef.rules import RuleBook
     from stef.observed import ObservedCatalogBook
     from stef.schema import SchemaBook
 
-EXIT_USAGE = 2
-"""Exit code of every error a person can fix (bad option, bad rule file, missing input)."""
 JUDGES = ("symbolic", "MODEL", "hybrid:MODEL")
 """Forms of ``--judge``: the deterministic judge, any litellm model string, or hybrid (STEF paper §2.D)."""
 JUDGE_HELP = ("Judge that gives the semantic verdict: 'symbolic' (default, deterministic), a litellm model string "
@@ -75,152 +72,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="STEF: reference-free quality monitor for Text-to-SQL agents.",
 )
-console = Console(markup=False, emoji=False, highlight=False)
-"""Standard output. Markup and emoji codes are off: a ``[/x]``, ``[link=…]`` or ``:smile:`` in a
-run id, an agent id, a version, a reason or a file name prints as those characters (a ``str``
-table cell is rendered with the console's markup setting). Styles are set on :class:`rich.text.Text`."""
-err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
-"""Standard error (errors, warnings, progress), with the settings of :data:`console`."""
-
-
-class CliError(StefError):
-    """A command-line problem outside the STEF method (e.g. an output file that cannot be written)."""
-
-
-def environment_error_message(exc: BaseException) -> str | None:
-    """The one-line message of an error of the machine rather than of STEF, or ``None``.
-
-    Such errors are a person's to fix, like a :class:`StefError`: an :class:`OSError` (disk
-    full, no permission, a file that vanished) and a DuckDB error (a truncated or corrupted
-    warehouse or cache file, a read-only file system). Other exceptions are bugs and keep their
-    traceback.
-
-    >>> environment_error_message(OSError(28, "No space left on device", "/data/out.jsonl"))
-    '/data/out.jsonl: No space left on device'
-    >>> environment_error_message(ValueError("bug")) is None
-    True
-    """
-    if isinstance(exc, OSError):
-        if exc.strerror:
-            return f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
-        return str(exc) or type(exc).__name__
-    duckdb = sys.modules.get("duckdb")  # only loaded when a command opened a DuckDB file
-    if duckdb is not None and isinstance(exc, duckdb.Error):
-        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return (
-            f"DuckDB could not read or write its file: {first_line}. If the file is damaged (truncated, "
-            "corrupted blocks), restore it from a backup, or move it away and rebuild it "
-            "(stef backfill re-scores the days from their logs)"
-        )
-    return None
-
-
-@contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn :class:`StefError` and errors of the machine (:func:`environment_error_message`)
-    into ``error: <message>`` on stderr and exit code 2."""
-    try:
-        yield
-    except StefError as exc:
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
-        raise typer.Exit(EXIT_USAGE) from None
-    except Exception as exc:
-        message = environment_error_message(exc)
-        if message is None:
-            raise
-        err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
-        raise typer.Exit(EXIT_USAGE) from None
-
-
-class _NoStefTraceback(logging.Filter):
-    """Console-log filter: keep Prefect's "task run failed" line for a StefError (or an error of the
-    machine, :func:`environment_error_message`), drop its traceback.
-
-    The CLI prints the error's message itself (:func:`_user_errors`); the traceback of an error
-    raised on purpose only hides it. Other exceptions keep their traceback.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        error = record.exc_info[1] if record.exc_info else None
-        if error is not None and (isinstance(error, StefError) or environment_error_message(error) is not None):
-            record.exc_info = None
-            record.exc_text = None
-        return True
-
-
-@contextmanager
-def _running_flows() -> Iterator[None]:
-    """Around the flow runs of one command: Prefect's console without the tracebacks of errors a
-    person fixes (:func:`_quiet_stef_tracebacks`), and a temporary Prefect API that dies with
-    this process (:func:`flows.prefect_api.temporary_prefect_api`) unless one is configured."""
-    from flows.prefect_api import temporary_prefect_api
-
-    _quiet_stef_tracebacks()
-    with temporary_prefect_api():
-        yield
-
-
-def _quiet_stef_tracebacks() -> None:
-    """Add :class:`_NoStefTraceback` to the root logger's console handlers (Prefect's console).
-
-    Prefect's API log handler sits on its run loggers and sees the record first, so the Prefect
-    UI keeps the full traceback.
-    """
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.StreamHandler) and not any(isinstance(f, _NoStefTraceback) for f in handler.filters):
-            handler.addFilter(_NoStefTraceback())
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def validate_dialect(name: str) -> str:
-    """Check a ``--dialect`` value with :func:`stef.clean.resolve_dialect`; return its normal form.
-
-    >>> validate_dialect("SQLite")
-    'sqlite'
-
-    Raises:
-        UnknownDialectError: sqlglot does not know the dialect (the message names it and lists
-            the known ones).
-    """
-    from stef.clean import resolve_dialect
-
-    try:
-        return resolve_dialect(name) or "generic"
-    except UnknownDialectError as exc:
-        raise UnknownDialectError(f"--dialect: {exc}") from None
-
-
-def validate_judge(name: str, **options: Any) -> JudgeSettings:
-    """Read ``--judge`` (one of :data:`JUDGES`) and its companion options, and check them before any work.
-
-    A model is checked with :func:`stef.llm_judge.preflight` (litellm knows its provider, its
-    ``*_API_KEY`` is in the environment); other missing variables are printed as warnings.
-    The symbolic judge imports no litellm.
-
-    Args:
-        name: the ``--judge`` value.
-        **options: ``api_base``, ``concurrency``, ``timeout_s``, ``max_cost_usd`` (see
-            :meth:`stef.llm_judge.JudgeSettings.parse`).
-
-    Returns:
-        The parsed :class:`stef.llm_judge.JudgeSettings`.
-
-    Raises:
-        JudgeConfigError: an unusable setting (the message names it and the fix).
-
-    >>> validate_judge("symbolic").is_symbolic
-    True
-    """
-    from stef.llm_judge import JudgeSettings, preflight
-
-    settings = JudgeSettings.parse(name, **options)
-    for warning in preflight(settings):
-        err_console.print(Text.assemble(("warning: ", "bold yellow"), warning), soft_wrap=True)
-    return settings
-
-
 def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
     """The JSONL files to evaluate: ``path`` itself, or the ``*.jsonl`` files in a directory.
 
@@ -380,10 +231,6 @@ def _fmt(value: float | None, spec: str = ".1f") -> str:
     return "–" if value is None else format(value, spec)
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{value:.1%}"
-
-
 def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[Table]:
     overview = Table(title="stef evaluate", show_header=False, title_justify="left")
     overview.add_column("", style="bold")
@@ -392,7 +239,7 @@ def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[
         ("input", one_line(source)),
         ("records", str(stats.records)),
         ("evaluated", str(stats.evaluated)),
-        ("coverage", _pct(stats.coverage)),
+        ("coverage", percent(stats.coverage)),
         ("mean Φ", _fmt(stats.mean_score)),
         ("P90 Φ", _fmt(p90(stats.scores))),
         ("mean P(correct)", _fmt(stats.mean_p_correct, ".3f")),
@@ -445,7 +292,7 @@ def evaluate(
     from stef.evaluate import configured_time_cap_s
     from stef.rules import RuleBook
 
-    with _user_errors():
+    with user_errors():
         settings = validate_judge(judge, api_base=api_base, concurrency=concurrency, timeout_s=timeout, max_cost_usd=max_cost_usd,
                                   breaker_failures=breaker_failures, schema_dir=str(schema_dir) if schema_dir is not None else None,
                                   observed_catalog=str(observed_catalog) if observed_catalog is not None else None)
@@ -537,7 +384,7 @@ def judge_table(stats: JudgeRunStats) -> Table:
     table.add_column("", justify="right")
     rows = [
         ("records judged", str(stats.records)),
-        ("sent to the model", f"{stats.escalated} ({_pct(stats.escalated_share)})"),
+        ("sent to the model", f"{stats.escalated} ({percent(stats.escalated_share)})"),
         ("model verdicts", str(stats.model_verdicts)),
         ("cache hits", str(stats.cache_hits)),
         ("model requests", str(stats.requests)),
@@ -581,7 +428,7 @@ def _cell(key: str, value: Any) -> str:
     if value is None:
         return "–"
     if key == "coverage":
-        return _pct(float(value))
+        return percent(float(value))
     if key in ("mean_score", "p90_score"):
         return _fmt(float(value))
     if key == "mean_p_correct":
@@ -628,13 +475,6 @@ class TaskRunnerChoice(str, Enum):
     dask = "dask"
 
 
-def _summary_line(summary: NightlySummary) -> str:
-    unscored = summary.records - summary.evaluated - summary.quarantined
-    return (f"{summary.log_date}: {summary.records} lines, {summary.evaluated} scored, "
-            f"{unscored} unscored (typed status), {summary.quarantined} quarantined, "
-            f"coverage {_pct(summary.coverage)}")
-
-
 @app.command()
 def nightly(
     log_date: Annotated[datetime | None, typer.Option("--date", formats=["%Y-%m-%d"], help="Day to process, YYYY-MM-DD (default: yesterday, UTC).")] = None,
@@ -659,7 +499,7 @@ def nightly(
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     from stef.evaluate import configured_time_cap_s
 
-    with _user_errors():
+    with user_errors():
         validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout,
                        breaker_failures=breaker_failures, schema_dir=schema_dir, observed_catalog=observed_catalog).observed()
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
@@ -667,7 +507,7 @@ def nightly(
             raise CliError("--dask-address needs --task-runner dask")
         from flows.nightly import run_nightly
 
-        with _running_flows():
+        with running_flows():
             summary = run_nightly(
                 task_runner=task_runner.value,
                 workers=workers,
@@ -688,7 +528,7 @@ def nightly(
                 observed_catalog=observed_catalog,
                 learn_catalog=learn_catalog,
             )
-    console.print(_summary_line(summary), soft_wrap=True)
+    console.print(summary_line(summary), soft_wrap=True)
     if summary.judge != "symbolic":
         cost = sum(float(row.get("judge_cost_usd") or 0.0) for row in summary.metrics)
         judged = sum(int(row.get("n_llm_judged") or 0) for row in summary.metrics)
@@ -762,7 +602,7 @@ def demo(
     NL2SQL-BUGs / BIRD) are copied to WORKDIR/stef-demo/logs/, scored day by day into
     WORKDIR/stef-demo.duckdb, and the daily metrics are read back and printed.
     """
-    with _user_errors():
+    with user_errors():
         logs_root = workdir / DEMO_DIR / "logs"
         warehouse_path = workdir / DEMO_WAREHOUSE
         days = copy_demo_logs(logs_root)
@@ -770,13 +610,13 @@ def demo(
         from flows.nightly import nightly_days
         from warehouse import connect, read_daily_metrics
 
-        with _running_flows():
+        with running_flows():
             summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
         with connect(str(warehouse_path)) as conn:
             frame = read_daily_metrics(conn, start=summaries[0].log_date, end=summaries[-1].log_date,
                                        evaluator_version=summaries[-1].evaluator_version)
     for summary in summaries:
-        console.print(_summary_line(summary), soft_wrap=True)
+        console.print(summary_line(summary), soft_wrap=True)
     console.print(metrics_table(list(frame.iter_rows(named=True)), title=f"Daily metrics read back from {warehouse_path}", day_key="log_date"))
     console.print(
         f"Labels to check the scores against: {logs_root.parent / 'labels.jsonl'}\n"
@@ -803,7 +643,7 @@ def bench_judge(
     from stef.benchmark import bugs_record_to_log, measure, read_bugs_file
     from stef.evaluate import evaluate_many
 
-    with _user_errors():
+    with user_errors():
         resolved = validate_dialect(dialect)
         if not labelled_file.is_file():
             raise InputError(f"{labelled_file}: no such file")
@@ -848,18 +688,12 @@ def version() -> None:
 
 
 # Monitoring commands (drift, backfill, report, serve) live in their own module.
-from flows.cli_monitoring import register as _register_monitoring  # noqa: E402
-
 _register_monitoring(app)
 
 # The reference-based campaign commands (`stef campaign ...`, DESIGN.md §7).
-from flows.cli_campaign import register as _register_campaign  # noqa: E402
-
 _register_campaign(app)
 
 # Database schemas for --schema-dir (`stef catalog ...`).
-from flows.cli_catalog import register as _register_catalog  # noqa: E402
-
 _register_catalog(app)
 
 

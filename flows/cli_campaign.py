@@ -21,6 +21,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from flows.cli_common import console, user_errors, validate_dialect
 from stef.display import one_line, shorten
 from stef.errors import InputError
 
@@ -53,7 +54,6 @@ def register(app: typer.Typer) -> None:
 def _settings(path: Path | None, dialect: str | None, timeout_s: float | None = None) -> CampaignSettings:
     from pydantic import ValidationError
 
-    from flows.cli import validate_dialect
     from stef.campaign import CampaignSettings
 
     data: dict[str, Any] = {}
@@ -146,9 +146,8 @@ def run(
     Demo on the bundled GeoQuery sample: ``stef campaign run --runs flows/campaign_data/runs.jsonl
     --gold flows/campaign_data/gold.jsonl --db flows/campaign_data/geography.sqlite --out campaign-out``.
     """
-    from flows.cli import _user_errors, console
 
-    with _user_errors():
+    with user_errors():
         settings = _settings(settings_file, dialect)
         result = _run(runs, gold, db, catalog, settings, out)
         evaluations = _score(result, settings) if score else {}
@@ -186,10 +185,9 @@ def compare(
     as_json: JsonOpt = False,
 ) -> None:
     """Print two campaigns side by side (e.g. ``mcp`` vs ``baseline-static``)."""
-    from flows.cli import _user_errors, console
     from stef.campaign import CampaignSummary, campaign_folder
 
-    with _user_errors():
+    with user_errors():
         found: dict[str, CampaignSummary] = {}
         if out is not None:
             for cid in (first, second):
@@ -247,10 +245,9 @@ def calibrate(
     as_json: JsonOpt = False,
 ) -> None:
     """How well STEF's Φ (schema-free) predicts the campaign outcome: AUROC, confusion, mean Φ per class."""
-    from flows.cli import _user_errors, console
     from stef.campaign import calibration_report
 
-    with _user_errors():
+    with user_errors():
         settings = _settings(settings_file, dialect)
         result = _run(runs, gold, db, catalog, settings, None)
         if campaign_id is not None:
@@ -270,10 +267,9 @@ def schema(
     name: Annotated[str, typer.Argument(help="run_log | gold_question | catalog | settings | run_result")],
 ) -> None:
     """Print the JSON Schema of one campaign input (or of the per-run result behind metrics.json)."""
-    from flows.cli import _user_errors, console
     from stef.campaign import json_schemas
 
-    with _user_errors():
+    with user_errors():
         schemas = json_schemas()
         if name not in schemas:
             raise InputError(f"unknown schema {name!r}; choose one of {', '.join(schemas)}")

@@ -18,6 +18,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from flows.cli_common import CliError, console, user_errors, validate_dialect
 from stef.display import one_line, shorten
 
 catalog_app = typer.Typer(no_args_is_help=True, help="Database schemas (--schema-dir) and observed catalogs (--observed-catalog).")
@@ -42,10 +43,9 @@ def show(
     dialect: Annotated[str, typer.Option("--dialect", help="sqlglot dialect of the DDL.")] = "generic",
 ) -> None:
     """Read one schema file as --schema-dir would and print its tables, keys and described columns."""
-    from flows.cli import _user_errors, console, validate_dialect
     from stef.schema import load_schema_file
 
-    with _user_errors():
+    with user_errors():
         resolved = validate_dialect(dialect)
         schema = load_schema_file(schema_file, "" if resolved == "generic" else resolved)
     table = Table(title=Text(f"{one_line(schema_file)}: {len(schema.tables)} tables, {len(schema.key_pairs)} declared join-key pairs"),
@@ -73,10 +73,9 @@ def learn(
 ) -> None:
     """Learn each app's observed catalog (tables, columns, join pairs, literal values, with counts)
     from its answers' SQL, for --observed-catalog."""
-    from flows.cli import CliError, _user_errors, console
     from stef.observed import MIN_QUERIES, learn_catalogs
 
-    with _user_errors():
+    with user_errors():
         if warehouse is not None:
             if inputs:
                 raise CliError("give log files or --warehouse, not both")

@@ -3,7 +3,7 @@
 Registered on the app of :mod:`flows.cli` by :func:`register`. Like the rest of the CLI, this
 module imports only typer, rich and pure ``stef`` code at import time; Prefect and DuckDB are
 imported inside the commands. Errors STEF raises on purpose print as one ``error: …`` line with
-exit code 2 (:func:`flows.cli._user_errors`).
+exit code 2 (:func:`flows.cli.user_errors`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from flows.cli_common import CliError, console, err_console, running_flows, summary_line, user_errors, validate_judge
 from stef.display import DISPLAY_WIDTH, one_line, shorten
 from stef.drift import DEFAULT_WINDOW_DAYS, DriftThresholds
 
@@ -111,9 +112,8 @@ def drift(
     bootstrap interval excludes 0; ``insufficient_data`` below --min-samples. Exit code 0 whatever
     the verdict; the check is stored in the warehouse's drift_checks table.
     """
-    from flows.cli import _user_errors, console
 
-    with _user_errors():
+    with user_errors():
         from tasks.drift import run_drift_check
 
         thresholds = DriftThresholds(min_samples=min_samples, mean_delta=mean_delta, p90_delta=p90_delta,
@@ -139,11 +139,10 @@ def _day_line(day: BackfillDay, evaluator_version: str) -> str:
         return f"{day.log_date}: skipped (already done with {evaluator_version}; --force redoes it)"
     if day.status == "no_logs":
         return f"{day.log_date}: no logs for this day, nothing stored"
-    from flows.cli import _summary_line
 
     if day.summary is None:
         return f"{day.log_date}: done"
-    line = _summary_line(day.summary)
+    line = summary_line(day.summary)
     drift_checks = getattr(day.summary, "drift_checks", None) or []
     worse = [c for c in drift_checks if c["verdict"] == "drift" and c["direction"] == "worse"]
     if worse:
@@ -173,9 +172,8 @@ def backfill(
     skipped (a day is done once its rows and metrics are stored with this evaluator version), the
     rest run. A day without a log folder is reported and skipped.
     """
-    from flows.cli import _running_flows, _user_errors, console, err_console, validate_judge
 
-    with _user_errors():
+    with user_errors():
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from flows.backfill import backfill as backfill_flow
@@ -196,7 +194,7 @@ def backfill(
                 console.print(Text(_day_line(day, version)), soft_wrap=True)  # above the bar while it is shown
                 progress.advance(bar)
 
-            with _running_flows():
+            with running_flows():
                 summary = backfill_flow(start=first, end=last, logs_root=logs_root, warehouse=warehouse, force=force,
                                         rules_dir=rules_dir, max_bad_share=max_bad_share, batch_size=batch_size,
                                         judge=judge, on_day=on_day, schema_dir=schema_dir, observed_catalog=observed_catalog,
@@ -247,9 +245,8 @@ def report(
     Score histogram per agent × version, daily trend of mean / P90 / coverage, filter-status and
     verdict breakdown, drift results, and the 10 lowest-scoring queries with their evidence.
     """
-    from flows.cli import _running_flows, _user_errors, console
 
-    with _user_errors():
+    with user_errors():
         from flows.weekly_report import weekly_report
         from tasks.report import parse_week
         from warehouse import WarehouseError, resolve_path
@@ -257,7 +254,7 @@ def report(
         label, _, _ = parse_week(week)  # check before Prefect starts
         if not resolve_path(warehouse).is_file():
             raise WarehouseError(f"warehouse {resolve_path(warehouse)} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse")
-        with _running_flows():
+        with running_flows():
             files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
     if files.headline:
         console.print(headline_rich_table(files.headline, files.week))
@@ -285,9 +282,8 @@ def serve(
     flows until stopped (Ctrl-C). Without a server it stops with an error (use --check to see the
     schedules).
     """
-    from flows.cli import CliError, _user_errors, console
 
-    with _user_errors():
+    with user_errors():
         from flows.deployments import build_deployments, serve_deployments, server_url
 
         deployments = build_deployments(timezone=timezone, logs_root=logs_root, warehouse=warehouse, reports_dir=reports_dir,

@@ -373,7 +373,7 @@ def test_a_full_disk_on_out_is_a_one_line_error(tmp_path: Path) -> None:
 def test_environment_errors_are_one_line_messages() -> None:
     import duckdb
 
-    from flows.cli import environment_error_message
+    from flows.cli_common import environment_error_message
 
     assert environment_error_message(OSError(13, "Permission denied", "/w/stef.duckdb")) == "/w/stef.duckdb: Permission denied"
     message = environment_error_message(duckdb.IOException("IO Error: Could not read enough bytes from file \"w.duckdb\"\nmore"))

@@ -1,0 +1,193 @@
+"""What every ``stef`` command shares: the consoles, the one-line errors and exit code 2, the
+validation of ``--dialect`` and ``--judge``, and small formatters.
+
+The command modules (:mod:`flows.cli`, :mod:`flows.cli_monitoring`, :mod:`flows.cli_campaign`,
+:mod:`flows.cli_catalog`) import from here; nothing here imports them. Like the CLI, this module
+loads only typer, rich and the pure ``stef`` package.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from stef.errors import StefError, UnknownDialectError
+
+if TYPE_CHECKING:
+    from flows.nightly import NightlySummary
+    from stef.llm_judge import JudgeSettings
+
+EXIT_USAGE = 2
+"""Exit code of every error a person can fix (bad option, bad rule file, missing input)."""
+
+console = Console(markup=False, emoji=False, highlight=False)
+"""Standard output. Markup and emoji codes are off: a ``[/x]``, ``[link=…]`` or ``:smile:`` in a
+run id, an agent id, a version, a reason or a file name prints as those characters (a ``str``
+table cell is rendered with the console's markup setting). Styles are set on :class:`rich.text.Text`."""
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+"""Standard error (errors, warnings, progress), with the settings of :data:`console`."""
+
+
+class CliError(StefError):
+    """A command-line problem outside the STEF method (e.g. an output file that cannot be written)."""
+
+
+def environment_error_message(exc: BaseException) -> str | None:
+    """The one-line message of an error of the machine rather than of STEF, or ``None``.
+
+    Such errors are a person's to fix, like a :class:`StefError`: an :class:`OSError` (disk
+    full, no permission, a file that vanished) and a DuckDB error (a truncated or corrupted
+    warehouse or cache file, a read-only file system). Other exceptions are bugs and keep their
+    traceback.
+
+    >>> environment_error_message(OSError(28, "No space left on device", "/data/out.jsonl"))
+    '/data/out.jsonl: No space left on device'
+    >>> environment_error_message(ValueError("bug")) is None
+    True
+    """
+    if isinstance(exc, OSError):
+        if exc.strerror:
+            return f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
+        return str(exc) or type(exc).__name__
+    duckdb = sys.modules.get("duckdb")  # only loaded when a command opened a DuckDB file
+    if duckdb is not None and isinstance(exc, duckdb.Error):
+        first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return (
+            f"DuckDB could not read or write its file: {first_line}. If the file is damaged (truncated, "
+            "corrupted blocks), restore it from a backup, or move it away and rebuild it "
+            "(stef backfill re-scores the days from their logs)"
+        )
+    return None
+
+
+@contextmanager
+def user_errors() -> Iterator[None]:
+    """Turn :class:`StefError` and errors of the machine (:func:`environment_error_message`)
+    into ``error: <message>`` on stderr and exit code 2."""
+    try:
+        yield
+    except StefError as exc:
+        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    except Exception as exc:
+        message = environment_error_message(exc)
+        if message is None:
+            raise
+        err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
+
+
+class _NoStefTraceback(logging.Filter):
+    """Console-log filter: keep Prefect's "task run failed" line for a StefError (or an error of the
+    machine, :func:`environment_error_message`), drop its traceback.
+
+    The CLI prints the error's message itself (:func:`user_errors`); the traceback of an error
+    raised on purpose only hides it. Other exceptions keep their traceback.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None and (isinstance(error, StefError) or environment_error_message(error) is not None):
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+@contextmanager
+def running_flows() -> Iterator[None]:
+    """Around the flow runs of one command: Prefect's console without the tracebacks of errors a
+    person fixes (:func:`_quiet_stef_tracebacks`), and a temporary Prefect API that dies with
+    this process (:func:`flows.prefect_api.temporary_prefect_api`) unless one is configured."""
+    from flows.prefect_api import temporary_prefect_api
+
+    _quiet_stef_tracebacks()
+    with temporary_prefect_api():
+        yield
+
+
+def _quiet_stef_tracebacks() -> None:
+    """Add :class:`_NoStefTraceback` to the root logger's console handlers (Prefect's console).
+
+    Prefect's API log handler sits on its run loggers and sees the record first, so the Prefect
+    UI keeps the full traceback.
+    """
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and not any(isinstance(f, _NoStefTraceback) for f in handler.filters):
+            handler.addFilter(_NoStefTraceback())
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def validate_dialect(name: str) -> str:
+    """Check a ``--dialect`` value with :func:`stef.clean.resolve_dialect`; return its normal form.
+
+    >>> validate_dialect("SQLite")
+    'sqlite'
+
+    Raises:
+        UnknownDialectError: sqlglot does not know the dialect (the message names it and lists
+            the known ones).
+    """
+    from stef.clean import resolve_dialect
+
+    try:
+        return resolve_dialect(name) or "generic"
+    except UnknownDialectError as exc:
+        raise UnknownDialectError(f"--dialect: {exc}") from None
+
+
+def validate_judge(name: str, **options: Any) -> JudgeSettings:
+    """Read ``--judge`` (one of :data:`flows.cli.JUDGES`) and its companion options, and check them before any work.
+
+    A model is checked with :func:`stef.llm_judge.preflight` (litellm knows its provider, its
+    ``*_API_KEY`` is in the environment); other missing variables are printed as warnings.
+    The symbolic judge imports no litellm.
+
+    Args:
+        name: the ``--judge`` value.
+        **options: ``api_base``, ``concurrency``, ``timeout_s``, ``max_cost_usd`` (see
+            :meth:`stef.llm_judge.JudgeSettings.parse`).
+
+    Returns:
+        The parsed :class:`stef.llm_judge.JudgeSettings`.
+
+    Raises:
+        JudgeConfigError: an unusable setting (the message names it and the fix).
+
+    >>> validate_judge("symbolic").is_symbolic
+    True
+    """
+    from stef.llm_judge import JudgeSettings, preflight
+
+    settings = JudgeSettings.parse(name, **options)
+    for warning in preflight(settings):
+        err_console.print(Text.assemble(("warning: ", "bold yellow"), warning), soft_wrap=True)
+    return settings
+
+
+# --------------------------------------------------------------------------- formatters
+
+
+def percent(value: float | None) -> str:
+    """A share as a percentage with one decimal (``–`` when unknown).
+
+    >>> percent(0.9876), percent(None)
+    ('98.8%', '–')
+    """
+    return "–" if value is None else f"{value:.1%}"
+
+
+def summary_line(summary: NightlySummary) -> str:
+    """One line on a stored day of the nightly flow: lines, scored, unscored, quarantined, coverage."""
+    unscored = summary.records - summary.evaluated - summary.quarantined
+    return (f"{summary.log_date}: {summary.records} lines, {summary.evaluated} scored, "
+            f"{unscored} unscored (typed status), {summary.quarantined} quarantined, "
+            f"coverage {percent(summary.coverage)}")
