@@ -9,24 +9,19 @@ that was running is redone from scratch (its writes are replaced, never duplicat
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Literal
 
-# Must be set before Prefect is imported.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+from prefect import flow
 
-from collections.abc import Callable  # noqa: E402
-from dataclasses import dataclass, field  # noqa: E402
-from datetime import date  # noqa: E402
-from typing import Literal  # noqa: E402
-
-from prefect import flow  # noqa: E402
-
-from flows.nightly import NightlySummary, nightly, resolve_log_date  # noqa: E402
-from stef.llm_judge import SYMBOLIC, JudgeSettings  # noqa: E402
-from tasks._runtime import run_logger  # noqa: E402
-from tasks.backfill import day_has_logs, days_in_range, plan_backfill  # noqa: E402
-from tasks.evaluate import DEFAULT_BATCH_SIZE  # noqa: E402
-from warehouse import resolve_path  # noqa: E402
+from flows.nightly import NightlySummary, nightly, resolve_log_date
+from stef.llm_judge import SYMBOLIC, JudgeSettings
+from tasks._runtime import run_logger
+from tasks.backfill import day_has_logs, days_in_range, plan_backfill
+from tasks.evaluate import DEFAULT_BATCH_SIZE
+from warehouse import resolve_path
 
 DayStatus = Literal["done", "skipped", "no_logs"]
 """``done``: the nightly work ran; ``skipped``: already done with this evaluator version;

@@ -7,16 +7,11 @@ the same runs, storage into ``campaigns`` / ``campaign_runs`` / ``campaign_outco
 
 from __future__ import annotations
 
-import os
+from prefect import flow
+from prefect.utilities.annotations import quote
 
-# Must be set before Prefect is imported.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-
-from prefect import flow  # noqa: E402
-from prefect.utilities.annotations import quote  # noqa: E402
-
-from stef.campaign import CampaignResult, CampaignSettings  # noqa: E402
-from tasks.campaign import classify_campaign, score_campaign, store_campaign_task  # noqa: E402
+from stef.campaign import CampaignResult, CampaignSettings
+from tasks.campaign import classify_campaign, score_campaign, store_campaign_task
 
 
 @flow(name="stef-campaign")

@@ -14,15 +14,10 @@ repository root describes the same deployments for ``prefect deploy`` with a wor
 
 from __future__ import annotations
 
-import os
+from typing import TYPE_CHECKING, Any, cast
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-# Must be set before Prefect is imported.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-
-from typing import TYPE_CHECKING, Any, cast  # noqa: E402
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # noqa: E402
-
-from stef.errors import InputError  # noqa: E402
+from stef.errors import InputError
 
 if TYPE_CHECKING:
     from prefect.deployments.runner import RunnerDeployment

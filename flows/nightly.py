@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, date, datetime, timedelta
+from typing import Any, Literal
 
-# Must be set before Prefect is imported (tasks/__init__.py does the same for the task modules).
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+from prefect import flow, get_run_logger
+from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
+from prefect.utilities.annotations import quote
 
-from collections.abc import Iterable  # noqa: E402
-from dataclasses import dataclass, field, replace  # noqa: E402
-from datetime import UTC, date, datetime, timedelta  # noqa: E402
-from typing import Any, Literal  # noqa: E402
-
-from prefect import flow, get_run_logger  # noqa: E402
-from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner  # noqa: E402
-from prefect.utilities.annotations import quote  # noqa: E402
-
-from stef.errors import InputError  # noqa: E402
-from stef.llm_judge import (  # noqa: E402
+from stef.errors import InputError
+from stef.llm_judge import (
     DEFAULT_BREAKER_FAILURES,
     DEFAULT_CONCURRENCY,
     DEFAULT_TIMEOUT_S,
@@ -33,11 +29,20 @@ from stef.llm_judge import (  # noqa: E402
     preflight,
     release_breaker,
 )
-from stef.models import EVALUATOR_VERSION, CompactEvaluation  # noqa: E402
-from tasks import check_warehouse, compute_metrics, evaluate_batch, learn_observed_catalogs, load_logs, publish_summary_artifact, store_results, validate_logs  # noqa: E402
-from tasks.drift import nightly_drift_step  # noqa: E402
-from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches, rulebook  # noqa: E402
-from warehouse import resolve_path  # noqa: E402
+from stef.models import EVALUATOR_VERSION, CompactEvaluation
+from tasks import (
+    check_warehouse,
+    compute_metrics,
+    evaluate_batch,
+    learn_observed_catalogs,
+    load_logs,
+    publish_summary_artifact,
+    store_results,
+    validate_logs,
+)
+from tasks.drift import nightly_drift_step
+from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches, rulebook
+from warehouse import resolve_path
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
 """Workers of the default thread-pool task runner."""

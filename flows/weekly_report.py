@@ -6,15 +6,15 @@ twin, and publishes the headline table as a Prefect artifact (DESIGN.md §5, iss
 
 from __future__ import annotations
 
-import os
+from prefect import flow
+from prefect.utilities.annotations import quote
 
-# Must be set before Prefect is imported.
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-
-from prefect import flow  # noqa: E402
-from prefect.utilities.annotations import quote  # noqa: E402
-
-from tasks.report import ReportFiles, collect_report_data, publish_report_artifact, write_report  # noqa: E402
+from tasks.report import (
+    ReportFiles,
+    collect_report_data,
+    publish_report_artifact,
+    write_report,
+)
 
 
 @flow(name="stef-weekly-report")
