@@ -59,17 +59,30 @@ def parse_count(text: str | None) -> int | None:
     return int(text)
 
 
+RENDER_COPIES: tuple[type[exp.Expression], ...] = (
+    exp.Query, exp.Subquery, exp.Values, exp.Lateral, exp.Unnest, exp.Pivot, exp.ConcatWs, exp.Struct, exp.ArrayAgg,
+    exp.IgnoreNulls, exp.RespectNulls, exp.TsOrDsToDate, exp.TsOrDsToTimestamp,
+)
+"""Nodes whose SQL generation rewrites the tree in place in some dialect even when the tree was
+parsed in it (a T-SQL ``SELECT TOP 1`` loses its limit node, MySQL's ``FULL OUTER JOIN`` becomes
+a UNION, MySQL's ``DATE_FORMAT`` and T-SQL's ``YEAR`` drop the date conversion the parser put
+under them, ``CONCAT_WS`` gains a flag ...): a sub-tree holding one is copied before :func:`render`.
+Found by rendering both dev files' SQL transpiled to seven dialects (tests/test_evidence.py)."""
+
+
 def render(node: exp.Expression, dialect: str = "") -> str:
-    """SQL text of a sub-tree for evidence, in the dialect S was parsed in, without copying it.
+    """SQL text of a sub-tree for evidence, in the dialect S was parsed in, leaving the tree as
+    parsed.
 
     The tree's own dialect writes it back as the agent wrote it (SQLite's ``IIF`` stays ``IIF``
-    and its ``/`` stays ``/``), with no tree transforms: another dialect's generator rewrites
-    foreign constructs *in place* when not copying (sqlglot's generic one wraps a SQLite
-    division's divisor in ``NULLIF`` and re-parents an ``IIF`` under a new ``CASE``), which
-    would change the tree every later stage reads. ``copy=False`` because a copy of the nodes
-    costs more than parsing them. ``dialect=""``: sqlglot's generic dialect (for trees it parsed).
+    and its ``/`` stays ``/``); another dialect's generator rewrites foreign constructs *in
+    place* when not copying (sqlglot's generic one wraps a SQLite division's divisor in
+    ``NULLIF`` and re-parents an ``IIF`` under a new ``CASE``), which would change the tree every
+    later stage reads. A copy of the nodes costs more than parsing them, so only a sub-tree with
+    a node of :data:`RENDER_COPIES` (subqueries, UNNEST, ...: rewritten even in their own dialect)
+    is copied first. ``dialect=""``: sqlglot's generic dialect (for trees it parsed).
     """
-    return _generator(dialect).generate(node, copy=False)
+    return _generator(dialect).generate(node, copy=node.find(*RENDER_COPIES) is not None)
 
 
 @lru_cache(maxsize=64)
