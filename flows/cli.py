@@ -38,12 +38,12 @@ from stef.errors import InputError
 from stef.models import Band, EvaluationStatus, FilterStatus, Verdict
 
 if TYPE_CHECKING:
-    from stef.llm_evaluate import JudgeRunStats
+    from stef.llm.evaluate import JudgeRunStats
     from stef.logs import LogLine
     from stef.models import Evaluation
-    from stef.rules import RuleBook
-    from stef.observed import ObservedCatalogBook
-    from stef.schema import SchemaBook
+    from stef.pipeline.rules import RuleBook
+    from stef.pipeline.observed import ObservedCatalogBook
+    from stef.pipeline.schema import SchemaBook
 
 JUDGES = ("symbolic", "MODEL", "hybrid:MODEL")
 """Forms of ``--judge``: the deterministic judge, any litellm model string, or hybrid (STEF paper §2.D)."""
@@ -58,7 +58,7 @@ API_BASE_HELP = "OpenAI-compatible endpoint for the model (default: $STEF_LLM_AP
 BREAKER_HELP = ("Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
                 "symbolic verdict without calling the model, and each such record says so (0: never).")
 BATCH_SIZE = 500
-"""Records evaluated per call of :func:`stef.evaluate.evaluate_many` by ``stef evaluate``."""
+"""Records evaluated per call of :func:`stef.pipeline.evaluate.evaluate_many` by ``stef evaluate``."""
 PROGRESS_EVERY = 100
 """``stef evaluate`` refreshes its progress line every this many records."""
 DEMO_DIR = "stef-demo"
@@ -128,8 +128,8 @@ def evaluate_lines(
         rulebook: resolves each record's ``app_id`` to its rules.
         dialect: default dialect for records that name none (``None``: the rules decide).
         judge: the judge (``None``: the default symbolic judge), or an object that evaluates whole
-            batches (:class:`stef.llm_evaluate.LLMEvaluator`: it has ``evaluate_many``).
-        batch_size: records per :func:`stef.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
+            batches (:class:`stef.llm.evaluate.LLMEvaluator`: it has ``evaluate_many``).
+        batch_size: records per :func:`stef.pipeline.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
         schemas: the apps' schemas (``--schema-dir``; a model judge takes them from its settings).
         observed: the apps' observed catalogs (``--observed-catalog``; likewise).
 
@@ -137,7 +137,7 @@ def evaluate_lines(
         :class:`flows.parallel.OutputRow` items: the evaluation's JSON line and its counted fields.
     """
     from flows.parallel import rejected_row, with_dialect
-    from stef.evaluate import evaluate_many
+    from stef.pipeline.evaluate import evaluate_many
 
     batch_evaluate = getattr(judge, "evaluate_many", None)
     batch_size = batch_size or BATCH_SIZE
@@ -289,8 +289,8 @@ def evaluate(
     With ``--judge MODEL`` or ``hybrid:MODEL`` each row also carries the judge, the fallback
     reason (if the model could not answer), cost and tokens; a judge summary is printed.
     """
-    from stef.evaluate import configured_time_cap_s
-    from stef.rules import RuleBook
+    from stef.pipeline.evaluate import configured_time_cap_s
+    from stef.pipeline.rules import RuleBook
 
     with user_errors():
         settings = validate_judge(judge, api_base=api_base, concurrency=concurrency, timeout_s=timeout, max_cost_usd=max_cost_usd,
@@ -300,7 +300,7 @@ def evaluate(
         observed = settings.observed()
         evaluator = None
         if not settings.is_symbolic:
-            from stef.llm_evaluate import LLMEvaluator
+            from stef.llm.evaluate import LLMEvaluator
 
             judge_cache = None
             if cache is not None:
@@ -377,7 +377,7 @@ def judge_table(stats: JudgeRunStats) -> Table:
     """The judge summary of a run with a model: escalation, cache, requests, fallbacks, cost.
 
     Args:
-        stats: :attr:`stef.llm_evaluate.LLMEvaluator.stats` after the run.
+        stats: :attr:`stef.llm.evaluate.LLMEvaluator.stats` after the run.
     """
     table = Table(title=Text(f"Judge {one_line(stats.judge)}"), show_header=False, title_justify="left")
     table.add_column("", style="bold")
@@ -497,7 +497,7 @@ def nightly(
     learn_catalog: Annotated[bool, typer.Option("--learn-catalog", help="Learn the observed catalogs from the warehouse's answers of the 30 days before the day, store and use them.")] = False,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
-    from stef.evaluate import configured_time_cap_s
+    from stef.pipeline.evaluate import configured_time_cap_s
 
     with user_errors():
         validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout,
@@ -640,8 +640,8 @@ def bench_judge(
     Each row maps to a log record as the NL2SQL-BUGs README says (question + " " + evidence is
     the enriched question); the label is used only for measuring.
     """
-    from stef.benchmark import bugs_record_to_log, measure, read_bugs_file
-    from stef.evaluate import evaluate_many
+    from stef.monitor.benchmark import bugs_record_to_log, measure, read_bugs_file
+    from stef.pipeline.evaluate import evaluate_many
 
     with user_errors():
         resolved = validate_dialect(dialect)
@@ -652,9 +652,9 @@ def bench_judge(
             records = [bugs_record_to_log(row, dialect=resolved) for row in rows]
         except (ValueError, KeyError) as exc:
             raise InputError(f"{labelled_file}: not an NL2SQL-BUGs-format file ({exc})") from exc
-        from stef.schema import SchemaBook
+        from stef.pipeline.schema import SchemaBook
 
-        from stef.observed import load_observed_catalogs
+        from stef.pipeline.observed import load_observed_catalogs
 
         schemas = SchemaBook(schema_dir) if schema_dir is not None else None
         observed = load_observed_catalogs(observed_catalog) if observed_catalog is not None else None

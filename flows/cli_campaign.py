@@ -26,7 +26,7 @@ from stef.display import one_line, shorten
 from stef.errors import InputError
 
 if TYPE_CHECKING:
-    from stef.campaign import CalibrationReport, CampaignResult, CampaignSettings, CampaignSummary
+    from stef.campaign.protocol import CalibrationReport, CampaignResult, CampaignSettings, CampaignSummary
     from stef.models import Evaluation
 
 SAMPLE_DIR = Path(__file__).parent / "campaign_data"
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
 def _settings(path: Path | None, dialect: str | None, timeout_s: float | None = None) -> CampaignSettings:
     from pydantic import ValidationError
 
-    from stef.campaign import CampaignSettings
+    from stef.campaign.protocol import CampaignSettings
 
     data: dict[str, Any] = {}
     if path is not None:
@@ -81,8 +81,8 @@ def _settings(path: Path | None, dialect: str | None, timeout_s: float | None = 
 
 
 def _run(runs: Path, gold: Path, db: Path, catalog: Path | None, settings: CampaignSettings, out: Path | None) -> CampaignResult:
-    from stef.campaign import CampaignRunLog, GoldQuestion, load_catalog, read_jsonl, run_campaign
-    from stef.campaign_db import open_test_database
+    from stef.campaign.protocol import CampaignRunLog, GoldQuestion, load_catalog, read_jsonl, run_campaign
+    from stef.campaign.sandbox import open_test_database
 
     run_logs = read_jsonl(runs, CampaignRunLog)
     battery = read_jsonl(gold, GoldQuestion)
@@ -96,8 +96,8 @@ def _run(runs: Path, gold: Path, db: Path, catalog: Path | None, settings: Campa
 
 def _score(result: CampaignResult, settings: CampaignSettings) -> dict[tuple[str | None, str | None], Evaluation]:
     """STEF (schema-free) evaluations of every classified run, by ``(campaign_id, run_id)``."""
-    from stef.campaign import index_evaluations, stef_record
-    from stef.evaluate import evaluate_many
+    from stef.campaign.protocol import index_evaluations, stef_record
+    from stef.pipeline.evaluate import evaluate_many
 
     records = [stef_record(r, settings.dialect) for r in result.results]
     return index_evaluations(evaluate_many(records))
@@ -185,7 +185,7 @@ def compare(
     as_json: JsonOpt = False,
 ) -> None:
     """Print two campaigns side by side (e.g. ``mcp`` vs ``baseline-static``)."""
-    from stef.campaign import CampaignSummary, campaign_folder
+    from stef.campaign.protocol import CampaignSummary, campaign_folder
 
     with user_errors():
         found: dict[str, CampaignSummary] = {}
@@ -245,7 +245,7 @@ def calibrate(
     as_json: JsonOpt = False,
 ) -> None:
     """How well STEF's Φ (schema-free) predicts the campaign outcome: AUROC, confusion, mean Φ per class."""
-    from stef.campaign import calibration_report
+    from stef.campaign.protocol import calibration_report
 
     with user_errors():
         settings = _settings(settings_file, dialect)
@@ -267,7 +267,7 @@ def schema(
     name: Annotated[str, typer.Argument(help="run_log | gold_question | catalog | settings | run_result")],
 ) -> None:
     """Print the JSON Schema of one campaign input (or of the per-run result behind metrics.json)."""
-    from stef.campaign import json_schemas
+    from stef.campaign.protocol import json_schemas
 
     with user_errors():
         schemas = json_schemas()

@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
 @catalog_app.command("json-schema")
 def json_schema() -> None:
     """Print the JSON Schema of STEF's catalog format (DIR/<app_id>.json of --schema-dir)."""
-    from stef.schema import catalog_json_schema
+    from stef.pipeline.schema import catalog_json_schema
 
     typer.echo(json.dumps(catalog_json_schema(), indent=2))
 
@@ -43,7 +43,7 @@ def show(
     dialect: Annotated[str, typer.Option("--dialect", help="sqlglot dialect of the DDL.")] = "generic",
 ) -> None:
     """Read one schema file as --schema-dir would and print its tables, keys and described columns."""
-    from stef.schema import load_schema_file
+    from stef.pipeline.schema import load_schema_file
 
     with user_errors():
         resolved = validate_dialect(dialect)
@@ -73,7 +73,7 @@ def learn(
 ) -> None:
     """Learn each app's observed catalog (tables, columns, join pairs, literal values, with counts)
     from its answers' SQL, for --observed-catalog."""
-    from stef.observed import MIN_QUERIES, learn_catalogs
+    from stef.pipeline.observed import MIN_QUERIES, learn_catalogs
 
     with user_errors():
         if warehouse is not None:

@@ -22,7 +22,7 @@ from stef.errors import StefError, UnknownDialectError
 
 if TYPE_CHECKING:
     from flows.nightly import NightlySummary
-    from stef.llm_judge import JudgeSettings
+    from stef.llm.judge import JudgeSettings
 
 EXIT_USAGE = 2
 """Exit code of every error a person can fix (bad option, bad rule file, missing input)."""
@@ -127,7 +127,7 @@ def _quiet_stef_tracebacks() -> None:
 
 
 def validate_dialect(name: str) -> str:
-    """Check a ``--dialect`` value with :func:`stef.clean.resolve_dialect`; return its normal form.
+    """Check a ``--dialect`` value with :func:`stef.pipeline.clean.resolve_dialect`; return its normal form.
 
     >>> validate_dialect("SQLite")
     'sqlite'
@@ -136,7 +136,7 @@ def validate_dialect(name: str) -> str:
         UnknownDialectError: sqlglot does not know the dialect (the message names it and lists
             the known ones).
     """
-    from stef.clean import resolve_dialect
+    from stef.pipeline.clean import resolve_dialect
 
     try:
         return resolve_dialect(name) or "generic"
@@ -147,17 +147,17 @@ def validate_dialect(name: str) -> str:
 def validate_judge(name: str, **options: Any) -> JudgeSettings:
     """Read ``--judge`` (one of :data:`flows.cli.JUDGES`) and its companion options, and check them before any work.
 
-    A model is checked with :func:`stef.llm_judge.preflight` (litellm knows its provider, its
+    A model is checked with :func:`stef.llm.judge.preflight` (litellm knows its provider, its
     ``*_API_KEY`` is in the environment); other missing variables are printed as warnings.
     The symbolic judge imports no litellm.
 
     Args:
         name: the ``--judge`` value.
         **options: ``api_base``, ``concurrency``, ``timeout_s``, ``max_cost_usd`` (see
-            :meth:`stef.llm_judge.JudgeSettings.parse`).
+            :meth:`stef.llm.judge.JudgeSettings.parse`).
 
     Returns:
-        The parsed :class:`stef.llm_judge.JudgeSettings`.
+        The parsed :class:`stef.llm.judge.JudgeSettings`.
 
     Raises:
         JudgeConfigError: an unusable setting (the message names it and the fix).
@@ -165,7 +165,7 @@ def validate_judge(name: str, **options: Any) -> JudgeSettings:
     >>> validate_judge("symbolic").is_symbolic
     True
     """
-    from stef.llm_judge import JudgeSettings, preflight
+    from stef.llm.judge import JudgeSettings, preflight
 
     settings = JudgeSettings.parse(name, **options)
     for warning in preflight(settings):

@@ -19,7 +19,7 @@ from rich.text import Text
 
 from flows.cli_common import CliError, console, err_console, running_flows, summary_line, user_errors, validate_judge
 from stef.display import DISPLAY_WIDTH, one_line, shorten
-from stef.drift import DEFAULT_WINDOW_DAYS, DriftThresholds
+from stef.monitor.drift import DEFAULT_WINDOW_DAYS, DriftThresholds
 
 if TYPE_CHECKING:
     from flows.backfill import BackfillDay

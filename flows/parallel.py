@@ -5,7 +5,7 @@ evaluate them; they come back in input order as finished output lines (:class:`O
 JSON text and the few fields the run summary counts), so the parent only reads bytes and writes
 text. At most ``2 × workers`` batches are in flight, so memory stays bounded on inputs of any
 length. Workers evaluate in their main thread, so the per-record SIGALRM time cap of
-:func:`stef.evaluate.evaluate_many` applies there too.
+:func:`stef.pipeline.evaluate.evaluate_many` applies there too.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, Filt
 
 if TYPE_CHECKING:
     from stef.logs import LogLine
-    from stef.rules import RuleBook
-    from stef.observed import ObservedCatalogBook
-    from stef.schema import SchemaBook
+    from stef.pipeline.rules import RuleBook
+    from stef.pipeline.observed import ObservedCatalogBook
+    from stef.pipeline.schema import SchemaBook
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +90,7 @@ def with_dialect(record: AgentLogRecord, dialect: str | None) -> AgentLogRecord:
 def rejected_row(line: LogLine) -> OutputRow:
     """The ``invalid_input`` output row of a log line that is not a valid record, naming the
     file, the line number and the reason."""
-    from stef.evaluate import rejected_evaluation
+    from stef.pipeline.evaluate import rejected_evaluation
 
     return OutputRow.of(rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}"))
 
@@ -118,7 +118,7 @@ def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rul
     Returns:
         :class:`OutputRow` items; a line that is not a valid record gets :func:`rejected_row`.
     """
-    from stef.evaluate import evaluate_many
+    from stef.pipeline.evaluate import evaluate_many
     from stef.logs import parse_line
 
     rows: list[OutputRow | None] = []
@@ -163,7 +163,7 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     Args:
         files: JSONL log files, read in this order.
         rulebook: rules for every record (sent once to each worker).
-        workers: number of processes (≥ 2; use :func:`stef.evaluate.evaluate_many` for one).
+        workers: number of processes (≥ 2; use :func:`stef.pipeline.evaluate.evaluate_many` for one).
         dialect: dialect for records that name none.
         batch_size: lines per task.
         schemas: the apps' schemas (``--schema-dir``), sent once to each worker.
@@ -175,9 +175,9 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     Raises:
         InputError: a file cannot be read.
     """
-    import stef.evaluate  # noqa: F401 - imported once here, inherited by the forked workers (and frozen there)
+    import stef.pipeline.evaluate  # noqa: F401 - imported once here, inherited by the forked workers (and frozen there)
     import stef.logs  # noqa: F401
-    from stef.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, load_calibrator
+    from stef.pipeline.judge.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, load_calibrator
 
     rulebook.for_app(None)  # the default rules and the calibrator are loaded once, before the fork
     load_calibrator(DEFAULT_CALIBRATOR)  # the same cache key as the default judge's call

@@ -1,4 +1,4 @@
-"""Train the symbolic judge's calibrators (stef/calibrators/*.json) — reproducibly.
+"""Train the symbolic judge's calibrators (stef/pipeline/judge/calibrators/*.json) — reproducibly.
 
 Usage (needs the `calibrate` extra: pip install '.[calibrate]'):
 
@@ -20,16 +20,16 @@ predictions from HKUSTDial/NL2SQL360):
 Steps, for each of the two feature sets:
 
 1. every row is evaluated with the *uncalibrated* symbolic judge (with or without its schema); the
-   calibrator features (stef.calibrate.feature_vector) of each judged row are recorded;
+   calibrator features (stef.pipeline.judge.calibrate.feature_vector) of each judged row are recorded;
 2. 5-fold cross-validation grouped by (dataset, question): rows of one question are never on
    both sides; a standardised L2 logistic regression is fitted on 4 folds and predicts the 5th,
    for each regularisation strength in C_GRID; the C with the best mean log-loss is kept;
 3. the out-of-fold predictions give, per dataset: accuracy at Φ ≥ 75 (Φ from the verdict and γ
-   of stef.calibrate.verdict_from_probability and the paper's formula), AUROC of p_correct and of
+   of stef.pipeline.judge.calibrate.verdict_from_probability and the paper's formula), AUROC of p_correct and of
    Φ, expected calibration error over 10 equal-width bins, and recall of wrong answers per
    NL2SQL-BUGs error category. Rows that get no score (parse errors) count as predicted
    incorrect with p = 0; rows with a non-SELECT statement get p = 0 and rows the schema says
-   cannot run get p ≤ stef.calibrate.CANNOT_RUN_P, as the pipeline does;
+   cannot run get p ≤ stef.pipeline.judge.calibrate.CANNOT_RUN_P, as the pipeline does;
 4. the final model is fitted on all rows and written as JSON with the training files' SHA-256,
    the row counts and the cross-validation figures.
 
@@ -72,12 +72,12 @@ class Row:
 
 def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
     """Run every record through the pipeline without a calibrator, with and without its schema."""
-    from stef.benchmark import bugs_record_to_log, read_bugs_file
-    from stef.calibrate import feature_vector
-    from stef.evaluate import evaluate
-    from stef.judge import JudgeInput, SymbolicJudge
+    from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
+    from stef.pipeline.judge.calibrate import feature_vector
+    from stef.pipeline.evaluate import evaluate
+    from stef.pipeline.judge.symbolic import JudgeInput, SymbolicJudge
     from stef.models import JudgeResult
-    from stef.schema import SchemaBook
+    from stef.pipeline.schema import SchemaBook
 
     class Recorder:
         name = "symbolic"
@@ -127,8 +127,8 @@ def _observed_features(rows: list[Row], records: list[Any], schemas: list[Any], 
     answer is compared with a catalog that learned from its own question."""
     from sklearn.model_selection import GroupKFold
 
-    from stef.evaluate import evaluate
-    from stef.observed import ObservedCatalogBook, learn_catalog
+    from stef.pipeline.evaluate import evaluate
+    from stef.pipeline.observed import ObservedCatalogBook, learn_catalog
 
     groups = [row.question for row in rows]
     for train, test in GroupKFold(n_splits=FOLDS).split(rows, groups=groups):
@@ -178,9 +178,9 @@ def expected_calibration_error(probabilities: list[float], labels: list[bool], b
 
 
 def phi(alignment: Any, p: float) -> float:
-    from stef.calibrate import verdict_from_probability
-    from stef.rules import default_rules
-    from stef.score import compute_score
+    from stef.pipeline.judge.calibrate import verdict_from_probability
+    from stef.pipeline.rules import default_rules
+    from stef.pipeline.score import compute_score
 
     verdict, gamma = verdict_from_probability(p)
     return compute_score(alignment, verdict, gamma, default_rules().scoring).score
@@ -188,8 +188,8 @@ def phi(alignment: Any, p: float) -> float:
 
 def evaluate_set(rows: list[Row], feature_set: str, predictions: dict[int, float]) -> dict[str, Any]:
     """Figures per dataset from out-of-fold predictions (index into ``rows`` -> p)."""
-    from stef.benchmark import auroc
-    from stef.calibrate import CANNOT_RUN_P
+    from stef.monitor.benchmark import auroc
+    from stef.pipeline.judge.calibrate import CANNOT_RUN_P
 
     report: dict[str, Any] = {}
     for dataset in sorted({row.dataset for row in rows}):
@@ -233,7 +233,7 @@ def cross_validate(rows: list[Row], feature_set: str, names: list[str]) -> tuple
     """Best C by grouped CV log-loss; its out-of-fold predictions and figures."""
     from sklearn.model_selection import GroupKFold
 
-    from stef.calibrate import Calibrator
+    from stef.pipeline.judge.calibrate import Calibrator
 
     usable = [i for i, row in enumerate(rows) if feature_set in row.features]
     matrix = [[rows[i].features[feature_set].get(name, 0.0) for name in names] for i in usable]

@@ -76,7 +76,7 @@ class AgentLogRecord(BaseModel):
     """One agent answer as logged by a Text-to-SQL agent (DESIGN.md §2).
 
     Required: ``run_id``, ``question``, ``sql``. Empty strings are accepted here and turned into
-    an ``invalid_input`` status by :func:`stef.evaluate.evaluate`, so the record is stored with
+    an ``invalid_input`` status by :func:`stef.pipeline.evaluate.evaluate`, so the record is stored with
     its reason instead of being dropped. Unknown extra keys are kept (``extra="allow"``).
     """
 
@@ -288,10 +288,10 @@ class SuspectedError(_Frozen):
 
 
 class JudgeResult(_Frozen):
-    """Output of a :class:`stef.judge.Judge` (STEF paper §2.D).
+    """Output of a :class:`stef.pipeline.judge.symbolic.Judge` (STEF paper §2.D).
 
     ``p_correct`` is the calibrated P(answer correct); the verdict is monotone in it and γ is
-    the probability that the verdict's side (correct or not) is right (:func:`stef.calibrate.verdict_from_probability`).
+    the probability that the verdict's side (correct or not) is right (:func:`stef.pipeline.judge.calibrate.verdict_from_probability`).
     """
 
     verdict: Verdict
@@ -303,7 +303,7 @@ class JudgeResult(_Frozen):
 
 
 class SchemaReport(_Frozen):
-    """What S does against the app's schema (:func:`stef.schema_checks.check_against_schema`).
+    """What S does against the app's schema (:func:`stef.pipeline.schema_checks.check_against_schema`).
 
     Every item names the clause and the text as written in S, e.g.
     ``"JOIN ON t1.cds = t2.code (not a declared key pair)"``.
@@ -349,7 +349,7 @@ class ScoreBreakdown(_Frozen):
 
 
 class ObservedReport(_Frozen):
-    """What S does against its app's observed catalog (:func:`stef.observed.check_against_observed`)."""
+    """What S does against its app's observed catalog (:func:`stef.pipeline.observed.check_against_observed`)."""
 
     source: str = ""
     """What the catalog was learned from."""

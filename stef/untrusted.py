@@ -1,4 +1,4 @@
-"""Untrusted text in a language-model prompt (the LLM judge, :mod:`stef.llm_judge`).
+"""Untrusted text in a language-model prompt (the LLM judge, :mod:`stef.llm.judge`).
 
 A record's question, enriched question and SQL are written by a user and by the monitored
 agent, and everything STEF extracts from them (filter values, column names ...) quotes them.
@@ -26,7 +26,7 @@ from typing import Any
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from stef.clean import dialect_instance
+from stef.pipeline.clean import dialect_instance
 
 ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 """Unicode categories written as ``\\uXXXX`` inside a data block: controls, format characters

@@ -1,6 +1,6 @@
 """Prefect tasks of the campaign flow: classify the runs, score them with STEF, store (DESIGN.md §7).
 
-Thin wrappers over :mod:`stef.campaign` and :mod:`warehouse.campaign`; paths and settings are
+Thin wrappers over :mod:`stef.campaign.protocol` and :mod:`warehouse.campaign`; paths and settings are
 passed in, the database and the warehouse are opened inside the task (STYLE.md §12).
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from stef.campaign import (
+from stef.campaign.protocol import (
     CampaignResult,
     CampaignRunLog,
     CampaignSettings,
@@ -22,8 +22,8 @@ from stef.campaign import (
     run_campaign,
     stef_record,
 )
-from stef.campaign_db import open_test_database
-from stef.evaluate import evaluate_many
+from stef.campaign.sandbox import open_test_database
+from stef.pipeline.evaluate import evaluate_many
 from stef.models import Evaluation
 from stef.display import shorten
 from tasks._runtime import retry_on_io_error, run_logger
@@ -33,7 +33,7 @@ from warehouse.campaign import CampaignStoreSummary, store_campaign
 
 @task(name="campaign-classify", cache_policy=NO_CACHE, persist_result=False)
 def classify_campaign(runs: str, gold: str, db: str, settings: CampaignSettings, out: str | None = None, catalog: str | None = None) -> CampaignResult:
-    """Audit the gold battery and classify every run (:func:`stef.campaign.run_campaign`).
+    """Audit the gold battery and classify every run (:func:`stef.campaign.protocol.run_campaign`).
 
     Args:
         runs: run log JSONL path.
@@ -44,7 +44,7 @@ def classify_campaign(runs: str, gold: str, db: str, settings: CampaignSettings,
         catalog: canonical catalog JSON path, or ``None`` to derive it from ``db``.
 
     Returns:
-        The :class:`stef.campaign.CampaignResult`.
+        The :class:`stef.campaign.protocol.CampaignResult`.
 
     Raises:
         InputError: unreadable inputs.

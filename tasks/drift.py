@@ -24,7 +24,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import ValidationError
 
 from stef.display import Markdown, md_table, md_text, shorten
-from stef.drift import (
+from stef.monitor.drift import (
     DEFAULT_WINDOW_DAYS,
     DriftDirection,
     DriftError,
@@ -55,7 +55,7 @@ DRIFT_EVENT = "stef.drift.detected"
 DRIFT_ARTIFACT_KEY = "stef-drift"
 """Key of the markdown artifact with a night's drift checks (Prefect keeps its history)."""
 THRESHOLDS_ENV = "STEF_DRIFT_THRESHOLDS"
-"""Environment variable with a JSON object of :class:`stef.drift.DriftThresholds` fields for the
+"""Environment variable with a JSON object of :class:`stef.monitor.drift.DriftThresholds` fields for the
 nightly checks, e.g. ``{"mean_delta": 2.0, "min_samples": 200}``."""
 
 
@@ -205,7 +205,7 @@ def plan_version_check(
     """Plan a candidate-version vs baseline-version check.
 
     Versions are ordered by the first day each has evaluations (then by natural name order,
-    :func:`stef.drift.order_versions`), counting only days up to ``end`` when given. By default
+    :func:`stef.monitor.drift.order_versions`), counting only days up to ``end`` when given. By default
     the candidate is the newest version and the baseline the one before it.
 
     Windows: with ``start`` and ``end`` both sides use ``start … end``. Otherwise the candidate
@@ -293,7 +293,7 @@ def plan_temporal_check(
 
 
 def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = None) -> DriftCheck:
-    """Read both samples of ``plan`` from the warehouse and compare them (:func:`stef.drift.compare`)."""
+    """Read both samples of ``plan`` from the warehouse and compare them (:func:`stef.monitor.drift.compare`)."""
 
     def sample(version: str, window: tuple[date, date]) -> DriftSample:
         rows = read_drift_sample_rows(conn, plan.agent_id, version, window[0], window[1], plan.evaluator_version)
@@ -329,7 +329,7 @@ def run_drift_check(
         end: last day of the window.
         temporal: check ``candidate`` (default the newest version) against its previous window.
         window_days: window length when ``start`` is not given.
-        thresholds: decision thresholds (default :class:`stef.drift.DriftThresholds`).
+        thresholds: decision thresholds (default :class:`stef.monitor.drift.DriftThresholds`).
         evaluator_version: whose evaluations (default: the newest stored for the agent).
         store: write the result to ``drift_checks``.
         source: the ``source`` column of the stored row.

@@ -10,11 +10,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.errors import RulesError
-from stef.evaluate import evaluate_many
-from stef.observed import ObservedCatalogBook
-from stef.llm_judge import JudgeSettings
+from stef.pipeline.evaluate import evaluate_many
+from stef.pipeline.observed import ObservedCatalogBook
+from stef.llm.judge import JudgeSettings
 from stef.models import AgentLogRecord, CompactEvaluation, Evaluation
-from stef.rules import RuleBook
+from stef.pipeline.rules import RuleBook
 
 DEFAULT_BATCH_SIZE = 500
 """Records per :func:`evaluate_batch` task run: large enough that Prefect's per-task cost
@@ -90,8 +90,8 @@ def evaluate_batch(
     compact: bool = False,
     observed: ObservedCatalogBook | None = None,
 ) -> list[Evaluation] | list[CompactEvaluation]:
-    """Evaluate one batch with :func:`stef.evaluate.evaluate_many` (symbolic judge), or with the
-    LLM judge of ``judge`` (:class:`stef.llm_evaluate.LLMEvaluator`, STEF paper §2.D).
+    """Evaluate one batch with :func:`stef.pipeline.evaluate.evaluate_many` (symbolic judge), or with the
+    LLM judge of ``judge`` (:class:`stef.llm.evaluate.LLMEvaluator`, STEF paper §2.D).
 
     With a model, the batch's requests run concurrently (``judge.concurrency``) and verdicts are
     cached in the warehouse's ``judge_cache`` table, so a rerun or backfill of the same records
@@ -127,7 +127,7 @@ def evaluate_batch(
         if compact:
             return evaluate_many(records, rulebook=rulebook(rules_dir), convert=Evaluation.compact, schemas=schemas, observed=observed)
         return evaluate_many(records, rulebook=rulebook(rules_dir), schemas=schemas, observed=observed)
-    from stef.llm_evaluate import LLMEvaluator
+    from stef.llm.evaluate import LLMEvaluator
     from tasks._runtime import run_logger
     from warehouse.judge_cache import DuckDBJudgeCache
 

@@ -31,7 +31,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.display import DISPLAY_WIDTH, Markdown, md_cells, md_code, md_code_block, md_text, one_line, shorten
-from stef.drift import SCORE_BIN_EDGES, score_histogram
+from stef.monitor.drift import SCORE_BIN_EDGES, score_histogram
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
 from tasks._runtime import retry_on_io_error
@@ -181,7 +181,7 @@ def collect(conn: Any, warehouse_label: str, week: str | None, evaluator_version
     """
     import polars as pl
 
-    from stef.drift import order_versions
+    from stef.monitor.drift import order_versions
 
     label, start, end = parse_week(week, today)
     generated = datetime.now(UTC).replace(microsecond=0).isoformat()

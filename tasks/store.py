@@ -9,10 +9,10 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from stef.evaluate import rejected_evaluation
+from stef.pipeline.evaluate import rejected_evaluation
 from stef.logs import LogLine
 from stef.models import EVALUATOR_VERSION, Evaluation, StoredEvaluation
-from stef.observed import ObservedCatalogBook
+from stef.pipeline.observed import ObservedCatalogBook
 from tasks._runtime import retry_on_io_error, run_logger
 from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
 

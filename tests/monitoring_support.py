@@ -22,7 +22,7 @@ from stef.models import (
     SuspectedError,
     Verdict,
 )
-from stef.score import band_for
+from stef.pipeline.score import band_for
 
 FIXTURES = Path(__file__).parent / "fixtures" / "monitoring"
 BUGS_SAMPLE = FIXTURES / "nl2sql_bugs_sample.jsonl"
@@ -107,10 +107,10 @@ def bugs_pools() -> dict[bool, tuple[tuple[str, float | None, str | None, str | 
 
     Returns:
         ``{True: rows of correct SQL, False: rows of incorrect SQL}``, each row
-        ``(status, score, verdict, filter_status)`` as :meth:`stef.drift.DriftSample.from_rows` takes.
+        ``(status, score, verdict, filter_status)`` as :meth:`stef.monitor.drift.DriftSample.from_rows` takes.
     """
-    from stef.benchmark import bugs_record_to_log, read_bugs_file
-    from stef.evaluate import evaluate_many
+    from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
+    from stef.pipeline.evaluate import evaluate_many
 
     rows = read_bugs_file(BUGS_SAMPLE)
     evaluations = evaluate_many([bugs_record_to_log(row) for row in rows])
@@ -128,9 +128,9 @@ def draw(
     incorrect_share: float,
     rng: Any,
 ) -> Any:
-    """A :class:`stef.drift.DriftSample` of ``n`` answers: each incorrect with probability
+    """A :class:`stef.monitor.drift.DriftSample` of ``n`` answers: each incorrect with probability
     ``incorrect_share`` (then drawn from the incorrect pool, else from the correct one), with replacement."""
-    from stef.drift import DriftSample
+    from stef.monitor.drift import DriftSample
 
     incorrect = rng.random(n) < incorrect_share
     rows = [pools[not bad][int(rng.integers(len(pools[not bad])))] for bad in incorrect]

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from stef.campaign import (
+from stef.campaign.protocol import (
     CampaignRunLog,
     CampaignSettings,
     CanonicalCatalog,
@@ -32,7 +32,7 @@ from stef.campaign import (
     run_campaign,
     run_cost,
 )
-from stef.campaign_db import DuckDBTestDatabase, SQLiteTestDatabase, open_test_database
+from stef.campaign.sandbox import DuckDBTestDatabase, SQLiteTestDatabase, open_test_database
 from stef.errors import InputError
 from stef.models import Evaluation, EvaluationStatus
 

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from stef.campaign import OUTCOME_CLASSES, CampaignRunLog, CampaignSettings, GoldQuestion, read_jsonl, run_campaign
-from stef.campaign_db import SQLiteTestDatabase
+from stef.campaign.protocol import OUTCOME_CLASSES, CampaignRunLog, CampaignSettings, GoldQuestion, read_jsonl, run_campaign
+from stef.campaign.sandbox import SQLiteTestDatabase
 
 SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"
 SAMPLE_COUNTS = {

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from stef.campaign import (
+from stef.campaign.protocol import (
     FOLDER_NAME_MAX_BYTES,
     CampaignRunLog,
     CampaignSettings,
@@ -31,7 +31,7 @@ from stef.campaign import (
     index_evaluations,
     run_campaign,
 )
-from stef.campaign_db import DuckDBTestDatabase, ResourceLimits, SQLiteTestDatabase, open_test_database
+from stef.campaign.sandbox import DuckDBTestDatabase, ResourceLimits, SQLiteTestDatabase, open_test_database
 from stef.models import Evaluation, EvaluationStatus
 
 SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"
@@ -274,7 +274,7 @@ def test_worker_does_not_rerun_the_callers_script(tmp_path: Path) -> None:
     """A script without ``if __name__ == "__main__"`` opens a database once (the worker never imports ``__main__``)."""
     script = tmp_path / "unguarded.py"
     script.write_text(
-        "from stef.campaign_db import open_test_database\n"
+        "from stef.campaign.sandbox import open_test_database\n"
         f"print('script body ran', flush=True)\ndb = open_test_database({str(DB)!r})\n"
         "print(db.execute('SELECT count(*) FROM state', 5.0, 10).rows)\ndb.close()\n",
         encoding="utf-8",

@@ -1,4 +1,4 @@
-"""Tests of stef/drift.py: statistics against scipy and hand-computed values, the decision rule,
+"""Tests of stef/monitor/drift.py: statistics against scipy and hand-computed values, the decision rule,
 windows and version order, and the rule on real NL2SQL-BUGs scores (bundled sample)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from monitoring_support import bugs_pools, draw
 from pydantic import ValidationError
 from scipy import stats
 
-import stef.drift
-from stef.drift import (
+import stef.monitor.drift
+from stef.monitor.drift import (
     DriftDirection,
     DriftError,
     DriftSample,
@@ -71,7 +71,7 @@ def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
     rng = np.random.default_rng(3)
     baseline = rng.choice([0.0, 16.0, 56.0, 72.0, 80.0, 100.0], 300)
     candidate = rng.choice([0.0, 16.0, 56.0, 72.0, 80.0, 100.0], 250)
-    delta = bootstrap_delta(baseline, candidate, stef.drift._mean, FAST)
+    delta = bootstrap_delta(baseline, candidate, stef.monitor.drift._mean, FAST)
     expected = stats.bootstrap(
         (baseline, candidate),
         lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
@@ -85,13 +85,13 @@ def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
 
 
 def test_bootstrap_of_tied_values_gives_a_point_interval() -> None:
-    delta = bootstrap_delta([80.0] * 50, [80.0] * 60, stef.drift._p90, FAST)
+    delta = bootstrap_delta([80.0] * 50, [80.0] * 60, stef.monitor.drift._p90, FAST)
     assert (delta.delta, delta.ci_low, delta.ci_high, delta.excludes_zero) == (0.0, 0.0, 0.0, False)
 
 
 def test_bootstrap_needs_two_values_per_side() -> None:
     with pytest.raises(DriftError, match=r"two values per side, got 1 and 3"):
-        bootstrap_delta([1.0], [1.0, 2.0, 3.0], stef.drift._mean)
+        bootstrap_delta([1.0], [1.0, 2.0, 3.0], stef.monitor.drift._mean)
 
 
 def test_category_test_matches_chi2_contingency() -> None:
@@ -279,7 +279,7 @@ def test_version_sort_key_is_natural() -> None:
 
 
 def test_drift_doctests() -> None:
-    assert doctest.testmod(stef.drift).failed == 0
+    assert doctest.testmod(stef.monitor.drift).failed == 0
 
 
 # --------------------------------------------------------------------------- real records

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 import sqlglot
 
-from stef.evaluate import evaluate
+from stef.pipeline.evaluate import evaluate
 from stef.models import AgentLogRecord, FilterStatus
-from stef.schema import parse_ddl
-from stef.schema_checks import check_against_schema
+from stef.pipeline.schema import parse_ddl
+from stef.pipeline.schema_checks import check_against_schema
 
 
 def _findings(question: str, enriched: str | None, sql: str) -> tuple[FilterStatus, list[str], list[str], list[str]]:
@@ -351,8 +351,8 @@ def test_the_analysis_leaves_the_parsed_tree_as_it_was(dialect: str, sql: str) -
     """Evidence is rendered without copying the tree, so it must not rewrite it: every stage that
     reads the tree after an earlier one rendered part of it sees the tree as parsed (a generator of
     another dialect wraps a SQLite divisor in NULLIF and re-parents an IIF, in place)."""
-    from stef.clean import parse_sql_with_fallback
-    from stef.extract_sql import extract_sql_spec
+    from stef.pipeline.clean import parse_sql_with_fallback
+    from stef.pipeline.extract_sql import extract_sql_spec
 
     tree = parse_sql_with_fallback(sql, dialect).answer
     assert tree is not None
@@ -381,8 +381,8 @@ def test_rendering_evidence_rewrites_no_bundled_answer_in_any_dialect() -> None:
     """The bundled demo answers, transpiled to seven dialects and analysed in each, are left as
     parsed (the generator of a tree's own dialect still rewrites some constructs in place)."""
     from demo_records import demo_source_records
-    from stef.clean import parse_sql_with_fallback
-    from stef.extract_sql import extract_sql_spec
+    from stef.pipeline.clean import parse_sql_with_fallback
+    from stef.pipeline.extract_sql import extract_sql_spec
 
     changed: list[str] = []
     for row in demo_source_records():

@@ -23,11 +23,11 @@ from typer.testing import CliRunner
 
 import stef.logs
 from flows.cli import app
-from stef.clean import hidden_statements, parse_sql, split_message
-from stef.evaluate import evaluate, evaluate_many
+from stef.pipeline.clean import hidden_statements, parse_sql, split_message
+from stef.pipeline.evaluate import evaluate, evaluate_many
 from stef.logs import MAX_JSON_DEPTH, capped_lines, log_files, parse_line
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus
-from stef.rules import RuleBook, is_rule_file_name
+from stef.pipeline.rules import RuleBook, is_rule_file_name
 
 GOOD = {"question": "How many schools have more than 500 students?", "sql": "SELECT COUNT(*) FROM schools WHERE students > 500", "dialect": "sqlite"}
 DAY = date(2026, 11, 20)
@@ -550,7 +550,7 @@ def test_kill_9_of_stef_nightly_takes_its_temporary_prefect_server_with_it(tmp_p
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_campaign_catalog_and_settings_that_are_not_regular_files_are_refused(tmp_path: Path, kind: str) -> None:
     from flows.cli_campaign import _settings
-    from stef.campaign import load_catalog
+    from stef.campaign.protocol import load_catalog
     from stef.errors import InputError
 
     path = Path("/dev/zero") if kind == "device" else tmp_path / "catalog.json"
@@ -678,7 +678,7 @@ def test_a_broken_file_in_the_rules_dir_is_found_before_any_record_names_its_app
 
 
 def test_campaign_jsonl_with_invalid_utf8_names_the_line(tmp_path: Path) -> None:
-    from stef.campaign import GoldQuestion, read_jsonl
+    from stef.campaign.protocol import GoldQuestion, read_jsonl
     from stef.errors import InputError
 
     path = tmp_path / "gold.jsonl"

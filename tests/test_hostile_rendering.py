@@ -36,10 +36,10 @@ from stef.display import (
     one_line,
     shorten,
 )
-from stef.drift import order_versions, version_sort_key
+from stef.monitor.drift import order_versions, version_sort_key
 from stef.logs import parse_line
 from stef.models import AlignmentResult, Evaluation, EvaluationStatus, FilterStatus, SuspectedError, Verdict
-from stef.score import band_for
+from stef.pipeline.score import band_for
 from tasks.drift import drift_markdown, plan_version_check, run_check
 from tasks.report import Chart, ReportData, collect, render_charts, render_html, render_markdown
 from warehouse import compute_daily_metrics, connect, store_day
@@ -268,7 +268,7 @@ def _store(conn: duckdb.DuckDBPyConnection, day: date, rows: list[tuple[str, str
 def _hostile_week(conn: duckdb.DuckDBPyConnection, value: str) -> None:
     """Agent ``value``: version ``value`` all week (70/90), version ``value + "+1"`` from Thursday
     (40/60, a missing filter); run ids start with ``value``; a stored version check."""
-    from stef.drift import DriftThresholds
+    from stef.monitor.drift import DriftThresholds
 
     for offset in range(7):
         rows = [(f"{value}-a{offset}-{i}", value, value, score, False) for i, score in enumerate([70.0, 90.0] * 2)]

@@ -1,4 +1,4 @@
-"""Tests of the LLM judge (stef/llm_judge.py, stef/llm_evaluate.py, warehouse/judge_cache.py).
+"""Tests of the LLM judge (stef/llm/judge.py, stef/llm/evaluate.py, warehouse/judge_cache.py).
 
 No network: every model call goes through litellm with ``mock_response`` / ``mock_timeout``
 (litellm's own mock path: real exception types, real usage and real price table). Each scenario
@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-import stef.llm_judge as llm_judge
-import stef.llm_usage as llm_usage
+import stef.llm.judge as llm_judge
+import stef.llm.usage as llm_usage
 from llm_server import prompt_blocks, synthetic_records
-from stef.evaluate import evaluate
-from stef.llm_evaluate import LLMEvaluator, evaluate_with_judge
-from stef.llm_judge import (
+from stef.pipeline.evaluate import evaluate
+from stef.llm.evaluate import LLMEvaluator, evaluate_with_judge
+from stef.llm.judge import (
     PROMPT_VERSION,
     CostBudget,
     JudgeConfigError,
@@ -34,7 +34,7 @@ from stef.llm_judge import (
     render_messages,
 )
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, Band, EvaluationStatus, Verdict
-from stef.rules import RuleBook, parse_rules
+from stef.pipeline.rules import RuleBook, parse_rules
 
 MODEL = "openai/gpt-4o-mini"
 TIMEOUT = "timeout"
@@ -185,7 +185,7 @@ def test_every_request_is_temperature_0_with_the_json_schema_and_the_injected_ru
 def test_cache_key_covers_model_prompt_version_and_the_injected_rules() -> None:
     from dataclasses import replace
 
-    from stef.evaluate import Prepared, prepare
+    from stef.pipeline.evaluate import Prepared, prepare
 
     prepared = prepare(RECORD)
     assert isinstance(prepared, Prepared)
@@ -266,7 +266,7 @@ HEDGED = [
 def test_the_model_path_parses_each_record_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Stages A–E run once per record: the model's verdict finishes the prepared record, it does
     not run the pipeline a second time (sqlglot's parser is called once per record's SQL)."""
-    import stef.evaluate as pipeline
+    import stef.pipeline.evaluate as pipeline
 
     parsed: list[str] = []
     real = pipeline.parse_sql_with_fallback
@@ -302,12 +302,12 @@ def test_a_model_without_price_gets_null_cost_and_one_warning(monkeypatch: pytes
     monkeypatch.setattr(llm_usage, "_UNPRICED_WARNED", set())
     records = [RECORD, RECORD.model_copy(update={"run_id": "r2", "question": "How many customers live in 'Oslo'?",
                                                  "sql": "SELECT COUNT(*) FROM customers WHERE city = 'Oslo'"})]
-    with caplog.at_level(logging.WARNING, logger="stef.llm_judge"):
+    with caplog.at_level(logging.WARNING, logger="stef.llm.judge"):
         run, _ = evaluator(MODEL_ANSWER, judge="openai/stef-local-judge")
         stored = run.evaluate_many(records)
     assert [(e.judge, e.verdict, e.judge_fallback_reason, e.cost_usd, e.tokens) for e in stored] == [
         ("openai/stef-local-judge", Verdict.POTENTIALLY_INCORRECT, None, None, 30)] * 2
-    warnings = [r.getMessage() for r in caplog.records if r.name == "stef.llm_judge"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "stef.llm.judge"]
     assert len(warnings) == 1 and "no price for model openai/stef-local-judge" in warnings[0]
     assert run.stats.unpriced == 2
 
@@ -322,7 +322,7 @@ def test_records_without_a_verdict_keep_their_typed_status_and_ask_no_model() ->
 
 
 def test_the_judge_protocol_method_judges_one_record() -> None:
-    from stef.judge import Judge
+    from stef.pipeline.judge.symbolic import Judge
 
     completion, _ = scripted(MODEL_ANSWER)
     judge: Judge = LLMJudge(MODEL, completion=completion, timeout_s=0.05)
@@ -417,12 +417,12 @@ class _BrokenCache:
 
 def test_a_cache_that_cannot_be_used_costs_no_record(caplog: pytest.LogCaptureFixture) -> None:
     run, calls = evaluator(MODEL_ANSWER, cache=_BrokenCache())
-    with caplog.at_level(logging.WARNING, logger="stef.llm_judge"):
+    with caplog.at_level(logging.WARNING, logger="stef.llm.judge"):
         [stored] = run.evaluate_many([RECORD])
     assert len(calls) == 1
     assert (stored.judge, stored.verdict, stored.score) == (MODEL, Verdict.POTENTIALLY_INCORRECT, MODEL_PHI)
     assert stored.cost_usd == pytest.approx(one_call_cost())
-    messages = [r.getMessage() for r in caplog.records if r.name == "stef.llm_judge"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "stef.llm.judge"]
     assert any("judge cache not read" in m for m in messages) and any("judge cache not written (1 verdicts)" in m for m in messages)
 
 

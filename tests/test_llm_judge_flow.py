@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from llm_server import stub_llm_server
-from stef.llm_judge import PROMPT_VERSION
+from stef.llm.judge import PROMPT_VERSION
 
 MODEL = "openai/gpt-4o-mini"
 

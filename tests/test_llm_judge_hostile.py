@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from llm_server import prompt_blocks, stub_llm_server, synthetic_records
-from stef.evaluate import Prepared, evaluate, prepare
-from stef.judge import JudgeInput
-from stef.llm_evaluate import LLMEvaluator
-from stef.llm_judge import (
+from stef.pipeline.evaluate import Prepared, evaluate, prepare
+from stef.pipeline.judge.symbolic import JudgeInput
+from stef.llm.evaluate import LLMEvaluator
+from stef.llm.judge import (
     MAX_ECHO_CHARS,
     CircuitBreaker,
     JudgeConfigError,
@@ -37,7 +37,7 @@ from stef.llm_judge import (
     render_messages,
     shared_breaker,
 )
-from stef.llm_usage import USAGE_FLAG, read_usage
+from stef.llm.usage import USAGE_FLAG, read_usage
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict
 from stef.untrusted import strip_sql_comments
 
@@ -525,7 +525,7 @@ def test_unusable_breaker_and_timeout_settings_are_rejected(options: dict[str, A
     ],
 )
 def test_a_cached_row_that_does_not_validate_is_asked_again(response: dict[str, Any]) -> None:
-    from stef.llm_judge import PROMPT_VERSION, CachedVerdict, cache_key
+    from stef.llm.judge import PROMPT_VERSION, CachedVerdict, cache_key
 
     cache = MemoryJudgeCache()
     key = cache_key(MODEL, render_messages(judge_input_of(RECORD)))
@@ -539,7 +539,7 @@ def test_a_cached_row_that_does_not_validate_is_asked_again(response: dict[str, 
 
 
 def test_a_damaged_warehouse_cache_row_is_a_miss(tmp_path: Path) -> None:
-    from stef.llm_judge import PROMPT_VERSION, CachedVerdict, cache_key
+    from stef.llm.judge import PROMPT_VERSION, CachedVerdict, cache_key
     from warehouse import connect
     from warehouse.judge_cache import DuckDBJudgeCache
 
@@ -558,7 +558,7 @@ def test_a_damaged_warehouse_cache_row_is_a_miss(tmp_path: Path) -> None:
 
 
 def test_cached_figures_that_are_not_plausible_are_unknown() -> None:
-    from stef.llm_judge import PROMPT_VERSION, CachedVerdict, cache_key
+    from stef.llm.judge import PROMPT_VERSION, CachedVerdict, cache_key
 
     cache = MemoryJudgeCache()
     key = cache_key(MODEL, render_messages(judge_input_of(RECORD)))

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from llm_server import StubLLMServer, prompt_blocks, stub_llm_server, synthetic_records
-from stef.evaluate import evaluate
-from stef.llm_evaluate import LLMEvaluator
-from stef.llm_judge import PROMPT_VERSION, JudgeSettings, import_litellm
+from stef.pipeline.evaluate import evaluate
+from stef.llm.evaluate import LLMEvaluator
+from stef.llm.judge import PROMPT_VERSION, JudgeSettings, import_litellm
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict
 
 MODEL = "openai/gpt-4o-mini"

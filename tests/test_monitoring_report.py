@@ -55,7 +55,7 @@ def week_conn() -> Iterator[duckdb.DuckDBPyConnection]:
                              filter_status=FilterStatus.NOT_APPLIED)
         store_answers(conn, day, batch)
     plan = plan_version_check(conn, "bird", EVALUATOR_VERSION, end=MONDAY + timedelta(days=6))
-    from stef.drift import DriftThresholds
+    from stef.monitor.drift import DriftThresholds
 
     store_drift_checks(conn, [run_check(conn, plan, DriftThresholds(min_samples=5, n_resamples=200)).row("nightly")])
     yield conn

@@ -17,7 +17,7 @@ from monitoring_support import answers, store_answers
 
 import tasks.backfill
 import tasks.drift
-from stef.drift import DriftError, DriftKind, DriftThresholds
+from stef.monitor.drift import DriftError, DriftKind, DriftThresholds
 from stef.models import EVALUATOR_VERSION, FilterStatus, Verdict
 from tasks.drift import (
     DRIFT_EVENT,

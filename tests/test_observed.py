@@ -13,9 +13,9 @@ import sqlglot
 from typer.testing import CliRunner
 
 from flows.cli import app
-from stef.evaluate import evaluate, evaluate_many
+from stef.pipeline.evaluate import evaluate, evaluate_many
 from stef.models import EVALUATOR_VERSION, AgentLogRecord
-from stef.observed import (
+from stef.pipeline.observed import (
     MIN_QUERIES,
     OBSERVED_VERSION_SUFFIX,
     ObservedCatalogBook,
@@ -88,7 +88,7 @@ def test_catalogs_need_enough_answers_and_carry_the_evaluator_version(catalog: A
 
 
 def test_a_schema_and_an_observed_catalog_are_both_checked_and_weighed_together(catalog: Any) -> None:
-    from stef.schema import parse_ddl
+    from stef.pipeline.schema import parse_ddl
 
     schema = parse_ddl("CREATE TABLE pets (pet_id INT PRIMARY KEY, kind TEXT); CREATE TABLE owners (owner_id INT PRIMARY KEY, name TEXT, pet_id INT REFERENCES pets (pet_id))", "sqlite")
     evaluation = evaluate(AgentLogRecord(run_id="s", question="Who owns a cat?", sql=JOIN, dialect="sqlite"), schema=schema, observed=catalog)

@@ -9,16 +9,16 @@ from pathlib import Path
 import pytest
 import sqlglot
 
-from stef.align import align_filters
-from stef.clean import parse_sql_with_fallback, resolve_dialect
+from stef.pipeline.align import align_filters
+from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
 from stef.errors import RulesError, UnknownDialectError
-from stef.evaluate import evaluate, evaluate_many
-from stef.extract_nl import extract_question_spec, hint_definitions
-from stef.extract_sql import extract_sql_spec
+from stef.pipeline.evaluate import evaluate, evaluate_many
+from stef.pipeline.extract_nl import extract_question_spec, hint_definitions
+from stef.pipeline.extract_sql import extract_sql_spec
 from stef.models import AgentLogRecord, AlignmentResult, Band, EvaluationStatus, FilterStatus, QuestionSpec, Verdict
-from stef.normalize import normalize
-from stef.rules import RuleBook, default_rules, load_rules_file, parse_rules
-from stef.score import compute_score
+from stef.pipeline.normalize import normalize
+from stef.pipeline.rules import RuleBook, default_rules, load_rules_file, parse_rules
+from stef.pipeline.score import compute_score
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -249,7 +249,7 @@ def test_question_lexicon(text: str, field: str, expected: object) -> None:
 def test_top_k_fast_path_matches_the_case_insensitive_pattern(text: str) -> None:
     """The ASCII fast path finds exactly what the IGNORECASE pattern finds (also on the four
     non-ASCII letters IGNORECASE folds to ASCII)."""
-    from stef.extract_nl import _TOP_K, _top_k_token
+    from stef.pipeline.extract_nl import _TOP_K, _top_k_token
 
     match = _TOP_K.search(text)
     assert _top_k_token(text) == (match.group(1).lower() if match else None)
@@ -269,7 +269,7 @@ def test_patterns_checked_after_their_first_character_match_the_plain_patterns(t
     what the plain patterns find."""
     import re
 
-    from stef import extract_nl
+    from stef.pipeline import extract_nl
 
     plain = {
         extract_nl._QUOTED: re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”"),
@@ -287,7 +287,7 @@ def test_patterns_checked_after_their_first_character_match_the_plain_patterns(t
 def test_phrase_search_matches_the_bounded_pattern(text: str, phrase: str) -> None:
     import re
 
-    from stef.extract_nl import _has_phrase, _phrase_ends
+    from stef.pipeline.extract_nl import _has_phrase, _phrase_ends
 
     reference = [m.end() for m in re.finditer(rf"(?<![a-z]){re.escape(phrase.strip())}(?![a-z])", text)]
     assert list(_phrase_ends(text, phrase)) == reference
@@ -416,7 +416,7 @@ GOLDEN_KEYS = ("run_id", "status", "score", "band", "filter_status", "verdict", 
 
 
 def _golden_rows() -> list[dict]:
-    from stef.benchmark import bugs_record_to_log
+    from stef.monitor.benchmark import bugs_record_to_log
 
     rows = _cases(GOLDEN_INPUT)
     evaluations = evaluate_many([bugs_record_to_log(row) for row in rows])
@@ -476,7 +476,7 @@ def test_bench_judge_figures_match_a_hand_count() -> None:
     ],
 )
 def test_enrichment_status(question: str, enriched: str, status: str, evidence: tuple[str, ...]) -> None:
-    from stef.enrichment import validate_enrichment
+    from stef.pipeline.enrichment import validate_enrichment
 
     result = validate_enrichment(
         extract_question_spec(question), extract_question_spec(enriched, reference=question), question, enriched
@@ -502,8 +502,8 @@ def test_contradicting_enrichment_lowers_the_verdict() -> None:
 
 def test_shipped_calibrator_matches_the_feature_code() -> None:
     """The artifact's feature names are exactly what feature_vector produces (no silent zeros)."""
-    from stef.calibrate import feature_vector, load_calibrator
-    from stef.judge import JudgeInput
+    from stef.pipeline.judge.calibrate import feature_vector, load_calibrator
+    from stef.pipeline.judge.symbolic import JudgeInput
 
     calibrator = load_calibrator()
     spec = extract_sql_spec(sqlglot.parse_one("SELECT COUNT(*) FROM users WHERE city = 'Rome'"))
@@ -520,7 +520,7 @@ def test_shipped_calibrator_matches_the_feature_code() -> None:
 
 
 def test_shipped_schema_calibrator_counts_the_schema_findings() -> None:
-    from stef.calibrate import SCHEMA_CALIBRATOR, SCHEMA_FEATURES, load_calibrator
+    from stef.pipeline.judge.calibrate import SCHEMA_CALIBRATOR, SCHEMA_FEATURES, load_calibrator
 
     calibrator = load_calibrator(SCHEMA_CALIBRATOR)
     assert {f"schema:{name}" for name in SCHEMA_FEATURES} <= set(calibrator.names)
@@ -530,7 +530,7 @@ def test_shipped_schema_calibrator_counts_the_schema_findings() -> None:
 def test_verdict_is_monotone_in_probability_and_gamma_is_the_side_probability() -> None:
     """Every CORRECT has a higher p than every LIKELY_CORRECT, and so on down; γ = P(the verdict's
     side is right); Φ ≥ 75 exactly when p ≥ 0.65 with the filters fully applied."""
-    from stef.calibrate import verdict_from_probability
+    from stef.pipeline.judge.calibrate import verdict_from_probability
 
     order = [Verdict.INCORRECT, Verdict.POTENTIALLY_INCORRECT, Verdict.LIKELY_CORRECT, Verdict.CORRECT]
     scoring = default_rules().scoring
@@ -546,7 +546,7 @@ def test_verdict_is_monotone_in_probability_and_gamma_is_the_side_probability() 
 
 
 def test_a_judge_stated_verdict_and_confidence_map_into_the_verdicts_band() -> None:
-    from stef.calibrate import VERDICT_BANDS, probability_from_verdict
+    from stef.pipeline.judge.calibrate import VERDICT_BANDS, probability_from_verdict
 
     for verdict, (low, high) in VERDICT_BANDS.items():
         for gamma in (0.0, 0.3, 0.5, 0.7, 0.9, 1.0):
@@ -555,7 +555,7 @@ def test_a_judge_stated_verdict_and_confidence_map_into_the_verdicts_band() -> N
 
 
 def test_uncalibrated_judge_uses_the_rule_mapping() -> None:
-    from stef.judge import SymbolicJudge
+    from stef.pipeline.judge.symbolic import SymbolicJudge
 
     record = AgentLogRecord(run_id="r", question="How many users live in 'Rome'?", sql="SELECT COUNT(*) FROM users WHERE city = 'Paris'")
     raw = evaluate(record, judge=SymbolicJudge(calibrator=None))
@@ -601,7 +601,7 @@ def test_time_cap_interrupts_a_stage_that_never_returns(monkeypatch: pytest.Monk
     import signal
     import time as clock
 
-    import stef.evaluate as pipeline
+    import stef.pipeline.evaluate as pipeline
 
     real_extract = pipeline.extract_question_spec
 
@@ -630,7 +630,7 @@ def test_time_cap_interrupts_a_stage_that_never_returns(monkeypatch: pytest.Monk
 def test_a_nested_batch_gives_the_enclosing_batch_its_timer_back() -> None:
     import signal
 
-    from stef.evaluate import _RecordAlarm
+    from stef.pipeline.evaluate import _RecordAlarm
 
     with _RecordAlarm(1.0):
         outer_handler = signal.getsignal(signal.SIGALRM)
@@ -652,7 +652,7 @@ def test_deadline_is_checked_between_stages_in_any_thread() -> None:
     import threading
     import time as clock
 
-    from stef.evaluate import RecordTimeout
+    from stef.pipeline.evaluate import RecordTimeout
 
     caught: list[BaseException] = []
 
@@ -819,7 +819,7 @@ def test_hint_null_conditions_read_through_parentheses_and_skip_disjunctions() -
 def test_unused_join_tables(sql: str, unused: tuple[str, ...]) -> None:
     import sqlglot
 
-    from stef.extract_sql import unused_join_tables
+    from stef.pipeline.extract_sql import unused_join_tables
 
     assert unused_join_tables(sqlglot.parse_one(sql, read="sqlite")) == unused
 
@@ -837,7 +837,7 @@ def test_a_hint_naming_a_column_and_its_table_keeps_the_column() -> None:
 def test_hint_features_are_remembered_per_rule_set() -> None:
     """A clause's features are remembered per rule set: the same clause under another column
     mapping gives that mapping's column, and a repeat gives the remembered result."""
-    from stef.extract_nl import analysed_definitions
+    from stef.pipeline.extract_nl import analysed_definitions
 
     clause = "male refers to gender = 'M'"
     base = default_rules()

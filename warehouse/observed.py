@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from stef.observed import ObservedCatalog, ObservedCatalogBook
+from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook
 from warehouse.errors import WarehouseError
 from warehouse.transaction import transaction
 
@@ -41,7 +41,7 @@ def refresh_observed_catalogs(conn: duckdb.DuckDBPyConnection, log_date: date) -
     Raises:
         WarehouseError: the write failed (rolled back).
     """
-    from stef.observed import learn_catalogs
+    from stef.pipeline.observed import learn_catalogs
 
     end = log_date - timedelta(days=1)
     records, source = read_answers_for_learning(conn, end - timedelta(days=LEARN_WINDOW_DAYS - 1), end)

@@ -11,7 +11,7 @@ exactly one of:
 * a quarantined line (``LogLine.record is None``, or a valid record whose ``run_id`` is already
   stored for another day): one ``quarantine`` row with the reason and line number, plus an
   ``evaluations`` row (status ``invalid_input``, made by the caller with
-  :func:`stef.evaluate.rejected_evaluation`) only when the line has a ``run_id`` that no other
+  :func:`stef.pipeline.evaluate.rejected_evaluation`) only when the line has a ``run_id`` that no other
   line of the day and no other day already uses.
 
 Hence, per day: ``lines == agent_runs rows + quarantine rows`` and

@@ -36,7 +36,7 @@ DONE_LINE = re.compile(r"^(\d{4}-\d{2}-\d{2}): \d+ lines, ")
 
 def write_logs(root: Path, days: int, per_day: int) -> list[date]:
     """``days`` days of logs from the bundled NL2SQL-BUGs sample (agent ``bird-analyst``, two versions)."""
-    from stef.benchmark import bugs_record_to_log, read_bugs_file
+    from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
 
     rows = read_bugs_file(SAMPLE)
     out: list[date] = []

@@ -18,7 +18,7 @@ trial printed:
 * ``thirty``:    30 answers per side (the worse scenario) — ``insufficient_data``.
 
 ``--sweep`` adds the share of ``drift`` verdicts of the first two scenarios at other sample sizes.
-Uses the default :class:`stef.drift.DriftThresholds` (the ones ``stef drift`` and the nightly flow use).
+Uses the default :class:`stef.monitor.drift.DriftThresholds` (the ones ``stef drift`` and the nightly flow use).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from stef.benchmark import bugs_record_to_log, read_bugs_file
-from stef.drift import DriftResult, DriftSample, DriftThresholds, compare
-from stef.evaluate import evaluate_many
+from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
+from stef.monitor.drift import DriftResult, DriftSample, DriftThresholds, compare
+from stef.pipeline.evaluate import evaluate_many
 
 Row = tuple[str, "float | None", "str | None", "str | None"]
 DEFAULT_SOURCE = Path(__file__).resolve().parents[3] / "shared" / "data" / "nl2sql_bugs" / "dev_canonical.jsonl"

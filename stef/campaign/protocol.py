@@ -37,8 +37,8 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
 
-from stef.campaign_db import ExecutionResult, ResourceLimits, TestDatabase
-from stef.clean import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes, parser_message
+from stef.campaign.sandbox import ExecutionResult, ResourceLimits, TestDatabase
+from stef.pipeline.clean import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes, parser_message
 from stef.errors import InputError
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus
 
@@ -169,7 +169,7 @@ class CampaignSettings(_Frozen):
     use_litellm_prices: bool = True
 
     def resource_limits(self) -> ResourceLimits:
-        """The sandbox bounds of the test database (:func:`stef.campaign_db.open_test_database`).
+        """The sandbox bounds of the test database (:func:`stef.campaign.sandbox.open_test_database`).
 
         >>> CampaignSettings(memory_mb=256).resource_limits().memory_bytes
         268435456
@@ -1053,7 +1053,7 @@ def calibration_report(results: Sequence[CampaignRunResult], evaluations: Sequen
 
     Source: DESIGN.md §7 ("the calibration report shows how well Φ predicts the outcome").
     """
-    from stef.benchmark import auroc
+    from stef.monitor.benchmark import auroc
 
     by_key = index_evaluations(evaluations)
     scores: list[float] = []

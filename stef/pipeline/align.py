@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import re
 
-from stef.matching import contains_sequence, is_grounded, stem, tokens, values_match
+from stef.pipeline.matching import contains_sequence, is_grounded, stem, tokens, values_match
 from stef.models import AlignmentResult, FilterPredicate, FilterStatus, QuestionSpec, SQLSpec
-from stef.rules import AppRules
+from stef.pipeline.rules import AppRules
 
 def _is_benign(predicate: FilterPredicate, rules: AppRules | None) -> bool:
     if rules is None:
@@ -306,7 +306,7 @@ def names_identifier(entity: str, sql_spec: SQLSpec) -> bool:
     (split at ``_``), or occurs in one (``fullname`` for "Full Name").
 
     >>> import sqlglot
-    >>> from stef.extract_sql import extract_sql_spec
+    >>> from stef.pipeline.extract_sql import extract_sql_spec
     >>> spec = extract_sql_spec(sqlglot.parse_one("SELECT FullName, COUNT(*) FROM TV_Channel GROUP BY document_id"))
     >>> [names_identifier(e, spec) for e in ("tv channels", "ids", "full name", "france", "tv france")]
     [True, True, True, False, False]

@@ -169,7 +169,7 @@ def _merged_rules(payload: dict[str, Any], source: str) -> AppRules:
     """A schema-valid rule document merged over the defaults (its dialect checked with sqlglot)."""
     dialect = payload.get("default_dialect")
     if dialect is not None:
-        from stef.clean import resolve_dialect
+        from stef.pipeline.clean import resolve_dialect
         from stef.errors import UnknownDialectError
 
         try:

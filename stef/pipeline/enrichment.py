@@ -18,7 +18,7 @@ S applies as an "extra" filter.
 
 from __future__ import annotations
 
-from stef.matching import is_grounded, values_match
+from stef.pipeline.matching import is_grounded, values_match
 from stef.models import EnrichmentResult, EnrichmentStatus, QuestionSpec
 
 def _is_year(value: str) -> bool:
@@ -37,7 +37,7 @@ def validate_enrichment(question: QuestionSpec, enriched: QuestionSpec, question
     Returns:
         An :class:`EnrichmentResult`, or ``None`` when there is no Q_e.
 
-    >>> from stef.extract_nl import extract_question_spec
+    >>> from stef.pipeline.extract_nl import extract_question_spec
     >>> q = "How many posts were created in 2011?"
     >>> e = q + " created in 2011 refers to YEAR(CreationDate) = 2012"
     >>> validate_enrichment(extract_question_spec(q), extract_question_spec(e, reference=q), q, e).status.value

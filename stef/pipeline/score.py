@@ -11,13 +11,13 @@ Bands: 90–100 excellent, 75–90 good, 50–75 marginal (human review), < 50 p
 from __future__ import annotations
 
 from stef.models import AlignmentResult, Band, FilterStatus, ScoreBreakdown, Verdict
-from stef.rules import ScoringRules
+from stef.pipeline.rules import ScoringRules
 
 
 def gamma_multiplier(confidence: float, scoring: ScoringRules) -> float:
     """Γ for a judge confidence γ ∈ [0, 1].
 
-    >>> from stef.rules import default_rules
+    >>> from stef.pipeline.rules import default_rules
     >>> [gamma_multiplier(g, default_rules().scoring) for g in (0.85, 0.849, 0.65, 0.64)]
     [1.0, 0.8, 0.8, 0.5]
     """
@@ -55,7 +55,7 @@ def compute_score(alignment: AlignmentResult, verdict: Verdict, confidence: floa
     Returns:
         A :class:`ScoreBreakdown`; ``score`` is rounded to 2 decimals.
 
-    >>> from stef.rules import default_rules
+    >>> from stef.pipeline.rules import default_rules
     >>> a = AlignmentResult(status=FilterStatus.FULLY_APPLIED_WITH_EXTRAS, extra=("x = 1",), benign_extra=("x = 1",))
     >>> compute_score(a, Verdict.LIKELY_CORRECT, 0.7, default_rules().scoring).score
     72.0

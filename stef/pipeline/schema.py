@@ -482,7 +482,7 @@ class SchemaBook:
 
     ``DIR/<app_id>.sql`` (DDL, read in the app's dialect) wins over ``DIR/<app_id>.json``.
     Each file is parsed once; an app without a file has no schema (``None``). App ids that
-    cannot name a file (:func:`stef.rules.is_rule_file_name`) have none either.
+    cannot name a file (:func:`stef.pipeline.rules.is_rule_file_name`) have none either.
     """
 
     def __init__(self, directory: str | Path | None = None) -> None:
@@ -509,7 +509,7 @@ class SchemaBook:
         Raises:
             SchemaError: the app's file exists but cannot be read.
         """
-        from stef.rules import is_rule_file_name
+        from stef.pipeline.rules import is_rule_file_name
 
         key = (app_id, dialect)
         if key in self._cache:

@@ -17,21 +17,21 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeVar, overload
 
-from stef.align import align_filters
-from stef.clean import parse_sql_with_fallback, resolve_dialect
-from stef.enrichment import validate_enrichment
+from stef.pipeline.align import align_filters
+from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
+from stef.pipeline.enrichment import validate_enrichment
 from stef.errors import ConfigError, RulesError, UnknownDialectError
-from stef.extract_nl import extract_question_spec
-from stef.extract_sql import extract_sql_spec
-from stef.judge import Judge, JudgeInput, SymbolicJudge
+from stef.pipeline.extract_nl import extract_question_spec
+from stef.pipeline.extract_sql import extract_sql_spec
+from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
 from stef.models import (EVALUATOR_VERSION, AgentLogRecord, AlignmentResult, EnrichmentResult, Evaluation, EvaluationStatus, JudgeResult,
                          ObservedReport, QuestionSpec, SchemaReport, SQLSpec, Verdict)
-from stef.normalize import normalize
-from stef.rules import AppRules, RuleBook, default_rules
-from stef.schema import DatabaseSchema, SchemaBook, SchemaError
-from stef.schema_checks import check_against_schema
-from stef.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
-from stef.score import compute_score
+from stef.pipeline.normalize import normalize
+from stef.pipeline.rules import AppRules, RuleBook, default_rules
+from stef.pipeline.schema import DatabaseSchema, SchemaBook, SchemaError
+from stef.pipeline.schema_checks import check_against_schema
+from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
+from stef.pipeline.score import compute_score
 
 _DEFAULT_JUDGE = SymbolicJudge()
 
@@ -82,7 +82,7 @@ class _RecordAlarm:
     record. A record is interrupted at most one tick after its cap. Signals can only be handled in
     the main thread of a process, so the timer interrupts work there (``stef evaluate``,
     process-pool workers); in other threads (the nightly flow's thread pool) it does nothing: the
-    deadline is checked between stages, and the size caps (:data:`stef.clean.MAX_SQL_CHARS`,
+    deadline is checked between stages, and the size caps (:data:`stef.pipeline.clean.MAX_SQL_CHARS`,
     :data:`MAX_TEXT_CHARS`) bound each stage.
     """
 
@@ -309,9 +309,9 @@ def evaluate(
         deadline: ``time.perf_counter()`` value after which the record is abandoned with
             :class:`RecordTimeout` (checked between stages; works in any thread).
         schema: the app's database schema, when the team has one: S is also checked against it
-            (:func:`stef.schema_checks.check_against_schema`) and the with-schema calibrator
+            (:func:`stef.pipeline.schema_checks.check_against_schema`) and the with-schema calibrator
             judges; ``None``: schema-free (the STEF method as published).
-        observed: the app's observed catalog (:mod:`stef.observed`): S is also compared with
+        observed: the app's observed catalog (:mod:`stef.pipeline.observed`): S is also compared with
             what the app's earlier answers used.
         evaluator_version: stamped on an evaluated record (:func:`evaluate_many` passes the
             run's, with ``+schema`` / ``+observed``); failures carry the default.

@@ -37,10 +37,10 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope
 
-from stef.extract_sql import render, tree_scopes
-from stef.matching import STOPWORDS, stem, contains_sequence
+from stef.pipeline.extract_sql import render, tree_scopes
+from stef.pipeline.matching import STOPWORDS, stem, contains_sequence
 from stef.models import SchemaReport
-from stef.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
+from stef.pipeline.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
 
 NUMERIC_FAMILIES = frozenset({"integer", "number"})
 DATE_FAMILIES = frozenset({"date", "datetime"})
@@ -167,7 +167,7 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         scope analysis).
 
     >>> import sqlglot
-    >>> from stef.schema import parse_ddl
+    >>> from stef.pipeline.schema import parse_ddl
     >>> schema = parse_ddl("CREATE TABLE pets (pet_id INT PRIMARY KEY, kind TEXT, age INT);"
     ...                    "CREATE TABLE owners (id INT PRIMARY KEY, pet_id INT REFERENCES pets (pet_id), name TEXT)", "sqlite")
     >>> report = check_against_schema(sqlglot.parse_one(
@@ -361,7 +361,7 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     row; one-word names are too common in prose to tell. Each item names the table and column.
 
     >>> import sqlglot
-    >>> from stef.schema import parse_ddl
+    >>> from stef.pipeline.schema import parse_ddl
     >>> schema = parse_ddl("CREATE TABLE singer (singer_id INT PRIMARY KEY, name TEXT, song_name TEXT, age INT)", "sqlite")
     >>> named_columns_unused(sqlglot.parse_one("SELECT name FROM singer WHERE age > 30"), schema, "List the song names of singers older than 30")
     ('the question names singer.song_name, S does not use it',)

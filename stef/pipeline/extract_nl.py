@@ -30,11 +30,11 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from stef.clean import parse_statements
-from stef.extract_sql import COMPARISON_TYPES, FLIPPED, column_name, normalize_value, parse_count
-from stef.matching import STOPWORDS, is_grounded, phrase_overlap
+from stef.pipeline.clean import parse_statements
+from stef.pipeline.extract_sql import COMPARISON_TYPES, FLIPPED, column_name, normalize_value, parse_count
+from stef.pipeline.matching import STOPWORDS, is_grounded, phrase_overlap
 from stef.models import QuestionSpec
-from stef.rules import AppRules
+from stef.pipeline.rules import AppRules
 
 AGGREGATION_PHRASES: tuple[tuple[str, str], ...] = (
     ("how many", "COUNT"),

@@ -3,7 +3,7 @@
 Source: the campaign protocol of ``seeds/003`` ("Executar SQLs aprovados no banco de testes"),
 issues 6 and 13. Statements come from agents (and gold files) and are hostile input, so the
 database is opened in a **worker process** (a fresh interpreter started with :mod:`subprocess`
-that runs :mod:`stef.campaign_worker`; requests and replies are pickled over its stdin/stdout pipes; the
+that runs :mod:`stef.campaign.worker`; requests and replies are pickled over its stdin/stdout pipes; the
 caller's ``__main__`` is never re-imported) that the caller can kill, under these bounds:
 
 * **No writes.** SQLite: read-only URI (``file:...?mode=ro``), ``PRAGMA query_only``, an
@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
-from stef.campaign_worker import (
+from stef.campaign.worker import (
     ExecutionResult,
     ExecutionStatus,
     ResourceLimits,
@@ -61,7 +61,7 @@ _STARTUP_TIMEOUT_S = 60.0
 _CATALOG_TIMEOUT_S = 60.0
 """Seconds the catalog query (STEF's own) may take."""
 
-_WORKER_BOOT = "from stef.campaign_worker import main; main()"
+_WORKER_BOOT = "from stef.campaign.worker import main; main()"
 """What the worker interpreter runs (``python -P -c``: no re-import of the caller's ``__main__``, no
 current directory on ``sys.path``)."""
 

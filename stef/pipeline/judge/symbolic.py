@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
-from stef.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, SCHEMA_OBSERVED_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
+from stef.pipeline.judge.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, SCHEMA_OBSERVED_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
 from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, ObservedReport, QuestionSpec, SchemaReport, SQLSpec, SuspectedError, Verdict
-from stef.rules import AppRules
-from stef.schema import DatabaseSchema
+from stef.pipeline.rules import AppRules
+from stef.pipeline.schema import DatabaseSchema
 
 INTEGER_DIVISION_DIALECTS = frozenset({"sqlite", "postgres", "tsql", "redshift", "trino", "presto", "snowflake", "oracle", ""})
 """Dialects in which ``int / int`` truncates (or may, for the generic dialect)."""
@@ -259,7 +259,7 @@ def sort_keys_only_sorted(question: str, spec: SQLSpec) -> list[str]:
     them only inside an ordering phrase: "the names of teachers in ascending order of age"
     answered with ``SELECT name, age ... ORDER BY age`` returns a column nobody asked for.
 
-    >>> from stef.extract_sql import extract_sql_spec
+    >>> from stef.pipeline.extract_sql import extract_sql_spec
     >>> import sqlglot
     >>> spec = extract_sql_spec(sqlglot.parse_one("SELECT name, age FROM teacher ORDER BY age"))
     >>> sort_keys_only_sorted("List the names of teachers in ascending order of age.", spec)
@@ -429,8 +429,8 @@ class SymbolicJudge:
                  schema_observed_calibrator: Calibrator | None | str = SCHEMA_OBSERVED_CALIBRATOR) -> None:
         """Args:
         checks: the checks to run, in order.
-        calibrator: a :class:`stef.calibrate.Calibrator`, the name of an artifact in
-            ``stef/calibrators/``, or ``None`` for the uncalibrated rule mapping of W.
+        calibrator: a :class:`stef.pipeline.judge.calibrate.Calibrator`, the name of an artifact in
+            ``stef/pipeline/judge/calibrators/``, or ``None`` for the uncalibrated rule mapping of W.
         schema_calibrator: the same for records checked against a schema (its features
             include the schema findings); ``None``: use ``calibrator`` for them too.
         observed_calibrator: the same for records compared with an observed catalog.

@@ -19,7 +19,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from stef.models import FilterPredicate, SQLSpec
-from stef.rules import AppRules
+from stef.pipeline.rules import AppRules
 
 AGGREGATE_TYPES: tuple[type[exp.Expression], ...] = (exp.AggFunc,)
 WINDOW_TYPES: tuple[type[exp.Expression], ...] = (exp.Window,)
@@ -399,7 +399,7 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
     """Extract the semantic features of one parsed query.
 
     Args:
-        tree: the answer statement from :func:`stef.clean.parse_sql` (not mutated).
+        tree: the answer statement from :func:`stef.pipeline.clean.parse_sql` (not mutated).
         dialect: dialect name used for rendering snippets.
         rules: R_app (column mappings, value normalisation); ``None`` = defaults.
         flags: cleaning/splitting flags to carry on.

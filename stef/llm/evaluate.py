@@ -1,17 +1,17 @@
 """The STEF pipeline with an LLM judge for a whole batch (STEF paper §2.D, §3).
 
-:func:`stef.evaluate.evaluate` judges one record at a time. A language model wants the opposite:
+:func:`stef.pipeline.evaluate.evaluate` judges one record at a time. A language model wants the opposite:
 many requests in flight, a cache lookup per batch and one budget per run. :class:`LLMEvaluator`
 therefore runs the pipeline in three steps, each record through stages A–E once:
 
-1. :func:`stef.evaluate.evaluate_many_prepared`: stages A–E and the symbolic verdict for every
-   record, keeping each record's :class:`stef.evaluate.Prepared` stages (records that cannot be
+1. :func:`stef.pipeline.evaluate.evaluate_many_prepared`: stages A–E and the symbolic verdict for every
+   record, keeping each record's :class:`stef.pipeline.evaluate.Prepared` stages (records that cannot be
    evaluated keep their typed status);
-2. one :meth:`stef.llm_judge.LLMJudge.judge_many` call for the records that go to the model
+2. one :meth:`stef.llm.judge.LLMJudge.judge_many` call for the records that go to the model
    (all of them, or in hybrid mode those the symbolic judge hedged on: a LIKELY_CORRECT or
    POTENTIALLY_INCORRECT verdict, p_correct in [0.35, 0.65));
-3. :func:`stef.evaluate.finish` of each prepared record with the model's verdict, so every rule
-   applied after the judge (Φ, the non-SELECT override) holds as in :func:`stef.evaluate.evaluate`.
+3. :func:`stef.pipeline.evaluate.finish` of each prepared record with the model's verdict, so every rule
+   applied after the judge (Φ, the non-SELECT override) holds as in :func:`stef.pipeline.evaluate.evaluate`.
 
 Every evaluation then carries ``judge`` (the model string, or ``symbolic``),
 ``judge_fallback_reason`` (``None`` unless the model could not answer), ``cost_usd`` and
@@ -24,13 +24,13 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from stef.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
-from stef.judge import Judge, SymbolicJudge
-from stef.llm_judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
-from stef.llm_usage import USAGE_FLAG
+from stef.pipeline.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
+from stef.pipeline.judge.symbolic import Judge, SymbolicJudge
+from stef.llm.judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
+from stef.llm.usage import USAGE_FLAG
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, Verdict
-from stef.observed import ObservedCatalogBook
-from stef.rules import RuleBook
+from stef.pipeline.observed import ObservedCatalogBook
+from stef.pipeline.rules import RuleBook
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
 """Symbolic verdicts that ``hybrid:MODEL`` sends to the model: p_correct in [0.35, 0.65), where
@@ -54,8 +54,8 @@ class JudgeRunStats:
         tokens: sum of ``tokens`` over the run's evaluations.
         unpriced: model verdicts without a cost because litellm has no price for the model.
         usage_untrusted: escalated records whose reported usage or cost was not trusted (their
-            cost and tokens are unknown; flag :data:`stef.llm_usage.USAGE_FLAG`).
-        breaker: what the run's circuit breaker did (:meth:`stef.llm_judge.CircuitBreaker.summary`;
+            cost and tokens are unknown; flag :data:`stef.llm.usage.USAGE_FLAG`).
+        breaker: what the run's circuit breaker did (:meth:`stef.llm.judge.CircuitBreaker.summary`;
             ``None`` while it stayed closed).
     """
 
@@ -133,7 +133,7 @@ class LLMEvaluator:
     def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None, judge: LLMJudge | None = None,
                  symbolic: Judge | None = None, observed: ObservedCatalogBook | None = None) -> None:
         if settings.model is None:
-            raise JudgeConfigError("LLMEvaluator needs a model; use stef.evaluate.evaluate_many for the symbolic judge")
+            raise JudgeConfigError("LLMEvaluator needs a model; use stef.pipeline.evaluate.evaluate_many for the symbolic judge")
         self.settings = settings
         self.cache = cache
         self.symbolic = symbolic or SymbolicJudge()

@@ -27,12 +27,12 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope
 
-from stef.clean import parse_sql, resolve_dialect
+from stef.pipeline.clean import parse_sql, resolve_dialect
 from stef.config_files import read_config_text
 from stef.errors import StefError, UnknownDialectError
-from stef.extract_sql import render, tree_scopes
+from stef.pipeline.extract_sql import render, tree_scopes
 from stef.models import ObservedReport
-from stef.rules import is_rule_file_name
+from stef.pipeline.rules import is_rule_file_name
 
 CATALOG_FORMAT = "stef-observed-catalog"
 """``format`` of an observed catalog file."""

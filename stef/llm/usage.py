@@ -8,7 +8,7 @@ response's cost and tokens unknown, with a flag saying what was reported. The ru
 then charged an estimate from the prompt and answer texts (litellm's tokenizer and price
 table), so a server that under-reports never gets more requests than the budget allows.
 
-litellm is imported lazily (:func:`stef.llm_judge.import_litellm` sets the local cost map first).
+litellm is imported lazily (:func:`stef.llm.judge.import_litellm` sets the local cost map first).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-logger = logging.getLogger("stef.llm_judge")
+logger = logging.getLogger("stef.llm.judge")
 
 MAX_TOKENS_PER_REQUEST = 10_000_000
 """Most tokens one judge request can plausibly use (prompt, answer or total); more is a flag."""
@@ -153,7 +153,7 @@ def warn_unpriced(model: str) -> None:
 
 
 def _litellm() -> Any:
-    from stef.llm_judge import import_litellm
+    from stef.llm.judge import import_litellm
 
     return import_litellm()
 

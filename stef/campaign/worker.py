@@ -1,6 +1,6 @@
-"""The worker process of a sandboxed test database (see :mod:`stef.campaign_db`).
+"""The worker process of a sandboxed test database (see :mod:`stef.campaign.sandbox`).
 
-Runs in its own interpreter (``python -c "from stef.campaign_worker import main; main()"``): reads
+Runs in its own interpreter (``python -c "from stef.campaign.worker import main; main()"``): reads
 ``(engine, path, limits)`` and then requests from stdin, answers on stdout, one framed pickle
 each (an 8-byte big-endian length, then the body). It opens the database with the sandbox
 settings (SQLite: read-only URI, ``query_only``, read-only authorizer, length limit, in-memory

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from stef.models import QuestionSpec, SQLSpec
-from stef.rules import AppRules
+from stef.pipeline.rules import AppRules
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,8 +41,8 @@ def normalize(sql_spec: SQLSpec, question: QuestionSpec, enriched: QuestionSpec,
     """Apply the production normalisation rules that R_app leaves on.
 
     >>> import sqlglot
-    >>> from stef.extract_sql import extract_sql_spec
-    >>> from stef.rules import default_rules
+    >>> from stef.pipeline.extract_sql import extract_sql_spec
+    >>> from stef.pipeline.rules import default_rules
     >>> spec = extract_sql_spec(sqlglot.parse_one("SELECT name FROM t ORDER BY name LIMIT 5000"))
     >>> result = normalize(spec, QuestionSpec(), QuestionSpec(), default_rules())
     >>> result.applied, result.sql_spec.limit, result.sql_spec.order_by

@@ -1,7 +1,7 @@
 """Stage D with a language model: the LLM judge (STEF paper §2.D, DESIGN.md §3 stage 4).
 
 :class:`LLMJudge` gives the same four-point verdict and confidence γ as
-:class:`stef.judge.SymbolicJudge`, but asks a language model through litellm, so any provider
+:class:`stef.pipeline.judge.symbolic.SymbolicJudge`, but asks a language model through litellm, so any provider
 works (``openai/…``, ``anthropic/…``, ``azure/…``, ``bedrock/…``, ``ollama/…``,
 ``hosted_vllm/…``) as does any OpenAI-compatible endpoint (``api_base``). Keys are read by
 litellm from the environment only; nothing here takes a key.
@@ -28,7 +28,7 @@ Bounded and never losing a record:
 * a malformed answer (not JSON, wrong enum, γ out of range, a boolean γ ...) gets one repair
   request, which repeats at most :data:`MAX_ECHO_CHARS` of it; an answer over
   :data:`MAX_ANSWER_CHARS` is not parsed;
-* the reported usage and cost are checked (:mod:`stef.llm_usage`): implausible figures make the
+* the reported usage and cost are checked (:mod:`stef.llm.usage`): implausible figures make the
   cost and tokens unknown with a flag, and the budget is charged an estimate, never less;
 * when all that fails, or the cost budget is spent, the record gets the symbolic verdict and the
   reason in :attr:`JudgeOutcome.fallback_reason`;
@@ -57,11 +57,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stef.errors import StefError
-from stef.judge import Judge, JudgeInput, SymbolicJudge
-from stef.llm_usage import UsageReading, check_cost, check_count, read_usage
+from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
+from stef.llm.usage import UsageReading, check_cost, check_count, read_usage
 from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
-from stef.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
-from stef.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema, SchemaBook
+from stef.pipeline.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
+from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema, SchemaBook
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments
 
 if TYPE_CHECKING:
@@ -200,11 +200,11 @@ class LLMVerdict(BaseModel):
         """The :class:`JudgeResult` of this answer, named after ``judge`` (the model string).
 
         The model's verdict and confidence become p_correct as for every judge
-        (:func:`stef.calibrate.probability_from_verdict`: p = γ on the correct side, 1 − γ on the
+        (:func:`stef.pipeline.judge.calibrate.probability_from_verdict`: p = γ on the correct side, 1 − γ on the
         other, within the verdict's band); γ is then the probability of the verdict's side, so a
         model verdict reads like a symbolic one.
         """
-        from stef.calibrate import probability_from_verdict, verdict_from_probability
+        from stef.pipeline.judge.calibrate import probability_from_verdict, verdict_from_probability
 
         p_correct = probability_from_verdict(self.verdict, float(self.confidence))
         _, gamma = verdict_from_probability(p_correct)
@@ -317,11 +317,11 @@ def parse_verdict(content: str | None) -> LLMVerdict:
     >>> parse_verdict('{"verdict": "WRONG", "confidence": 2, "rationale": "r", "suspected_errors": []}')  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    stef.llm_judge.MalformedOutputError: not a valid verdict: verdict: Input should be 'CORRECT', ...; confidence: Input should be less than or equal to 1
+    stef.llm.judge.MalformedOutputError: not a valid verdict: verdict: Input should be 'CORRECT', ...; confidence: Input should be less than or equal to 1
     >>> parse_verdict('{"verdict": "CORRECT", "confidence": true, "rationale": "r", "suspected_errors": []}')
     Traceback (most recent call last):
     ...
-    stef.llm_judge.MalformedOutputError: not a valid verdict: confidence: Input should be a valid number
+    stef.llm.judge.MalformedOutputError: not a valid verdict: confidence: Input should be a valid number
     """
     raw = content or ""
     if len(raw) > MAX_ANSWER_CHARS:
@@ -592,8 +592,8 @@ class JudgeSettings:
         run_key: names the run whose batches share one :class:`CircuitBreaker` in this process
             (:func:`shared_breaker`; ``None``: each judge has its own). The nightly flow sets it.
         schema_dir: folder of ``<app_id>.sql`` / ``.json`` schemas (``--schema-dir``): apps with
-            one are checked against it (:mod:`stef.schema_checks`); part of the evaluator version.
-        observed_catalog: an observed catalog file (``--observed-catalog``, :mod:`stef.observed`).
+            one are checked against it (:mod:`stef.pipeline.schema_checks`); part of the evaluator version.
+        observed_catalog: an observed catalog file (``--observed-catalog``, :mod:`stef.pipeline.observed`).
         learn_catalog: the nightly flow learns the observed catalogs from the warehouse before
             scoring (``--learn-catalog``). Either one adds ``+observed`` to the evaluator version.
     """
@@ -697,7 +697,7 @@ class JudgeSettings:
         return f"{base}+judge={self.name};prompt={PROMPT_VERSION}"
 
     def schemas(self) -> SchemaBook | None:
-        """The :class:`stef.schema.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
+        """The :class:`stef.pipeline.schema.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
         return SchemaBook(self.schema_dir) if self.schema_dir else None
 
     def observed(self) -> ObservedCatalogBook | None:
@@ -773,7 +773,7 @@ class CachedVerdict:
         cost_usd: what the call(s) behind it cost (``None``: litellm has no price for the model,
             or the reported usage was not trusted).
         tokens: tokens used by the call(s) behind it (``None``: unknown).
-        flags: evaluation flags of the answer (an untrusted usage, :data:`stef.llm_usage.USAGE_FLAG`).
+        flags: evaluation flags of the answer (an untrusted usage, :data:`stef.llm.usage.USAGE_FLAG`).
     """
 
     key: str
@@ -827,7 +827,7 @@ class CostBudget:
 
     Thread-safe; checked before the first request of each record, so requests already in flight
     may overshoot the limit by at most ``concurrency`` calls. The spend only grows: a negative,
-    NaN or infinite amount is never added (:mod:`stef.llm_usage` checks what servers report).
+    NaN or infinite amount is never added (:mod:`stef.llm.usage` checks what servers report).
 
     >>> budget = CostBudget(0.01)
     >>> budget.add(0.004); budget.add(None); budget.add(-5.0); budget.add(float("nan")); budget.exhausted
@@ -875,7 +875,7 @@ class JudgeOutcome:
         latency_ms: wall time spent on this record's requests, backoff included.
         fallback_kind: the class of ``fallback_reason`` for run summaries (``cost budget
             reached``, ``circuit breaker open``, ``Timeout``, ``InternalServerError (HTTP 500)`` ...).
-        flags: evaluation flags (an untrusted usage: :data:`stef.llm_usage.USAGE_FLAG`).
+        flags: evaluation flags (an untrusted usage: :data:`stef.llm.usage.USAGE_FLAG`).
     """
 
     result: JudgeResult
@@ -1122,7 +1122,7 @@ def _kind(exc: BaseException) -> str:
 
 @dataclass
 class LLMJudge:
-    """A :class:`stef.judge.Judge` that asks a language model through litellm (STEF paper §2.D).
+    """A :class:`stef.pipeline.judge.symbolic.Judge` that asks a language model through litellm (STEF paper §2.D).
 
     Use :meth:`judge_many` for batches (concurrency, cache, budget, fallback reasons); the
     :meth:`judge` method of the ``Judge`` protocol judges one record without a cache.
@@ -1175,7 +1175,7 @@ class LLMJudge:
         return cls(**{**params, **overrides})
 
     def judge(self, judge_input: JudgeInput) -> JudgeResult:
-        """Judge one record (the :class:`stef.judge.Judge` protocol); no cache, no budget.
+        """Judge one record (the :class:`stef.pipeline.judge.symbolic.Judge` protocol); no cache, no budget.
 
         When the model cannot answer, the fallback verdict is returned with the reason at the
         start of its rationale.

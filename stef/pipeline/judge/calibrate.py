@@ -4,7 +4,7 @@ The symbolic checks say *what* looks wrong; how much each kind of evidence predi
 answer is learned from labelled data. :func:`feature_vector` turns one judge input plus its findings
 into numbers (finding counts per taxonomy subcategory, alignment counts, structural counts, the
 amount of evidence in Q_e); a logistic regression maps them to p = P(answer correct). The
-model is a JSON artifact (``stef/calibrators/*.json``: feature names, standardisation,
+model is a JSON artifact (``stef/pipeline/judge/calibrators/*.json``: feature names, standardisation,
 coefficients, training data digests and grouped cross-validation figures) produced by
 ``scripts/train_calibrator.py``; scoring needs no scikit-learn.
 
@@ -38,14 +38,14 @@ from functools import cached_property, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from stef.matching import name_is_grounded
+from stef.pipeline.matching import name_is_grounded
 from stef.models import SuspectedError, Verdict
 
 if TYPE_CHECKING:
-    from stef.judge import JudgeInput
+    from stef.pipeline.judge.symbolic import JudgeInput
 
 DEFAULT_CALIBRATOR = "symbolic-v2.json"
-"""Artifact shipped in ``stef/calibrators/`` and used by the default symbolic judge (no schema)."""
+"""Artifact shipped in ``stef/pipeline/judge/calibrators/`` and used by the default symbolic judge (no schema)."""
 SCHEMA_CALIBRATOR = "schema-v1.json"
 """Artifact for records checked against the app's schema."""
 OBSERVED_CALIBRATOR = "observed-v1.json"
@@ -213,8 +213,8 @@ class Calibrator:
 
 @lru_cache(maxsize=4)
 def load_calibrator(name: str = DEFAULT_CALIBRATOR) -> Calibrator:
-    """Load a calibrator artifact shipped in ``stef/calibrators/``."""
-    text = resources.files("stef.calibrators").joinpath(name).read_text(encoding="utf-8")
+    """Load a calibrator artifact shipped in ``stef/pipeline/judge/calibrators/``."""
+    text = resources.files("stef.pipeline.judge.calibrators").joinpath(name).read_text(encoding="utf-8")
     return Calibrator.from_json(json.loads(text))
 
 

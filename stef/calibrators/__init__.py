@@ -1,1 +1,0 @@
-"""Calibrator artifacts (JSON) for the symbolic judge; see stef.calibrate."""

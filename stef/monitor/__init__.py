@@ -1,0 +1,2 @@
+"""Monitoring: drift between agent versions (:mod:`.drift`) and the benchmark readers (:mod:`.benchmark`).
+"""

@@ -1,0 +1,1 @@
+"""Calibrator artifacts (JSON) for the symbolic judge; see stef.pipeline.judge.calibrate."""
