@@ -112,10 +112,19 @@ def backfill(
     first, last = resolve_log_date(start), resolve_log_date(end)
     days = days_in_range(first, last)
     warehouse_path = str(resolve_path(warehouse))
-    settings = JudgeSettings.parse(judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog)
+    settings = JudgeSettings.parse(
+        judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog
+    )
     done = set() if force else set(plan_backfill(warehouse_path, first, last, settings.evaluator_version))
     logger = run_logger()
-    logger.info("backfill %s … %s: %d days, %d already done%s", first, last, len(days), len(done), " (forced: redone)" if force else "")
+    logger.info(
+        "backfill %s … %s: %d days, %d already done%s",
+        first,
+        last,
+        len(days),
+        len(done),
+        " (forced: redone)" if force else "",
+    )
     results: list[BackfillDay] = []
     for day in days:
         if day in done:
@@ -124,9 +133,18 @@ def backfill(
             logger.warning("backfill: no logs for %s in %s, nothing stored for that day", day, logs_root)
             result = BackfillDay(day, "no_logs")
         else:
-            summary = nightly(log_date=day, logs_root=logs_root, warehouse=warehouse_path, rules_dir=rules_dir,
-                              max_bad_share=max_bad_share, batch_size=batch_size, judge=judge, schema_dir=schema_dir,
-                              observed_catalog=observed_catalog, learn_catalog=learn_catalog)
+            summary = nightly(
+                log_date=day,
+                logs_root=logs_root,
+                warehouse=warehouse_path,
+                rules_dir=rules_dir,
+                max_bad_share=max_bad_share,
+                batch_size=batch_size,
+                judge=judge,
+                schema_dir=schema_dir,
+                observed_catalog=observed_catalog,
+                learn_catalog=learn_catalog,
+            )
             result = BackfillDay(day, "done", summary)
         results.append(result)
         if on_day is not None:

@@ -30,7 +30,17 @@ from rich.text import Text
 
 from flows.cli_campaign import register as _register_campaign
 from flows.cli_catalog import register as _register_catalog
-from flows.cli_common import CliError, console, err_console, percent, running_flows, summary_line, user_errors, validate_dialect, validate_judge
+from flows.cli_common import (
+    CliError,
+    console,
+    err_console,
+    percent,
+    running_flows,
+    summary_line,
+    user_errors,
+    validate_dialect,
+    validate_judge,
+)
 from flows.cli_monitoring import register as _register_monitoring
 from flows.parallel import OutputRow
 from stef.display import one_line, shorten
@@ -41,22 +51,32 @@ if TYPE_CHECKING:
     from stef.llm.evaluate import JudgeRunStats
     from stef.logs import LogLine
     from stef.models import Evaluation
-    from stef.pipeline.rules import RuleBook
     from stef.pipeline.observed import ObservedCatalogBook
+    from stef.pipeline.rules import RuleBook
     from stef.pipeline.schema import SchemaBook
 
 JUDGES = ("symbolic", "MODEL", "hybrid:MODEL")
 """Forms of ``--judge``: the deterministic judge, any litellm model string, or hybrid (STEF paper §2.D)."""
-JUDGE_HELP = ("Judge that gives the semantic verdict: 'symbolic' (default, deterministic), a litellm model string "
-              "(openai/gpt-4o-mini, anthropic/..., ollama/..., hosted_vllm/...), or 'hybrid:MODEL' (the model only "
-              "for the records the symbolic judge hedges on: LIKELY_CORRECT or POTENTIALLY_INCORRECT, p_correct 0.35-0.65).")
-SCHEMA_DIR_HELP = ("Folder of database schemas, one per app: <app_id>.sql (DDL in the app's dialect) or <app_id>.json "
-                   "(catalog; `stef catalog json-schema` prints its format). Apps with one are also checked against it.")
-OBSERVED_HELP = ("Observed catalog file (`stef catalog learn`): apps without a schema are also compared with what their "
-                 "earlier answers used (tables, columns, join pairs).")
-API_BASE_HELP = "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
-BREAKER_HELP = ("Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
-                "symbolic verdict without calling the model, and each such record says so (0: never).")
+JUDGE_HELP = (
+    "Judge that gives the semantic verdict: 'symbolic' (default, deterministic), a litellm model string "
+    "(openai/gpt-4o-mini, anthropic/..., ollama/..., hosted_vllm/...), or 'hybrid:MODEL' (the model only "
+    "for the records the symbolic judge hedges on: LIKELY_CORRECT or POTENTIALLY_INCORRECT, p_correct 0.35-0.65)."
+)
+SCHEMA_DIR_HELP = (
+    "Folder of database schemas, one per app: <app_id>.sql (DDL in the app's dialect) or <app_id>.json "
+    "(catalog; `stef catalog json-schema` prints its format). Apps with one are also checked against it."
+)
+OBSERVED_HELP = (
+    "Observed catalog file (`stef catalog learn`): apps without a schema are also compared with what their "
+    "earlier answers used (tables, columns, join pairs)."
+)
+API_BASE_HELP = (
+    "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
+)
+BREAKER_HELP = (
+    "Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
+    "symbolic verdict without calling the model, and each such record says so (0: never)."
+)
 BATCH_SIZE = 500
 """Records evaluated per call of :func:`stef.pipeline.evaluate.evaluate_many` by ``stef evaluate``."""
 PROGRESS_EVERY = 100
@@ -72,6 +92,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="STEF: reference-free quality monitor for Text-to-SQL agents.",
 )
+
+
 def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
     """The JSONL files to evaluate: ``path`` itself, or the ``*.jsonl`` files in a directory.
 
@@ -147,7 +169,11 @@ def evaluate_lines(
         if batch_evaluate is not None:
             evaluated = iter([OutputRow.of(e) for e in batch_evaluate(records, rulebook)])
         else:
-            evaluated = iter(evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of, schemas=schemas, observed=observed))
+            evaluated = iter(
+                evaluate_many(
+                    records, rulebook=rulebook, judge=judge, convert=OutputRow.of, schemas=schemas, observed=observed
+                )
+            )
         for line in batch:
             yield rejected_row(line) if line.record is None else next(evaluated)
 
@@ -176,7 +202,12 @@ def p90(values: Sequence[float]) -> float | None:
     return statistics.quantiles(values, n=10, method="inclusive")[-1]
 
 
-_ORDERS: dict[str, type[Enum]] = {"status": EvaluationStatus, "band": Band, "filter_status": FilterStatus, "verdict": Verdict}
+_ORDERS: dict[str, type[Enum]] = {
+    "status": EvaluationStatus,
+    "band": Band,
+    "filter_status": FilterStatus,
+    "verdict": Verdict,
+}
 """The Evaluation fields counted in the ``stef evaluate`` summary, with their values in display order."""
 
 
@@ -204,7 +235,9 @@ class EvaluationStats:
             if value is not None:
                 self.counts[key][value.value] += 1
         if evaluation.status is not EvaluationStatus.EVALUATED and len(self.not_evaluated) < NOT_EVALUATED_SHOWN:
-            self.not_evaluated.append((evaluation.run_id or "(no run_id)", evaluation.status.value, evaluation.status_reason or ""))
+            self.not_evaluated.append(
+                (evaluation.run_id or "(no run_id)", evaluation.status.value, evaluation.status_reason or "")
+            )
 
     @property
     def evaluated(self) -> int:
@@ -252,7 +285,12 @@ def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[
     breakdown.add_column("records", justify="right")
     for key, enum in _ORDERS.items():
         for index, member in enumerate(enum):
-            breakdown.add_row(key if index == 0 else "", str(member.value), str(stats.counts[key][member.value]), end_section=index == len(enum) - 1)
+            breakdown.add_row(
+                key if index == 0 else "",
+                str(member.value),
+                str(stats.counts[key][member.value]),
+                end_section=index == len(enum) - 1,
+            )
     tables = [overview, breakdown]
     if stats.not_evaluated:
         failures = Table(title=f"Not evaluated (first {NOT_EVALUATED_SHOWN})", title_justify="left")
@@ -267,20 +305,56 @@ def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[
 
 @app.command()
 def evaluate(
-    input_path: Annotated[Path, typer.Argument(metavar="INPUT", help="A JSONL log file, or a directory of *.jsonl files.")],
+    input_path: Annotated[
+        Path, typer.Argument(metavar="INPUT", help="A JSONL log file, or a directory of *.jsonl files.")
+    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Where to write one JSON object per input line (JSONL).")],
-    rules: Annotated[Path | None, typer.Option("--rules", help="R_app rule file applied to every record (default: rules/<app_id>.json, else rules/default.json).")] = None,
+    rules: Annotated[
+        Path | None,
+        typer.Option(
+            "--rules",
+            help="R_app rule file applied to every record (default: rules/<app_id>.json, else rules/default.json).",
+        ),
+    ] = None,
     judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
-    dialect: Annotated[str | None, typer.Option("--dialect", help="sqlglot dialect for records that name none (a record's own dialect wins).")] = None,
+    dialect: Annotated[
+        str | None,
+        typer.Option("--dialect", help="sqlglot dialect for records that name none (a record's own dialect wins)."),
+    ] = None,
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
     concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Model requests in flight.")] = 8,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).")] = 60.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).",
+        ),
+    ] = 60.0,
     breaker_failures: Annotated[int, typer.Option("--breaker-failures", min=0, help=BREAKER_HELP)] = 5,
-    cache: Annotated[Path | None, typer.Option("--cache", metavar="FILE", help="DuckDB file caching model verdicts (may be the warehouse); a rerun makes no model call.")] = None,
-    max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.")] = None,
-    workers: Annotated[int, typer.Option("--workers", min=0, help="Processes for the symbolic judge (0: one per usable core).")] = 0,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache",
+            metavar="FILE",
+            help="DuckDB file caching model verdicts (may be the warehouse); a rerun makes no model call.",
+        ),
+    ] = None,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd",
+            min=0.0,
+            help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.",
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Processes for the symbolic judge (0: one per usable core).")
+    ] = 0,
     schema_dir: Annotated[Path | None, typer.Option("--schema-dir", help=SCHEMA_DIR_HELP)] = None,
-    observed_catalog: Annotated[Path | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)] = None,
+    observed_catalog: Annotated[
+        Path | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)
+    ] = None,
 ) -> None:
     """Score every record of INPUT without a warehouse; write one result line per input line.
 
@@ -293,9 +367,16 @@ def evaluate(
     from stef.pipeline.rules import RuleBook
 
     with user_errors():
-        settings = validate_judge(judge, api_base=api_base, concurrency=concurrency, timeout_s=timeout, max_cost_usd=max_cost_usd,
-                                  breaker_failures=breaker_failures, schema_dir=str(schema_dir) if schema_dir is not None else None,
-                                  observed_catalog=str(observed_catalog) if observed_catalog is not None else None)
+        settings = validate_judge(
+            judge,
+            api_base=api_base,
+            concurrency=concurrency,
+            timeout_s=timeout,
+            max_cost_usd=max_cost_usd,
+            breaker_failures=breaker_failures,
+            schema_dir=str(schema_dir) if schema_dir is not None else None,
+            observed_catalog=str(observed_catalog) if observed_catalog is not None else None,
+        )
         schemas = settings.schemas()  # a missing folder or catalog fails here, before any work
         observed = settings.observed()
         evaluator = None
@@ -327,8 +408,13 @@ def evaluate(
             raise CliError(f"{out}: cannot write output ({exc.strerror or exc})") from exc
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
-        progress = Progress(SpinnerColumn(), TextColumn("{task.description}", markup=False), console=err_console, transient=True,
-                            disable=not err_console.is_terminal)
+        progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}", markup=False),
+            console=err_console,
+            transient=True,
+            disable=not err_console.is_terminal,
+        )
         try:
             with _written_to(out, special), handle, progress:
                 task = progress.add_task("evaluating", total=None)
@@ -336,10 +422,19 @@ def evaluate(
                 if processes > 1:
                     from flows.parallel import evaluate_files_in_processes
 
-                    rows = evaluate_files_in_processes(files, rulebook, processes, dialect=dialect, batch_size=BATCH_SIZE, schemas=schemas,
-                                                       observed=observed)
+                    rows = evaluate_files_in_processes(
+                        files,
+                        rulebook,
+                        processes,
+                        dialect=dialect,
+                        batch_size=BATCH_SIZE,
+                        schemas=schemas,
+                        observed=observed,
+                    )
                 else:
-                    rows = evaluate_lines(_lines(files), rulebook, dialect=dialect, judge=evaluator, schemas=schemas, observed=observed)
+                    rows = evaluate_lines(
+                        _lines(files), rulebook, dialect=dialect, judge=evaluator, schemas=schemas, observed=observed
+                    )
                 for row in rows:
                     handle.write(row.json + "\n")
                     stats.add(row)
@@ -448,10 +543,18 @@ def metrics_table(rows: Sequence[Mapping[str, Any]], title: str, day_key: str | 
     """
     agents = sorted({str(row["agent_id"]) for row in rows})
     one_agent = len(agents) == 1
-    table = Table(title=Text(f"{title} — agent {shorten(agents[0])}" if one_agent else title), title_justify="left",
-                  caption=BANDS_CAPTION, caption_justify="left", box=box.SIMPLE_HEAD, show_edge=False, collapse_padding=True)
+    table = Table(
+        title=Text(f"{title} — agent {shorten(agents[0])}" if one_agent else title),
+        title_justify="left",
+        caption=BANDS_CAPTION,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+    )
     keys: list[str] = [] if day_key is None else [day_key]
     keys += ["agent_version"] if one_agent else ["agent_id", "agent_version"]
+
     def label(key: str, row: Mapping[str, Any]) -> str:  # names shortened, shown as text
         return str(row[key])[:10] if key == day_key else shorten(row[key])  # a day may come as a datetime
 
@@ -463,7 +566,9 @@ def metrics_table(rows: Sequence[Mapping[str, Any]], title: str, day_key: str | 
     for _, header in _METRIC_COLUMNS:
         table.add_column(header, justify="right")
     for row in rows:
-        table.add_row(*[Text(label(key, row)) for key in keys], *[_cell(key, row.get(key)) for key, _ in _METRIC_COLUMNS])
+        table.add_row(
+            *[Text(label(key, row)) for key in keys], *[_cell(key, row.get(key)) for key, _ in _METRIC_COLUMNS]
+        )
     return table
 
 
@@ -477,31 +582,92 @@ class TaskRunnerChoice(str, Enum):
 
 @app.command()
 def nightly(
-    log_date: Annotated[datetime | None, typer.Option("--date", formats=["%Y-%m-%d"], help="Day to process, YYYY-MM-DD (default: yesterday, UTC).")] = None,
-    logs_root: Annotated[str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")] = "./logs",
-    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
-    rules_dir: Annotated[str | None, typer.Option("--rules-dir", help="Folder of <app_id>.json rule files (searched before the bundled rules).")] = None,
-    max_bad_share: Annotated[float, typer.Option("--max-bad-share", min=0.0, max=1.0, help="Fail when more than this share of lines is quarantined.")] = 0.05,
+    log_date: Annotated[
+        datetime | None,
+        typer.Option("--date", formats=["%Y-%m-%d"], help="Day to process, YYYY-MM-DD (default: yesterday, UTC)."),
+    ] = None,
+    logs_root: Annotated[
+        str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")
+    ] = "./logs",
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+    ] = None,
+    rules_dir: Annotated[
+        str | None,
+        typer.Option("--rules-dir", help="Folder of <app_id>.json rule files (searched before the bundled rules)."),
+    ] = None,
+    max_bad_share: Annotated[
+        float,
+        typer.Option(
+            "--max-bad-share", min=0.0, max=1.0, help="Fail when more than this share of lines is quarantined."
+        ),
+    ] = 0.05,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = BATCH_SIZE,
     judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Model requests in flight per evaluation batch.")] = 8,
-    max_cost_usd: Annotated[float | None, typer.Option("--max-cost-usd", min=0.0, help="Budget for model calls in this run (split evenly over the batches).")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", min=0.001, help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).")] = 60.0,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Model requests in flight per evaluation batch.")
+    ] = 8,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd", min=0.0, help="Budget for model calls in this run (split evenly over the batches)."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).",
+        ),
+    ] = 60.0,
     breaker_failures: Annotated[int, typer.Option("--breaker-failures", min=0, help=BREAKER_HELP)] = 5,
-    task_runner: Annotated[TaskRunnerChoice, typer.Option("--task-runner", help="Where evaluation batches run: thread (default), process (every core), dask (prefect-dask: --dask-address, else a local cluster).")] = TaskRunnerChoice.thread,
-    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Threads / processes / local Dask workers (default: the runner's own).")] = None,
-    dask_address: Annotated[str | None, typer.Option("--dask-address", metavar="tcp://HOST:8786", help="Scheduler of a running Dask cluster (with --task-runner dask).")] = None,
+    task_runner: Annotated[
+        TaskRunnerChoice,
+        typer.Option(
+            "--task-runner",
+            help="Where evaluation batches run: thread (default), process (every core), dask (prefect-dask: --dask-address, else a local cluster).",
+        ),
+    ] = TaskRunnerChoice.thread,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", min=1, help="Threads / processes / local Dask workers (default: the runner's own)."),
+    ] = None,
+    dask_address: Annotated[
+        str | None,
+        typer.Option(
+            "--dask-address",
+            metavar="tcp://HOST:8786",
+            help="Scheduler of a running Dask cluster (with --task-runner dask).",
+        ),
+    ] = None,
     schema_dir: Annotated[str | None, typer.Option("--schema-dir", help=SCHEMA_DIR_HELP)] = None,
-    observed_catalog: Annotated[str | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)] = None,
-    learn_catalog: Annotated[bool, typer.Option("--learn-catalog", help="Learn the observed catalogs from the warehouse's answers of the 30 days before the day, store and use them.")] = False,
+    observed_catalog: Annotated[
+        str | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)
+    ] = None,
+    learn_catalog: Annotated[
+        bool,
+        typer.Option(
+            "--learn-catalog",
+            help="Learn the observed catalogs from the warehouse's answers of the 30 days before the day, store and use them.",
+        ),
+    ] = False,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     from stef.pipeline.evaluate import configured_time_cap_s
 
     with user_errors():
-        validate_judge(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout,
-                       breaker_failures=breaker_failures, schema_dir=schema_dir, observed_catalog=observed_catalog).observed()
+        validate_judge(
+            judge,
+            api_base=api_base,
+            concurrency=concurrency,
+            max_cost_usd=max_cost_usd,
+            timeout_s=timeout,
+            breaker_failures=breaker_failures,
+            schema_dir=schema_dir,
+            observed_catalog=observed_catalog,
+        ).observed()
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
@@ -533,8 +699,12 @@ def nightly(
         cost = sum(float(row.get("judge_cost_usd") or 0.0) for row in summary.metrics)
         judged = sum(int(row.get("n_llm_judged") or 0) for row in summary.metrics)
         fallbacks = sum(int(row.get("n_judge_fallback") or 0) for row in summary.metrics)
-        console.print(Text(f"judge {one_line(summary.judge)}: {judged} model verdicts, {fallbacks} fallbacks to symbolic, cost {_usd(cost)}"),
-                      soft_wrap=True)
+        console.print(
+            Text(
+                f"judge {one_line(summary.judge)}: {judged} model verdicts, {fallbacks} fallbacks to symbolic, cost {_usd(cost)}"
+            ),
+            soft_wrap=True,
+        )
         if summary.judge_breaker is not None:
             console.print(Text(f"judge {one_line(summary.judge)}: {summary.judge_breaker}"), soft_wrap=True)
     console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
@@ -594,7 +764,9 @@ def copy_demo_logs(logs_root: Path) -> list[str]:
 
 @app.command()
 def demo(
-    workdir: Annotated[Path, typer.Option("--workdir", help="Where to create stef-demo/ and stef-demo.duckdb.")] = Path("."),
+    workdir: Annotated[Path, typer.Option("--workdir", help="Where to create stef-demo/ and stef-demo.duckdb.")] = Path(
+        "."
+    ),
 ) -> None:
     """Run the nightly flow on the bundled sample logs (3 days, 2 agent versions).
 
@@ -606,18 +778,30 @@ def demo(
         logs_root = workdir / DEMO_DIR / "logs"
         warehouse_path = workdir / DEMO_WAREHOUSE
         days = copy_demo_logs(logs_root)
-        console.print(f"Sample logs: {logs_root}/<day>/*.jsonl ({len(days)} days: {days[0]} … {days[-1]})", soft_wrap=True)
+        console.print(
+            f"Sample logs: {logs_root}/<day>/*.jsonl ({len(days)} days: {days[0]} … {days[-1]})", soft_wrap=True
+        )
         from flows.nightly import nightly_days
         from warehouse import connect, read_daily_metrics
 
         with running_flows():
             summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
         with connect(str(warehouse_path)) as conn:
-            frame = read_daily_metrics(conn, start=summaries[0].log_date, end=summaries[-1].log_date,
-                                       evaluator_version=summaries[-1].evaluator_version)
+            frame = read_daily_metrics(
+                conn,
+                start=summaries[0].log_date,
+                end=summaries[-1].log_date,
+                evaluator_version=summaries[-1].evaluator_version,
+            )
     for summary in summaries:
         console.print(summary_line(summary), soft_wrap=True)
-    console.print(metrics_table(list(frame.iter_rows(named=True)), title=f"Daily metrics read back from {warehouse_path}", day_key="log_date"))
+    console.print(
+        metrics_table(
+            list(frame.iter_rows(named=True)),
+            title=f"Daily metrics read back from {warehouse_path}",
+            day_key="log_date",
+        )
+    )
     console.print(
         f"Labels to check the scores against: {logs_root.parent / 'labels.jsonl'}\n"
         f"Score one day without a warehouse: stef evaluate {logs_root / days[-1]} --out scores.jsonl\n"
@@ -628,12 +812,35 @@ def demo(
 
 @app.command("bench-judge")
 def bench_judge(
-    labelled_file: Annotated[Path, typer.Argument(metavar="FILE", help="Labelled JSONL in the NL2SQL-BUGs format (question, evidence, sql, label, error_types, db_id).")],
+    labelled_file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE",
+            help="Labelled JSONL in the NL2SQL-BUGs format (question, evidence, sql, label, error_types, db_id).",
+        ),
+    ],
     dialect: Annotated[str, typer.Option("--dialect", help="sqlglot dialect of the SQL in FILE.")] = "sqlite",
-    threshold: Annotated[float, typer.Option("--threshold", help="Φ at or above which an answer counts as predicted correct.")] = 75.0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")] = False,
-    schema_dir: Annotated[Path | None, typer.Option("--schema-dir", help="Folder of <db_id>.sql or .json schemas of FILE's databases (e.g. ../shared/data/nl2sql_bugs/schemas).")] = None,
-    observed_catalog: Annotated[Path | None, typer.Option("--observed-catalog", metavar="FILE", help="Observed catalog of FILE's databases (learn it on other answers, with `stef catalog learn`).")] = None,
+    threshold: Annotated[
+        float, typer.Option("--threshold", help="Φ at or above which an answer counts as predicted correct.")
+    ] = 75.0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")
+    ] = False,
+    schema_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema-dir",
+            help="Folder of <db_id>.sql or .json schemas of FILE's databases (e.g. ../shared/data/nl2sql_bugs/schemas).",
+        ),
+    ] = None,
+    observed_catalog: Annotated[
+        Path | None,
+        typer.Option(
+            "--observed-catalog",
+            metavar="FILE",
+            help="Observed catalog of FILE's databases (learn it on other answers, with `stef catalog learn`).",
+        ),
+    ] = None,
 ) -> None:
     """Measure the judge on labelled records: accuracy, AUROC, precision/recall, coverage, recall per error category.
 
@@ -652,9 +859,8 @@ def bench_judge(
             records = [bugs_record_to_log(row, dialect=resolved) for row in rows]
         except (ValueError, KeyError) as exc:
             raise InputError(f"{labelled_file}: not an NL2SQL-BUGs-format file ({exc})") from exc
-        from stef.pipeline.schema import SchemaBook
-
         from stef.pipeline.observed import load_observed_catalogs
+        from stef.pipeline.schema import SchemaBook
 
         schemas = SchemaBook(schema_dir) if schema_dir is not None else None
         observed = load_observed_catalogs(observed_catalog) if observed_catalog is not None else None
@@ -662,15 +868,33 @@ def bench_judge(
     if as_json:
         console.print_json(json.dumps(figures.__dict__), indent=None)
         return
-    table = Table(title=Text(f"Judge on {one_line(labelled_file.name)} (Φ ≥ {threshold:g} = predicted correct)"), box=box.SIMPLE_HEAD)
+    table = Table(
+        title=Text(f"Judge on {one_line(labelled_file.name)} (Φ ≥ {threshold:g} = predicted correct)"),
+        box=box.SIMPLE_HEAD,
+    )
     table.add_column("figure")
     table.add_column("value", justify="right")
-    for name in ("records", "coverage", "accuracy", "auroc", "accuracy_p_correct", "auroc_p_correct", "ece", "mean_p_correct", "share_correct",
-                 "negative_precision", "negative_recall", "positive_precision", "positive_recall"):
+    for name in (
+        "records",
+        "coverage",
+        "accuracy",
+        "auroc",
+        "accuracy_p_correct",
+        "auroc_p_correct",
+        "ece",
+        "mean_p_correct",
+        "share_correct",
+        "negative_precision",
+        "negative_recall",
+        "positive_precision",
+        "positive_recall",
+    ):
         value = getattr(figures, name)
         table.add_row(name, str(value) if isinstance(value, int) else f"{value:.3f}")
     console.print(table)
-    per_category = Table(title="Recall per error category (share of incorrect SQL scored < threshold)", box=box.SIMPLE_HEAD)
+    per_category = Table(
+        title="Recall per error category (share of incorrect SQL scored < threshold)", box=box.SIMPLE_HEAD
+    )
     per_category.add_column("category")
     per_category.add_column("incorrect rows", justify="right")
     per_category.add_column("recall", justify="right")

@@ -40,9 +40,20 @@ campaign_app = typer.Typer(
 RunsOpt = Annotated[Path, typer.Option("--runs", help="Campaign run log (JSONL, one run per line).")]
 GoldOpt = Annotated[Path, typer.Option("--gold", help="Gold battery (JSONL: question_id, question, gold_sql).")]
 DbOpt = Annotated[Path, typer.Option("--db", help="Test database: SQLite or DuckDB file, opened read-only.")]
-CatalogOpt = Annotated[Path | None, typer.Option("--catalog", help="Canonical catalog JSON {table: [columns]} (default: derived from --db).")]
-DialectOpt = Annotated[str | None, typer.Option("--dialect", help="sqlglot dialect of the statements (default: settings, else sqlite).")]
-SettingsOpt = Annotated[Path | None, typer.Option("--settings", help="Protocol settings JSON (tool_budget, max_statements, timeout_s, row_cap, tariffs, infra_cost_usd).")]
+CatalogOpt = Annotated[
+    Path | None,
+    typer.Option("--catalog", help="Canonical catalog JSON {table: [columns]} (default: derived from --db)."),
+]
+DialectOpt = Annotated[
+    str | None, typer.Option("--dialect", help="sqlglot dialect of the statements (default: settings, else sqlite).")
+]
+SettingsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--settings",
+        help="Protocol settings JSON (tool_budget, max_statements, timeout_s, row_cap, tariffs, infra_cost_usd).",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
 
 
@@ -77,10 +88,14 @@ def _settings(path: Path | None, dialect: str | None, timeout_s: float | None = 
         return CampaignSettings.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InputError(f"{path or 'settings'}: field `{'.'.join(str(p) for p in first['loc'])}`: {first['msg']}") from exc
+        raise InputError(
+            f"{path or 'settings'}: field `{'.'.join(str(p) for p in first['loc'])}`: {first['msg']}"
+        ) from exc
 
 
-def _run(runs: Path, gold: Path, db: Path, catalog: Path | None, settings: CampaignSettings, out: Path | None) -> CampaignResult:
+def _run(
+    runs: Path, gold: Path, db: Path, catalog: Path | None, settings: CampaignSettings, out: Path | None
+) -> CampaignResult:
     from stef.campaign.protocol import CampaignRunLog, GoldQuestion, load_catalog, read_jsonl, run_campaign
     from stef.campaign.sandbox import open_test_database
 
@@ -117,10 +132,14 @@ def summary_table(summaries: Sequence[CampaignSummary], title: str) -> Table:
     for c in classes:
         table.add_row(c, *(f"{s.counts[c]}  ({s.rates[c]:.0%})" if c in s.counts else "n/a" for s in summaries))
     for name, key, spec in (
-        ("runs classified", "runs", "d"), ("runs excluded (gold audit)", "excluded_runs", "d"),
-        ("mean tool calls", "mean_tool_calls", ".2f"), ("mean latency ms", "mean_latency_ms", ".0f"),
-        ("mean tokens", "mean_tokens", ".0f"), ("mean cost C_i USD", "mean_cost_usd", ".6f"),
-        ("total cost ΣC_i USD", "total_cost_usd", ".6f"), ("C_infra USD (not in C_i)", "infra_cost_usd", ".2f"),
+        ("runs classified", "runs", "d"),
+        ("runs excluded (gold audit)", "excluded_runs", "d"),
+        ("mean tool calls", "mean_tool_calls", ".2f"),
+        ("mean latency ms", "mean_latency_ms", ".0f"),
+        ("mean tokens", "mean_tokens", ".0f"),
+        ("mean cost C_i USD", "mean_cost_usd", ".6f"),
+        ("total cost ΣC_i USD", "total_cost_usd", ".6f"),
+        ("C_infra USD (not in C_i)", "infra_cost_usd", ".2f"),
         ("catalog traceability", "mean_catalog_traceability", ".3f"),
     ):
         table.add_row(name, *(_fmt(getattr(s, key), spec) for s in summaries))
@@ -132,13 +151,23 @@ def run(
     runs: RunsOpt,
     gold: GoldOpt,
     db: DbOpt,
-    out: Annotated[Path, typer.Option("--out", help="Evidence folder: OUT/<campaign>/<run>/{metrics,context}.json, session.jsonl (ids percent-encoded, see the README).")],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Evidence folder: OUT/<campaign>/<run>/{metrics,context}.json, session.jsonl (ids percent-encoded, see the README).",
+        ),
+    ],
     catalog: CatalogOpt = None,
     dialect: DialectOpt = None,
     settings_file: SettingsOpt = None,
-    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+    ] = None,
     no_store: Annotated[bool, typer.Option("--no-store", help="Do not write the warehouse.")] = False,
-    score: Annotated[bool, typer.Option("--score/--no-score", help="Also compute STEF's Φ for each run (stored beside the outcome).")] = True,
+    score: Annotated[
+        bool, typer.Option("--score/--no-score", help="Also compute STEF's Φ for each run (stored beside the outcome).")
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Audit the gold battery, classify every run (six outcome classes), write evidence and the summary.
@@ -157,7 +186,9 @@ def run(
             from warehouse.campaign import store_campaign
 
             with connect(warehouse) as conn:
-                stored = store_campaign(conn, result.runs, result.results, result.summaries, result.audit, settings, evaluations)
+                stored = store_campaign(
+                    conn, result.runs, result.results, result.summaries, result.audit, settings, evaluations
+                )
     if as_json:
         payload = result.as_json()
         payload["evidence"] = str(out)
@@ -170,18 +201,29 @@ def run(
         console.print(Text(f"  excluded {one_line(item.question_id)}: {one_line(item.reason)}"))
     for campaign_id, skipped in result.skipped.items():
         for run_id, reason in skipped.items():
-            console.print(Text(f"  run {one_line(run_id)} of {one_line(campaign_id)} not classified: {one_line(reason)}"))
+            console.print(
+                Text(f"  run {one_line(run_id)} of {one_line(campaign_id)} not classified: {one_line(reason)}")
+            )
     console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
-    console.print(Text(f"evidence: {one_line(out)}/<campaign folder>/<run folder>/"
-                       + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse")))
+    console.print(
+        Text(
+            f"evidence: {one_line(out)}/<campaign folder>/<run folder>/"
+            + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse")
+        )
+    )
 
 
 @campaign_app.command("compare")
 def compare(
     first: Annotated[str, typer.Argument(metavar="A", help="Campaign id, e.g. mcp.")],
     second: Annotated[str, typer.Argument(metavar="B", help="Campaign id, e.g. baseline-static.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Evidence folder of `stef campaign run` (reads <campaign folder>/summary.json).")] = None,
-    warehouse: Annotated[str | None, typer.Option("--warehouse", help="Read the summaries from this warehouse instead of --out.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Evidence folder of `stef campaign run` (reads <campaign folder>/summary.json)."),
+    ] = None,
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="Read the summaries from this warehouse instead of --out.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Print two campaigns side by side (e.g. ``mcp`` vs ``baseline-static``)."""
@@ -199,7 +241,9 @@ def compare(
             from warehouse.campaign import read_campaign_summaries
 
             if not resolve_path(warehouse).is_file():
-                raise InputError(f"{resolve_path(warehouse)}: no warehouse; run `stef campaign run` first or pass --out")
+                raise InputError(
+                    f"{resolve_path(warehouse)}: no warehouse; run `stef campaign run` first or pass --out"
+                )
             with connect(warehouse, read_only=True) as conn:
                 found = read_campaign_summaries(conn)
         missing = [cid for cid in (first, second) if cid not in found]
@@ -217,7 +261,12 @@ def calibration_tables(report: CalibrationReport) -> list[Table]:
     head = Table(title="Calibration of Φ (positive: success / correct)", box=box.SIMPLE_HEAD, title_justify="left")
     head.add_column("figure")
     head.add_column("value", justify="right")
-    for name, value in (("runs", str(report.runs)), ("scored by STEF", str(report.scored)), ("positives", str(report.positives)), ("AUROC", _fmt(report.auroc))):
+    for name, value in (
+        ("runs", str(report.runs)),
+        ("scored by STEF", str(report.scored)),
+        ("positives", str(report.positives)),
+        ("AUROC", _fmt(report.auroc)),
+    ):
         head.add_row(name, value)
     confusion = Table(title="Φ ≥ t predicts success (unscored = Φ 0)", box=box.SIMPLE_HEAD, title_justify="left")
     for column in ("Φ ≥", "TP", "FP", "FN", "TN"):

@@ -21,7 +21,9 @@ from rich.text import Text
 from flows.cli_common import CliError, console, user_errors, validate_dialect
 from stef.display import one_line, shorten
 
-catalog_app = typer.Typer(no_args_is_help=True, help="Database schemas (--schema-dir) and observed catalogs (--observed-catalog).")
+catalog_app = typer.Typer(
+    no_args_is_help=True, help="Database schemas (--schema-dir) and observed catalogs (--observed-catalog)."
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -48,8 +50,13 @@ def show(
     with user_errors():
         resolved = validate_dialect(dialect)
         schema = load_schema_file(schema_file, "" if resolved == "generic" else resolved)
-    table = Table(title=Text(f"{one_line(schema_file)}: {len(schema.tables)} tables, {len(schema.key_pairs)} declared join-key pairs"),
-                  box=box.SIMPLE_HEAD, title_justify="left")
+    table = Table(
+        title=Text(
+            f"{one_line(schema_file)}: {len(schema.tables)} tables, {len(schema.key_pairs)} declared join-key pairs"
+        ),
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
     for header in ("table", "columns", "primary key", "foreign keys", "described"):
         table.add_column(header, justify="right" if header in ("columns", "described") else "left", overflow="fold")
     for entry in schema.tables:
@@ -65,11 +72,29 @@ def show(
 
 @catalog_app.command("learn")
 def learn(
-    inputs: Annotated[list[Path] | None, typer.Argument(metavar="[LOGS]...", help="JSONL log files or folders of *.jsonl (searched recursively).")] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="The observed catalog file to write (JSON).")] = Path("observed-catalog.json"),
-    warehouse: Annotated[str | None, typer.Option("--warehouse", help="Learn from the answers stored in this warehouse instead of log files.")] = None,
-    start: Annotated[datetime | None, typer.Option("--start", formats=["%Y-%m-%d"], help="With --warehouse: first day (default: 30 days before --end).")] = None,
-    end: Annotated[datetime | None, typer.Option("--end", formats=["%Y-%m-%d"], help="With --warehouse: last day (default: the newest stored day).")] = None,
+    inputs: Annotated[
+        list[Path] | None,
+        typer.Argument(metavar="[LOGS]...", help="JSONL log files or folders of *.jsonl (searched recursively)."),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="The observed catalog file to write (JSON).")] = Path(
+        "observed-catalog.json"
+    ),
+    warehouse: Annotated[
+        str | None,
+        typer.Option("--warehouse", help="Learn from the answers stored in this warehouse instead of log files."),
+    ] = None,
+    start: Annotated[
+        datetime | None,
+        typer.Option(
+            "--start", formats=["%Y-%m-%d"], help="With --warehouse: first day (default: 30 days before --end)."
+        ),
+    ] = None,
+    end: Annotated[
+        datetime | None,
+        typer.Option(
+            "--end", formats=["%Y-%m-%d"], help="With --warehouse: last day (default: the newest stored day)."
+        ),
+    ] = None,
 ) -> None:
     """Learn each app's observed catalog (tables, columns, join pairs, literal values, with counts)
     from its answers' SQL, for --observed-catalog."""
@@ -83,7 +108,9 @@ def learn(
             from warehouse.observed import read_answers_for_learning
 
             with connect(warehouse, read_only=True) as conn:
-                records, source = read_answers_for_learning(conn, start.date() if start else None, end.date() if end else None)
+                records, source = read_answers_for_learning(
+                    conn, start.date() if start else None, end.date() if end else None
+                )
         else:
             if not inputs:
                 raise CliError("give the log files (or folders) to learn from, or --warehouse")
@@ -94,12 +121,22 @@ def learn(
             out.write_text(book.to_json(), encoding="utf-8")
         except OSError as exc:
             raise CliError(f"{out}: cannot write the observed catalog ({exc.strerror or exc})") from exc
-    table = Table(title=Text(f"Observed catalog {one_line(out)} (learned from {one_line(source)})"), box=box.SIMPLE_HEAD, title_justify="left")
+    table = Table(
+        title=Text(f"Observed catalog {one_line(out)} (learned from {one_line(source)})"),
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
     for header in ("app", "answers", "tables", "columns", "join pairs", "used"):
         table.add_column(header, justify="left" if header in ("app", "used") else "right")
     for app_id, catalog in book.catalogs.items():
-        table.add_row(Text(shorten(app_id)), str(catalog.queries), str(len(catalog.tables)), str(len(catalog.columns)), str(len(catalog.joins)),
-                      "yes" if catalog.queries >= MIN_QUERIES else f"no (fewer than {MIN_QUERIES} answers)")
+        table.add_row(
+            Text(shorten(app_id)),
+            str(catalog.queries),
+            str(len(catalog.tables)),
+            str(len(catalog.columns)),
+            str(len(catalog.joins)),
+            "yes" if catalog.queries >= MIN_QUERIES else f"no (fewer than {MIN_QUERIES} answers)",
+        )
     console.print(table)
 
 

@@ -119,7 +119,9 @@ def _quiet_stef_tracebacks() -> None:
     UI keeps the full traceback.
     """
     for handler in logging.getLogger().handlers:
-        if isinstance(handler, logging.StreamHandler) and not any(isinstance(f, _NoStefTraceback) for f in handler.filters):
+        if isinstance(handler, logging.StreamHandler) and not any(
+            isinstance(f, _NoStefTraceback) for f in handler.filters
+        ):
             handler.addFilter(_NoStefTraceback())
 
 
@@ -188,6 +190,8 @@ def percent(value: float | None) -> str:
 def summary_line(summary: NightlySummary) -> str:
     """One line on a stored day of the nightly flow: lines, scored, unscored, quarantined, coverage."""
     unscored = summary.records - summary.evaluated - summary.quarantined
-    return (f"{summary.log_date}: {summary.records} lines, {summary.evaluated} scored, "
-            f"{unscored} unscored (typed status), {summary.quarantined} quarantined, "
-            f"coverage {percent(summary.coverage)}")
+    return (
+        f"{summary.log_date}: {summary.records} lines, {summary.evaluated} scored, "
+        f"{unscored} unscored (typed status), {summary.quarantined} quarantined, "
+        f"coverage {percent(summary.coverage)}"
+    )

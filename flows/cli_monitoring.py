@@ -57,29 +57,53 @@ def drift_tables(check: DriftCheck) -> list[Table]:
     s = check.summary()
     verdict = s["verdict"] + (f" / {s['direction']}" if s["direction"] else "")
     style = "bold red" if s["direction"] == "worse" else ("bold green" if s["direction"] == "better" else "bold")
-    head = Table(title=Text(f"Drift check — agent {shorten(s['agent_id'])} ({s['kind']})"), show_header=False, title_justify="left",
-                 box=box.SIMPLE)
+    head = Table(
+        title=Text(f"Drift check — agent {shorten(s['agent_id'])} ({s['kind']})"),
+        show_header=False,
+        title_justify="left",
+        box=box.SIMPLE,
+    )
     head.add_column("", style="bold")
     head.add_column("")
     bw, cw = s["baseline_window"], s["candidate_window"]
     for name, value in (
         ("verdict", Text(verdict, style=style)),
-        ("baseline", Text(f"{shorten(s['baseline_version'])}  {bw[0]} … {bw[1]}  ({s['n_baseline']} scored of {s['records_baseline']})")),
-        ("candidate", Text(f"{shorten(s['candidate_version'])}  {cw[0]} … {cw[1]}  ({s['n_candidate']} scored of {s['records_candidate']})")),
+        (
+            "baseline",
+            Text(
+                f"{shorten(s['baseline_version'])}  {bw[0]} … {bw[1]}  ({s['n_baseline']} scored of {s['records_baseline']})"
+            ),
+        ),
+        (
+            "candidate",
+            Text(
+                f"{shorten(s['candidate_version'])}  {cw[0]} … {cw[1]}  ({s['n_candidate']} scored of {s['records_candidate']})"
+            ),
+        ),
         ("evaluator", Text(one_line(s["evaluator_version"]))),
         *(("reason", Text(one_line(reason))) for reason in s["reasons"]),
     ):
         head.add_row(name, value)
-    stats = Table(title="Statistics (candidate − baseline; 95 % bootstrap intervals)", title_justify="left", box=box.SIMPLE_HEAD)
+    stats = Table(
+        title="Statistics (candidate − baseline; 95 % bootstrap intervals)", title_justify="left", box=box.SIMPLE_HEAD
+    )
     for column in ("statistic", "baseline", "candidate", "delta", "interval"):
         stats.add_column(column, justify="left" if column == "statistic" else "right", no_wrap=True)
     for name, key, spec in (("mean Φ", "mean", ".2f"), ("P90 Φ", "p90", ".2f"), ("coverage", "coverage", ".3f")):
-        stats.add_row(name, _num(s[f"{key}_baseline"], spec), _num(s[f"{key}_candidate"], spec),
-                      _num(s[f"{key}_delta"], "+" + spec), _ci(s[f"{key}_delta_ci"]))
+        stats.add_row(
+            name,
+            _num(s[f"{key}_baseline"], spec),
+            _num(s[f"{key}_candidate"], spec),
+            _num(s[f"{key}_delta"], "+" + spec),
+            _ci(s[f"{key}_delta_ci"]),
+        )
     for name, value, spec in (
-        ("KS statistic", s["ks_statistic"], ".3f"), ("KS p-value", s["ks_pvalue"], ".3g"),
-        ("Wasserstein (Φ)", s["wasserstein"], ".2f"), ("Wasserstein / σ", s["wasserstein_norm"], ".3f"),
-        ("PSI (10-point bins)", s["psi"], ".3f"), ("χ² verdict p", s["verdict_chi2_pvalue"], ".3g"),
+        ("KS statistic", s["ks_statistic"], ".3f"),
+        ("KS p-value", s["ks_pvalue"], ".3g"),
+        ("Wasserstein (Φ)", s["wasserstein"], ".2f"),
+        ("Wasserstein / σ", s["wasserstein_norm"], ".3f"),
+        ("PSI (10-point bins)", s["psi"], ".3f"),
+        ("χ² verdict p", s["verdict_chi2_pvalue"], ".3g"),
         ("χ² filter status p", s["filter_status_chi2_pvalue"], ".3g"),
     ):
         stats.add_row(name, "", "", _num(value, spec), "")
@@ -88,21 +112,61 @@ def drift_tables(check: DriftCheck) -> list[Table]:
 
 def drift(
     agent: Annotated[str, typer.Option("--agent", help="Agent id to check.")],
-    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
-    baseline: Annotated[str | None, typer.Option("--baseline", help="Baseline agent version (default: the version before the candidate).")] = None,
-    candidate: Annotated[str | None, typer.Option("--candidate", help="Candidate agent version (default: the newest).")] = None,
-    start: Annotated[datetime | None, typer.Option("--start", formats=_DATE, help="First day of the window, YYYY-MM-DD.")] = None,
-    end: Annotated[datetime | None, typer.Option("--end", formats=_DATE, help="Last day of the window (default: the candidate's newest day).")] = None,
-    temporal: Annotated[bool, typer.Option("--temporal", help="Compare the candidate with its own previous window instead of another version.")] = False,
-    window_days: Annotated[int, typer.Option("--window-days", min=1, help="Window length when --start is not given.")] = DEFAULT_WINDOW_DAYS,
-    min_samples: Annotated[int, typer.Option("--min-samples", min=2, help="Scored records needed per side (fewer: insufficient_data).")] = _DEFAULTS.min_samples,
-    mean_delta: Annotated[float, typer.Option("--mean-delta", min=0.0, help="Smallest |mean Φ delta| (points) that counts as drift.")] = _DEFAULTS.mean_delta,
-    p90_delta: Annotated[float, typer.Option("--p90-delta", min=0.0, help="Smallest |P90 Φ delta| (points) that counts as drift.")] = _DEFAULTS.p90_delta,
-    coverage_delta: Annotated[float, typer.Option("--coverage-delta", min=0.0, max=1.0, help="Smallest |coverage delta| (share) that counts as drift.")] = _DEFAULTS.coverage_delta,
-    confidence: Annotated[float, typer.Option("--confidence", min=0.5, max=0.999, help="Level of the bootstrap intervals.")] = _DEFAULTS.confidence_level,
-    evaluator_version: Annotated[str | None, typer.Option("--evaluator-version", help="Whose evaluations (default: the newest stored for the agent).")] = None,
-    no_store: Annotated[bool, typer.Option("--no-store", help="Do not record the check in drift_checks (opens the warehouse read-only).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")] = False,
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="Baseline agent version (default: the version before the candidate)."),
+    ] = None,
+    candidate: Annotated[
+        str | None, typer.Option("--candidate", help="Candidate agent version (default: the newest).")
+    ] = None,
+    start: Annotated[
+        datetime | None, typer.Option("--start", formats=_DATE, help="First day of the window, YYYY-MM-DD.")
+    ] = None,
+    end: Annotated[
+        datetime | None,
+        typer.Option("--end", formats=_DATE, help="Last day of the window (default: the candidate's newest day)."),
+    ] = None,
+    temporal: Annotated[
+        bool,
+        typer.Option(
+            "--temporal", help="Compare the candidate with its own previous window instead of another version."
+        ),
+    ] = False,
+    window_days: Annotated[
+        int, typer.Option("--window-days", min=1, help="Window length when --start is not given.")
+    ] = DEFAULT_WINDOW_DAYS,
+    min_samples: Annotated[
+        int, typer.Option("--min-samples", min=2, help="Scored records needed per side (fewer: insufficient_data).")
+    ] = _DEFAULTS.min_samples,
+    mean_delta: Annotated[
+        float, typer.Option("--mean-delta", min=0.0, help="Smallest |mean Φ delta| (points) that counts as drift.")
+    ] = _DEFAULTS.mean_delta,
+    p90_delta: Annotated[
+        float, typer.Option("--p90-delta", min=0.0, help="Smallest |P90 Φ delta| (points) that counts as drift.")
+    ] = _DEFAULTS.p90_delta,
+    coverage_delta: Annotated[
+        float,
+        typer.Option(
+            "--coverage-delta", min=0.0, max=1.0, help="Smallest |coverage delta| (share) that counts as drift."
+        ),
+    ] = _DEFAULTS.coverage_delta,
+    confidence: Annotated[
+        float, typer.Option("--confidence", min=0.5, max=0.999, help="Level of the bootstrap intervals.")
+    ] = _DEFAULTS.confidence_level,
+    evaluator_version: Annotated[
+        str | None,
+        typer.Option("--evaluator-version", help="Whose evaluations (default: the newest stored for the agent)."),
+    ] = None,
+    no_store: Annotated[
+        bool,
+        typer.Option("--no-store", help="Do not record the check in drift_checks (opens the warehouse read-only)."),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")
+    ] = False,
 ) -> None:
     """Compare the score distribution of a candidate agent version with a baseline version.
 
@@ -116,13 +180,25 @@ def drift(
     with user_errors():
         from tasks.drift import run_drift_check
 
-        thresholds = DriftThresholds(min_samples=min_samples, mean_delta=mean_delta, p90_delta=p90_delta,
-                                     coverage_delta=coverage_delta, confidence_level=confidence)
+        thresholds = DriftThresholds(
+            min_samples=min_samples,
+            mean_delta=mean_delta,
+            p90_delta=p90_delta,
+            coverage_delta=coverage_delta,
+            confidence_level=confidence,
+        )
         check = run_drift_check(
-            warehouse, agent, baseline=baseline, candidate=candidate,
-            start=start.date() if start else None, end=end.date() if end else None,
-            temporal=temporal, window_days=window_days, thresholds=thresholds,
-            evaluator_version=evaluator_version, store=not no_store,
+            warehouse,
+            agent,
+            baseline=baseline,
+            candidate=candidate,
+            start=start.date() if start else None,
+            end=end.date() if end else None,
+            temporal=temporal,
+            window_days=window_days,
+            thresholds=thresholds,
+            evaluator_version=evaluator_version,
+            store=not no_store,
         )
     if as_json:
         typer.echo(json.dumps(check.summary(), ensure_ascii=False, allow_nan=False))
@@ -147,7 +223,8 @@ def _day_line(day: BackfillDay, evaluator_version: str) -> str:
     worse = [c for c in drift_checks if c["verdict"] == "drift" and c["direction"] == "worse"]
     if worse:
         line += "; drift for the worse: " + ", ".join(
-            f"{shorten(c['agent_id'])} {shorten(c['baseline_version'])}→{shorten(c['candidate_version'])}" for c in worse
+            f"{shorten(c['agent_id'])} {shorten(c['baseline_version'])}→{shorten(c['candidate_version'])}"
+            for c in worse
         )
     return line
 
@@ -155,16 +232,48 @@ def _day_line(day: BackfillDay, evaluator_version: str) -> str:
 def backfill(
     start: Annotated[datetime, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")],
     end: Annotated[datetime, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD (included).")],
-    logs_root: Annotated[str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")] = "./logs",
-    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Redo days already done with the same evaluator version.")] = False,
-    rules_dir: Annotated[str | None, typer.Option("--rules-dir", help="Folder of <app_id>.json rule files (searched before the bundled rules).")] = None,
-    max_bad_share: Annotated[float, typer.Option("--max-bad-share", min=0.0, max=1.0, help="Per day: fail when more than this share of lines is quarantined.")] = 0.05,
+    logs_root: Annotated[
+        str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")
+    ] = "./logs",
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Redo days already done with the same evaluator version.")
+    ] = False,
+    rules_dir: Annotated[
+        str | None,
+        typer.Option("--rules-dir", help="Folder of <app_id>.json rule files (searched before the bundled rules)."),
+    ] = None,
+    max_bad_share: Annotated[
+        float,
+        typer.Option(
+            "--max-bad-share", min=0.0, max=1.0, help="Per day: fail when more than this share of lines is quarantined."
+        ),
+    ] = 0.05,
     batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = 500,
-    judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help="Judge, as for stef nightly; it decides the evaluator version that marks a day done.")] = "symbolic",
-    schema_dir: Annotated[str | None, typer.Option("--schema-dir", help="Folder of the apps' schemas, as for stef nightly (part of the evaluator version that marks a day done).")] = None,
-    observed_catalog: Annotated[str | None, typer.Option("--observed-catalog", metavar="FILE", help="Observed catalog file, as for stef nightly.")] = None,
-    learn_catalog: Annotated[bool, typer.Option("--learn-catalog", help="Learn and use observed catalogs day by day, as for stef nightly.")] = False,
+    judge: Annotated[
+        str,
+        typer.Option(
+            "--judge",
+            metavar="symbolic|MODEL|hybrid:MODEL",
+            help="Judge, as for stef nightly; it decides the evaluator version that marks a day done.",
+        ),
+    ] = "symbolic",
+    schema_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--schema-dir",
+            help="Folder of the apps' schemas, as for stef nightly (part of the evaluator version that marks a day done).",
+        ),
+    ] = None,
+    observed_catalog: Annotated[
+        str | None,
+        typer.Option("--observed-catalog", metavar="FILE", help="Observed catalog file, as for stef nightly."),
+    ] = None,
+    learn_catalog: Annotated[
+        bool, typer.Option("--learn-catalog", help="Learn and use observed catalogs day by day, as for stef nightly.")
+    ] = False,
 ) -> None:
     """Run the nightly work for every day from --start to --end; skip days already done.
 
@@ -181,12 +290,21 @@ def backfill(
 
         first, last = start.date(), end.date()
         total = len(days_in_range(first, last))  # checks the range before Prefect starts
-        settings = validate_judge(judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog)  # also checks a model's keys
+        settings = validate_judge(
+            judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog
+        )  # also checks a model's keys
         settings.schemas()  # a missing schema folder or catalog file fails here
         settings.observed()
         version = settings.evaluator_version
-        progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                            console=err_console, transient=True, disable=not err_console.is_terminal)
+        progress = Progress(
+            TextColumn("{task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+            disable=not err_console.is_terminal,
+        )
         with progress:
             bar = progress.add_task(f"backfill {first} … {last}", total=total)
 
@@ -195,15 +313,28 @@ def backfill(
                 progress.advance(bar)
 
             with running_flows():
-                summary = backfill_flow(start=first, end=last, logs_root=logs_root, warehouse=warehouse, force=force,
-                                        rules_dir=rules_dir, max_bad_share=max_bad_share, batch_size=batch_size,
-                                        judge=judge, on_day=on_day, schema_dir=schema_dir, observed_catalog=observed_catalog,
-                                        learn_catalog=learn_catalog)
+                summary = backfill_flow(
+                    start=first,
+                    end=last,
+                    logs_root=logs_root,
+                    warehouse=warehouse,
+                    force=force,
+                    rules_dir=rules_dir,
+                    max_bad_share=max_bad_share,
+                    batch_size=batch_size,
+                    judge=judge,
+                    on_day=on_day,
+                    schema_dir=schema_dir,
+                    observed_catalog=observed_catalog,
+                    learn_catalog=learn_catalog,
+                )
     done, skipped, missing = (summary.with_status(s) for s in ("done", "skipped", "no_logs"))
-    console.print(Text(
-        f"backfill {summary.start} … {summary.end} into {one_line(summary.warehouse)}: {len(done)} days run, "
-        f"{len(skipped)} skipped (already done), {len(missing)} without logs"
-        + (f" ({', '.join(d.isoformat() for d in missing)})" if missing else "")),
+    console.print(
+        Text(
+            f"backfill {summary.start} … {summary.end} into {one_line(summary.warehouse)}: {len(done)} days run, "
+            f"{len(skipped)} skipped (already done), {len(missing)} without logs"
+            + (f" ({', '.join(d.isoformat() for d in missing)})" if missing else "")
+        ),
         soft_wrap=True,
     )
 
@@ -217,8 +348,14 @@ def headline_rich_table(rows: list[dict[str, Any]], week: str) -> Table:
     Names are :class:`rich.text.Text`, shortened (:func:`stef.display.shorten`): a long agent id
     does not push the numbers off the screen.
     """
-    table = Table(title=f"Weekly report {week}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False,
-                  pad_edge=False, collapse_padding=True)
+    table = Table(
+        title=f"Weekly report {week}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for column in ("agent", "version", "records", "coverage", "mean Φ", "P90 Φ", "poor", "drift"):
         if column in ("agent", "version", "drift"):  # names fold when the terminal is narrow; numbers never do
             table.add_column(column, justify="left", overflow="fold")
@@ -226,8 +363,12 @@ def headline_rich_table(rows: list[dict[str, Any]], week: str) -> Table:
             table.add_column(column, justify="right", no_wrap=True)
     for row in rows:
         table.add_row(
-            Text(shorten(row["agent"])), Text(shorten(row["version"])), str(row["records"]),
-            "–" if row["coverage"] is None else f"{row['coverage']:.1%}", _num(row["mean"], ".1f"), _num(row["p90"], ".1f"),
+            Text(shorten(row["agent"])),
+            Text(shorten(row["version"])),
+            str(row["records"]),
+            "–" if row["coverage"] is None else f"{row['coverage']:.1%}",
+            _num(row["mean"], ".1f"),
+            _num(row["p90"], ".1f"),
             "–" if row["poor_share"] is None else f"{row['poor_share']:.1%}",
             Text(shorten(str(row["drift"]).removeprefix("drift / "), DISPLAY_WIDTH + 24)),
         )
@@ -235,10 +376,24 @@ def headline_rich_table(rows: list[dict[str, Any]], week: str) -> Table:
 
 
 def report(
-    week: Annotated[str | None, typer.Option("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the last complete week).")] = None,
-    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
-    out: Annotated[str | None, typer.Option("--out", help="HTML file, or a folder (existing, or ending in /) for stef-report-<week>.html (default: that name here); the .md twin goes beside it.")] = None,
-    evaluator_version: Annotated[str | None, typer.Option("--evaluator-version", help="Whose evaluations (default: the newest stored in the week).")] = None,
+    week: Annotated[
+        str | None,
+        typer.Option("--week", metavar="YYYY-Www", help="ISO week, e.g. 2026-W48 (default: the last complete week)."),
+    ] = None,
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+    ] = None,
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            help="HTML file, or a folder (existing, or ending in /) for stef-report-<week>.html (default: that name here); the .md twin goes beside it.",
+        ),
+    ] = None,
+    evaluator_version: Annotated[
+        str | None,
+        typer.Option("--evaluator-version", help="Whose evaluations (default: the newest stored in the week)."),
+    ] = None,
 ) -> None:
     """Write the weekly report: one self-contained HTML file (charts embedded) and its Markdown twin.
 
@@ -253,27 +408,43 @@ def report(
 
         label, _, _ = parse_week(week)  # check before Prefect starts
         if not resolve_path(warehouse).is_file():
-            raise WarehouseError(f"warehouse {resolve_path(warehouse)} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse")
+            raise WarehouseError(
+                f"warehouse {resolve_path(warehouse)} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
+            )
         with running_flows():
             files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
     if files.headline:
         console.print(headline_rich_table(files.headline, files.week))
     else:
-        console.print(Text(f"No evaluations are stored for {label} in {one_line(resolve_path(warehouse))}: the report says so."), soft_wrap=True)
-    console.print(Text(f"HTML report: {one_line(files.html)}\nMarkdown twin: {one_line(files.markdown)}"), soft_wrap=True)
+        console.print(
+            Text(f"No evaluations are stored for {label} in {one_line(resolve_path(warehouse))}: the report says so."),
+            soft_wrap=True,
+        )
+    console.print(
+        Text(f"HTML report: {one_line(files.html)}\nMarkdown twin: {one_line(files.markdown)}"), soft_wrap=True
+    )
 
 
 # --------------------------------------------------------------------------- serve
 
 
 def serve(
-    timezone: Annotated[str, typer.Option("--timezone", help="IANA time zone of the cron times (e.g. Europe/Zurich).")] = "UTC",
-    logs_root: Annotated[str, typer.Option("--logs-root", help="Folder (or fsspec URL) of the logs, for the nightly and backfill runs.")] = "./logs",
-    warehouse: Annotated[str | None, typer.Option("--warehouse", help="DuckDB file of every run (default: $STEF_WAREHOUSE, else ./stef.duckdb).")] = None,
+    timezone: Annotated[
+        str, typer.Option("--timezone", help="IANA time zone of the cron times (e.g. Europe/Zurich).")
+    ] = "UTC",
+    logs_root: Annotated[
+        str, typer.Option("--logs-root", help="Folder (or fsspec URL) of the logs, for the nightly and backfill runs.")
+    ] = "./logs",
+    warehouse: Annotated[
+        str | None,
+        typer.Option("--warehouse", help="DuckDB file of every run (default: $STEF_WAREHOUSE, else ./stef.duckdb)."),
+    ] = None,
     reports_dir: Annotated[str, typer.Option("--reports-dir", help="Folder of the weekly reports.")] = "./reports/",
     nightly_cron: Annotated[str, typer.Option("--nightly-cron", help="Cron of the nightly run.")] = "0 2 * * *",
     weekly_cron: Annotated[str, typer.Option("--weekly-cron", help="Cron of the weekly report.")] = "0 6 * * 1",
-    check: Annotated[bool, typer.Option("--check", help="Build the deployments, print their schedules and exit (no server needed).")] = False,
+    check: Annotated[
+        bool, typer.Option("--check", help="Build the deployments, print their schedules and exit (no server needed).")
+    ] = False,
 ) -> None:
     """Serve the nightly (02:00), weekly-report (Monday 06:00) and backfill deployments.
 
@@ -286,16 +457,26 @@ def serve(
     with user_errors():
         from flows.deployments import build_deployments, serve_deployments, server_url
 
-        deployments = build_deployments(timezone=timezone, logs_root=logs_root, warehouse=warehouse, reports_dir=reports_dir,
-                                        nightly_cron=nightly_cron, weekly_cron=weekly_cron)
+        deployments = build_deployments(
+            timezone=timezone,
+            logs_root=logs_root,
+            warehouse=warehouse,
+            reports_dir=reports_dir,
+            nightly_cron=nightly_cron,
+            weekly_cron=weekly_cron,
+        )
         console.print("STEF deployments (schedules fire only with a Prefect server):")
         for deployment in deployments:
             schedules = ", ".join(
                 f"schedule {getattr(s.schedule, 'cron', s.schedule)} ({getattr(s.schedule, 'timezone', None)})"
                 for s in deployment.schedules or []
             )
-            console.print(f"  {deployment.name}: {deployment.entrypoint}, {schedules or 'no schedule (run on demand)'}, "
-                          f"parameters {json.dumps(deployment.parameters)}", soft_wrap=True, markup=False)
+            console.print(
+                f"  {deployment.name}: {deployment.entrypoint}, {schedules or 'no schedule (run on demand)'}, "
+                f"parameters {json.dumps(deployment.parameters)}",
+                soft_wrap=True,
+                markup=False,
+            )
         if check:
             return
         url = server_url()

@@ -47,7 +47,9 @@ def validate_timezone(name: str) -> str:
     try:
         ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
-        raise InputError(f"--timezone {name!r} is not an IANA time zone (e.g. UTC, Europe/Zurich, America/New_York)") from None
+        raise InputError(
+            f"--timezone {name!r} is not an IANA time zone (e.g. UTC, Europe/Zurich, America/New_York)"
+        ) from None
     return name
 
 

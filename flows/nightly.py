@@ -91,7 +91,9 @@ TaskRunnerKind = Literal["thread", "process", "dask"]
 TASK_RUNNERS: tuple[str, ...] = ("thread", "process", "dask")
 
 
-def make_task_runner(kind: TaskRunnerKind = "thread", max_workers: int | None = None, address: str | None = None) -> TaskRunner[Any]:
+def make_task_runner(
+    kind: TaskRunnerKind = "thread", max_workers: int | None = None, address: str | None = None
+) -> TaskRunner[Any]:
     """A task runner for the evaluation batches.
 
     Args:
@@ -208,9 +210,18 @@ def nightly(
             (``$STEF_LOCK_TIMEOUT_S``, default 30 s).
         ValueError: ``batch_size`` < 1 or ``max_bad_share`` outside [0, 1].
     """
-    settings = JudgeSettings.parse(judge, api_base=api_base, concurrency=concurrency, max_cost_usd=max_cost_usd, timeout_s=timeout_s,
-                                   breaker_failures=breaker_failures, run_key=f"nightly-{uuid.uuid4().hex}", schema_dir=schema_dir,
-                                   observed_catalog=observed_catalog, learn_catalog=learn_catalog)
+    settings = JudgeSettings.parse(
+        judge,
+        api_base=api_base,
+        concurrency=concurrency,
+        max_cost_usd=max_cost_usd,
+        timeout_s=timeout_s,
+        breaker_failures=breaker_failures,
+        run_key=f"nightly-{uuid.uuid4().hex}",
+        schema_dir=schema_dir,
+        observed_catalog=observed_catalog,
+        learn_catalog=learn_catalog,
+    )
     settings.schemas()  # a missing schema folder or catalog file fails here, before any work
     settings.observed()
     rulebook(rules_dir).validate_all()  # so does a broken rule file, not when a record first names its app
@@ -228,9 +239,14 @@ def nightly(
     if settings.max_cost_usd is not None and parts:
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
     evaluations: list[CompactEvaluation] = []
-    catalogs = {} if observed is None else {"observed": observed}  # not quoted: a Dask worker would get the quote itself
+    catalogs = (
+        {} if observed is None else {"observed": observed}
+    )  # not quoted: a Dask worker would get the quote itself
     try:
-        futures = [evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, **catalogs) for batch in parts]
+        futures = [
+            evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, **catalogs)
+            for batch in parts
+        ]
         while futures:  # in order; each finished future is dropped so its task state is freed early
             evaluations.extend(futures.pop(0).result())
     finally:

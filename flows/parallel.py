@@ -26,8 +26,8 @@ from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, Filt
 
 if TYPE_CHECKING:
     from stef.logs import LogLine
-    from stef.pipeline.rules import RuleBook
     from stef.pipeline.observed import ObservedCatalogBook
+    from stef.pipeline.rules import RuleBook
     from stef.pipeline.schema import SchemaBook
 
 
@@ -67,6 +67,7 @@ class OutputRow:
             verdict=evaluation.verdict,
         )
 
+
 _WORKER_RULEBOOK: RuleBook | None = None
 _WORKER_SCHEMAS: SchemaBook | None = None
 _WORKER_OBSERVED: ObservedCatalogBook | None = None
@@ -92,7 +93,9 @@ def rejected_row(line: LogLine) -> OutputRow:
     file, the line number and the reason."""
     from stef.pipeline.evaluate import rejected_evaluation
 
-    return OutputRow.of(rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}"))
+    return OutputRow.of(
+        rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}")
+    )
 
 
 def _init_worker(rulebook: RuleBook, schemas: SchemaBook | None, observed: ObservedCatalogBook | None) -> None:
@@ -103,8 +106,14 @@ def _init_worker(rulebook: RuleBook, schemas: SchemaBook | None, observed: Obser
     gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 
 
-def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rulebook: RuleBook, dialect: str | None = None,
-                       schemas: SchemaBook | None = None, observed: ObservedCatalogBook | None = None) -> list[OutputRow]:
+def evaluate_raw_lines(
+    source: str,
+    numbered_lines: list[tuple[int, bytes]],
+    rulebook: RuleBook,
+    dialect: str | None = None,
+    schemas: SchemaBook | None = None,
+    observed: ObservedCatalogBook | None = None,
+) -> list[OutputRow]:
     """Read and evaluate raw log lines: one output row per non-blank line, in order.
 
     Args:
@@ -118,8 +127,8 @@ def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rul
     Returns:
         :class:`OutputRow` items; a line that is not a valid record gets :func:`rejected_row`.
     """
-    from stef.pipeline.evaluate import evaluate_many
     from stef.logs import parse_line
+    from stef.pipeline.evaluate import evaluate_many
 
     rows: list[OutputRow | None] = []
     records: list[AgentLogRecord] = []
@@ -132,7 +141,9 @@ def evaluate_raw_lines(source: str, numbered_lines: list[tuple[int, bytes]], rul
         else:
             rows.append(None)
             records.append(with_dialect(line.record, dialect))
-    evaluated = iter(evaluate_many(records, rulebook=rulebook, convert=OutputRow.of, schemas=schemas, observed=observed))
+    evaluated = iter(
+        evaluate_many(records, rulebook=rulebook, convert=OutputRow.of, schemas=schemas, observed=observed)
+    )
     return [row if row is not None else next(evaluated) for row in rows]
 
 
@@ -153,8 +164,15 @@ def _raw_batches(files: Sequence[Path], batch_size: int) -> Iterator[tuple[str, 
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
 
 
-def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, workers: int, dialect: str | None = None, batch_size: int = 500,
-                                schemas: SchemaBook | None = None, observed: ObservedCatalogBook | None = None) -> Iterator[OutputRow]:
+def evaluate_files_in_processes(
+    files: Sequence[Path],
+    rulebook: RuleBook,
+    workers: int,
+    dialect: str | None = None,
+    batch_size: int = 500,
+    schemas: SchemaBook | None = None,
+    observed: ObservedCatalogBook | None = None,
+) -> Iterator[OutputRow]:
     """Evaluate log files in ``workers`` processes; yield one output row per non-blank line, in order.
 
     The parent only reads raw lines and writes rows: decoding, validation and evaluation all
@@ -175,9 +193,14 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
     Raises:
         InputError: a file cannot be read.
     """
+    import stef.logs
     import stef.pipeline.evaluate  # noqa: F401 - imported once here, inherited by the forked workers (and frozen there)
-    import stef.logs  # noqa: F401
-    from stef.pipeline.judge.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, load_calibrator
+    from stef.pipeline.judge.calibrate import (
+        DEFAULT_CALIBRATOR,
+        OBSERVED_CALIBRATOR,
+        SCHEMA_CALIBRATOR,
+        load_calibrator,
+    )
 
     rulebook.for_app(None)  # the default rules and the calibrator are loaded once, before the fork
     load_calibrator(DEFAULT_CALIBRATOR)  # the same cache key as the default judge's call
@@ -187,7 +210,9 @@ def evaluate_files_in_processes(files: Sequence[Path], rulebook: RuleBook, worke
         load_calibrator(OBSERVED_CALIBRATOR)
 
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook, schemas, observed)) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook, schemas, observed)
+    ) as pool:
         pending: deque[Future[list[OutputRow]]] = deque()
         try:
             for source, batch in _raw_batches(files, batch_size):

@@ -156,7 +156,9 @@ def temporary_prefect_api() -> Iterator[str | None]:
     server = SubprocessASGIServer()
     guard = _start_guard()
     started = threading.Event()
-    reporter = threading.Thread(target=_report_server_processes, args=(server, guard, started), name="stef-prefect-api-guard", daemon=True)
+    reporter = threading.Thread(
+        target=_report_server_processes, args=(server, guard, started), name="stef-prefect-api-guard", daemon=True
+    )
     reporter.start()
     try:
         try:
@@ -165,7 +167,10 @@ def temporary_prefect_api() -> Iterator[str | None]:
             started.set()
             reporter.join()
         _report_server_processes(server, guard, started)  # the process that answered, if Prefect restarted it
-        with temporary_settings(updates={PREFECT_API_URL: server.api_url}), _temporary_global_settings_context(get_settings_context()):
+        with (
+            temporary_settings(updates={PREFECT_API_URL: server.api_url}),
+            _temporary_global_settings_context(get_settings_context()),
+        ):
             try:
                 yield server.api_url
             finally:

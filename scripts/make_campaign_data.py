@@ -30,13 +30,19 @@ COMPOSED = [
     {
         "question_id": "geo-c01",
         "question": "what is the capital of texas and how many people live in texas",
-        "gold_sql": ["SELECT capital FROM state WHERE state_name = 'texas'", "SELECT population FROM state WHERE state_name = 'texas'"],
+        "gold_sql": [
+            "SELECT capital FROM state WHERE state_name = 'texas'",
+            "SELECT population FROM state WHERE state_name = 'texas'",
+        ],
         "source": "composed from GeoQuery templates 'capital of state_name0' and 'population of state_name0'",
     },
     {
         "question_id": "geo-c02",
         "question": "how long is the mississippi river and which states does it run through",
-        "gold_sql": ["SELECT DISTINCT length FROM river WHERE river_name = 'mississippi'", "SELECT traverse FROM river WHERE river_name = 'mississippi'"],
+        "gold_sql": [
+            "SELECT DISTINCT length FROM river WHERE river_name = 'mississippi'",
+            "SELECT traverse FROM river WHERE river_name = 'mississippi'",
+        ],
         "source": "composed from GeoQuery templates 'length of river_name0' and 'states river_name0 runs through'",
     },
 ]
@@ -58,11 +64,15 @@ def battery(geo: Path, db: sqlite3.Connection) -> list[dict[str, Any]]:
         sql = _fill(entry["sql"][0], sentence["variables"], quote=True).strip().rstrip(";").strip()
         if not db.execute(sql).fetchall():
             continue
-        out.append({
-            "question_id": f"geo-{index:03d}", "question": _fill(sentence["text"], sentence["variables"], quote=False),
-            "gold_sql": [sql], "source": f"GeoQuery geography.json template {index}, sentence 0",
-            "variables": sentence["variables"],
-        })
+        out.append(
+            {
+                "question_id": f"geo-{index:03d}",
+                "question": _fill(sentence["text"], sentence["variables"], quote=False),
+                "gold_sql": [sql],
+                "source": f"GeoQuery geography.json template {index}, sentence 0",
+                "variables": sentence["variables"],
+            }
+        )
         if len(out) == BATTERY_SIZE - len(COMPOSED):
             break
     return out + COMPOSED
@@ -74,8 +84,15 @@ def _pretty(sql: str) -> str:
 
 def _tools(tables: list[str], extra: int = 0, skip: set[str] | None = None) -> list[dict[str, Any]]:
     calls = [{"name": "catalog.listTables", "arguments": {}, "duration_ms": 41}]
-    calls += [{"name": "catalog.describeTable", "arguments": {"table": t}, "duration_ms": 57} for t in tables if t not in (skip or set())]
-    calls += [{"name": "catalog.listRelationships", "arguments": {"table": tables[0]}, "duration_ms": 63} for _ in range(extra)]
+    calls += [
+        {"name": "catalog.describeTable", "arguments": {"table": t}, "duration_ms": 57}
+        for t in tables
+        if t not in (skip or set())
+    ]
+    calls += [
+        {"name": "catalog.listRelationships", "arguments": {"table": tables[0]}, "duration_ms": 63}
+        for _ in range(extra)
+    ]
     return calls
 
 
@@ -105,15 +122,36 @@ def runs(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def mcp(n: int, qid: str, statements: list[str], tool_calls: list[dict[str, Any]], note: str) -> None:
-        out.append({"run_id": f"mcp-{n:03d}", "campaign_id": "mcp", "question_id": qid, "question": by_id[qid]["question"],
-                    "tool_calls": tool_calls, "statements": statements, **base,
-                    "tokens": {"prompt": 1800 + 90 * len(tool_calls), "completion": 120 + 40 * len(statements)},
-                    "latency_ms": 2400 + 380 * len(tool_calls) + 90 * n % 700, "note": note})
+        out.append(
+            {
+                "run_id": f"mcp-{n:03d}",
+                "campaign_id": "mcp",
+                "question_id": qid,
+                "question": by_id[qid]["question"],
+                "tool_calls": tool_calls,
+                "statements": statements,
+                **base,
+                "tokens": {"prompt": 1800 + 90 * len(tool_calls), "completion": 120 + 40 * len(statements)},
+                "latency_ms": 2400 + 380 * len(tool_calls) + 90 * n % 700,
+                "note": note,
+            }
+        )
 
     special = {
-        ids[1]: "wrong_value", ids[2]: "syntax", ids[3]: "structural_column", ids[4]: "budget", ids[5]: "drop",
-        ids[6]: "wrong_value", ids[7]: "budget_and_syntax", ids[8]: "structural_table", ids[9]: "timeout",
-        ids[10]: "delete_then_right", ids[11]: "untraced", ids[12]: "wrong_value", "geo-c01": "partial", "geo-c02": "both",
+        ids[1]: "wrong_value",
+        ids[2]: "syntax",
+        ids[3]: "structural_column",
+        ids[4]: "budget",
+        ids[5]: "drop",
+        ids[6]: "wrong_value",
+        ids[7]: "budget_and_syntax",
+        ids[8]: "structural_table",
+        ids[9]: "timeout",
+        ids[10]: "delete_then_right",
+        ids[11]: "untraced",
+        ids[12]: "wrong_value",
+        "geo-c01": "partial",
+        "geo-c02": "both",
     }
     for n, qid in enumerate(ids, 1):
         q = by_id[qid]
@@ -125,17 +163,35 @@ def runs(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
             statements = (["SELECT COUNT(*) FROM state"] if n % 4 == 0 else []) + right
             mcp(n, qid, statements, tools, "success: the gold answer (after an exploratory statement on every 4th run)")
         elif kind == "wrong_value":
-            mcp(n, qid, [_pretty(_wrong(q))], tools, "execution_error: runs, but answers another question (wrong filter value / MIN for MAX)")
+            mcp(
+                n,
+                qid,
+                [_pretty(_wrong(q))],
+                tools,
+                "execution_error: runs, but answers another question (wrong filter value / MIN for MAX)",
+            )
         elif kind == "syntax":
             mcp(n, qid, [right[0].replace("SELECT", "SELEC", 1)], tools, "syntax_error: misspelt keyword")
         elif kind == "structural_column":
             mcp(n, qid, [right[0].replace("LENGTH", "LENGHT", 1)], tools, "structural_error: unknown column (LENGHT)")
         elif kind == "structural_table":
-            mcp(n, qid, ["SELECT city_name FROM cities WHERE state_name = 'texas'"], tools, "structural_error: unknown table")
+            mcp(
+                n,
+                qid,
+                ["SELECT city_name FROM cities WHERE state_name = 'texas'"],
+                tools,
+                "structural_error: unknown table",
+            )
         elif kind == "budget":
             mcp(n, qid, right, _tools(tables, extra=10), "budget_exceeded: 11+ tool calls even though the SQL is right")
         elif kind == "budget_and_syntax":
-            mcp(n, qid, [right[0] + " WHERE WHERE"], _tools(tables, extra=10), "budget_exceeded wins over syntax_error (precedence tie)")
+            mcp(
+                n,
+                qid,
+                [right[0] + " WHERE WHERE"],
+                _tools(tables, extra=10),
+                "budget_exceeded wins over syntax_error (precedence tie)",
+            )
         elif kind == "drop":
             mcp(n, qid, ["DROP TABLE state", *right], tools, "execution_error: DROP refused, never executed")
         elif kind == "delete_then_right":
@@ -144,9 +200,21 @@ def runs(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
             slow = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
             mcp(n, qid, [slow], tools, "execution_error: runaway recursive CTE stopped by the statement timeout")
         elif kind == "untraced":
-            mcp(n, qid, right, _tools(tables, skip=set(tables)), "success, but catalog traceability 0 (tables never looked up)")
+            mcp(
+                n,
+                qid,
+                right,
+                _tools(tables, skip=set(tables)),
+                "success, but catalog traceability 0 (tables never looked up)",
+            )
         elif kind == "partial":
-            mcp(n, qid, [right[0], "SELECT population FROM state WHERE state_name = 'ohio'"], tools, "partial_success: 1 of 2 required statements")
+            mcp(
+                n,
+                qid,
+                [right[0], "SELECT population FROM state WHERE state_name = 'ohio'"],
+                tools,
+                "partial_success: 1 of 2 required statements",
+            )
         elif kind == "both":
             mcp(n, qid, right, tools, "success: both required statements")
     wrong_baseline = set(ids[0:30:4])
@@ -158,8 +226,18 @@ def runs(gold: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             final = _pretty(q["gold_sql"][-1])
             note = "correct final answer"
-        out.append({"run_id": f"base-{n:03d}", "campaign_id": "baseline-static", "question_id": qid, "question": q["question"],
-                    "tool_calls": [], "statements": [final], **base, "note": note})
+        out.append(
+            {
+                "run_id": f"base-{n:03d}",
+                "campaign_id": "baseline-static",
+                "question_id": qid,
+                "question": q["question"],
+                "tool_calls": [],
+                "statements": [final],
+                **base,
+                "note": note,
+            }
+        )
     return out
 
 
@@ -172,14 +250,26 @@ def main(geo: Path) -> None:
     catalog = {t.lower(): [r[1].lower() for r in db.execute(f"PRAGMA table_info({t})")] for t in tables}
     (OUT / "catalog.json").write_text(json.dumps(catalog, indent=2) + "\n", encoding="utf-8")
     gold = battery(geo, db)
-    (OUT / "gold.jsonl").write_text("".join(json.dumps({k: v for k, v in q.items() if k != "variables"}) + "\n" for q in gold), encoding="utf-8")
+    (OUT / "gold.jsonl").write_text(
+        "".join(json.dumps({k: v for k, v in q.items() if k != "variables"}) + "\n" for q in gold), encoding="utf-8"
+    )
     (OUT / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs(gold)), encoding="utf-8")
-    settings = {"tool_budget": 10, "max_statements": 5, "dialect": "sqlite", "timeout_s": 1.0, "row_cap": 10000,
-                "tariffs": {MODEL: {"input_usd_per_million": 0.30, "output_usd_per_million": 2.50}},
-                "infra_cost_usd": {"mcp": 1.75, "baseline-static": 1.75}}
+    settings = {
+        "tool_budget": 10,
+        "max_statements": 5,
+        "dialect": "sqlite",
+        "timeout_s": 1.0,
+        "row_cap": 10000,
+        "tariffs": {MODEL: {"input_usd_per_million": 0.30, "output_usd_per_million": 2.50}},
+        "infra_cost_usd": {"mcp": 1.75, "baseline-static": 1.75},
+    }
     (OUT / "settings.json").write_text(json.dumps(settings, indent=2) + "\n", encoding="utf-8")
     db.close()
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "geoquery")
+    main(
+        Path(sys.argv[1])
+        if len(sys.argv) > 1
+        else Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "geoquery"
+    )

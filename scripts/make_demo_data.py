@@ -158,10 +158,14 @@ def damage(kind: str, record: dict[str, Any]) -> tuple[str, str]:
         return line, "sql replaced by an empty string (the agent returned no query)"
     if kind == "markdown_fence":
         wrapped = f"Here is the SQL query that answers your question:\n\n```sql\n{record['sql']}\n```"
-        return json.dumps({**record, "sql": wrapped}, ensure_ascii=False), "sql wrapped in a markdown ```sql fence with prose before it"
+        return json.dumps(
+            {**record, "sql": wrapped}, ensure_ascii=False
+        ), "sql wrapped in a markdown ```sql fence with prose before it"
     if kind == "drop_table":
         statement = f"{record['sql']}; DROP TABLE {first_table(record['sql'])}"
-        return json.dumps({**record, "sql": statement}, ensure_ascii=False), "a DROP TABLE statement appended after the SELECT"
+        return json.dumps(
+            {**record, "sql": statement}, ensure_ascii=False
+        ), "a DROP TABLE statement appended after the SELECT"
     if kind == "truncated_line":
         full = json.dumps(record, ensure_ascii=False)
         return full[: len(full) * 3 // 5], "line cut off at 60 % (the log writer crashed): not valid JSON"
@@ -193,7 +197,8 @@ def build(rows: Sequence[dict[str, Any]], seed: int) -> tuple[dict[str, list[str
             if item.day != day_index:
                 continue
             candidates = [
-                i for i, (_, version, row) in enumerate(entries)
+                i
+                for i, (_, version, row) in enumerate(entries)
                 if version == item.version and row["label"] is item.label and i not in changes
             ]
             changes[rng.choice(candidates)] = item.kind
@@ -206,16 +211,18 @@ def build(rows: Sequence[dict[str, Any]], seed: int) -> tuple[dict[str, list[str
             else:
                 line = json.dumps(record, ensure_ascii=False)
             lines.append(line)
-            labels.append({
-                "run_id": record["run_id"],
-                "label": row["label"],
-                "error_types": row["error_types"],
-                "log_date": day.isoformat(),
-                "agent_version": version,
-                "db_id": row["db_id"],
-                "source_id": row["id"],
-                "change": change,
-            })
+            labels.append(
+                {
+                    "run_id": record["run_id"],
+                    "label": row["label"],
+                    "error_types": row["error_types"],
+                    "log_date": day.isoformat(),
+                    "agent_version": version,
+                    "db_id": row["db_id"],
+                    "source_id": row["id"],
+                    "change": change,
+                }
+            )
         days[day.isoformat()] = lines
     return days, labels
 
@@ -234,8 +241,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Command-line entry point (see the module docstring)."""
     root = Path(__file__).resolve().parent.parent
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", type=Path, default=root.parent / "shared/data/nl2sql_bugs/dev.jsonl",
-                        help="NL2SQL-BUGs dev.jsonl (raw formatting)")
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=root.parent / "shared/data/nl2sql_bugs/dev.jsonl",
+        help="NL2SQL-BUGs dev.jsonl (raw formatting)",
+    )
     parser.add_argument("--out", type=Path, default=root / "flows/demo_data", help="output folder")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed")
     args = parser.parse_args(argv)

@@ -50,8 +50,18 @@ from typing import Any
 
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 FOLDS = 5
-VERSIONS = {"symbolic": "calib-symbolic-v2", "schema": "calib-schema-v1", "observed": "calib-observed-v1", "schema-observed": "calib-schema-observed-v1"}
-FILES = {"symbolic": "symbolic-v2.json", "schema": "schema-v1.json", "observed": "observed-v1.json", "schema-observed": "schema-observed-v1.json"}
+VERSIONS = {
+    "symbolic": "calib-symbolic-v2",
+    "schema": "calib-schema-v1",
+    "observed": "calib-observed-v1",
+    "schema-observed": "calib-schema-observed-v1",
+}
+FILES = {
+    "symbolic": "symbolic-v2.json",
+    "schema": "schema-v1.json",
+    "observed": "observed-v1.json",
+    "schema-observed": "schema-observed-v1.json",
+}
 
 
 @dataclass
@@ -72,11 +82,11 @@ class Row:
 
 def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
     """Run every record through the pipeline without a calibrator, with and without its schema."""
-    from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
-    from stef.pipeline.judge.calibrate import feature_vector
-    from stef.pipeline.evaluate import evaluate
-    from stef.pipeline.judge.symbolic import JudgeInput, SymbolicJudge
     from stef.models import JudgeResult
+    from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
+    from stef.pipeline.evaluate import evaluate
+    from stef.pipeline.judge.calibrate import feature_vector
+    from stef.pipeline.judge.symbolic import JudgeInput, SymbolicJudge
     from stef.pipeline.schema import SchemaBook
 
     class Recorder:
@@ -99,9 +109,14 @@ def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
         book = SchemaBook(schema_dir) if schema_dir is not None else None
         for raw in read_bugs_file(path):
             record = bugs_record_to_log(raw)
-            categories = tuple(sorted({e.get("error_type", "") for e in raw.get("error_types") or () if isinstance(e, dict)}))
+            categories = tuple(
+                sorted({e.get("error_type", "") for e in raw.get("error_types") or () if isinstance(e, dict)})
+            )
             row = Row(name, f"{name}:{raw['question']}", bool(raw["label"]), categories)
-            for feature_set, schema in (("symbolic", None), ("schema", book.for_app(record.app_id, "sqlite") if book is not None else None)):
+            for feature_set, schema in (
+                ("symbolic", None),
+                ("schema", book.for_app(record.app_id, "sqlite") if book is not None else None),
+            ):
                 if feature_set == "schema" and schema is None:
                     continue
                 recorder.last = None
@@ -111,7 +126,9 @@ def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
                 row.features[feature_set] = recorder.last[0]
                 row.alignment[feature_set] = recorder.last[1]
                 report = evaluation.schema_report
-                cannot_run = report is not None and bool(report.unknown_tables or report.unknown_columns or report.ambiguous_columns)
+                cannot_run = report is not None and bool(
+                    report.unknown_tables or report.unknown_columns or report.ambiguous_columns
+                )
                 row.forced_incorrect[feature_set] = any(f.startswith("non_select_statement") for f in evaluation.flags)
                 row.cannot_run[feature_set] = cannot_run
             rows.append(row)
@@ -147,9 +164,13 @@ def _observed_features(rows: list[Row], records: list[Any], schemas: list[Any], 
                     continue
                 rows[i].features[feature_set] = recorder.last[0]
                 rows[i].alignment[feature_set] = recorder.last[1]
-                rows[i].forced_incorrect[feature_set] = any(f.startswith("non_select_statement") for f in evaluation.flags)
+                rows[i].forced_incorrect[feature_set] = any(
+                    f.startswith("non_select_statement") for f in evaluation.flags
+                )
                 report = evaluation.schema_report
-                rows[i].cannot_run[feature_set] = report is not None and bool(report.unknown_tables or report.unknown_columns or report.ambiguous_columns)
+                rows[i].cannot_run[feature_set] = report is not None and bool(
+                    report.unknown_tables or report.unknown_columns or report.ambiguous_columns
+                )
 
 
 def fit(matrix: list[list[float]], labels: list[bool], c: float) -> tuple[list[float], list[float], list[float], float]:
@@ -229,7 +250,9 @@ def evaluate_set(rows: list[Row], feature_set: str, predictions: dict[int, float
     return report
 
 
-def cross_validate(rows: list[Row], feature_set: str, names: list[str]) -> tuple[float, dict[str, Any], dict[int, float]]:
+def cross_validate(
+    rows: list[Row], feature_set: str, names: list[str]
+) -> tuple[float, dict[str, Any], dict[int, float]]:
     """Best C by grouped CV log-loss; its out-of-fold predictions and figures."""
     from sklearn.model_selection import GroupKFold
 
@@ -247,7 +270,9 @@ def cross_validate(rows: list[Row], feature_set: str, names: list[str]) -> tuple
             model = Calibrator("cv", tuple(names), tuple(means), tuple(scales), tuple(coefficients), intercept, {})
             for j in test:
                 predictions[usable[j]] = model.probability(rows[usable[j]].features[feature_set])
-        loss = -sum(math.log(max(1e-9, predictions[i] if rows[i].label else 1 - predictions[i])) for i in usable) / len(usable)
+        loss = -sum(math.log(max(1e-9, predictions[i] if rows[i].label else 1 - predictions[i])) for i in usable) / len(
+            usable
+        )
         if best is None or loss < best[0]:
             best = (loss, c, predictions)
     assert best is not None
@@ -256,8 +281,13 @@ def cross_validate(rows: list[Row], feature_set: str, names: list[str]) -> tuple
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--dataset", action="append", required=True, metavar="NAME=FILE[:SCHEMA_DIR]",
-                        help="a development file in the NL2SQL-BUGs format, optionally with its folder of <db_id>.sql schemas")
+    parser.add_argument(
+        "--dataset",
+        action="append",
+        required=True,
+        metavar="NAME=FILE[:SCHEMA_DIR]",
+        help="a development file in the NL2SQL-BUGs format, optionally with its folder of <db_id>.sql schemas",
+    )
     parser.add_argument("--out-dir", type=Path, default=Path("stef/calibrators"))
     parser.add_argument("--report", type=Path, help="also write the cross-validation figures as JSON here")
     args = parser.parse_args(argv)
@@ -277,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         names = sorted({name for row in usable for name in row.features[feature_set]})
         c, report, _ = cross_validate(rows, feature_set, names)
-        means, scales, coefficients, intercept = fit([[row.features[feature_set].get(n, 0.0) for n in names] for row in usable], [row.label for row in usable], c)
+        means, scales, coefficients, intercept = fit(
+            [[row.features[feature_set].get(n, 0.0) for n in names] for row in usable], [row.label for row in usable], c
+        )
         figures[feature_set] = {"C": c, **report}
         payload = {
             "version": VERSIONS[feature_set],
@@ -288,20 +320,28 @@ def main(argv: list[str] | None = None) -> int:
             "intercept": intercept,
             "metadata": {
                 "feature_set": feature_set,
-                "trained_on": {name: {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "schemas": bool(schema)}
-                               for name, path, schema in datasets},
+                "trained_on": {
+                    name: {
+                        "file": path.name,
+                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                        "schemas": bool(schema),
+                    }
+                    for name, path, schema in datasets
+                },
                 "rows": len(usable),
                 "model": f"standardised L2 logistic regression, C={c} chosen from {list(C_GRID)} by grouped CV log-loss (scikit-learn {sklearn_version})",
                 "cross_validation": {"folds": FOLDS, "grouped_by": "dataset and question", **report},
                 "source": "NL2SQL-BUGs development split (Liu et al., KDD 2025; BIRD, CC BY-SA 4.0) and Spider 1.0 multi-system answers "
-                          "(Yu et al., EMNLP 2018, CC BY-SA 4.0; predictions from HKUSTDial/NL2SQL360)",
+                "(Yu et al., EMNLP 2018, CC BY-SA 4.0; predictions from HKUSTDial/NL2SQL360)",
             },
         }
         out = args.out_dir / FILES[feature_set]
         out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
         for dataset, numbers in report.items():
-            print(f"{feature_set:8} {dataset:7} C={c}: accuracy(Φ≥75) {numbers['accuracy_phi75']:.3f} (p≥0.5 {numbers['accuracy_p50']:.3f}), "
-                  f"AUROC p {numbers['auroc_p']:.3f} / Φ {numbers['auroc_phi']:.3f}, ECE {numbers['ece']:.3f}, coverage {numbers['coverage']:.3f}")
+            print(
+                f"{feature_set:8} {dataset:7} C={c}: accuracy(Φ≥75) {numbers['accuracy_phi75']:.3f} (p≥0.5 {numbers['accuracy_p50']:.3f}), "
+                f"AUROC p {numbers['auroc_p']:.3f} / Φ {numbers['auroc_phi']:.3f}, ECE {numbers['ece']:.3f}, coverage {numbers['coverage']:.3f}"
+            )
         print(f"wrote {out}")
     if args.report is not None:
         args.report.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")

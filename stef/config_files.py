@@ -58,7 +58,11 @@ def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, f"not a regular file but {_kind(info.st_mode)}", str(path))
         if info.st_size > max_bytes:
-            raise OSError(errno.EFBIG, f"{info.st_size} bytes, larger than the {max_bytes}-byte limit for a configuration file", str(path))
+            raise OSError(
+                errno.EFBIG,
+                f"{info.st_size} bytes, larger than the {max_bytes}-byte limit for a configuration file",
+                str(path),
+            )
         os.set_blocking(descriptor, True)
         with os.fdopen(descriptor, "rb", closefd=True) as handle:
             descriptor = -1  # owned by the file object now

@@ -103,9 +103,7 @@ def md_text(value: object) -> Markdown:
     """
     if isinstance(value, Markdown):
         return value
-    text = "".join(
-        _MD_ENTITIES.get(char) or ("\\" + char if char in _MD_ALWAYS else char) for char in one_line(value)
-    )
+    text = "".join(_MD_ENTITIES.get(char) or ("\\" + char if char in _MD_ALWAYS else char) for char in one_line(value))
     match = _MD_BLOCK_START.match(text)
     if match:
         lead, marker, digits, delimiter = match.groups()
@@ -196,6 +194,7 @@ def md_cells(rows: Iterable[Mapping[str, Any]], width: int | None = DISPLAY_WIDT
     >>> md_cells([{"agent": "<b>a</b>", "n": 3}])
     [{'agent': '&lt;b&gt;a&lt;/b&gt;', 'n': 3}]
     """
+
     def cell(value: Any) -> Any:
         if not isinstance(value, str):
             return value

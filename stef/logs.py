@@ -200,14 +200,22 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
     if not raw_bytes.strip():
         return None
     if len(raw_bytes) > MAX_LINE_BYTES:
-        return LogLine(source, line_number, None, f"line longer than {MAX_LINE_BYTES} bytes", raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace"))
+        return LogLine(
+            source,
+            line_number,
+            None,
+            f"line longer than {MAX_LINE_BYTES} bytes",
+            raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace"),
+        )
     if line_number == 1 and raw_bytes.startswith(b"\xef\xbb\xbf"):
         raw_bytes = raw_bytes[3:]  # UTF-8 byte-order mark written by some editors
     try:
         text = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
         salvaged = raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
-        return LogLine(source, line_number, None, f"invalid UTF-8 at byte {exc.start}", salvaged, _salvage_run_id(salvaged))
+        return LogLine(
+            source, line_number, None, f"invalid UTF-8 at byte {exc.start}", salvaged, _salvage_run_id(salvaged)
+        )
     payload, reason = _decode_json(text)
     if reason is not None:
         return LogLine(source, line_number, None, reason, text[:_SCAN_BYTES])
@@ -344,5 +352,7 @@ def log_files(path: str | Path) -> list[Path]:
     for candidate in files:
         problem = _not_a_log_file(candidate)
         if problem is not None:
-            raise InputError(f"{candidate}: cannot read this log file, it is {problem}; fix or remove it, then run again")
+            raise InputError(
+                f"{candidate}: cannot read this log file, it is {problem}; fix or remove it, then run again"
+            )
     return files

@@ -12,10 +12,10 @@ import os
 # Defaults that must be in place before Prefect is imported (the submodules below import it).
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-from tasks.artifacts import publish_summary_artifact, summary_table  # noqa: E402
-from tasks.evaluate import evaluate_batch  # noqa: E402
-from tasks.logs import LogQualityError, load_logs, validate_logs  # noqa: E402
-from tasks.store import check_warehouse, compute_metrics, learn_observed_catalogs, quarantine_evaluations, store_results  # noqa: E402
+from tasks.artifacts import publish_summary_artifact, summary_table
+from tasks.evaluate import evaluate_batch
+from tasks.logs import LogQualityError, load_logs, validate_logs
+from tasks.store import check_warehouse, compute_metrics, learn_observed_catalogs, quarantine_evaluations, store_results
 
 __all__ = [
     "LogQualityError",

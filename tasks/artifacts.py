@@ -82,5 +82,7 @@ def publish_summary_artifact(
         f"{quarantined} quarantined, coverage {coverage:.1%}. One row per agent x version."
     )
     # The Prefect UI renders every string cell as Markdown: agent ids and versions are escaped (and shortened).
-    artifact_id = create_table_artifact(table=md_cells(summary_table(metrics)), key=SUMMARY_ARTIFACT_KEY, description=description)
+    artifact_id = create_table_artifact(
+        table=md_cells(summary_table(metrics)), key=SUMMARY_ARTIFACT_KEY, description=description
+    )
     return cast(UUID, artifact_id)  # sync call: Prefect returns the id, not a coroutine

@@ -23,16 +23,18 @@ from stef.campaign.protocol import (
     stef_record,
 )
 from stef.campaign.sandbox import open_test_database
-from stef.pipeline.evaluate import evaluate_many
-from stef.models import Evaluation
 from stef.display import shorten
+from stef.models import Evaluation
+from stef.pipeline.evaluate import evaluate_many
 from tasks._runtime import retry_on_io_error, run_logger
 from warehouse import connect
 from warehouse.campaign import CampaignStoreSummary, store_campaign
 
 
 @task(name="campaign-classify", cache_policy=NO_CACHE, persist_result=False)
-def classify_campaign(runs: str, gold: str, db: str, settings: CampaignSettings, out: str | None = None, catalog: str | None = None) -> CampaignResult:
+def classify_campaign(
+    runs: str, gold: str, db: str, settings: CampaignSettings, out: str | None = None, catalog: str | None = None
+) -> CampaignResult:
     """Audit the gold battery and classify every run (:func:`stef.campaign.protocol.run_campaign`).
 
     Args:
@@ -51,8 +53,14 @@ def classify_campaign(runs: str, gold: str, db: str, settings: CampaignSettings,
     """
     database = open_test_database(db, settings.resource_limits())
     try:
-        result = run_campaign(read_jsonl(runs, CampaignRunLog), read_jsonl(gold, GoldQuestion), database, settings,
-                              load_catalog(catalog) if catalog else None, Path(out) if out else None)
+        result = run_campaign(
+            read_jsonl(runs, CampaignRunLog),
+            read_jsonl(gold, GoldQuestion),
+            database,
+            settings,
+            load_catalog(catalog) if catalog else None,
+            Path(out) if out else None,
+        )
     finally:
         database.close()
     for summary in result.summaries:
@@ -66,9 +74,19 @@ def score_campaign(result: CampaignResult, dialect: str | None) -> list[Evaluati
     return evaluate_many([stef_record(r, dialect) for r in result.results])
 
 
-@task(name="campaign-store", cache_policy=NO_CACHE, persist_result=False, retries=2, retry_delay_seconds=2, retry_condition_fn=retry_on_io_error)
-def store_campaign_task(result: CampaignResult, settings: CampaignSettings, evaluations: list[Evaluation], warehouse: str | None = None) -> CampaignStoreSummary:
+@task(
+    name="campaign-store",
+    cache_policy=NO_CACHE,
+    persist_result=False,
+    retries=2,
+    retry_delay_seconds=2,
+    retry_condition_fn=retry_on_io_error,
+)
+def store_campaign_task(
+    result: CampaignResult, settings: CampaignSettings, evaluations: list[Evaluation], warehouse: str | None = None
+) -> CampaignStoreSummary:
     """Replace the campaigns' rows in the warehouse (one transaction; retried on I/O errors)."""
     with connect(warehouse) as conn:
-        return store_campaign(conn, result.runs, result.results, result.summaries, result.audit, settings,
-                              index_evaluations(evaluations))
+        return store_campaign(
+            conn, result.runs, result.results, result.summaries, result.audit, settings, index_evaluations(evaluations)
+        )

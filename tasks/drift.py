@@ -158,13 +158,21 @@ def thresholds_from_env(environ: Mapping[str, str] | None = None) -> DriftThresh
 
 
 def _window(
-    conn: Any, agent_id: str, evaluator_version: str, version: str, start: date | None, end: date | None, window_days: int
+    conn: Any,
+    agent_id: str,
+    evaluator_version: str,
+    version: str,
+    start: date | None,
+    end: date | None,
+    window_days: int,
 ) -> tuple[date, date]:
     """The candidate window: ``start … end`` as given; a missing end is the version's newest day."""
     if end is None:
         newest = last_day(conn, agent_id, evaluator_version, version)
         if newest is None:
-            raise DriftError(f"agent {agent_id!r} version {version!r} has no evaluations of evaluator version {evaluator_version}")
+            raise DriftError(
+                f"agent {agent_id!r} version {version!r} has no evaluations of evaluator version {evaluator_version}"
+            )
         end = newest if start is None else max(newest, start)
     if start is None:
         start, end = trailing_window(end, window_days)
@@ -234,7 +242,9 @@ def plan_version_check(
     versions = _versions(conn, agent_id, evaluator_version, end)
     for name, value in (("baseline", baseline), ("candidate", candidate)):
         if value is not None and value not in versions:
-            raise DriftError(f"agent {agent_id!r} has no {name} version {value!r} (its versions, oldest first: {_listing(versions)})")
+            raise DriftError(
+                f"agent {agent_id!r} has no {name} version {value!r} (its versions, oldest first: {_listing(versions)})"
+            )
     candidate = candidate or versions[-1]
     if baseline is None:
         position = versions.index(candidate)
@@ -245,14 +255,18 @@ def plan_version_check(
             )
         baseline = versions[position - 1]
     if baseline == candidate:
-        raise DriftError(f"baseline and candidate are the same version {candidate!r}; use --temporal to compare a version with its own past")
+        raise DriftError(
+            f"baseline and candidate are the same version {candidate!r}; use --temporal to compare a version with its own past"
+        )
     candidate_window = _window(conn, agent_id, evaluator_version, candidate, start, end, window_days)
     if start is not None and end is not None:
         baseline_window = candidate_window
     else:
         baseline_end = last_day(conn, agent_id, evaluator_version, baseline, until=candidate_window[1])
         baseline_window = trailing_window(baseline_end, window_days) if baseline_end else candidate_window
-    return DriftPlan(agent_id, DriftKind.VERSION, baseline, candidate, baseline_window, candidate_window, evaluator_version)
+    return DriftPlan(
+        agent_id, DriftKind.VERSION, baseline, candidate, baseline_window, candidate_window, evaluator_version
+    )
 
 
 def plan_temporal_check(
@@ -285,11 +299,15 @@ def plan_temporal_check(
     """
     versions = _versions(conn, agent_id, evaluator_version, end)
     if version is not None and version not in versions:
-        raise DriftError(f"agent {agent_id!r} has no version {version!r} (its versions, oldest first: {_listing(versions)})")
+        raise DriftError(
+            f"agent {agent_id!r} has no version {version!r} (its versions, oldest first: {_listing(versions)})"
+        )
     version = version or versions[-1]
     candidate_window = _window(conn, agent_id, evaluator_version, version, start, end, window_days)
     baseline_window = previous_window(*candidate_window)
-    return DriftPlan(agent_id, DriftKind.TEMPORAL, version, version, baseline_window, candidate_window, evaluator_version)
+    return DriftPlan(
+        agent_id, DriftKind.TEMPORAL, version, version, baseline_window, candidate_window, evaluator_version
+    )
 
 
 def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = None) -> DriftCheck:
@@ -299,7 +317,11 @@ def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = N
         rows = read_drift_sample_rows(conn, plan.agent_id, version, window[0], window[1], plan.evaluator_version)
         return DriftSample.from_rows(rows)
 
-    result = compare(sample(plan.baseline_version, plan.baseline_window), sample(plan.candidate_version, plan.candidate_window), thresholds)
+    result = compare(
+        sample(plan.baseline_version, plan.baseline_window),
+        sample(plan.candidate_version, plan.candidate_window),
+        thresholds,
+    )
     return DriftCheck(plan, result)
 
 
@@ -343,7 +365,9 @@ def run_drift_check(
     """
     target = resolve_path(warehouse_path)
     if not target.is_file():
-        raise WarehouseError(f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse")
+        raise WarehouseError(
+            f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
+        )
     conn = connect(target, read_only=not store)
     try:
         version = evaluator_version or latest_evaluator_version(conn, agent_id)
@@ -352,10 +376,23 @@ def run_drift_check(
             raise DriftError(f"agent {agent_id!r} has no evaluations in {target} (agents with evaluations: {known})")
         if temporal:
             if baseline is not None:
-                raise DriftError("--baseline does not apply to --temporal: the baseline is the version's previous window")
-            plan = plan_temporal_check(conn, agent_id, version, version=candidate, start=start, end=end, window_days=window_days)
+                raise DriftError(
+                    "--baseline does not apply to --temporal: the baseline is the version's previous window"
+                )
+            plan = plan_temporal_check(
+                conn, agent_id, version, version=candidate, start=start, end=end, window_days=window_days
+            )
         else:
-            plan = plan_version_check(conn, agent_id, version, baseline=baseline, candidate=candidate, start=start, end=end, window_days=window_days)
+            plan = plan_version_check(
+                conn,
+                agent_id,
+                version,
+                baseline=baseline,
+                candidate=candidate,
+                start=start,
+                end=end,
+                window_days=window_days,
+            )
         check = run_check(conn, plan, thresholds)
         if store:
             store_drift_checks(conn, [check.row(source)])
@@ -364,7 +401,9 @@ def run_drift_check(
     return check
 
 
-def nightly_plans(conn: Any, log_date: date, evaluator_version: str, window_days: int = DEFAULT_WINDOW_DAYS) -> list[DriftPlan]:
+def nightly_plans(
+    conn: Any, log_date: date, evaluator_version: str, window_days: int = DEFAULT_WINDOW_DAYS
+) -> list[DriftPlan]:
     """The checks of one night: per agent with data that day, newest version vs the one before
     (when there is one) and the newest version vs its own previous window; windows end at ``log_date``."""
     plans: list[DriftPlan] = []
@@ -393,13 +432,38 @@ def drift_event(check: Mapping[str, Any]) -> dict[str, Any]:
     """
     agent = str(check["agent_id"])
     related = [
-        {"prefect.resource.id": f"stef.agent.{agent}.version.{check[key]}", "prefect.resource.role": role, "prefect.resource.name": str(check[key])}
+        {
+            "prefect.resource.id": f"stef.agent.{agent}.version.{check[key]}",
+            "prefect.resource.role": role,
+            "prefect.resource.name": str(check[key]),
+        }
         for key, role in (("baseline_version", "baseline"), ("candidate_version", "candidate"))
     ]
-    payload_keys = ("agent_id", "kind", "baseline_version", "candidate_version", "baseline_window", "candidate_window",
-                    "evaluator_version", "verdict", "direction", "n_baseline", "n_candidate", "mean_baseline",
-                    "mean_candidate", "mean_delta", "mean_delta_ci", "p90_delta", "p90_delta_ci", "coverage_delta",
-                    "coverage_delta_ci", "ks_pvalue", "psi", "wasserstein_norm", "reasons")
+    payload_keys = (
+        "agent_id",
+        "kind",
+        "baseline_version",
+        "candidate_version",
+        "baseline_window",
+        "candidate_window",
+        "evaluator_version",
+        "verdict",
+        "direction",
+        "n_baseline",
+        "n_candidate",
+        "mean_baseline",
+        "mean_candidate",
+        "mean_delta",
+        "mean_delta_ci",
+        "p90_delta",
+        "p90_delta_ci",
+        "coverage_delta",
+        "coverage_delta_ci",
+        "ks_pvalue",
+        "psi",
+        "wasserstein_norm",
+        "reasons",
+    )
     return {
         "event": DRIFT_EVENT,
         "resource": {
@@ -435,22 +499,49 @@ def drift_markdown(checks: Sequence[Mapping[str, Any]], title: str) -> str:
     if not checks:
         lines.append("No drift check ran (no agent had data, or no agent has two versions or a previous window).")
         return "\n".join(lines)
-    header = ["agent", "kind", "baseline → candidate", "windows", "n", "verdict", "direction", "mean Δ [95 % CI]", "P90 Δ",
-              "coverage Δ", "KS p", "PSI", "W/σ"]
+    header = [
+        "agent",
+        "kind",
+        "baseline → candidate",
+        "windows",
+        "n",
+        "verdict",
+        "direction",
+        "mean Δ [95 % CI]",
+        "P90 Δ",
+        "coverage Δ",
+        "KS p",
+        "PSI",
+        "W/σ",
+    ]
     rows = []
     for c in checks:
         bw, cw = c["baseline_window"], c["candidate_window"]
-        rows.append([
-            shorten(c["agent_id"]), c["kind"], f"{shorten(c['baseline_version'])} → {shorten(c['candidate_version'])}",
-            f"{bw[0]}…{bw[1]} → {cw[0]}…{cw[1]}", f"{c['n_baseline']} / {c['n_candidate']}",
-            Markdown(f"**{md_text(c['verdict'])}**"), c["direction"] or "–",
-            Markdown(f"{_fmt(c.get('mean_delta'))} {_ci(c.get('mean_delta_ci'))}"), Markdown(_fmt(c.get("p90_delta"))),
-            Markdown(_fmt(c.get("coverage_delta"), "+.3f")), Markdown(_fmt(c.get("ks_pvalue"), ".3g")),
-            Markdown(_fmt(c.get("psi"), ".3f")), Markdown(_fmt(c.get("wasserstein_norm"), ".3f")),
-        ])
+        rows.append(
+            [
+                shorten(c["agent_id"]),
+                c["kind"],
+                f"{shorten(c['baseline_version'])} → {shorten(c['candidate_version'])}",
+                f"{bw[0]}…{bw[1]} → {cw[0]}…{cw[1]}",
+                f"{c['n_baseline']} / {c['n_candidate']}",
+                Markdown(f"**{md_text(c['verdict'])}**"),
+                c["direction"] or "–",
+                Markdown(f"{_fmt(c.get('mean_delta'))} {_ci(c.get('mean_delta_ci'))}"),
+                Markdown(_fmt(c.get("p90_delta"))),
+                Markdown(_fmt(c.get("coverage_delta"), "+.3f")),
+                Markdown(_fmt(c.get("ks_pvalue"), ".3g")),
+                Markdown(_fmt(c.get("psi"), ".3f")),
+                Markdown(_fmt(c.get("wasserstein_norm"), ".3f")),
+            ]
+        )
     lines.append(md_table(header, rows, "llllrllrrrrrr"))
-    lines += ["", ("Decision: drift when |Δ| reaches its threshold and its 95 % bootstrap interval excludes 0 "
-                   "(mean, P90, coverage); `insufficient_data` below the minimum sample.")]
+    lines += [
+        "",
+        (
+            "Decision: drift when |Δ| reaches its threshold and its 95 % bootstrap interval excludes 0 "
+            "(mean, P90, coverage); `insufficient_data` below the minimum sample."
+        ),
+    ]
     return "\n".join(lines)
 
 
@@ -492,7 +583,9 @@ def check_drift(
     limits = thresholds or thresholds_from_env()
     conn = connect(warehouse_path)
     try:
-        checks = [run_check(conn, plan, limits) for plan in nightly_plans(conn, log_date, evaluator_version, window_days)]
+        checks = [
+            run_check(conn, plan, limits) for plan in nightly_plans(conn, log_date, evaluator_version, window_days)
+        ]
         store_drift_checks(conn, [check.row("nightly") for check in checks])
     finally:
         conn.close()
@@ -500,9 +593,15 @@ def check_drift(
     for check in checks:
         summary = check.summary()
         logger.info(  # names shortened on one line: a log line shows data, it never forges another line
-            "drift %s %s %s -> %s: %s%s (n %d / %d)", shorten(summary["agent_id"]), summary["kind"], shorten(summary["baseline_version"]),
-            shorten(summary["candidate_version"]), summary["verdict"], f" ({summary['direction']})" if summary["direction"] else "",
-            summary["n_baseline"], summary["n_candidate"],
+            "drift %s %s %s -> %s: %s%s (n %d / %d)",
+            shorten(summary["agent_id"]),
+            summary["kind"],
+            shorten(summary["baseline_version"]),
+            shorten(summary["candidate_version"]),
+            summary["verdict"],
+            f" ({summary['direction']})" if summary["direction"] else "",
+            summary["n_baseline"],
+            summary["n_candidate"],
         )
     return [check.summary() for check in checks]
 
@@ -530,8 +629,11 @@ def publish_drift(checks: list[dict[str, Any]], log_date: date) -> list[str]:
         if check["verdict"] == DriftVerdict.DRIFT.value and check["direction"] == DriftDirection.WORSE.value:
             event = emit_event(**drift_event(check))
             run_logger().warning(
-                "drift for the worse: %s %s -> %s (mean Δ %s)", shorten(check["agent_id"]), shorten(check["baseline_version"]),
-                shorten(check["candidate_version"]), _fmt(check.get("mean_delta")),
+                "drift for the worse: %s %s -> %s (mean Δ %s)",
+                shorten(check["agent_id"]),
+                shorten(check["baseline_version"]),
+                shorten(check["candidate_version"]),
+                _fmt(check.get("mean_delta")),
             )
             if event is not None:
                 emitted.append(str(event.id))

@@ -10,10 +10,10 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.errors import RulesError
-from stef.pipeline.evaluate import evaluate_many
-from stef.pipeline.observed import ObservedCatalogBook
 from stef.llm.judge import JudgeSettings
 from stef.models import AgentLogRecord, CompactEvaluation, Evaluation
+from stef.pipeline.evaluate import evaluate_many
+from stef.pipeline.observed import ObservedCatalogBook
 from stef.pipeline.rules import RuleBook
 
 DEFAULT_BATCH_SIZE = 500
@@ -125,7 +125,9 @@ def evaluate_batch(
     if judge is None or judge.is_symbolic:
         schemas = judge.schemas() if judge is not None else None
         if compact:
-            return evaluate_many(records, rulebook=rulebook(rules_dir), convert=Evaluation.compact, schemas=schemas, observed=observed)
+            return evaluate_many(
+                records, rulebook=rulebook(rules_dir), convert=Evaluation.compact, schemas=schemas, observed=observed
+            )
         return evaluate_many(records, rulebook=rulebook(rules_dir), schemas=schemas, observed=observed)
     from stef.llm.evaluate import LLMEvaluator
     from tasks._runtime import run_logger

@@ -35,7 +35,9 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
     try:
         fs, root = fsspec.core.url_to_fs(logs_root)
     except ImportError as exc:  # e.g. s3:// without s3fs installed
-        raise InputError(f"--logs-root {logs_root}: this URL scheme needs an extra package ({exc}); install it next to stef") from exc
+        raise InputError(
+            f"--logs-root {logs_root}: this URL scheme needs an extra package ({exc}); install it next to stef"
+        ) from exc
     except ValueError as exc:  # unknown protocol
         raise InputError(f"--logs-root {logs_root}: not a readable location ({exc})") from exc
     folder = f"{root.rstrip('/')}/{day}"
@@ -48,7 +50,9 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
     for path in paths:
         source = fs.unstrip_protocol(path)
         if not fs.isfile(path):
-            raise InputError(f"{source}: cannot read this log file, it is not a regular file (a folder?); fix or remove it, then run again")
+            raise InputError(
+                f"{source}: cannot read this log file, it is not a regular file (a folder?); fix or remove it, then run again"
+            )
         with fs.open(path, "rb") as handle:
             for number, raw in capped_lines(handle):
                 line = parse_line(raw, source, number)
@@ -159,7 +163,12 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
     failures: dict[int, str] = {}
     # Uniqueness last: a run_id belongs to its first line that passes every other expectation,
     # so a valid line is not a "duplicate" of an earlier line that is quarantined anyway.
-    outcomes = sorted(result.results, key=lambda o: o.expectation_config is not None and o.expectation_config.type == "expect_column_values_to_be_unique")
+    outcomes = sorted(
+        result.results,
+        key=lambda o: (
+            o.expectation_config is not None and o.expectation_config.type == "expect_column_values_to_be_unique"
+        ),
+    )
     for outcome in outcomes:
         if outcome.success:
             continue
@@ -169,7 +178,9 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
         column = expectation.kwargs.get("column")
         name = f"{expectation.type}(column={column})"
         if outcome.exception_info.get("raised_exception"):
-            raise StefError(f"Great Expectations could not run {name}: {outcome.exception_info.get('exception_message')}")
+            raise StefError(
+                f"Great Expectations could not run {name}: {outcome.exception_info.get('exception_message')}"
+            )
         indexes = [int(i) for i in outcome.result.get("unexpected_index_list") or ()]
         if expectation.type == "expect_column_values_to_be_unique":
             first_seen: dict[str, int] = {}
@@ -182,7 +193,8 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
                     continue
                 first = lines[first_seen[run_id]]
                 failures.setdefault(
-                    i, f"failed expectation {name}: duplicate run_id {run_id!r}, first seen at {first.source}:{first.line_number}"
+                    i,
+                    f"failed expectation {name}: duplicate run_id {run_id!r}, first seen at {first.source}:{first.line_number}",
                 )
         elif expectation.type == "expect_column_values_to_not_be_null":
             for i in indexes:
@@ -232,7 +244,13 @@ def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05) -> list[Log
     bad = sum(1 for line in checked if line.record is None)
     share = bad / len(checked) if checked else 0.0
     logger = run_logger()
-    logger.info("validated %d lines: %d failed expectations, %d bad in total (%.1f%%)", len(lines), len(failures), bad, 100 * share)
+    logger.info(
+        "validated %d lines: %d failed expectations, %d bad in total (%.1f%%)",
+        len(lines),
+        len(failures),
+        bad,
+        100 * share,
+    )
     if share > max_bad_share:
         folder = str(Path(checked[0].source).parent) if checked else "the logs"
         raise LogQualityError(

@@ -31,9 +31,9 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.display import DISPLAY_WIDTH, Markdown, md_cells, md_code, md_code_block, md_text, one_line, shorten
-from stef.monitor.drift import SCORE_BIN_EDGES, score_histogram
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
+from stef.monitor.drift import SCORE_BIN_EDGES, score_histogram
 from tasks._runtime import retry_on_io_error
 from warehouse import connect, read_daily_metrics, resolve_path
 from warehouse.monitoring import latest_evaluator_version, read_drift_checks, read_lowest_scores, read_scored_rows
@@ -46,9 +46,7 @@ REPORT_ARTIFACT_KEY = "stef-weekly-report"
 WORST_QUERIES = 10
 """How many of the lowest-scoring queries the report lists with their evidence."""
 _WEEK = re.compile(r"^\s*(\d{4})-?[Ww](\d{1,2})\s*$")
-BIN_LABELS: tuple[str, ...] = tuple(
-    f"{int(low)}–{int(high)}" for low, high in pairwise(SCORE_BIN_EDGES)
-)
+BIN_LABELS: tuple[str, ...] = tuple(f"{int(low)}–{int(high)}" for low, high in pairwise(SCORE_BIN_EDGES))
 """Labels of the 10-point score bins (``0–10`` … ``90–100``)."""
 
 
@@ -166,7 +164,9 @@ def _ordered_versions(frame_rows: Sequence[dict[str, Any]]) -> dict[tuple[str, s
     return first
 
 
-def collect(conn: Any, warehouse_label: str, week: str | None, evaluator_version: str | None = None, today: date | None = None) -> ReportData:
+def collect(
+    conn: Any, warehouse_label: str, week: str | None, evaluator_version: str | None = None, today: date | None = None
+) -> ReportData:
     """Read one week into a :class:`ReportData` (the body of :func:`collect_report_data`).
 
     Args:
@@ -198,9 +198,7 @@ def collect(conn: Any, warehouse_label: str, week: str | None, evaluator_version
 
     scored = rows.filter(pl.col("status") == "evaluated", pl.col("score").is_not_null())
     drift = _latest_drift(read_drift_checks(conn, start, end, evaluator_version=version).to_dicts())
-    candidate_verdicts = {
-        (c["agent_id"], c["candidate_version"]): c for c in drift if c["kind"] == "version"
-    }
+    candidate_verdicts = {(c["agent_id"], c["candidate_version"]): c for c in drift if c["kind"] == "version"}
     headline: list[dict[str, Any]] = []
     histograms: list[dict[str, Any]] = []
     breakdown: list[dict[str, Any]] = []
@@ -214,40 +212,67 @@ def collect(conn: Any, warehouse_label: str, week: str | None, evaluator_version
         bands = {band.value: sum(1 for s in mine.get_column("band").to_list() if s == band.value) for band in Band}
         series = pl.Series(scores, dtype=pl.Float64)
         check = candidate_verdicts.get((agent, agent_version))
-        headline.append({
-            "agent_id": agent,
-            "agent_version": agent_version,
-            "records": records,
-            "evaluated": evaluated,
-            "coverage": evaluated / records if records else None,
-            "mean_p_correct": _mean(mine.get_column("p_correct").drop_nulls().to_list()),
-            "mean": float(cast(float, series.mean())) if evaluated else None,
-            "p50": float(cast(float, series.quantile(0.5, "linear"))) if evaluated else None,
-            "p90": float(cast(float, series.quantile(0.9, "linear"))) if evaluated else None,
-            **{f"n_{name}": count for name, count in bands.items()},
-            "poor_share": bands[Band.POOR.value] / evaluated if evaluated else None,
-            "drift": f"{check['verdict']}{' / ' + check['direction'] if check['direction'] else ''} vs {check['baseline_version']}" if check else None,
-            "drift_verdict": check["verdict"] if check else None,
-            "drift_direction": check["direction"] if check else None,
-            "drift_baseline": check["baseline_version"] if check else None,
-        })
+        headline.append(
+            {
+                "agent_id": agent,
+                "agent_version": agent_version,
+                "records": records,
+                "evaluated": evaluated,
+                "coverage": evaluated / records if records else None,
+                "mean_p_correct": _mean(mine.get_column("p_correct").drop_nulls().to_list()),
+                "mean": float(cast(float, series.mean())) if evaluated else None,
+                "p50": float(cast(float, series.quantile(0.5, "linear"))) if evaluated else None,
+                "p90": float(cast(float, series.quantile(0.9, "linear"))) if evaluated else None,
+                **{f"n_{name}": count for name, count in bands.items()},
+                "poor_share": bands[Band.POOR.value] / evaluated if evaluated else None,
+                "drift": f"{check['verdict']}{' / ' + check['direction'] if check['direction'] else ''} vs {check['baseline_version']}"
+                if check
+                else None,
+                "drift_verdict": check["verdict"] if check else None,
+                "drift_direction": check["direction"] if check else None,
+                "drift_baseline": check["baseline_version"] if check else None,
+            }
+        )
         counts = score_histogram(scores) if scores else (0,) * len(BIN_LABELS)
-        histograms.append({"agent_id": agent, "agent_version": agent_version, "counts": list(counts),
-                           "shares": [c / evaluated if evaluated else 0.0 for c in counts]})
+        histograms.append(
+            {
+                "agent_id": agent,
+                "agent_version": agent_version,
+                "counts": list(counts),
+                "shares": [c / evaluated if evaluated else 0.0 for c in counts],
+            }
+        )
         for name, members in (("filter_status", FilterStatus), ("verdict", Verdict)):
             values = mine.get_column(name).to_list()
             for member in members:
                 count = sum(1 for v in values if v == member.value)
-                breakdown.append({"agent_id": agent, "agent_version": agent_version, "field": name, "category": member.value,
-                                  "count": count, "share": count / evaluated if evaluated else 0.0})
+                breakdown.append(
+                    {
+                        "agent_id": agent,
+                        "agent_version": agent_version,
+                        "field": name,
+                        "category": member.value,
+                        "count": count,
+                        "share": count / evaluated if evaluated else 0.0,
+                    }
+                )
     daily = [
-        {"log_date": row["log_date"], "agent_id": row["agent_id"], "agent_version": row["agent_version"],
-         "records": int(row["records"]), "coverage": row["coverage"], "mean": row["mean_score"], "p90": row["p90_score"],
-         "mean_p_correct": row.get("mean_p_correct")}
+        {
+            "log_date": row["log_date"],
+            "agent_id": row["agent_id"],
+            "agent_version": row["agent_version"],
+            "records": int(row["records"]),
+            "coverage": row["coverage"],
+            "mean": row["mean_score"],
+            "p90": row["p90_score"],
+            "mean_p_correct": row.get("mean_p_correct"),
+        }
         for row in metrics.to_dicts()
     ]
     worst = read_lowest_scores(conn, start, end, version, WORST_QUERIES)
-    return ReportData(label, start, end, warehouse_label, version, generated, headline, histograms, daily, breakdown, drift, worst)
+    return ReportData(
+        label, start, end, warehouse_label, version, generated, headline, histograms, daily, breakdown, drift, worst
+    )
 
 
 def _latest_drift(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -257,16 +282,27 @@ def _latest_drift(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         key = (row["agent_id"], row["kind"], row["baseline_version"], row["candidate_version"])
         statistics = json.loads(row["statistics"]) if row["statistics"] else {}
         summary = dict(statistics.get("summary") or {})
-        summary.update({
-            "agent_id": row["agent_id"], "kind": row["kind"], "baseline_version": row["baseline_version"],
-            "candidate_version": row["candidate_version"], "verdict": row["verdict"], "direction": row["direction"],
-            "n_baseline": row["n_baseline"], "n_candidate": row["n_candidate"], "source": row["source"],
-        })
+        summary.update(
+            {
+                "agent_id": row["agent_id"],
+                "kind": row["kind"],
+                "baseline_version": row["baseline_version"],
+                "candidate_version": row["candidate_version"],
+                "verdict": row["verdict"],
+                "direction": row["direction"],
+                "n_baseline": row["n_baseline"],
+                "n_candidate": row["n_candidate"],
+                "source": row["source"],
+            }
+        )
         summary.setdefault("candidate_window", [row["window_start"].isoformat(), row["window_end"].isoformat()])
-        summary.setdefault("baseline_window", [
-            (row["baseline_window_start"] or row["window_start"]).isoformat(),
-            (row["baseline_window_end"] or row["window_end"]).isoformat(),
-        ])
+        summary.setdefault(
+            "baseline_window",
+            [
+                (row["baseline_window_start"] or row["window_start"]).isoformat(),
+                (row["baseline_window_end"] or row["window_end"]).isoformat(),
+            ],
+        )
         latest[key] = summary
     order = sorted(latest, key=lambda k: (k[0], k[1] != "version", k[2], k[3]))  # version checks first
     return [latest[key] for key in order]
@@ -280,7 +316,9 @@ def _latest_drift(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def collect_report_data(warehouse_path: str | None, week: str | None, evaluator_version: str | None = None) -> ReportData:
+def collect_report_data(
+    warehouse_path: str | None, week: str | None, evaluator_version: str | None = None
+) -> ReportData:
     """Read one ISO week from the warehouse (read-only) into a :class:`ReportData`.
 
     Args:
@@ -299,7 +337,9 @@ def collect_report_data(warehouse_path: str | None, week: str | None, evaluator_
 
     target = resolve_path(warehouse_path)
     if not target.is_file():
-        raise WarehouseError(f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse")
+        raise WarehouseError(
+            f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
+        )
     conn = connect(target, read_only=True)
     try:
         return collect(conn, str(target), week, evaluator_version)
@@ -420,9 +460,12 @@ def trend_chart(data: ReportData, agent_id: str) -> Chart:
         handles = []
         for version, color in zip(versions, _colors(len(versions)), strict=True):
             points = series.get(version, {})
-            for axes, key, scale in zip(panels, ("mean_p_correct", "mean", "p90", "coverage"), (100.0, 1.0, 1.0, 100.0), strict=True):
+            for axes, key, scale in zip(
+                panels, ("mean_p_correct", "mean", "p90", "coverage"), (100.0, 1.0, 1.0, 100.0), strict=True
+            ):
                 values = [
-                    float("nan") if points.get(day, {}).get(key) is None else scale * float(points[day][key]) for day in days
+                    float("nan") if points.get(day, {}).get(key) is None else scale * float(points[day][key])
+                    for day in days
                 ]
                 (line,) = axes.plot(range(7), values, marker="o", color=color)
                 if axes is panels[0]:
@@ -430,7 +473,14 @@ def trend_chart(data: ReportData, agent_id: str) -> Chart:
         for axes, label in zip(panels, ("P(correct) %", "mean Φ", "P90 Φ", "coverage %"), strict=True):
             axes.set_ylabel(label)
             axes.grid(alpha=0.3)
-        _legend(panels[0], handles, [_label(v) for v in versions], loc="lower left", frameon=False, ncols=max(min(len(versions), 4), 1))
+        _legend(
+            panels[0],
+            handles,
+            [_label(v) for v in versions],
+            loc="lower left",
+            frameon=False,
+            ncols=max(min(len(versions), 4), 1),
+        )
         panels[-1].set_xticks(range(7), [day.strftime("%a %d %b") for day in days])
         title = f"{_label(agent_id)}: daily trend"
         panels[0].set_title(title)
@@ -449,11 +499,23 @@ def breakdown_chart(data: ReportData, agent_id: str) -> Chart:
             left = [0.0] * len(versions)
             for category, color in zip(categories, ("#2e7d32", "#9ccc65", "#ffb74d", "#e53935"), strict=True):
                 shares = [
-                    100 * next((r["share"] for r in data.breakdown if r["agent_id"] == agent_id and r["agent_version"] == v
-                                and r["field"] == name and r["category"] == category), 0.0)
+                    100
+                    * next(
+                        (
+                            r["share"]
+                            for r in data.breakdown
+                            if r["agent_id"] == agent_id
+                            and r["agent_version"] == v
+                            and r["field"] == name
+                            and r["category"] == category
+                        ),
+                        0.0,
+                    )
                     for v in versions
                 ]
-                axes.barh(range(len(versions)), shares, left=left, color=color, label=category.replace("_", " ").lower())
+                axes.barh(
+                    range(len(versions)), shares, left=left, color=color, label=category.replace("_", " ").lower()
+                )
                 left = [a + b for a, b in zip(left, shares, strict=True)]
             axes.set_yticks(range(len(versions)), [_label(v, TICK_LABEL_WIDTH) for v in versions])
             axes.set_xlim(0, 100)
@@ -559,7 +621,9 @@ def render_html(data: ReportData, charts: Sequence[Chart]) -> str:
     by_agent: dict[str, dict[str, Chart]] = defaultdict(dict)
     for chart in charts:
         by_agent[chart.agent_id][chart.kind] = chart
-    return str(_environment(markdown=False).get_template("weekly_report.html.j2").render(charts=by_agent, **_context(data)))
+    return str(
+        _environment(markdown=False).get_template("weekly_report.html.j2").render(charts=by_agent, **_context(data))
+    )
 
 
 def render_markdown(data: ReportData) -> str:
@@ -598,8 +662,14 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
     return html, html.with_suffix(".md")
 
 
-@task(name="write-report", retries=1, retry_delay_seconds=5, retry_condition_fn=retry_on_io_error, cache_policy=NO_CACHE,
-      persist_result=False)
+@task(
+    name="write-report",
+    retries=1,
+    retry_delay_seconds=5,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
 def write_report(data: ReportData, out: str | None = None) -> ReportFiles:
     """Draw the charts and write the HTML report and its Markdown twin (each written atomically).
 
@@ -619,8 +689,14 @@ def write_report(data: ReportData, out: str | None = None) -> ReportFiles:
     html_path.parent.mkdir(parents=True, exist_ok=True)
     _write_atomically(html_path, render_html(data, render_charts(data)))
     _write_atomically(md_path, render_markdown(data))
-    return ReportFiles(data.week, str(html_path), str(md_path), len(data.agents), sum(row["evaluated"] for row in data.headline),
-                       headline_table(data))
+    return ReportFiles(
+        data.week,
+        str(html_path),
+        str(md_path),
+        len(data.agents),
+        sum(row["evaluated"] for row in data.headline),
+        headline_table(data),
+    )
 
 
 def headline_table(data: ReportData) -> list[dict[str, Any]]:
@@ -658,4 +734,6 @@ def publish_report_artifact(data: ReportData, files: ReportFiles) -> UUID:
         f"STEF weekly report {data.week} ({data.start} … {data.end}): {files.evaluations} scored answers of "
         f"{files.agents} agents. HTML: {md_code(files.html)} · Markdown: {md_code(files.markdown)}"
     )
-    return cast(UUID, create_table_artifact(table=md_cells(files.headline), key=REPORT_ARTIFACT_KEY, description=description))
+    return cast(
+        UUID, create_table_artifact(table=md_cells(files.headline), key=REPORT_ARTIFACT_KEY, description=description)
+    )

@@ -9,15 +9,17 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from stef.pipeline.evaluate import rejected_evaluation
 from stef.logs import LogLine
 from stef.models import EVALUATOR_VERSION, Evaluation, StoredEvaluation
+from stef.pipeline.evaluate import rejected_evaluation
 from stef.pipeline.observed import ObservedCatalogBook
 from tasks._runtime import retry_on_io_error, run_logger
 from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
 
 
-def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[StoredEvaluation], evaluator_version: str | None = None) -> list[Evaluation]:
+def quarantine_evaluations(
+    lines: Sequence[LogLine], evaluations: Sequence[StoredEvaluation], evaluator_version: str | None = None
+) -> list[Evaluation]:
     """``invalid_input`` evaluations for the quarantined lines that have a run_id of their own.
 
     A quarantined line gets one when it has a ``run_id`` that no valid record, no evaluation in
@@ -42,8 +44,16 @@ def quarantine_evaluations(lines: Sequence[LogLine], evaluations: Sequence[Store
         taken.add(line.run_id)
         agent_id, agent_version, app_id = line_identity(line)
         evaluation = rejected_evaluation(line.run_id, line.reason or "rejected log line")
-        extra.append(evaluation.model_copy(update={"agent_id": agent_id, "agent_version": agent_version, "app_id": app_id,
-                                                   "evaluator_version": version}))
+        extra.append(
+            evaluation.model_copy(
+                update={
+                    "agent_id": agent_id,
+                    "agent_version": agent_version,
+                    "app_id": app_id,
+                    "evaluator_version": version,
+                }
+            )
+        )
     return extra
 
 
@@ -86,7 +96,13 @@ def learn_observed_catalogs(warehouse_path: str | None, log_date: date) -> Obser
     finally:
         conn.close()
     usable = sum(1 for app in book.catalogs if book.for_app(app) is not None)
-    run_logger().info("observed catalogs for %s: %d apps, %d with enough answers to use (%s)", log_date.isoformat(), len(book.catalogs), usable, book.source)
+    run_logger().info(
+        "observed catalogs for %s: %d apps, %d with enough answers to use (%s)",
+        log_date.isoformat(),
+        len(book.catalogs),
+        usable,
+        book.source,
+    )
     return book
 
 
@@ -134,7 +150,11 @@ def store_results(
         conn.close()
     run_logger().info(
         "stored %s: %d runs, %d evaluations (%d scored), %d quarantined",
-        log_date.isoformat(), summary.runs, summary.evaluations, summary.evaluated, summary.quarantined,
+        log_date.isoformat(),
+        summary.runs,
+        summary.evaluations,
+        summary.evaluated,
+        summary.quarantined,
     )
     return summary
 

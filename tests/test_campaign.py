@@ -38,17 +38,30 @@ from stef.models import Evaluation, EvaluationStatus
 
 SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"
 DB = SAMPLE / "geography.sqlite"
-SETTINGS = CampaignSettings(timeout_s=1.0, tariffs={"m1": Tariff(input_usd_per_million=1.0, output_usd_per_million=4.0)})
+SETTINGS = CampaignSettings(
+    timeout_s=1.0, tariffs={"m1": Tariff(input_usd_per_million=1.0, output_usd_per_million=4.0)}
+)
 SLOW_CTE = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT COUNT(*) FROM c"
 
 GOLD = [
-    GoldQuestion(question_id="q-capital", question="what is the capital of texas", gold_sql=["SELECT capital FROM state WHERE state_name = 'texas'"]),
+    GoldQuestion(
+        question_id="q-capital",
+        question="what is the capital of texas",
+        gold_sql=["SELECT capital FROM state WHERE state_name = 'texas'"],
+    ),
     GoldQuestion(
         question_id="q-two",
         question="what is the capital of texas and how many people live there",
-        gold_sql=["SELECT capital FROM state WHERE state_name = 'texas'", "SELECT population FROM state WHERE state_name = 'texas'"],
+        gold_sql=[
+            "SELECT capital FROM state WHERE state_name = 'texas'",
+            "SELECT population FROM state WHERE state_name = 'texas'",
+        ],
     ),
-    GoldQuestion(question_id="q-order", question="the 3 largest states by area", gold_sql=["SELECT state_name FROM state ORDER BY area DESC LIMIT 3"]),
+    GoldQuestion(
+        question_id="q-order",
+        question="the 3 largest states by area",
+        gold_sql=["SELECT state_name FROM state ORDER BY area DESC LIMIT 3"],
+    ),
 ]
 RIGHT_CAPITAL = "SELECT s.capital FROM state AS s WHERE s.state_name = 'texas'"
 RIGHT_POPULATION = "SELECT population FROM state WHERE state_name = 'texas'"
@@ -70,10 +83,21 @@ def _tools(*tables: str, extra: int = 0) -> list[dict[str, Any]]:
     return calls
 
 
-def _run(statements: list[str], question_id: str = "q-capital", tool_calls: list[dict[str, Any]] | None = None, campaign_id: str = "mcp") -> CampaignRunLog:
+def _run(
+    statements: list[str],
+    question_id: str = "q-capital",
+    tool_calls: list[dict[str, Any]] | None = None,
+    campaign_id: str = "mcp",
+) -> CampaignRunLog:
     return CampaignRunLog(
-        run_id="r1", campaign_id=campaign_id, question_id=question_id, question="q?", statements=statements,
-        tool_calls=_tools("state") if tool_calls is None else tool_calls, model_version="m1", tokens={"prompt": 1000, "completion": 200},
+        run_id="r1",
+        campaign_id=campaign_id,
+        question_id=question_id,
+        question="q?",
+        statements=statements,
+        tool_calls=_tools("state") if tool_calls is None else tool_calls,
+        model_version="m1",
+        tokens={"prompt": 1000, "completion": 200},
         latency_ms=1500.0,
     )
 
@@ -102,7 +126,9 @@ def test_gold_audit_keeps_executable_gold_and_excludes_the_rest(db: SQLiteTestDa
     gold = [
         *GOLD[:1],
         GoldQuestion(question_id="q-broken", question="?", gold_sql=["SELECT nope FROM state"]),
-        GoldQuestion(question_id="q-empty", question="?", gold_sql=["SELECT capital FROM state WHERE state_name = 'atlantis'"]),
+        GoldQuestion(
+            question_id="q-empty", question="?", gold_sql=["SELECT capital FROM state WHERE state_name = 'atlantis'"]
+        ),
         GoldQuestion(question_id="q-write", question="?", gold_sql=["DELETE FROM city"]),
     ]
     audit = audit_gold(gold, db, SETTINGS)
@@ -122,15 +148,25 @@ def test_gold_audit_rejects_duplicate_question_ids(db: SQLiteTestDatabase) -> No
 
 
 def test_runs_of_excluded_questions_are_skipped_with_the_reason(db: SQLiteTestDatabase) -> None:
-    gold = [GoldQuestion(question_id="q-empty", question="?", gold_sql=["SELECT capital FROM state WHERE state_name = 'atlantis'"])]
+    gold = [
+        GoldQuestion(
+            question_id="q-empty", question="?", gold_sql=["SELECT capital FROM state WHERE state_name = 'atlantis'"]
+        )
+    ]
     runs = [
-        _run(["SELECT 1"], question_id="q-empty"), _run(["SELECT 1"], question_id="q-unknown").model_copy(update={"run_id": "r2"}),
-        _run(["SELECT 1"], question_id="q-unknown", campaign_id="baseline-static"),  # the same run_id "r1" in another campaign
+        _run(["SELECT 1"], question_id="q-empty"),
+        _run(["SELECT 1"], question_id="q-unknown").model_copy(update={"run_id": "r2"}),
+        _run(
+            ["SELECT 1"], question_id="q-unknown", campaign_id="baseline-static"
+        ),  # the same run_id "r1" in another campaign
     ]
     result = run_campaign(runs, gold, db, SETTINGS)
     assert result.results == []
     assert result.skipped == {
-        "mcp": {"r1": "question excluded by the gold audit: gold statement 1 returned no rows", "r2": "question_id 'q-unknown' is not in the gold battery"},
+        "mcp": {
+            "r1": "question excluded by the gold audit: gold statement 1 returned no rows",
+            "r2": "question_id 'q-unknown' is not in the gold battery",
+        },
         "baseline-static": {"r1": "question_id 'q-unknown' is not in the gold battery"},
     }
     assert [(s.campaign_id, s.excluded_runs) for s in result.summaries] == [("mcp", 2), ("baseline-static", 1)]
@@ -152,10 +188,18 @@ def test_runs_of_excluded_questions_are_skipped_with_the_reason(db: SQLiteTestDa
         pytest.param([(None,)], [("",)], False, False, id="null_is_not_empty_string"),
         pytest.param([(1,), (1,)], [(1,)], False, False, id="duplicates_count"),
         pytest.param([(1, 1)], [(1,)], False, False, id="column_count_differs"),
-        pytest.param([("x", "y"), ("y", "x")], [("x", "x"), ("y", "y")], False, False, id="columns_with_same_values_but_different_rows"),
+        pytest.param(
+            [("x", "y"), ("y", "x")],
+            [("x", "x"), ("y", "y")],
+            False,
+            False,
+            id="columns_with_same_values_but_different_rows",
+        ),
     ],
 )
-def test_results_match(predicted: list[tuple[Any, ...]], gold: list[tuple[Any, ...]], ordered: bool, expected: bool) -> None:
+def test_results_match(
+    predicted: list[tuple[Any, ...]], gold: list[tuple[Any, ...]], ordered: bool, expected: bool
+) -> None:
     assert results_match(predicted, gold, ordered=ordered) is expected
 
 
@@ -165,27 +209,136 @@ def test_results_match(predicted: list[tuple[Any, ...]], gold: list[tuple[Any, .
 @pytest.mark.parametrize(
     ("statements", "question_id", "extra_calls", "outcome", "reason_part"),
     [
-        pytest.param([RIGHT_CAPITAL], "q-capital", 10, "budget_exceeded", "12 tool calls, over the budget of 10", id="budget_exceeded"),
-        pytest.param([RIGHT_CAPITAL + " WHERE WHERE"], "q-capital", 10, "budget_exceeded", "over the budget", id="tie_budget_beats_syntax"),
-        pytest.param(["SELEC capital FROM state"], "q-capital", 0, "syntax_error", "statement 1: Invalid expression", id="syntax_error"),
-        pytest.param(["SELEC capital"], "q-capital", 0, "syntax_error", "not a SQL statement", id="syntax_error_bare_expression"),
-        pytest.param(["SELECT capitol FROM state", "SELECT capital FROM state WHERE"], "q-capital", 0, "syntax_error", "statement 2", id="tie_syntax_beats_structural"),
-        pytest.param(["SELECT capital FROM states"], "q-capital", 0, "structural_error", "unknown table 'states'", id="structural_error_table"),
-        pytest.param(["SELECT capitol FROM state"], "q-capital", 0, "structural_error", "unknown column 'capitol'", id="structural_error_column"),
-        pytest.param(["DROP TABLE state", "SELECT capitol FROM state"], "q-capital", 0, "structural_error", "capitol", id="tie_structural_beats_execution"),
-        pytest.param(["SELECT capital FROM state WHERE state_name = 'ohio'"], "q-capital", 0, "execution_error", "no statement matches", id="execution_error_wrong_answer"),
-        pytest.param(["DROP TABLE state", RIGHT_CAPITAL], "q-capital", 0, "execution_error", "DROP refused", id="tie_execution_beats_success"),
-        pytest.param(["SELECT CAST('a' AS INT) FROM state WHERE abs(-9223372036854775808) > 0"], "q-capital", 0, "execution_error", "overflow", id="execution_error_engine"),
-        pytest.param([RIGHT_CAPITAL, "SELECT population FROM state WHERE state_name = 'ohio'"], "q-two", 0, "partial_success", "1 of 2", id="partial_success"),
-        pytest.param(["SELECT COUNT(*) FROM city", RIGHT_POPULATION, RIGHT_CAPITAL], "q-two", 0, "success", "all 2", id="success_two_required_any_order"),
+        pytest.param(
+            [RIGHT_CAPITAL],
+            "q-capital",
+            10,
+            "budget_exceeded",
+            "12 tool calls, over the budget of 10",
+            id="budget_exceeded",
+        ),
+        pytest.param(
+            [RIGHT_CAPITAL + " WHERE WHERE"],
+            "q-capital",
+            10,
+            "budget_exceeded",
+            "over the budget",
+            id="tie_budget_beats_syntax",
+        ),
+        pytest.param(
+            ["SELEC capital FROM state"],
+            "q-capital",
+            0,
+            "syntax_error",
+            "statement 1: Invalid expression",
+            id="syntax_error",
+        ),
+        pytest.param(
+            ["SELEC capital"], "q-capital", 0, "syntax_error", "not a SQL statement", id="syntax_error_bare_expression"
+        ),
+        pytest.param(
+            ["SELECT capitol FROM state", "SELECT capital FROM state WHERE"],
+            "q-capital",
+            0,
+            "syntax_error",
+            "statement 2",
+            id="tie_syntax_beats_structural",
+        ),
+        pytest.param(
+            ["SELECT capital FROM states"],
+            "q-capital",
+            0,
+            "structural_error",
+            "unknown table 'states'",
+            id="structural_error_table",
+        ),
+        pytest.param(
+            ["SELECT capitol FROM state"],
+            "q-capital",
+            0,
+            "structural_error",
+            "unknown column 'capitol'",
+            id="structural_error_column",
+        ),
+        pytest.param(
+            ["DROP TABLE state", "SELECT capitol FROM state"],
+            "q-capital",
+            0,
+            "structural_error",
+            "capitol",
+            id="tie_structural_beats_execution",
+        ),
+        pytest.param(
+            ["SELECT capital FROM state WHERE state_name = 'ohio'"],
+            "q-capital",
+            0,
+            "execution_error",
+            "no statement matches",
+            id="execution_error_wrong_answer",
+        ),
+        pytest.param(
+            ["DROP TABLE state", RIGHT_CAPITAL],
+            "q-capital",
+            0,
+            "execution_error",
+            "DROP refused",
+            id="tie_execution_beats_success",
+        ),
+        pytest.param(
+            ["SELECT CAST('a' AS INT) FROM state WHERE abs(-9223372036854775808) > 0"],
+            "q-capital",
+            0,
+            "execution_error",
+            "overflow",
+            id="execution_error_engine",
+        ),
+        pytest.param(
+            [RIGHT_CAPITAL, "SELECT population FROM state WHERE state_name = 'ohio'"],
+            "q-two",
+            0,
+            "partial_success",
+            "1 of 2",
+            id="partial_success",
+        ),
+        pytest.param(
+            ["SELECT COUNT(*) FROM city", RIGHT_POPULATION, RIGHT_CAPITAL],
+            "q-two",
+            0,
+            "success",
+            "all 2",
+            id="success_two_required_any_order",
+        ),
         pytest.param([RIGHT_CAPITAL], "q-capital", 0, "success", "all 1", id="success"),
-        pytest.param(["SELECT state_name FROM state ORDER BY area ASC LIMIT 3"], "q-order", 0, "execution_error", "no statement matches", id="ordered_gold_wrong_rows"),
-        pytest.param(["SELECT state_name FROM (SELECT state_name, area FROM state ORDER BY area DESC LIMIT 3) ORDER BY area DESC"], "q-order", 0, "success", "all 1", id="ordered_gold_same_order"),
+        pytest.param(
+            ["SELECT state_name FROM state ORDER BY area ASC LIMIT 3"],
+            "q-order",
+            0,
+            "execution_error",
+            "no statement matches",
+            id="ordered_gold_wrong_rows",
+        ),
+        pytest.param(
+            [
+                "SELECT state_name FROM (SELECT state_name, area FROM state ORDER BY area DESC LIMIT 3) ORDER BY area DESC"
+            ],
+            "q-order",
+            0,
+            "success",
+            "all 1",
+            id="ordered_gold_same_order",
+        ),
         pytest.param([], "q-capital", 0, "execution_error", "no statement", id="no_statement"),
     ],
 )
 def test_outcome_classes_and_precedence(
-    db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog, statements: list[str], question_id: str, extra_calls: int, outcome: str, reason_part: str
+    db: SQLiteTestDatabase,
+    audit: Any,
+    catalog: CanonicalCatalog,
+    statements: list[str],
+    question_id: str,
+    extra_calls: int,
+    outcome: str,
+    reason_part: str,
 ) -> None:
     run = _run(statements, question_id, _tools("state", extra=extra_calls))
     result = classify_run(run, audit, db, catalog, SETTINGS)
@@ -196,14 +349,20 @@ def test_outcome_classes_and_precedence(
 def test_budget_boundary_is_more_than_the_budget(db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog) -> None:
     at_budget = _run([RIGHT_CAPITAL], tool_calls=_tools("state", extra=8))
     over = _run([RIGHT_CAPITAL], tool_calls=_tools("state", extra=9))
-    assert len(at_budget.tool_calls) == 10 and classify_run(at_budget, audit, db, catalog, SETTINGS).outcome == "success"
+    assert (
+        len(at_budget.tool_calls) == 10 and classify_run(at_budget, audit, db, catalog, SETTINGS).outcome == "success"
+    )
     assert len(over.tool_calls) == 11 and classify_run(over, audit, db, catalog, SETTINGS).outcome == "budget_exceeded"
 
 
 def test_statement_evidence_and_reference_rows(db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog) -> None:
     result = classify_run(_run(["SELECT COUNT(*) FROM city", RIGHT_CAPITAL]), audit, db, catalog, SETTINGS)
     first, second = result.statements
-    assert (first.outcome, first.row_count, first.matches_gold) == ("no_match", len(_reference("SELECT COUNT(*) FROM city")), [])
+    assert (first.outcome, first.row_count, first.matches_gold) == (
+        "no_match",
+        len(_reference("SELECT COUNT(*) FROM city")),
+        [],
+    )
     assert (second.outcome, second.execution_status, second.matches_gold) == ("match", "ok", [0])
     assert _reference(RIGHT_CAPITAL) == _reference(GOLD[0].gold_sql[0]) == [("austin",)]
     assert result.tables_used == ["city", "state"] and result.tables_looked_up == ["state"]
@@ -211,14 +370,18 @@ def test_statement_evidence_and_reference_rows(db: SQLiteTestDatabase, audit: An
     assert result.cost_usd == pytest.approx((1000 * 1.0 + 200 * 4.0) / 1e6) and result.cost_source == "tariff"
 
 
-def test_extra_statements_beyond_the_maximum_are_flagged_not_checked(db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog) -> None:
+def test_extra_statements_beyond_the_maximum_are_flagged_not_checked(
+    db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog
+) -> None:
     run = _run(["SELECT 1"] * 5 + [RIGHT_CAPITAL])
     result = classify_run(run, audit, db, catalog, SETTINGS)
     assert len(result.statements) == 5 and result.outcome == "execution_error"
     assert result.flags == ["too_many_statements: 6 logged, only the first 5 checked"]
 
 
-def test_hive_dialect_statements_are_parsed_in_hive_and_run_on_sqlite(db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog) -> None:
+def test_hive_dialect_statements_are_parsed_in_hive_and_run_on_sqlite(
+    db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog
+) -> None:
     hive = SETTINGS.model_copy(update={"dialect": "hive"})
     ok = classify_run(_run(["SELECT `capital` FROM `state` WHERE `state_name` = 'texas'"]), audit, db, catalog, hive)
     assert ok.outcome == "success"
@@ -226,10 +389,24 @@ def test_hive_dialect_statements_are_parsed_in_hive_and_run_on_sqlite(db: SQLite
     assert bad.outcome == "syntax_error"
 
 
-def test_baseline_mode_compares_only_the_final_answer(db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog) -> None:
-    correct = classify_run(_run(["SELEC broken", RIGHT_CAPITAL], tool_calls=[], campaign_id="baseline-static"), audit, db, catalog, SETTINGS)
+def test_baseline_mode_compares_only_the_final_answer(
+    db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog
+) -> None:
+    correct = classify_run(
+        _run(["SELEC broken", RIGHT_CAPITAL], tool_calls=[], campaign_id="baseline-static"),
+        audit,
+        db,
+        catalog,
+        SETTINGS,
+    )
     assert (correct.outcome, len(correct.statements)) == ("correct", 1)
-    wrong = classify_run(_run([RIGHT_CAPITAL, "SELECT capital FROM state"], tool_calls=[], campaign_id="baseline-static"), audit, db, catalog, SETTINGS)
+    wrong = classify_run(
+        _run([RIGHT_CAPITAL, "SELECT capital FROM state"], tool_calls=[], campaign_id="baseline-static"),
+        audit,
+        db,
+        catalog,
+        SETTINGS,
+    )
     assert wrong.outcome == "incorrect" and wrong.reason == "final answer no_match: result differs from the gold answer"
     flagged = classify_run(_run([RIGHT_CAPITAL], campaign_id="baseline-static"), audit, db, catalog, SETTINGS)
     assert flagged.outcome == "correct" and flagged.flags == ["baseline_with_tool_calls: 2"]
@@ -267,7 +444,9 @@ def test_write_statements_never_modify_the_database(tmp_path: Path, statement: s
     assert _sha(copy) == before and _reference("SELECT COUNT(*) FROM city", copy) == cities == [(386,)]
 
 
-def test_slow_statement_is_stopped_by_the_timeout(db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog) -> None:
+def test_slow_statement_is_stopped_by_the_timeout(
+    db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog
+) -> None:
     quick = SETTINGS.model_copy(update={"timeout_s": 0.2})
     started = time.perf_counter()
     result = classify_run(_run([SLOW_CTE]), audit, db, catalog, quick)
@@ -322,7 +501,9 @@ def test_open_test_database_rejects(tmp_path: Path, content: bytes | None, messa
 
 def test_read_jsonl_names_file_line_and_field(tmp_path: Path) -> None:
     path = tmp_path / "runs.jsonl"
-    path.write_text('{"run_id": "a", "campaign_id": "mcp", "question_id": "q", "question": "?"}\n\n{"run_id": "b", "campaign_id": "mcp", "question": "?"}\n')
+    path.write_text(
+        '{"run_id": "a", "campaign_id": "mcp", "question_id": "q", "question": "?"}\n\n{"run_id": "b", "campaign_id": "mcp", "question": "?"}\n'
+    )
     with pytest.raises(InputError, match=r"runs.jsonl:3: field `question_id`: Field required"):
         read_jsonl(path, CampaignRunLog)
 
@@ -345,7 +526,15 @@ def test_load_catalog_rejects_wrong_shape(tmp_path: Path) -> None:
 )
 def test_run_cost(tokens: Any, model: str, cost_usd: float | None, expected: tuple[float | None, str | None]) -> None:
     settings = SETTINGS.model_copy(update={"use_litellm_prices": False})
-    run = CampaignRunLog(run_id="r", campaign_id="mcp", question_id="q", question="?", tokens=tokens, model_version=model, cost_usd=cost_usd)
+    run = CampaignRunLog(
+        run_id="r",
+        campaign_id="mcp",
+        question_id="q",
+        question="?",
+        tokens=tokens,
+        model_version=model,
+        cost_usd=cost_usd,
+    )
     assert run_cost(run, settings) == expected
 
 
@@ -375,7 +564,9 @@ def test_calibration_report_by_hand(db: SQLiteTestDatabase, audit: Any, catalog:
     ]
     results = [classify_run(r, audit, db, catalog, SETTINGS) for r, _ in runs]
     evaluations = [
-        Evaluation(run_id=r.run_id, status=EvaluationStatus.EVALUATED, score=s) if s is not None else Evaluation(run_id=r.run_id, status=EvaluationStatus.PARSE_ERROR)
+        Evaluation(run_id=r.run_id, status=EvaluationStatus.EVALUATED, score=s)
+        if s is not None
+        else Evaluation(run_id=r.run_id, status=EvaluationStatus.PARSE_ERROR)
         for r, s in runs
     ]
     report = calibration_report(results, evaluations)

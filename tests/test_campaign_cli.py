@@ -12,13 +12,26 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from stef.campaign.protocol import OUTCOME_CLASSES, CampaignRunLog, CampaignSettings, GoldQuestion, read_jsonl, run_campaign
+from stef.campaign.protocol import (
+    OUTCOME_CLASSES,
+    CampaignRunLog,
+    CampaignSettings,
+    GoldQuestion,
+    read_jsonl,
+    run_campaign,
+)
 from stef.campaign.sandbox import SQLiteTestDatabase
 
 SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"
 SAMPLE_COUNTS = {
-    "budget_exceeded": 2, "syntax_error": 1, "structural_error": 2, "execution_error": 6, "partial_success": 1, "success": 18,
-    "correct": 22, "incorrect": 8,
+    "budget_exceeded": 2,
+    "syntax_error": 1,
+    "structural_error": 2,
+    "execution_error": 6,
+    "partial_success": 1,
+    "success": 18,
+    "correct": 22,
+    "incorrect": 8,
 }
 """Outcome counts of the bundled sample (every class at least once; see flows/campaign_data/README.md)."""
 
@@ -43,18 +56,42 @@ def sample_run(sample_db: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     out = tmp_path_factory.mktemp("campaign-out")
     warehouse = out / "wh.duckdb"
     before = hashlib.sha256(sample_db.read_bytes()).hexdigest()
-    result = runner.invoke(app, [
-        "campaign", "run", "--runs", str(SAMPLE / "runs.jsonl"), "--gold", str(SAMPLE / "gold.jsonl"), "--db", str(sample_db),
-        "--catalog", str(SAMPLE / "catalog.json"), "--settings", str(SAMPLE / "settings.json"), "--out", str(out),
-        "--warehouse", str(warehouse), "--json",
-    ])
+    result = runner.invoke(
+        app,
+        [
+            "campaign",
+            "run",
+            "--runs",
+            str(SAMPLE / "runs.jsonl"),
+            "--gold",
+            str(SAMPLE / "gold.jsonl"),
+            "--db",
+            str(sample_db),
+            "--catalog",
+            str(SAMPLE / "catalog.json"),
+            "--settings",
+            str(SAMPLE / "settings.json"),
+            "--out",
+            str(out),
+            "--warehouse",
+            str(warehouse),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     import duckdb
 
     with duckdb.connect(str(warehouse), read_only=True) as conn:
         scored = conn.execute("SELECT count(*) FROM campaign_outcomes WHERE stef_score IS NOT NULL").fetchall()[0][0]
         statuses = [row[0] for row in conn.execute("SELECT DISTINCT stef_status FROM campaign_outcomes").fetchall()]
-    return {"payload": json.loads(result.stdout), "out": out, "warehouse": warehouse, "before": before, "db": sample_db, "scored": (scored, statuses)}
+    return {
+        "payload": json.loads(result.stdout),
+        "out": out,
+        "warehouse": warehouse,
+        "before": before,
+        "db": sample_db,
+        "scored": (scored, statuses),
+    }
 
 
 def test_sample_covers_every_outcome_class(sample_run: dict[str, Any]) -> None:
@@ -80,7 +117,9 @@ def test_sample_notes_agree_with_outcomes(sample_run: dict[str, Any]) -> None:
 
 def test_sample_never_modifies_the_database(sample_run: dict[str, Any]) -> None:
     assert hashlib.sha256(sample_run["db"].read_bytes()).hexdigest() == sample_run["before"]
-    drops = [json.loads((sample_run["out"] / "mcp" / rid / "metrics.json").read_text()) for rid in ("mcp-006", "mcp-011")]
+    drops = [
+        json.loads((sample_run["out"] / "mcp" / rid / "metrics.json").read_text()) for rid in ("mcp-006", "mcp-011")
+    ]
     assert [m["statements"][0]["executionStatus"] for m in drops] == ["refused", "refused"]
 
 
@@ -89,8 +128,27 @@ def test_evidence_files_use_the_seed_keys(sample_run: dict[str, Any]) -> None:
     metrics = json.loads((folder / "metrics.json").read_text())
     context = json.loads((folder / "context.json").read_text())
     session = [json.loads(line) for line in (folder / "session.jsonl").read_text().splitlines()]
-    assert {"runId", "campaignId", "outcome", "toolCalls", "statements", "latencyMs", "tokens", "costUsd", "catalogTraceability"} <= set(metrics)
-    assert {"runId", "campaignId", "question", "metadataSnapshot", "seed", "modelVersion", "promptVersion", "commitHash"} <= set(context)
+    assert {
+        "runId",
+        "campaignId",
+        "outcome",
+        "toolCalls",
+        "statements",
+        "latencyMs",
+        "tokens",
+        "costUsd",
+        "catalogTraceability",
+    } <= set(metrics)
+    assert {
+        "runId",
+        "campaignId",
+        "question",
+        "metadataSnapshot",
+        "seed",
+        "modelVersion",
+        "promptVersion",
+        "commitHash",
+    } <= set(context)
     assert context["metadataSnapshot"] == {"city": ["city_name", "population", "country_name", "state_name"]}
     assert [e["event"] for e in session] == ["question", "toolCall", "toolCall", "statement", "outcome"]
     assert session[-1]["outcome"] == metrics["outcome"] == "success"
@@ -103,7 +161,12 @@ def test_warehouse_tables_and_idempotent_rerun(sample_run: dict[str, Any]) -> No
     settings = _settings()
     database = SQLiteTestDatabase(sample_run["db"])
     try:
-        result = run_campaign(read_jsonl(SAMPLE / "runs.jsonl", CampaignRunLog), read_jsonl(SAMPLE / "gold.jsonl", GoldQuestion), database, settings)
+        result = run_campaign(
+            read_jsonl(SAMPLE / "runs.jsonl", CampaignRunLog),
+            read_jsonl(SAMPLE / "gold.jsonl", GoldQuestion),
+            database,
+            settings,
+        )
     finally:
         database.close()
     with connect(sample_run["warehouse"]) as conn:
@@ -125,7 +188,9 @@ def test_cli_run_stores_stef_scores_next_to_outcomes(sample_run: dict[str, Any])
 
 
 def test_cli_compare_from_evidence_folder(sample_run: dict[str, Any]) -> None:
-    result = runner.invoke(app, ["campaign", "compare", "mcp", "baseline-static", "--out", str(sample_run["out"]), "--json"])
+    result = runner.invoke(
+        app, ["campaign", "compare", "mcp", "baseline-static", "--out", str(sample_run["out"]), "--json"]
+    )
     assert result.exit_code == 0, result.output
     both = json.loads(result.stdout)
     assert both["mcp"]["counts"]["success"] == 18 and both["baseline-static"]["counts"]["correct"] == 22
@@ -136,10 +201,22 @@ def test_cli_compare_from_evidence_folder(sample_run: dict[str, Any]) -> None:
 
 
 def test_cli_calibrate_on_the_sample() -> None:
-    result = runner.invoke(app, [
-        "campaign", "calibrate", "--runs", str(SAMPLE / "runs.jsonl"), "--gold", str(SAMPLE / "gold.jsonl"),
-        "--db", str(SAMPLE / "geography.sqlite"), "--settings", str(SAMPLE / "settings.json"), "--json",
-    ])
+    result = runner.invoke(
+        app,
+        [
+            "campaign",
+            "calibrate",
+            "--runs",
+            str(SAMPLE / "runs.jsonl"),
+            "--gold",
+            str(SAMPLE / "gold.jsonl"),
+            "--db",
+            str(SAMPLE / "geography.sqlite"),
+            "--settings",
+            str(SAMPLE / "settings.json"),
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["runs"] == 60 and report["positives"] == 40
@@ -158,7 +235,11 @@ def test_cli_calibrate_on_the_sample() -> None:
     ],
 )
 def test_cli_run_errors(tmp_path: Path, args: list[str], message: str) -> None:
-    base = {"--runs": str(SAMPLE / "runs.jsonl"), "--gold": str(SAMPLE / "gold.jsonl"), "--db": str(SAMPLE / "geography.sqlite")}
+    base = {
+        "--runs": str(SAMPLE / "runs.jsonl"),
+        "--gold": str(SAMPLE / "gold.jsonl"),
+        "--db": str(SAMPLE / "geography.sqlite"),
+    }
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
     flat = [item for pair in base.items() for item in pair]
     if "--dialect" in args:
@@ -181,8 +262,14 @@ def test_campaign_flow_smoke(prefect_harness: None, tmp_path: Path) -> None:
     from flows.campaign import campaign
 
     warehouse = tmp_path / "wh.duckdb"
-    result = campaign(str(SAMPLE / "runs.jsonl"), str(SAMPLE / "gold.jsonl"), str(SAMPLE / "geography.sqlite"),
-                      out=str(tmp_path / "out"), settings=_settings(), warehouse=str(warehouse))
+    result = campaign(
+        str(SAMPLE / "runs.jsonl"),
+        str(SAMPLE / "gold.jsonl"),
+        str(SAMPLE / "geography.sqlite"),
+        out=str(tmp_path / "out"),
+        settings=_settings(),
+        warehouse=str(warehouse),
+    )
     assert result.counts() == SAMPLE_COUNTS
     import duckdb
 
@@ -197,25 +284,54 @@ def test_cli_run_and_compare_with_hostile_ids(tmp_path: Path) -> None:
     campaigns = ["../[/]escape", "mcp/[bold red]x"]
     run_ids = ["a/b", "a_b", "a?b", "..", "summary.json"]
     lines = [
-        json.dumps({"run_id": r, "campaign_id": c, "question_id": gold["question_id"], "question": gold["question"], "statements": gold["gold_sql"]})
-        for c in campaigns for r in run_ids
+        json.dumps(
+            {
+                "run_id": r,
+                "campaign_id": c,
+                "question_id": gold["question_id"],
+                "question": gold["question"],
+                "statements": gold["gold_sql"],
+            }
+        )
+        for c in campaigns
+        for r in run_ids
     ]
-    lines.append(json.dumps({"run_id": "[/]", "campaign_id": campaigns[0], "question_id": "[/]nope", "question": "?", "statements": []}))
+    lines.append(
+        json.dumps(
+            {"run_id": "[/]", "campaign_id": campaigns[0], "question_id": "[/]nope", "question": "?", "statements": []}
+        )
+    )
     runs = tmp_path / "runs.jsonl"
     runs.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "box" / "out"
-    base = ["campaign", "run", "--runs", str(runs), "--gold", str(SAMPLE / "gold.jsonl"), "--db", str(SAMPLE / "geography.sqlite"),
-            "--out", str(out), "--no-store", "--no-score"]
+    base = [
+        "campaign",
+        "run",
+        "--runs",
+        str(runs),
+        "--gold",
+        str(SAMPLE / "gold.jsonl"),
+        "--db",
+        str(SAMPLE / "geography.sqlite"),
+        "--out",
+        str(out),
+        "--no-store",
+        "--no-score",
+    ]
     table = runner.invoke(app, base)
     assert table.exit_code == 0, table.output
     printed = " ".join(table.stdout.split())  # rich wraps lines at the terminal width
     assert "run [/] of ../[/]escape not classified: question_id '[/]nope' is not in the gold battery" in printed
     compact = "".join(table.stdout.split())
     assert "mcp/[boldred]x(mcp)" in compact and "../[/]escape(mcp)" in compact  # the column headers, as text
-    assert set(tmp_path.iterdir()) == {runs, tmp_path / "box"} and list((tmp_path / "box").iterdir()) == [out]  # nothing outside --out
+    assert set(tmp_path.iterdir()) == {runs, tmp_path / "box"} and list((tmp_path / "box").iterdir()) == [
+        out
+    ]  # nothing outside --out
     assert len(list(out.rglob("metrics.json"))) == len(campaigns) * len(run_ids)
     payload = json.loads(runner.invoke(app, [*base, "--json"]).stdout)
     assert payload["skipped"] == {campaigns[0]: {"[/]": "question_id '[/]nope' is not in the gold battery"}}
     both = runner.invoke(app, ["campaign", "compare", *campaigns, "--out", str(out), "--json"])
     assert both.exit_code == 0, both.output
-    assert {c: s["counts"]["success"] for c, s in json.loads(both.stdout).items()} == dict.fromkeys(campaigns, len(run_ids))
+    assert {c: s["counts"]["success"] for c, s in json.loads(both.stdout).items()} == dict.fromkeys(
+        campaigns, len(run_ids)
+    )

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,11 @@ DB = SAMPLE / "geography.sqlite"
 SECRET = "STEF-HOST-SECRET-4b1d"
 """Content of the host file no statement may read."""
 
-CAPITAL = GoldQuestion(question_id="q-capital", question="what is the capital of texas", gold_sql=["SELECT capital FROM state WHERE state_name = 'texas'"])
+CAPITAL = GoldQuestion(
+    question_id="q-capital",
+    question="what is the capital of texas",
+    gold_sql=["SELECT capital FROM state WHERE state_name = 'texas'"],
+)
 RIGHT = "SELECT capital FROM state WHERE state_name = 'texas'"
 SQLITE_SETTINGS = CampaignSettings(timeout_s=0.5, use_litellm_prices=False)
 DUCKDB_SETTINGS = CampaignSettings(timeout_s=0.5, dialect="duckdb", memory_mb=256, use_litellm_prices=False)
@@ -47,8 +51,14 @@ DUCKDB_SETTINGS = CampaignSettings(timeout_s=0.5, dialect="duckdb", memory_mb=25
 
 def _run(statement: str, run_id: str = "bomb", campaign_id: str = "mcp") -> CampaignRunLog:
     calls = [{"name": "catalog.describeTable", "arguments": {"table": "state"}}]
-    return CampaignRunLog(run_id=run_id, campaign_id=campaign_id, question_id="q-capital", question="what is the capital of texas",
-                          statements=[statement], tool_calls=calls)
+    return CampaignRunLog(
+        run_id=run_id,
+        campaign_id=campaign_id,
+        question_id="q-capital",
+        question="what is the capital of texas",
+        statements=[statement],
+        tool_calls=calls,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +76,9 @@ def duck_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     path = tmp_path_factory.mktemp("duck") / "geo.duckdb"
     with duckdb.connect(str(path)) as setup:
-        setup.execute("CREATE TABLE state AS SELECT * FROM (VALUES ('texas', 'austin'), ('ohio', 'columbus')) AS t(state_name, capital)")
+        setup.execute(
+            "CREATE TABLE state AS SELECT * FROM (VALUES ('texas', 'austin'), ('ohio', 'columbus')) AS t(state_name, capital)"
+        )
     return path
 
 
@@ -86,7 +98,7 @@ def lite() -> Any:
 
 
 def _files(folder: Path) -> set[Path]:
-    return {p for p in folder.rglob("*")}
+    return set(folder.rglob("*"))
 
 
 # --------------------------------------------------------------------------- item 5: DuckDB reads no host file
@@ -104,17 +116,25 @@ def _files(folder: Path) -> set[Path]:
         pytest.param("SELECT * FROM parquet_scan('{dir}/secret.txt')", id="parquet_scan"),
         pytest.param("SELECT * FROM query_table('{dir}/secret.csv')", id="query_table"),
         pytest.param("SELECT * FROM query('SELECT content FROM read_text(''{dir}/secret.txt'')')", id="query_wrapper"),
-        pytest.param("SELECT (SELECT count(*) FROM read_text('{dir}/secret.txt')) AS n FROM state", id="existence_oracle"),
-        pytest.param("SELECT capital FROM state WHERE EXISTS (SELECT 1 FROM read_blob('{dir}/secret.txt'))", id="exists_oracle"),
+        pytest.param(
+            "SELECT (SELECT count(*) FROM read_text('{dir}/secret.txt')) AS n FROM state", id="existence_oracle"
+        ),
+        pytest.param(
+            "SELECT capital FROM state WHERE EXISTS (SELECT 1 FROM read_blob('{dir}/secret.txt'))", id="exists_oracle"
+        ),
     ],
 )
-def test_duckdb_host_file_read_is_the_runs_execution_error(duck: DuckDBTestDatabase, host_dir: Path, template: str) -> None:
+def test_duckdb_host_file_read_is_the_runs_execution_error(
+    duck: DuckDBTestDatabase, host_dir: Path, template: str
+) -> None:
     statement = template.format(dir=host_dir)
     result = run_campaign([_run(statement), _run(RIGHT, "next")], [CAPITAL], duck, DUCKDB_SETTINGS)
     hostile, following = result.results
     assert hostile.outcome == "execution_error"
     assert hostile.statements[0].execution_status == "error"
-    assert "PermissionException" in (hostile.statements[0].message or "") and "disabled by configuration" in hostile.reason
+    assert (
+        "PermissionException" in (hostile.statements[0].message or "") and "disabled by configuration" in hostile.reason
+    )
     assert SECRET not in hostile.model_dump_json()
     assert following.outcome == "success"
 
@@ -128,7 +148,9 @@ def test_duckdb_host_file_read_is_the_runs_execution_error(duck: DuckDBTestDatab
         pytest.param("SELECT * FROM glob('{dir}/*')", None, id="glob"),
         pytest.param("SELECT * FROM '{dir}/secret.csv'", None, id="replacement_scan"),
         pytest.param("COPY state TO '{dir}/copied.csv'", "copied.csv", id="copy_to"),
-        pytest.param("COPY (SELECT 1) TO '{dir}/copied.parquet' (FORMAT parquet)", "copied.parquet", id="copy_query_to"),
+        pytest.param(
+            "COPY (SELECT 1) TO '{dir}/copied.parquet' (FORMAT parquet)", "copied.parquet", id="copy_query_to"
+        ),
         pytest.param("EXPORT DATABASE '{dir}/exported'", "exported", id="export_database"),
         pytest.param("ATTACH '{dir}/attached.duckdb' AS other", "attached.duckdb", id="attach_new"),
         pytest.param("ATTACH '{dir}/secret.csv' AS other", None, id="attach_host_file"),
@@ -143,38 +165,70 @@ def test_duckdb_host_file_read_is_the_runs_execution_error(duck: DuckDBTestDatab
         pytest.param("PRAGMA threads = 8", None, id="pragma_threads"),
     ],
 )
-def test_duckdb_engine_refuses_host_access_and_setting_changes(duck: DuckDBTestDatabase, host_dir: Path, template: str, created: str | None) -> None:
+def test_duckdb_engine_refuses_host_access_and_setting_changes(
+    duck: DuckDBTestDatabase, host_dir: Path, template: str, created: str | None
+) -> None:
     before = _files(host_dir)
-    result = duck.execute(template.format(dir=host_dir), 1.0, 10)  # straight to the engine, bypassing the SELECT-only check
+    result = duck.execute(
+        template.format(dir=host_dir), 1.0, 10
+    )  # straight to the engine, bypassing the SELECT-only check
     assert result.status == "error" and result.rows == ()
     assert SECRET not in (result.message or "")
     assert _files(host_dir) == before
     if created is not None:
         assert not (host_dir / created).exists()
-    settings = duck.execute("SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', 'lock_configuration', 'threads') ORDER BY name", 1.0, 10)
+    settings = duck.execute(
+        "SELECT name, value FROM duckdb_settings() WHERE name IN ('enable_external_access', 'lock_configuration', 'threads') ORDER BY name",
+        1.0,
+        10,
+    )
     assert settings.rows == (("enable_external_access", "false"), ("lock_configuration", "true"), ("threads", "1"))
 
 
 def test_duckdb_gold_reading_a_host_file_is_excluded_with_the_reason(duck: DuckDBTestDatabase, host_dir: Path) -> None:
-    gold = GoldQuestion(question_id="q-leak", question="?", gold_sql=[f"SELECT content FROM read_text('{host_dir}/secret.txt')"])
+    gold = GoldQuestion(
+        question_id="q-leak", question="?", gold_sql=[f"SELECT content FROM read_text('{host_dir}/secret.txt')"]
+    )
     audit = audit_gold([gold, CAPITAL], duck, DUCKDB_SETTINGS)
     leak, capital = audit.items
-    assert not leak.ok and "gold statement 1 error: PermissionException" in (leak.reason or "") and SECRET not in (leak.reason or "")
+    assert (
+        not leak.ok
+        and "gold statement 1 error: PermissionException" in (leak.reason or "")
+        and SECRET not in (leak.reason or "")
+    )
     assert capital.ok
 
 
 @pytest.mark.parametrize(
     ("statement", "status", "message"),
     [
-        pytest.param("SELECT length(repeat('x', 1000000000)) AS n FROM state", "error", "OutOfMemoryException", id="repeat_1e9"),
-        pytest.param("SELECT repeat('x', 10000000) AS s FROM range(100)", "error", "OutOfMemoryException", id="many_10mb_strings"),
-        pytest.param("SELECT string_agg(repeat('x', 1000000), ',') AS s FROM range(2000)", "error", "OutOfMemoryException", id="string_agg"),
-        pytest.param("SELECT list(range) AS l FROM range(1000000000)", "error", "OutOfMemoryException", id="list_of_1e9"),
-        pytest.param("SELECT count(*) AS n FROM range(1000000000000)", "timeout", "0.5 s statement timeout", id="count_range_1e12"),
+        pytest.param(
+            "SELECT length(repeat('x', 1000000000)) AS n FROM state", "error", "OutOfMemoryException", id="repeat_1e9"
+        ),
+        pytest.param(
+            "SELECT repeat('x', 10000000) AS s FROM range(100)", "error", "OutOfMemoryException", id="many_10mb_strings"
+        ),
+        pytest.param(
+            "SELECT string_agg(repeat('x', 1000000), ',') AS s FROM range(2000)",
+            "error",
+            "OutOfMemoryException",
+            id="string_agg",
+        ),
+        pytest.param(
+            "SELECT list(range) AS l FROM range(1000000000)", "error", "OutOfMemoryException", id="list_of_1e9"
+        ),
+        pytest.param(
+            "SELECT count(*) AS n FROM range(1000000000000)",
+            "timeout",
+            "0.5 s statement timeout",
+            id="count_range_1e12",
+        ),
         pytest.param("SELECT * FROM range(1000000000000)", "row_cap", "10000-row cap", id="rows_range_1e12"),
     ],
 )
-def test_duckdb_bomb_is_one_statements_error(duck: DuckDBTestDatabase, statement: str, status: str, message: str) -> None:
+def test_duckdb_bomb_is_one_statements_error(
+    duck: DuckDBTestDatabase, statement: str, status: str, message: str
+) -> None:
     result = run_campaign([_run(statement), _run(RIGHT, "next")], [CAPITAL], duck, DUCKDB_SETTINGS)
     bomb, following = result.results
     assert bomb.outcome == "execution_error"
@@ -192,9 +246,13 @@ def test_duckdb_bomb_is_one_statements_error(duck: DuckDBTestDatabase, statement
         pytest.param("PRAGMA temp_store_directory = '{dir}'", None, id="pragma_temp_directory"),
     ],
 )
-def test_sqlite_engine_refuses_host_access(lite: SQLiteTestDatabase, host_dir: Path, template: str, created: str | None) -> None:
+def test_sqlite_engine_refuses_host_access(
+    lite: SQLiteTestDatabase, host_dir: Path, template: str, created: str | None
+) -> None:
     before = _files(host_dir)
-    result = lite.execute(template.format(dir=host_dir), 1.0, 10)  # straight to the engine, bypassing the SELECT-only check
+    result = lite.execute(
+        template.format(dir=host_dir), 1.0, 10
+    )  # straight to the engine, bypassing the SELECT-only check
     assert result.status == "error" and result.rows == () and SECRET not in (result.message or "")
     assert _files(host_dir) == before
     if created is not None:
@@ -209,18 +267,45 @@ def test_sqlite_engine_refuses_host_access(lite: SQLiteTestDatabase, host_dir: P
     [
         pytest.param("SELECT zeroblob(900000000) FROM city", "error", "string or blob too big", id="zeroblob_9e8"),
         pytest.param("SELECT randomblob(1e9)", "error", "string or blob too big", id="randomblob_1e9"),
-        pytest.param("SELECT length(replace(hex(zeroblob(8000000)), '0', 'xx'))", "error", "string or blob too big", id="replace_hex_zeroblob"),
-        pytest.param("SELECT length(group_concat(hex(zeroblob(100000)))) FROM city", "error", "string or blob too big", id="group_concat"),
-        pytest.param("WITH RECURSIVE r(n, s) AS (SELECT 1, 'x' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) FROM r",
-                     "error", "string or blob too big", id="recursive_cte_doubling"),
+        pytest.param(
+            "SELECT length(replace(hex(zeroblob(8000000)), '0', 'xx'))",
+            "error",
+            "string or blob too big",
+            id="replace_hex_zeroblob",
+        ),
+        pytest.param(
+            "SELECT length(group_concat(hex(zeroblob(100000)))) FROM city",
+            "error",
+            "string or blob too big",
+            id="group_concat",
+        ),
+        pytest.param(
+            "WITH RECURSIVE r(n, s) AS (SELECT 1, 'x' UNION ALL SELECT n + 1, s || s FROM r WHERE n < 40) SELECT max(length(s)) FROM r",
+            "error",
+            "string or blob too big",
+            id="recursive_cte_doubling",
+        ),
         pytest.param("SELECT printf('%.*c', 1e9, 'x')", "timeout", "worker process was killed", id="printf_width_1e9"),
-        pytest.param("SELECT instr(replace(hex(zeroblob(4000000)), '0', 'a'), replace(hex(zeroblob(2000000)), '0', 'a') || 'b')",
-                     "timeout", "worker process was killed", id="quadratic_instr"),
-        pytest.param("SELECT hex(zeroblob(4000000)) FROM city", "byte_cap", "67108864-byte result budget", id="386_rows_of_8mb"),
-        pytest.param("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c", "timeout", "0.5 s statement timeout", id="endless_cte"),
+        pytest.param(
+            "SELECT instr(replace(hex(zeroblob(4000000)), '0', 'a'), replace(hex(zeroblob(2000000)), '0', 'a') || 'b')",
+            "timeout",
+            "worker process was killed",
+            id="quadratic_instr",
+        ),
+        pytest.param(
+            "SELECT hex(zeroblob(4000000)) FROM city", "byte_cap", "67108864-byte result budget", id="386_rows_of_8mb"
+        ),
+        pytest.param(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+            "timeout",
+            "0.5 s statement timeout",
+            id="endless_cte",
+        ),
     ],
 )
-def test_sqlite_bomb_is_one_statements_error(lite: SQLiteTestDatabase, statement: str, status: str, message: str) -> None:
+def test_sqlite_bomb_is_one_statements_error(
+    lite: SQLiteTestDatabase, statement: str, status: str, message: str
+) -> None:
     result = run_campaign([_run(statement), _run(RIGHT, "next")], [CAPITAL], lite, SQLITE_SETTINGS)
     bomb, following = result.results
     assert bomb.outcome == "execution_error"
@@ -235,7 +320,10 @@ def test_sqlite_memory_budget_is_the_statements_error() -> None:
         after = database.execute("SELECT count(*) FROM city", 5.0, 10)
     finally:
         database.close()
-    assert (bomb.status, bomb.message) == ("error", "MemoryError: the statement needs more than the 64 MiB memory budget")
+    assert (bomb.status, bomb.message) == (
+        "error",
+        "MemoryError: the statement needs more than the 64 MiB memory budget",
+    )
     assert (after.status, after.rows) == ("ok", ((386,),))
 
 
@@ -261,7 +349,9 @@ def test_a_worker_that_dies_during_a_statement_is_that_statements_error() -> Non
         assert process is not None
         killer = threading.Timer(0.3, lambda: os.kill(process.pid, signal.SIGKILL))
         killer.start()
-        lost = database.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n", 30.0, 10)
+        lost = database.execute(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n", 30.0, 10
+        )
         killer.join()
         after = database.execute("SELECT count(*) FROM city", 5.0, 10)
     finally:
@@ -348,9 +438,20 @@ def test_same_run_id_in_two_campaigns_keeps_its_own_score(lite: SQLiteTestDataba
     report = calibration_report(result.results, evaluations)
     assert report.mean_score_by_outcome == {"execution_error": 10.0, "success": 90.0} and report.auroc == 1.0
     with connect(str(tmp_path / "wh.duckdb")) as conn:
-        store_campaign(conn, result.runs, result.results, result.summaries, result.audit, SQLITE_SETTINGS, index_evaluations(evaluations))
+        store_campaign(
+            conn,
+            result.runs,
+            result.results,
+            result.summaries,
+            result.audit,
+            SQLITE_SETTINGS,
+            index_evaluations(evaluations),
+        )
         frame = read_campaign_outcomes(conn)
-    assert sorted(zip(frame["campaign_id"], frame["run_id"], frame["stef_score"], strict=True)) == [("mcp", "r1", 90.0), ("mcp-2", "r1", 10.0)]
+    assert sorted(zip(frame["campaign_id"], frame["run_id"], frame["stef_score"], strict=True)) == [
+        ("mcp", "r1", 90.0),
+        ("mcp-2", "r1", 10.0),
+    ]
 
 
 def test_after_memory_bombs_a_fresh_worker_runs_the_next_statements(duck: DuckDBTestDatabase) -> None:
@@ -358,7 +459,10 @@ def test_after_memory_bombs_a_fresh_worker_runs_the_next_statements(duck: DuckDB
     what an earlier statement left in the worker."""
     honest = "SELECT repeat('x', 20000) FROM range(1000)"
     assert duck.execute(honest, 10.0, 5000).status == "ok"
-    for bomb in ("SELECT list(range) FROM range(300000000)", "SELECT string_agg(repeat('x', 100000), ',') FROM range(200000)"):
+    for bomb in (
+        "SELECT list(range) FROM range(300000000)",
+        "SELECT string_agg(repeat('x', 100000), ',') FROM range(200000)",
+    ):
         assert duck.execute(bomb, 10.0, 5000).status != "ok"
     again = duck.execute(honest, 10.0, 5000)
     assert again.status == "ok", again.message

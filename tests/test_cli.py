@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from checkout import REPO_ROOT, checkout_env
 from flows.cli import app
+from tests.support.checkout import REPO_ROOT, checkout_env
 
 FIXTURE = Path(__file__).parent / "fixtures" / "cli" / "agent-logs.jsonl"
 """Six records: two plain, one line that is not JSON, one empty SQL, one fenced SQL, one without question."""
@@ -99,7 +99,11 @@ def test_dialect_option_is_the_default_for_records_without_one(tmp_path: Path) -
     [
         pytest.param(["--dialect", "sqllite"], ["--dialect", "'sqllite'", "sqlite"], id="unknown_dialect"),
         pytest.param(["--judge", "hybrid:"], ["hybrid:", "needs a model"], id="hybrid_without_model"),
-        pytest.param(["--judge", "nosuchprovider-model"], ["nosuchprovider-model", "does not know this provider"], id="unknown_llm_provider"),
+        pytest.param(
+            ["--judge", "nosuchprovider-model"],
+            ["nosuchprovider-model", "does not know this provider"],
+            id="unknown_llm_provider",
+        ),
     ],
 )
 def test_bad_option_is_a_clean_error_before_any_work(tmp_path: Path, args: list[str], expected: list[str]) -> None:
@@ -115,7 +119,11 @@ def test_bad_option_is_a_clean_error_before_any_work(tmp_path: Path, args: list[
 @pytest.mark.parametrize(
     ("content", "expected"),
     [
-        pytest.param('{"app_id": "shop", "benign_filters": [{"operator": "="}]}', "field `benign_filters[0].column` is missing", id="missing_field"),
+        pytest.param(
+            '{"app_id": "shop", "benign_filters": [{"operator": "="}]}',
+            "field `benign_filters[0].column` is missing",
+            id="missing_field",
+        ),
         pytest.param('{"app_id": "shop", "default_dialect": 3}', "field `default_dialect` is invalid", id="wrong_type"),
         pytest.param('{"app_id": "shop",', "not valid JSON", id="not_json"),
     ],
@@ -145,8 +153,20 @@ def test_unusable_input_is_a_clean_error(tmp_path: Path, make_input: Any, expect
 
 
 def test_console_script_exits_2_without_traceback(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "flows.cli", "evaluate", str(FIXTURE), "--out", str(tmp_path / "o.jsonl"), "--dialect", "nosuch"]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=checkout_env(), timeout=120, check=False)
+    command = [
+        sys.executable,
+        "-m",
+        "flows.cli",
+        "evaluate",
+        str(FIXTURE),
+        "--out",
+        str(tmp_path / "o.jsonl"),
+        "--dialect",
+        "nosuch",
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=tmp_path, env=checkout_env(), timeout=120, check=False
+    )
     assert done.returncode == 2
     assert "error:" in done.stderr and "nosuch" in done.stderr
     assert "Traceback" not in done.stderr
@@ -165,7 +185,15 @@ def test_evaluate_imports_no_heavy_library(tmp_path: Path) -> None:
         print(json.dumps({{"exit_code": result.exit_code, "loaded": loaded, "cli": flows.cli.__file__}}))
         """
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=checkout_env(), timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=checkout_env(),
+        timeout=120,
+        check=True,
+    )
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert Path(report.pop("cli")).resolve().is_relative_to(REPO_ROOT)  # the checkout under test, not an installed copy
     assert report == {"exit_code": 0, "loaded": []}
@@ -215,7 +243,9 @@ def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> Non
         frame = read_daily_metrics(conn)
     finally:
         conn.close()
-    stored = {(row["log_date"].isoformat(), row["agent_version"]): row["records"] for row in frame.iter_rows(named=True)}
+    stored = {
+        (row["log_date"].isoformat(), row["agent_version"]): row["records"] for row in frame.iter_rows(named=True)
+    }
     assert stored == dict(_bundled_day_counts())
 
 
@@ -229,7 +259,15 @@ def test_nightly_rejects_a_malformed_date_before_importing_prefect() -> None:
 @pytest.mark.usefixtures("flow_cli")
 def test_nightly_without_logs_for_the_day_is_a_clean_error(tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
-    result = _invoke("nightly", "--date", "2026-11-20", "--logs-root", str(tmp_path / "logs"), "--warehouse", str(tmp_path / "wh.duckdb"))
+    result = _invoke(
+        "nightly",
+        "--date",
+        "2026-11-20",
+        "--logs-root",
+        str(tmp_path / "logs"),
+        "--warehouse",
+        str(tmp_path / "wh.duckdb"),
+    )
     assert result.exit_code == 2
     assert "error:" in result.stderr and "2026-11-20" in result.stderr
     assert "Traceback" not in result.output
@@ -242,7 +280,9 @@ def test_out_symlink_is_written_through_not_replaced(tmp_path: Path) -> None:
     result = _invoke("evaluate", str(FIXTURE), "--out", str(link))
     assert result.exit_code == 0, result.output
     assert link.is_symlink()
-    assert len(_read_jsonl(target)) == len([line for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()])
+    assert len(_read_jsonl(target)) == len(
+        [line for line in FIXTURE.read_text(encoding="utf-8").splitlines() if line.strip()]
+    )
 
 
 def test_out_directory_is_a_clean_error(tmp_path: Path) -> None:
@@ -276,7 +316,9 @@ def test_worker_processes_give_the_same_rows_in_the_same_order(tmp_path: Path) -
     assert len(outputs[0]) == len(lines) * 43 + 1  # blank lines give no row; the invalid UTF-8 line gives one
     assert outputs[0] == outputs[1]
     rejected = [row for row in outputs[1] if row["status_reason"] and "invalid UTF-8" in row["status_reason"]]
-    assert [(row["run_id"], row["status_reason"]) for row in rejected] == [("bad-utf8", "a.jsonl line 122: invalid UTF-8 at byte 39")]
+    assert [(row["run_id"], row["status_reason"]) for row in rejected] == [
+        ("bad-utf8", "a.jsonl line 122: invalid UTF-8 at byte 39")
+    ]
 
 
 @pytest.mark.parametrize(("raw", "cap"), [("", 2.0), ("0", None), ("0.5", 0.5), (" 3 ", 3.0)])
@@ -288,12 +330,17 @@ def test_time_cap_comes_from_the_environment(raw: str, cap: float | None, monkey
 
 
 @pytest.mark.parametrize("raw", ["-1", "nan", "inf", "two", "0.0005"])
-def test_an_invalid_time_cap_stops_evaluate_before_any_work(raw: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_invalid_time_cap_stops_evaluate_before_any_work(
+    raw: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("STEF_TIME_CAP_S", raw)
     out = tmp_path / "scores.jsonl"
     result = _invoke("evaluate", str(FIXTURE), "--out", str(out))
     assert result.exit_code == 2
-    assert f"STEF_TIME_CAP_S={raw!r} is not a number of seconds >= 0.001 (0 switches the per-record cap off)" in result.output
+    assert (
+        f"STEF_TIME_CAP_S={raw!r} is not a number of seconds >= 0.001 (0 switches the per-record cap off)"
+        in result.output
+    )
     assert not out.exists()
 
 

@@ -10,17 +10,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from monitoring_support import answers, store_answers
 from typer.testing import CliRunner
 
 from flows.cli import app
 from stef.models import FilterStatus, Verdict
 from tasks.drift import run_drift_check
+from tests.support.monitoring_support import answers, store_answers
 from warehouse import connect
 from warehouse.monitoring import read_drift_checks
 
 D1 = date(2026, 11, 20)
-SUMMARY_KEYS = {"verdict", "direction", "n_baseline", "n_candidate", "mean_delta", "mean_delta_ci", "ks_pvalue", "psi", "wasserstein_norm"}
+SUMMARY_KEYS = {
+    "verdict",
+    "direction",
+    "n_baseline",
+    "n_candidate",
+    "mean_delta",
+    "mean_delta_ci",
+    "ks_pvalue",
+    "psi",
+    "wasserstein_norm",
+}
 
 
 def _invoke(*args: str) -> Any:
@@ -36,8 +46,14 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
             day = D1 + timedelta(days=offset)
             batch = answers(f"v1-{offset}", "bird", "v1", [70.0, 90.0] * 20)
             if offset >= 3:
-                batch += answers(f"v2-{offset}", "bird", "v2", [60.0, 80.0] * 20, verdict=Verdict.POTENTIALLY_INCORRECT,
-                                 filter_status=FilterStatus.PARTIALLY_APPLIED)
+                batch += answers(
+                    f"v2-{offset}",
+                    "bird",
+                    "v2",
+                    [60.0, 80.0] * 20,
+                    verdict=Verdict.POTENTIALLY_INCORRECT,
+                    filter_status=FilterStatus.PARTIALLY_APPLIED,
+                )
             if offset == 6:
                 batch += answers("s1", "small", "a", [50.0, 70.0] * 10) + answers("s2", "small", "b", [10.0, 30.0] * 10)
             store_answers(conn, day, batch)
@@ -57,8 +73,13 @@ def test_drift_json_is_one_line_with_the_contract_keys(warehouse_file: Path) -> 
     lines = result.stdout.splitlines()
     assert len(lines) == 1
     summary = json.loads(lines[0])
-    assert SUMMARY_KEYS <= summary.keys()
-    assert (summary["verdict"], summary["direction"], summary["n_baseline"], summary["n_candidate"]) == ("drift", "worse", 280, 160)
+    assert summary.keys() >= SUMMARY_KEYS
+    assert (summary["verdict"], summary["direction"], summary["n_baseline"], summary["n_candidate"]) == (
+        "drift",
+        "worse",
+        280,
+        160,
+    )
     assert summary["mean_delta"] == pytest.approx(-10.0)
     expected = run_drift_check(warehouse_file, "bird", store=False).summary()
     assert summary == expected  # same seed, same intervals
@@ -68,8 +89,22 @@ def test_drift_json_is_one_line_with_the_contract_keys(warehouse_file: Path) -> 
 
 
 def test_drift_tables_name_the_verdict_and_statistics(warehouse_file: Path) -> None:
-    result = _invoke("drift", "--warehouse", str(warehouse_file), "--agent", "bird", "--baseline", "v1", "--candidate", "v2",
-                     "--start", "2026-11-23", "--end", "2026-11-26", "--no-store")
+    result = _invoke(
+        "drift",
+        "--warehouse",
+        str(warehouse_file),
+        "--agent",
+        "bird",
+        "--baseline",
+        "v1",
+        "--candidate",
+        "v2",
+        "--start",
+        "2026-11-23",
+        "--end",
+        "2026-11-26",
+        "--no-store",
+    )
     assert result.exit_code == 0, result.output
     out = " ".join(result.stdout.split())
     assert "drift / worse" in out
@@ -87,8 +122,14 @@ def test_drift_tables_name_the_verdict_and_statistics(warehouse_file: Path) -> N
         pytest.param(("--agent", "small"), "insufficient_data", id="twenty_per_side"),
         pytest.param(("--agent", "small", "--min-samples", "10"), "drift", id="lower_minimum"),
         pytest.param(("--agent", "small", "--min-samples", "10", "--mean-delta", "50"), "drift", id="p90_still_fires"),
-        pytest.param(("--agent", "small", "--min-samples", "10", "--mean-delta", "50", "--p90-delta", "50"), "no_drift", id="higher_effect_thresholds"),
-        pytest.param(("--agent", "bird", "--temporal", "--candidate", "v1", "--window-days", "3"), "no_drift", id="temporal"),
+        pytest.param(
+            ("--agent", "small", "--min-samples", "10", "--mean-delta", "50", "--p90-delta", "50"),
+            "no_drift",
+            id="higher_effect_thresholds",
+        ),
+        pytest.param(
+            ("--agent", "bird", "--temporal", "--candidate", "v1", "--window-days", "3"), "no_drift", id="temporal"
+        ),
     ],
 )
 def test_drift_thresholds_and_kinds_from_options(warehouse_file: Path, args: tuple[str, ...], verdict: str) -> None:
@@ -100,11 +141,31 @@ def test_drift_thresholds_and_kinds_from_options(warehouse_file: Path, args: tup
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        pytest.param(("--agent", "nobody"), r"agent 'nobody' has no evaluations in .* \(agents with evaluations: bird, small\)", id="unknown_agent"),
-        pytest.param(("--agent", "bird", "--candidate", "v7"), r"agent 'bird' has no candidate version 'v7' \(its versions, oldest first: v1, v2\)", id="unknown_version"),
-        pytest.param(("--agent", "bird", "--start", "2026-11-26", "--end", "2026-11-25"), r"window end 2026-11-25 is before its start 2026-11-26", id="empty_window"),
-        pytest.param(("--agent", "bird", "--end", "2026-11-21"), r"agent 'bird' has no version before 'v1' to compare with", id="one_version_up_to_the_end"),
-        pytest.param(("--agent", "bird", "--temporal", "--baseline", "v1"), r"--baseline does not apply to --temporal", id="temporal_with_baseline"),
+        pytest.param(
+            ("--agent", "nobody"),
+            r"agent 'nobody' has no evaluations in .* \(agents with evaluations: bird, small\)",
+            id="unknown_agent",
+        ),
+        pytest.param(
+            ("--agent", "bird", "--candidate", "v7"),
+            r"agent 'bird' has no candidate version 'v7' \(its versions, oldest first: v1, v2\)",
+            id="unknown_version",
+        ),
+        pytest.param(
+            ("--agent", "bird", "--start", "2026-11-26", "--end", "2026-11-25"),
+            r"window end 2026-11-25 is before its start 2026-11-26",
+            id="empty_window",
+        ),
+        pytest.param(
+            ("--agent", "bird", "--end", "2026-11-21"),
+            r"agent 'bird' has no version before 'v1' to compare with",
+            id="one_version_up_to_the_end",
+        ),
+        pytest.param(
+            ("--agent", "bird", "--temporal", "--baseline", "v1"),
+            r"--baseline does not apply to --temporal",
+            id="temporal_with_baseline",
+        ),
     ],
 )
 def test_drift_errors_are_one_line_and_exit_2(warehouse_file: Path, args: tuple[str, ...], message: str) -> None:
@@ -127,11 +188,31 @@ def test_drift_on_a_missing_warehouse_creates_nothing(tmp_path: Path) -> None:
     ("args", "message"),
     [
         pytest.param(("report", "--week", "2026-11-23"), "week '2026-11-23' is not an ISO week", id="report_bad_week"),
-        pytest.param(("report", "--week", "2026-W48", "--warehouse", "{missing}"), "does not exist; run `stef nightly`", id="report_missing_warehouse"),
-        pytest.param(("backfill", "--start", "2026-11-26", "--end", "2026-11-20"), "backfill end 2026-11-20 is before its start 2026-11-26", id="backfill_reversed"),
-        pytest.param(("backfill", "--start", "2000-01-01", "--end", "2026-11-20"), "longer than the limit of 3660", id="backfill_too_long"),
-        pytest.param(("serve", "--timezone", "Mars/Olympus", "--check"), "--timezone 'Mars/Olympus' is not an IANA time zone", id="serve_timezone"),
-        pytest.param(("serve", "--weekly-cron", "monday", "--check"), "--weekly-cron 'monday' is not a valid cron expression", id="serve_cron"),
+        pytest.param(
+            ("report", "--week", "2026-W48", "--warehouse", "{missing}"),
+            "does not exist; run `stef nightly`",
+            id="report_missing_warehouse",
+        ),
+        pytest.param(
+            ("backfill", "--start", "2026-11-26", "--end", "2026-11-20"),
+            "backfill end 2026-11-20 is before its start 2026-11-26",
+            id="backfill_reversed",
+        ),
+        pytest.param(
+            ("backfill", "--start", "2000-01-01", "--end", "2026-11-20"),
+            "longer than the limit of 3660",
+            id="backfill_too_long",
+        ),
+        pytest.param(
+            ("serve", "--timezone", "Mars/Olympus", "--check"),
+            "--timezone 'Mars/Olympus' is not an IANA time zone",
+            id="serve_timezone",
+        ),
+        pytest.param(
+            ("serve", "--weekly-cron", "monday", "--check"),
+            "--weekly-cron 'monday' is not a valid cron expression",
+            id="serve_cron",
+        ),
     ],
 )
 def test_bad_options_fail_before_any_work(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
@@ -146,9 +227,13 @@ def test_serve_check_prints_the_schedules() -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0] == "STEF deployments (schedules fire only with a Prefect server):"
-    assert lines[1] == ('  stef-nightly: flows.nightly.nightly, schedule 0 2 * * * (Europe/Zurich), '
-                        'parameters {"logs_root": "./logs", "warehouse": "/data/wh.duckdb"}')
-    assert lines[2].startswith("  stef-weekly-report: flows.weekly_report.weekly_report, schedule 0 6 * * 1 (Europe/Zurich), ")
+    assert lines[1] == (
+        "  stef-nightly: flows.nightly.nightly, schedule 0 2 * * * (Europe/Zurich), "
+        'parameters {"logs_root": "./logs", "warehouse": "/data/wh.duckdb"}'
+    )
+    assert lines[2].startswith(
+        "  stef-weekly-report: flows.weekly_report.weekly_report, schedule 0 6 * * 1 (Europe/Zurich), "
+    )
     assert lines[3].startswith("  stef-backfill: flows.backfill.backfill, no schedule (run on demand), ")
 
 
@@ -159,7 +244,9 @@ def test_serve_without_a_server_explains_how_to_start_one(monkeypatch: pytest.Mo
     with temporary_settings(restore_defaults={PREFECT_API_URL}):
         result = _invoke("serve")
     assert result.exit_code == 2
-    assert "stef serve needs a Prefect server for its schedules: start one with `prefect server start`" in " ".join(result.stderr.split())
+    assert "stef serve needs a Prefect server for its schedules: start one with `prefect server start`" in " ".join(
+        result.stderr.split()
+    )
 
 
 def test_help_lists_the_monitoring_commands() -> None:

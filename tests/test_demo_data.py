@@ -19,7 +19,9 @@ VERSIONS = {"v1.4.0", "v1.5.0"}
 
 def _day_folders() -> list[Traversable]:
     root = resources.files("flows.demo_data")
-    return sorted((entry for entry in root.iterdir() if entry.is_dir() and entry.name[:2] == "20"), key=lambda e: e.name)
+    return sorted(
+        (entry for entry in root.iterdir() if entry.is_dir() and entry.name[:2] == "20"), key=lambda e: e.name
+    )
 
 
 def _lines() -> list[tuple[str, str]]:

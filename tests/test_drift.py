@@ -9,7 +9,6 @@ from datetime import date
 
 import numpy as np
 import pytest
-from monitoring_support import bugs_pools, draw
 from pydantic import ValidationError
 from scipy import stats
 
@@ -30,12 +29,15 @@ from stef.monitor.drift import (
     trailing_window,
     version_sort_key,
 )
+from tests.support.monitoring_support import bugs_pools, draw
 
 FAST = DriftThresholds(n_resamples=500)
 """Fewer resamples keep the tests fast; the decision logic is the same."""
 
 
-def sample(scores: list[float], unscored: int = 0, verdicts: tuple[str, ...] = (), filters: tuple[str, ...] = ()) -> DriftSample:
+def sample(
+    scores: list[float], unscored: int = 0, verdicts: tuple[str, ...] = (), filters: tuple[str, ...] = ()
+) -> DriftSample:
     return DriftSample(tuple(scores), records=len(scores) + unscored, verdicts=verdicts, filter_statuses=filters)
 
 
@@ -47,9 +49,13 @@ def sample(scores: list[float], unscored: int = 0, verdicts: tuple[str, ...] = (
     [
         pytest.param([5.0, 15.0], [5.0, 15.0], 0.0, id="identical"),
         # shares (0.5, 0.5) -> (0.25, 0.75): (0.25-0.5) ln(0.5) + (0.75-0.5) ln(1.5)
-        pytest.param([5.0, 15.0], [5.0, 15.0, 15.0, 15.0], -0.25 * math.log(0.5) + 0.25 * math.log(1.5), id="shift_within_bins"),
+        pytest.param(
+            [5.0, 15.0], [5.0, 15.0, 15.0, 15.0], -0.25 * math.log(0.5) + 0.25 * math.log(1.5), id="shift_within_bins"
+        ),
         # an empty bin counts as 1e-4: (1-0.5) ln(1/0.5) + (1e-4-0.5) ln(1e-4/0.5)
-        pytest.param([5.0, 15.0], [5.0, 5.0], 0.5 * math.log(2) + (1e-4 - 0.5) * math.log(1e-4 / 0.5), id="empty_bin_epsilon"),
+        pytest.param(
+            [5.0, 15.0], [5.0, 5.0], 0.5 * math.log(2) + (1e-4 - 0.5) * math.log(1e-4 / 0.5), id="empty_bin_epsilon"
+        ),
         # 100 falls in the last bin [90, 100]
         pytest.param([95.0, 100.0], [90.0, 100.0], 0.0, id="hundred_in_last_bin"),
     ],
@@ -75,7 +81,11 @@ def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
     expected = stats.bootstrap(
         (baseline, candidate),
         lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
-        paired=False, vectorized=True, n_resamples=500, method="percentile", confidence_level=0.95,
+        paired=False,
+        vectorized=True,
+        n_resamples=500,
+        method="percentile",
+        confidence_level=0.95,
         rng=np.random.default_rng(0),
     ).confidence_interval
     assert delta.baseline == pytest.approx(baseline.mean())
@@ -103,7 +113,11 @@ def test_category_test_matches_chi2_contingency() -> None:
     expected = stats.chi2_contingency(table)
     assert result.categories == ("CORRECT", "INCORRECT", "LIKELY_CORRECT")
     assert (result.baseline_counts, result.candidate_counts) == ((50, 10, 40), (30, 30, 40))
-    assert (result.statistic, result.pvalue, result.dof) == (pytest.approx(expected.statistic), pytest.approx(expected.pvalue), 2)
+    assert (result.statistic, result.pvalue, result.dof) == (
+        pytest.approx(expected.statistic),
+        pytest.approx(expected.pvalue),
+        2,
+    )
     assert result.cramers_v == pytest.approx(math.sqrt(expected.statistic / 200))
 
 
@@ -137,7 +151,12 @@ def test_compare_reports_the_scipy_statistics() -> None:
     assert result.verdict_test is not None
     assert result.verdict_test.statistic == pytest.approx(stats.chi2_contingency([[300, 100], [150, 150]]).statistic)
     assert result.filter_status_test is None  # no filter statuses given
-    assert (result.n_baseline, result.n_candidate, result.records_baseline, result.records_candidate) == (400, 300, 410, 330)
+    assert (result.n_baseline, result.n_candidate, result.records_baseline, result.records_candidate) == (
+        400,
+        300,
+        410,
+        330,
+    )
     assert result.baseline_histogram == score_histogram(b)
     summary = result.summary()
     assert summary["mean_delta"] == pytest.approx(np.mean(c) - np.mean(b))
@@ -154,25 +173,66 @@ def _cycle(values: list[float], n: int) -> list[float]:
 @pytest.mark.parametrize(
     ("baseline", "candidate", "verdict", "direction", "fired"),
     [
-        pytest.param(sample(_cycle([60.0, 80.0, 100.0], 300)), sample(_cycle([50.0, 70.0, 90.0], 300)),
-                     DriftVerdict.DRIFT, DriftDirection.WORSE, "mean", id="ten_points_lower_is_worse"),
-        pytest.param(sample(_cycle([50.0, 70.0, 90.0], 300)), sample(_cycle([60.0, 80.0, 100.0], 300)),
-                     DriftVerdict.DRIFT, DriftDirection.BETTER, "mean", id="ten_points_higher_is_better"),
-        pytest.param(sample(_cycle([40.0, 80.0, 100.0], 300)), sample(_cycle([40.0, 80.0, 100.0], 300)),
-                     DriftVerdict.NO_DRIFT, None, None, id="same_scores"),
+        pytest.param(
+            sample(_cycle([60.0, 80.0, 100.0], 300)),
+            sample(_cycle([50.0, 70.0, 90.0], 300)),
+            DriftVerdict.DRIFT,
+            DriftDirection.WORSE,
+            "mean",
+            id="ten_points_lower_is_worse",
+        ),
+        pytest.param(
+            sample(_cycle([50.0, 70.0, 90.0], 300)),
+            sample(_cycle([60.0, 80.0, 100.0], 300)),
+            DriftVerdict.DRIFT,
+            DriftDirection.BETTER,
+            "mean",
+            id="ten_points_higher_is_better",
+        ),
+        pytest.param(
+            sample(_cycle([40.0, 80.0, 100.0], 300)),
+            sample(_cycle([40.0, 80.0, 100.0], 300)),
+            DriftVerdict.NO_DRIFT,
+            None,
+            None,
+            id="same_scores",
+        ),
         # 0.3 points lower at n = 20,000 per side: the interval excludes 0, the effect is trivial
-        pytest.param(sample(_cycle([60.0, 80.0], 20_000)), sample(_cycle([59.7, 79.7], 20_000)),
-                     DriftVerdict.NO_DRIFT, None, None, id="trivial_shift_at_large_n"),
+        pytest.param(
+            sample(_cycle([60.0, 80.0], 20_000)),
+            sample(_cycle([59.7, 79.7], 20_000)),
+            DriftVerdict.NO_DRIFT,
+            None,
+            None,
+            id="trivial_shift_at_large_n",
+        ),
         # only 50 of 400 candidate records scored: coverage collapses, too few scores for the rest
-        pytest.param(sample(_cycle([60.0, 80.0], 400)), sample(_cycle([60.0, 80.0], 50), unscored=350),
-                     DriftVerdict.DRIFT, DriftDirection.WORSE, "coverage", id="coverage_collapse_with_few_scores"),
+        pytest.param(
+            sample(_cycle([60.0, 80.0], 400)),
+            sample(_cycle([60.0, 80.0], 50), unscored=350),
+            DriftVerdict.DRIFT,
+            DriftDirection.WORSE,
+            "coverage",
+            id="coverage_collapse_with_few_scores",
+        ),
         # scores up, coverage down
-        pytest.param(sample(_cycle([50.0, 70.0], 400)), sample(_cycle([70.0, 90.0], 300), unscored=100),
-                     DriftVerdict.DRIFT, DriftDirection.MIXED, "mean", id="mixed_directions"),
+        pytest.param(
+            sample(_cycle([50.0, 70.0], 400)),
+            sample(_cycle([70.0, 90.0], 300), unscored=100),
+            DriftVerdict.DRIFT,
+            DriftDirection.MIXED,
+            "mean",
+            id="mixed_directions",
+        ),
     ],
 )
-def test_decision_rule(baseline: DriftSample, candidate: DriftSample, verdict: DriftVerdict,
-                       direction: DriftDirection | None, fired: str | None) -> None:
+def test_decision_rule(
+    baseline: DriftSample,
+    candidate: DriftSample,
+    verdict: DriftVerdict,
+    direction: DriftDirection | None,
+    fired: str | None,
+) -> None:
     result = compare(baseline, candidate, FAST)
     assert (result.verdict, result.direction) == (verdict, direction)
     if fired is not None:
@@ -209,7 +269,10 @@ def test_thresholds_are_configurable() -> None:
     baseline, candidate = sample(_cycle([60.0, 80.0], 300)), sample(_cycle([57.0, 77.0], 300))
     assert compare(baseline, candidate, FAST).verdict is DriftVerdict.DRIFT
     assert compare(baseline, candidate, FAST.model_copy(update={"mean_delta": 5.0})).verdict is DriftVerdict.NO_DRIFT
-    assert compare(baseline, candidate, FAST.model_copy(update={"min_samples": 500})).verdict is DriftVerdict.INSUFFICIENT_DATA
+    assert (
+        compare(baseline, candidate, FAST.model_copy(update={"min_samples": 500})).verdict
+        is DriftVerdict.INSUFFICIENT_DATA
+    )
 
 
 @pytest.mark.parametrize(
@@ -217,7 +280,9 @@ def test_thresholds_are_configurable() -> None:
     [
         pytest.param({"min_samples": 1}, r"min_samples\s+Input should be greater than or equal to 2", id="min_samples"),
         pytest.param({"confidence_level": 1.0}, r"confidence_level\s+Input should be less than 1", id="confidence"),
-        pytest.param({"ci_method": "studentized"}, r"ci_method\s+Input should be 'percentile', 'basic' or 'BCa'", id="method"),
+        pytest.param(
+            {"ci_method": "studentized"}, r"ci_method\s+Input should be 'percentile', 'basic' or 'BCa'", id="method"
+        ),
         pytest.param({"mean_delta": 1, "typo": 2}, r"typo\s+Extra inputs are not permitted", id="unknown_field"),
     ],
 )
@@ -240,12 +305,19 @@ def test_invalid_samples_are_rejected(scores: tuple[float, ...], records: int, m
 
 
 def test_sample_from_rows_counts_unscored_rows() -> None:
-    s = DriftSample.from_rows([
-        ("evaluated", 80.0, "CORRECT", "FULLY_APPLIED"),
-        ("parse_error", None, None, None),
-        ("evaluated", 40.0, "INCORRECT", "NOT_APPLIED"),
-    ])
-    assert (s.scores, s.records, s.verdicts, s.filter_statuses) == ((80.0, 40.0), 3, ("CORRECT", "INCORRECT"), ("FULLY_APPLIED", "NOT_APPLIED"))
+    s = DriftSample.from_rows(
+        [
+            ("evaluated", 80.0, "CORRECT", "FULLY_APPLIED"),
+            ("parse_error", None, None, None),
+            ("evaluated", 40.0, "INCORRECT", "NOT_APPLIED"),
+        ]
+    )
+    assert (s.scores, s.records, s.verdicts, s.filter_statuses) == (
+        (80.0, 40.0),
+        3,
+        ("CORRECT", "INCORRECT"),
+        ("FULLY_APPLIED", "NOT_APPLIED"),
+    )
     assert s.coverage == pytest.approx(2 / 3)
 
 
@@ -266,7 +338,11 @@ def test_windows() -> None:
     ("first_seen", "expected"),
     [
         pytest.param({"v2.0": date(2026, 11, 2), "v1.0": date(2026, 11, 1)}, ["v1.0", "v2.0"], id="by_first_day"),
-        pytest.param({"v1.10.0": date(2026, 11, 1), "v1.9.0": date(2026, 11, 1)}, ["v1.9.0", "v1.10.0"], id="natural_order_on_ties"),
+        pytest.param(
+            {"v1.10.0": date(2026, 11, 1), "v1.9.0": date(2026, 11, 1)},
+            ["v1.9.0", "v1.10.0"],
+            id="natural_order_on_ties",
+        ),
         pytest.param({"b": date(2026, 11, 1), "a": date(2026, 11, 5)}, ["b", "a"], id="names_without_numbers"),
     ],
 )
@@ -290,7 +366,9 @@ def pools() -> dict[bool, tuple[tuple[str, float | None, str | None, str | None]
     return bugs_pools()
 
 
-def test_real_scores_are_lower_on_incorrect_sql(pools: dict[bool, tuple[tuple[str, float | None, str | None, str | None], ...]]) -> None:
+def test_real_scores_are_lower_on_incorrect_sql(
+    pools: dict[bool, tuple[tuple[str, float | None, str | None, str | None], ...]],
+) -> None:
     correct = [row[1] for row in pools[True] if row[1] is not None]
     incorrect = [row[1] for row in pools[False] if row[1] is not None]
     assert (len(correct), len(incorrect)) == (60, 60)
@@ -307,7 +385,11 @@ def test_real_scores_are_lower_on_incorrect_sql(pools: dict[bool, tuple[tuple[st
 )
 def test_decision_on_real_nl2sql_bugs_scores(
     pools: dict[bool, tuple[tuple[str, float | None, str | None, str | None], ...]],
-    baseline_share: float, candidate_share: float, n: int, verdict: DriftVerdict, direction: DriftDirection | None,
+    baseline_share: float,
+    candidate_share: float,
+    n: int,
+    verdict: DriftVerdict,
+    direction: DriftDirection | None,
 ) -> None:
     rng = np.random.default_rng(2026)
     result = compare(draw(pools, n, baseline_share, rng), draw(pools, n, candidate_share, rng), FAST)

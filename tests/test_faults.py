@@ -27,8 +27,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from checkout import checkout_env
-from demo_records import demo_source_records
+from tests.support.checkout import checkout_env
+from tests.support.demo_records import demo_source_records
 
 DAY = date(2026, 11, 20)
 OTHER_DAY = date(2026, 11, 21)
@@ -80,8 +80,14 @@ def _start_stef(tmp_path: Path, name: str, args: list[str], env: dict[str, str])
     """Start the hooked ``stef`` with stdout/stderr in ``<tmp>/<name>.out|.err``."""
     with (tmp_path / f"{name}.out").open("wb") as out, (tmp_path / f"{name}.err").open("wb") as err:
         # Own process group: a kill takes the run's temporary Prefect server with it (no orphans).
-        return subprocess.Popen([sys.executable, "-c", _HOOKED_STEF, *args], stdout=out, stderr=err, env=env, cwd=tmp_path,
-                                start_new_session=True)
+        return subprocess.Popen(
+            [sys.executable, "-c", _HOOKED_STEF, *args],
+            stdout=out,
+            stderr=err,
+            env=env,
+            cwd=tmp_path,
+            start_new_session=True,
+        )
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
@@ -93,7 +99,9 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _wait_for(condition: Any, what: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 150.0) -> None:
+def _wait_for(
+    condition: Any, what: str, process: subprocess.Popen[bytes] | None = None, timeout: float = 150.0
+) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if process is not None and process.poll() is not None:
@@ -106,8 +114,12 @@ def _wait_for(condition: Any, what: str, process: subprocess.Popen[bytes] | None
 def _day_counts(warehouse: Path, day: date) -> tuple[int, int, int, int]:
     """(agent_runs rows, distinct run ids, evaluations rows, distinct evaluated run ids) of the day."""
     with duckdb.connect(str(warehouse), read_only=True) as conn:
-        runs = conn.execute("SELECT count(*), count(DISTINCT run_id) FROM agent_runs WHERE log_date = ?", [day]).fetchone()
-        evals = conn.execute("SELECT count(*), count(DISTINCT run_id) FROM evaluations WHERE log_date = ?", [day]).fetchone()
+        runs = conn.execute(
+            "SELECT count(*), count(DISTINCT run_id) FROM agent_runs WHERE log_date = ?", [day]
+        ).fetchone()
+        evals = conn.execute(
+            "SELECT count(*), count(DISTINCT run_id) FROM evaluations WHERE log_date = ?", [day]
+        ).fetchone()
     assert runs is not None and evals is not None
     return int(runs[0]), int(runs[1]), int(evals[0]), int(evals[1])
 
@@ -123,7 +135,9 @@ def _stored_run_ids(warehouse: Path, day: date) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
-@pytest.mark.parametrize("hold_at", ["_record_stored_day", "_quarantine_table"], ids=["inside_the_transaction", "while_staging"])
+@pytest.mark.parametrize(
+    "hold_at", ["_record_stored_day", "_quarantine_table"], ids=["inside_the_transaction", "while_staging"]
+)
 def test_sigkill_while_storing_then_rerun_stores_every_record_exactly_once(tmp_path: Path, hold_at: str) -> None:
     from flows.nightly import nightly
 
@@ -167,11 +181,18 @@ def test_two_concurrent_nightly_runs_on_one_warehouse_wait_for_each_other(tmp_pa
 
     def one_holds_the_lock_and_the_other_waits() -> bool:
         holding = [name for name in processes if (tmp_path / f"{name}.storing").exists()]
-        waiting = [name for name in processes if b"is locked by another process; waiting" in (tmp_path / f"{name}.err").read_bytes()]
+        waiting = [
+            name
+            for name in processes
+            if b"is locked by another process; waiting" in (tmp_path / f"{name}.err").read_bytes()
+        ]
         return len(holding) == 1 and len(waiting) == 1 and holding != waiting
 
     try:
-        _wait_for(one_holds_the_lock_and_the_other_waits, "one run inside its store transaction and the other waiting for the lock")
+        _wait_for(
+            one_holds_the_lock_and_the_other_waits,
+            "one run inside its store transaction and the other waiting for the lock",
+        )
         release.touch()
         for process in processes.values():
             process.wait(timeout=120)
@@ -217,16 +238,29 @@ def held_warehouse(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
-def test_nightly_on_a_locked_warehouse_fails_with_the_real_wait(held_warehouse: Path, log_day: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import flows.nightly  # noqa: F401  (Prefect's console handler binds to the real stderr first)
+def test_nightly_on_a_locked_warehouse_fails_with_the_real_wait(
+    held_warehouse: Path, log_day: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from typer.testing import CliRunner
 
+    import flows.nightly  # noqa: F401  (Prefect's console handler binds to the real stderr first)
     from flows.cli import app
 
     monkeypatch.setenv("STEF_LOCK_TIMEOUT_S", "1")
     started = time.monotonic()
     result = CliRunner().invoke(
-        app, ["nightly", "--date", "2026-11-20", "--logs-root", str(log_day), "--warehouse", str(held_warehouse), "--max-bad-share", "0.5"]
+        app,
+        [
+            "nightly",
+            "--date",
+            "2026-11-20",
+            "--logs-root",
+            str(log_day),
+            "--warehouse",
+            str(held_warehouse),
+            "--max-bad-share",
+            "0.5",
+        ],
     )
     elapsed = time.monotonic() - started
     assert result.exit_code == 2
@@ -311,7 +345,9 @@ def test_reading_a_50mb_log_streams(tmp_path: Path, bad_line: bytes) -> None:
     small.write_bytes(b"".join(big.open("rb").readlines()[:3]))
 
     def peak(path: Path) -> tuple[int, int, int]:
-        out = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(path)], capture_output=True, text=True, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK_RSS, str(path)], capture_output=True, text=True, check=True
+        ).stdout
         good, bad, rss_kib = (int(value) for value in out.split())
         return good, bad, rss_kib
 
@@ -341,7 +377,9 @@ def test_nightly_on_a_local_dask_cluster_stores_the_same_rows_as_threads(tmp_pat
         for runner in ("thread", "dask"):
             warehouse = tmp_path / f"{runner}.duckdb"
             extra = {"dask_address": cluster.scheduler_address} if runner == "dask" else {}
-            summary = run_nightly(task_runner=runner, log_date=DAY, logs_root=str(logs), warehouse=str(warehouse), batch_size=50, **extra)  # type: ignore[arg-type]
+            summary = run_nightly(
+                task_runner=runner, log_date=DAY, logs_root=str(logs), warehouse=str(warehouse), batch_size=50, **extra
+            )  # type: ignore[arg-type]
             assert summary.records == 300
             with duckdb.connect(str(warehouse), read_only=True) as conn:
                 rows[runner] = conn.execute(f"SELECT {columns} FROM evaluations ORDER BY run_id").fetchall()

@@ -20,7 +20,6 @@ from typing import Any, cast
 import duckdb
 import pytest
 from markdown_it import MarkdownIt
-from monitoring_support import write_log_day
 from typer.testing import CliRunner
 
 import tasks.report
@@ -36,12 +35,13 @@ from stef.display import (
     one_line,
     shorten,
 )
-from stef.monitor.drift import order_versions, version_sort_key
 from stef.logs import parse_line
 from stef.models import AlignmentResult, Evaluation, EvaluationStatus, FilterStatus, SuspectedError, Verdict
+from stef.monitor.drift import order_versions, version_sort_key
 from stef.pipeline.score import band_for
 from tasks.drift import drift_markdown, plan_version_check, run_check
 from tasks.report import Chart, ReportData, collect, render_charts, render_html, render_markdown
+from tests.support.monitoring_support import write_log_day
 from warehouse import compute_daily_metrics, connect, store_day
 from warehouse.monitoring import store_drift_checks
 
@@ -88,7 +88,23 @@ HOSTILE = [
 
 _MD = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
 """CommonMark + GFM tables and strikethrough, raw HTML allowed: an unescaped tag shows in the output."""
-REPORT_MD_TAGS = {"h1", "h2", "h3", "p", "table", "thead", "tbody", "tr", "th", "td", "strong", "code", "pre", "ul", "li"}
+REPORT_MD_TAGS = {
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "strong",
+    "code",
+    "pre",
+    "ul",
+    "li",
+}
 """The tags the Markdown twin's own template produces."""
 
 
@@ -137,7 +153,7 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-_BOX = {code: None for code in range(0x2500, 0x2580)}
+_BOX = dict.fromkeys(range(9472, 9600))
 
 
 def _flat(text: str) -> str:
@@ -176,7 +192,9 @@ def test_md_code_cannot_be_closed_by_its_content(value: str) -> None:
 def test_md_code_block_keeps_the_text_verbatim(value: str) -> None:
     page = _markdown_page(f"- a list\n\n{md_code_block(value, 'sql')}\n\nafter")
     assert page.names == {"ul", "li", "pre", "code", "p"}
-    expected = value.replace("\r\n", "\n").replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace("\u202e", "\\u202e")
+    expected = (
+        value.replace("\r\n", "\n").replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace("\u202e", "\\u202e")
+    )
     assert page.pre_texts == [expected + "\n"]
 
 
@@ -225,8 +243,11 @@ def test_md_cells_escape_and_shorten_strings_only() -> None:
 @pytest.mark.parametrize(
     ("versions", "expected"),
     [
-        pytest.param(["v" + "1" + "0" * 4400, "v" + "9" * 4301, "v10"], ["v10", "v" + "9" * 4301, "v" + "1" + "0" * 4400],
-                     id="digit_runs_beyond_int_limit_compare_by_value"),
+        pytest.param(
+            ["v" + "1" + "0" * 4400, "v" + "9" * 4301, "v10"],
+            ["v10", "v" + "9" * 4301, "v" + "1" + "0" * 4400],
+            id="digit_runs_beyond_int_limit_compare_by_value",
+        ),
         pytest.param(["v2", "v1²", "v1"], ["v1", "v1²", "v2"], id="superscript_is_text"),
         pytest.param(["v١٢", "v3", "v12"], ["v3", "v12", "v١٢"], id="arabic_indic_digits_are_text"),
         pytest.param(["v010", "v10", "v9"], ["v9", "v10", "v010"], id="leading_zeros_break_ties"),
@@ -240,27 +261,50 @@ def test_version_sort_key_orders_any_version(versions: list[str], expected: list
 # --------------------------------------------------------------------------- the weekly report
 
 
-def _store(conn: duckdb.DuckDBPyConnection, day: date, rows: list[tuple[str, str, str, float, bool]], value: str) -> None:
+def _store(
+    conn: duckdb.DuckDBPyConnection, day: date, rows: list[tuple[str, str, str, float, bool]], value: str
+) -> None:
     """Store ``(run_id, agent_id, agent_version, score, missing filter)`` rows whose question,
     enriched question, SQL, rationale, evidence and filters all hold ``value``."""
     lines, evaluations = [], []
     for number, (run_id, agent, version, score, missing) in enumerate(rows, start=1):
-        payload = {"run_id": run_id, "timestamp": f"{day.isoformat()}T10:00:00+00:00", "agent_id": agent,
-                   "agent_version": version, "question": f"How many {value}?", "enriched_question": value,
-                   "sql": f"SELECT COUNT(*) FROM t WHERE c = '{value}'\n{value}"}
+        payload = {
+            "run_id": run_id,
+            "timestamp": f"{day.isoformat()}T10:00:00+00:00",
+            "agent_id": agent,
+            "agent_version": version,
+            "question": f"How many {value}?",
+            "enriched_question": value,
+            "sql": f"SELECT COUNT(*) FROM t WHERE c = '{value}'\n{value}",
+        }
         line = parse_line(json.dumps(payload).encode(), f"{day}/agent.jsonl", number)
         assert line is not None and line.record is not None, line
         lines.append(line)
-        evaluations.append(Evaluation(
-            run_id=run_id, status=EvaluationStatus.EVALUATED, score=score, band=band_for(score),
-            filter_status=FilterStatus.NOT_APPLIED if missing else FilterStatus.FULLY_APPLIED,
-            verdict=Verdict.INCORRECT if missing else Verdict.LIKELY_CORRECT, confidence=0.9, rationale=value,
-            agent_id=agent, agent_version=version,
-            alignment=AlignmentResult(status=FilterStatus.NOT_APPLIED if missing else FilterStatus.FULLY_APPLIED,
-                                      missing=(value,) if missing else ()),
-            suspected_errors=(SuspectedError(category="Condition-Related Errors", subcategory="Explicit Condition Missing",
-                                             evidence=value),) if missing else (),
-        ))
+        evaluations.append(
+            Evaluation(
+                run_id=run_id,
+                status=EvaluationStatus.EVALUATED,
+                score=score,
+                band=band_for(score),
+                filter_status=FilterStatus.NOT_APPLIED if missing else FilterStatus.FULLY_APPLIED,
+                verdict=Verdict.INCORRECT if missing else Verdict.LIKELY_CORRECT,
+                confidence=0.9,
+                rationale=value,
+                agent_id=agent,
+                agent_version=version,
+                alignment=AlignmentResult(
+                    status=FilterStatus.NOT_APPLIED if missing else FilterStatus.FULLY_APPLIED,
+                    missing=(value,) if missing else (),
+                ),
+                suspected_errors=(
+                    SuspectedError(
+                        category="Condition-Related Errors", subcategory="Explicit Condition Missing", evidence=value
+                    ),
+                )
+                if missing
+                else (),
+            )
+        )
     store_day(conn, day, lines, evaluations)
     compute_daily_metrics(conn, day)
 
@@ -273,7 +317,9 @@ def _hostile_week(conn: duckdb.DuckDBPyConnection, value: str) -> None:
     for offset in range(7):
         rows = [(f"{value}-a{offset}-{i}", value, value, score, False) for i, score in enumerate([70.0, 90.0] * 2)]
         if offset >= 3:
-            rows += [(f"{value}-b{offset}-{i}", value, value + "+1", score, True) for i, score in enumerate([40.0, 60.0] * 2)]
+            rows += [
+                (f"{value}-b{offset}-{i}", value, value + "+1", score, True) for i, score in enumerate([40.0, 60.0] * 2)
+            ]
         _store(conn, MONDAY + timedelta(days=offset), rows, value)
     plan = plan_version_check(conn, value, _evaluator_version(conn), end=MONDAY + timedelta(days=6))
     store_drift_checks(conn, [run_check(conn, plan, DriftThresholds(min_samples=5, n_resamples=100)).row("nightly")])
@@ -300,15 +346,24 @@ def test_markdown_twin_shows_every_field_as_text(hostile: tuple[str, Path, Repor
     page = _markdown_page(markdown)
     assert page.names <= REPORT_MD_TAGS  # no tag, image or link from the data
     text = page.text
-    for shown in (f"How many {one_line(value)}?", f"enriched question: {one_line(value)}", f"missing filters: {one_line(value)}",
-                  f"Explicit Condition Missing: {one_line(value)}", f"rationale: {one_line(value)}", f"Agent {one_line(value)}",
-                  f"run {one_line(value)}-b"):
+    for shown in (
+        f"How many {one_line(value)}?",
+        f"enriched question: {one_line(value)}",
+        f"missing filters: {one_line(value)}",
+        f"Explicit Condition Missing: {one_line(value)}",
+        f"rationale: {one_line(value)}",
+        f"Agent {one_line(value)}",
+        f"run {one_line(value)}-b",
+    ):
         assert shown in text
     assert shorten(value) in text and shorten(value + "+1") in text
     sql = value.replace("\r\n", "\n").replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace("\u202e", "\\u202e")
     assert len(page.pre_texts) == 10 and all(block.endswith(f"'{sql}'\n{sql}\n") for block in page.pre_texts)
     rows = _table_rows(_MD.render(_section(markdown, "## Headline")))
-    assert [row[:3] for row in rows[1:]] == [[shorten(value), shorten(value), "28"], [shorten(value), shorten(value + "+1"), "16"]]
+    assert [row[:3] for row in rows[1:]] == [
+        [shorten(value), shorten(value), "28"],
+        [shorten(value), shorten(value + "+1"), "16"],
+    ]
     assert rows[2][-1] == f"drift / worse vs {shorten(value)}"  # the cells did not shift
 
 
@@ -346,16 +401,48 @@ def _table_rows(html: str) -> list[list[str]]:
 
 def test_html_report_escapes_and_shortens_names(hostile: tuple[str, Path, ReportData]) -> None:
     value, _, data = hostile
-    charts = [Chart(agent, kind, f"{shorten(agent)}: {kind}", "data:image/png;base64,") for agent in data.agents
-              for kind in ("histogram", "trend", "breakdown")]  # drawn in test_charts_draw_names_as_plain_shortened_text
+    charts = [
+        Chart(agent, kind, f"{shorten(agent)}: {kind}", "data:image/png;base64,")
+        for agent in data.agents
+        for kind in ("histogram", "trend", "breakdown")
+    ]  # drawn in test_charts_draw_names_as_plain_shortened_text
     page = _Page(render_html(data, charts))
-    assert page.names <= {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "code", "strong", "div", "table",
-                          "thead", "tbody", "tr", "th", "td", "span", "img", "br", "pre", "ul", "li"}
-    assert [attrs["alt"] for tag, attrs in page.tags if tag == "img"] == [f"{shorten(value)}: {k}" for k in ("histogram", "trend", "breakdown")]
+    assert page.names <= {
+        "html",
+        "head",
+        "meta",
+        "title",
+        "style",
+        "body",
+        "h1",
+        "h2",
+        "h3",
+        "p",
+        "code",
+        "strong",
+        "div",
+        "table",
+        "thead",
+        "tbody",
+        "tr",
+        "th",
+        "td",
+        "span",
+        "img",
+        "br",
+        "pre",
+        "ul",
+        "li",
+    }
+    assert [attrs["alt"] for tag, attrs in page.tags if tag == "img"] == [
+        f"{shorten(value)}: {k}" for k in ("histogram", "trend", "breakdown")
+    ]
     assert value in page.text  # the question and the SQL, whole (escaped by Jinja, decoded by the parser)
     assert f"Agent {shorten(value)}" in page.text
     titles = [attrs["title"] for tag, attrs in page.tags if tag == "span" and attrs.get("class") == "name"]
-    assert (one_line(value) in titles) == (shorten(value) != one_line(value))  # a shortened name keeps the whole as a tooltip
+    assert (one_line(value) in titles) == (
+        shorten(value) != one_line(value)
+    )  # a shortened name keeps the whole as a tooltip
 
 
 def test_html_headline_keeps_long_names_narrow() -> None:
@@ -389,8 +476,9 @@ def captured_figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     return figures
 
 
-def test_charts_draw_names_as_plain_shortened_text(hostile: tuple[str, Path, ReportData], captured_figures: list[Any],
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_charts_draw_names_as_plain_shortened_text(
+    hostile: tuple[str, Path, ReportData], captured_figures: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import matplotlib
     from matplotlib.text import Text
 
@@ -414,30 +502,48 @@ def test_charts_draw_names_as_plain_shortened_text(hostile: tuple[str, Path, Rep
 
 def test_drift_prints_names_as_text(hostile: tuple[str, Path, ReportData]) -> None:
     value, path, _ = hostile
-    result = CliRunner().invoke(app, ["drift", "--warehouse", str(path), f"--agent={value}", "--min-samples", "5", "--no-store"], env=WIDE)
+    result = CliRunner().invoke(
+        app, ["drift", "--warehouse", str(path), f"--agent={value}", "--min-samples", "5", "--no-store"], env=WIDE
+    )
     assert result.exit_code == 0, result.output
     output = _squash(result.stdout)
     assert _squash(f"Drift check — agent {shorten(value)} (version)") in output
-    assert _squash(f"baseline {shorten(value)} 2026-11-23") in output and _squash(f"candidate {shorten(value + '+1')} 2026-11-23") in output
+    assert (
+        _squash(f"baseline {shorten(value)} 2026-11-23") in output
+        and _squash(f"candidate {shorten(value + '+1')} 2026-11-23") in output
+    )
     assert "drift / worse" in output
 
-    as_json = CliRunner().invoke(app, ["drift", "--warehouse", str(path), f"--agent={value}", "--min-samples", "5", "--json", "--no-store"])
+    as_json = CliRunner().invoke(
+        app, ["drift", "--warehouse", str(path), f"--agent={value}", "--min-samples", "5", "--json", "--no-store"]
+    )
     assert as_json.exit_code == 0, as_json.output
     summary = json.loads(as_json.stdout)
-    assert (summary["agent_id"], summary["baseline_version"], summary["candidate_version"]) == (value, value, value + "+1")
+    assert (summary["agent_id"], summary["baseline_version"], summary["candidate_version"]) == (
+        value,
+        value,
+        value + "+1",
+    )
 
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_evaluate_prints_run_ids_and_reasons_as_text(value: str, tmp_path: Path) -> None:
     base = {"timestamp": "2026-11-26T10:00:00+00:00", "agent_id": value, "agent_version": value}
     lines = [
-        {**base, "run_id": value, "question": "How many orders in 2025?", "sql": "SELECT count(*) FROM orders WHERE year = 2025"},
+        {
+            **base,
+            "run_id": value,
+            "question": "How many orders in 2025?",
+            "sql": "SELECT count(*) FROM orders WHERE year = 2025",
+        },
         {**base, "run_id": value + "-dialect", "question": value, "sql": "SELECT 1", "dialect": value},
         {**base, "run_id": value + "-invalid"},
     ]
     source = tmp_path / "logs.jsonl"
     source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
-    result = CliRunner().invoke(app, ["evaluate", str(source), "--out", str(tmp_path / "out.jsonl"), "--workers", "1"], env=WIDE)
+    result = CliRunner().invoke(
+        app, ["evaluate", str(source), "--out", str(tmp_path / "out.jsonl"), "--workers", "1"], env=WIDE
+    )
     assert result.exit_code == 0, result.output
     output = _flat(result.stdout)
     assert _flat(shorten(value + "-dialect")) in output and _flat(shorten(value + "-invalid")) in output, result.stdout
@@ -463,10 +569,23 @@ def test_evaluate_prints_file_names_as_text(name: str, tmp_path: Path) -> None:
 
 
 def test_drift_markdown_keeps_the_table_shape() -> None:
-    checks = [{"agent_id": value, "kind": "version", "baseline_version": value, "candidate_version": "v2 | x\n# h",
-               "baseline_window": ["2026-11-20", "2026-11-26"], "candidate_window": ["2026-11-20", "2026-11-26"],
-               "n_baseline": 30, "n_candidate": 30, "verdict": "drift", "direction": "worse", "mean_delta": -3.0,
-               "mean_delta_ci": [-4.0, -2.0]} for value in ("<script>x</script>", "a|b", "![](http://b.test/p.png)")]
+    checks = [
+        {
+            "agent_id": value,
+            "kind": "version",
+            "baseline_version": value,
+            "candidate_version": "v2 | x\n# h",
+            "baseline_window": ["2026-11-20", "2026-11-26"],
+            "candidate_window": ["2026-11-20", "2026-11-26"],
+            "n_baseline": 30,
+            "n_candidate": 30,
+            "verdict": "drift",
+            "direction": "worse",
+            "mean_delta": -3.0,
+            "mean_delta_ci": [-4.0, -2.0],
+        }
+        for value in ("<script>x</script>", "a|b", "![](http://b.test/p.png)")
+    ]
     html = _MD.render(drift_markdown(checks, "STEF drift checks 2026-11-26"))
     assert _Page(html).names <= {"h1", "p", "table", "thead", "tbody", "tr", "th", "td", "strong", "code"}
     rows = _table_rows(html)
@@ -489,11 +608,23 @@ def _hostile_logs(logs: Path, day: date) -> None:
         for version in (value, value + "+1"):
             for number in range(4):
                 correct = version == value or number % 2 == 0
-                sql = (f"SELECT COUNT(*) FROM orders WHERE region = 'Region {number}' AND order_year = 2025" if correct
-                       else "SELECT COUNT(*) FROM orders WHERE order_year = 2024")
-                records.append({"run_id": f"{value}-{index}-{version == value}-{number}", "timestamp": f"{day}T10:00:00+00:00",
-                                "agent_id": value, "agent_version": version, "app_id": "shop", "dialect": "postgres",
-                                "question": f"How many orders were placed in region 'Region {number}' in 2025? {value}", "sql": sql})
+                sql = (
+                    f"SELECT COUNT(*) FROM orders WHERE region = 'Region {number}' AND order_year = 2025"
+                    if correct
+                    else "SELECT COUNT(*) FROM orders WHERE order_year = 2024"
+                )
+                records.append(
+                    {
+                        "run_id": f"{value}-{index}-{version == value}-{number}",
+                        "timestamp": f"{day}T10:00:00+00:00",
+                        "agent_id": value,
+                        "agent_version": version,
+                        "app_id": "shop",
+                        "dialect": "postgres",
+                        "question": f"How many orders were placed in region 'Region {number}' in 2025? {value}",
+                        "sql": sql,
+                    }
+                )
     write_log_day(logs, day, records)
 
 
@@ -511,24 +642,39 @@ def hostile_night(tmp_path_factory: pytest.TempPathFactory, prefect_harness: Non
     _hostile_logs(root / "logs", day)
     warehouse_path = root / "wh.duckdb"
     env = {**WIDE, "STEF_DRIFT_THRESHOLDS": json.dumps({"min_samples": 2, "n_resamples": 100})}
-    nightly = CliRunner().invoke(app, ["nightly", "--date", day.isoformat(), "--logs-root", str(root / "logs"),
-                                       "--warehouse", str(warehouse_path)], env=env)
+    nightly = CliRunner().invoke(
+        app,
+        ["nightly", "--date", day.isoformat(), "--logs-root", str(root / "logs"), "--warehouse", str(warehouse_path)],
+        env=env,
+    )
     drift = cast(Any, Artifact.get(DRIFT_ARTIFACT_KEY))  # sync calls: not coroutines
     summary = cast(Any, Artifact.get(SUMMARY_ARTIFACT_KEY))
-    report = CliRunner().invoke(app, ["report", "--week", "2026-W48", "--warehouse", str(warehouse_path), "--out", str(root / "r.html")],
-                                env=WIDE)
+    report = CliRunner().invoke(
+        app,
+        ["report", "--week", "2026-W48", "--warehouse", str(warehouse_path), "--out", str(root / "r.html")],
+        env=WIDE,
+    )
     headline = cast(Any, Artifact.get(REPORT_ARTIFACT_KEY))
     with connect(warehouse_path, read_only=True) as conn:
         checks = conn.execute("SELECT agent_id, kind, verdict FROM drift_checks").fetchall()
-    yield {"nightly": nightly, "report": report, "drift": drift, "summary": summary, "headline": headline, "checks": checks,
-           "markdown": (root / "r.md").read_text(encoding="utf-8") if (root / "r.md").is_file() else ""}
+    yield {
+        "nightly": nightly,
+        "report": report,
+        "drift": drift,
+        "summary": summary,
+        "headline": headline,
+        "checks": checks,
+        "markdown": (root / "r.md").read_text(encoding="utf-8") if (root / "r.md").is_file() else "",
+    }
 
 
 @pytest.mark.flow
 def test_nightly_and_report_exit_0_with_hostile_agents(hostile_night: dict[str, Any]) -> None:
     assert hostile_night["nightly"].exit_code == 0, hostile_night["nightly"].output
     assert hostile_night["report"].exit_code == 0, hostile_night["report"].output
-    assert len(hostile_night["checks"]) == 2 * len(HOSTILE)  # a version and a temporal check per agent: no drift step failed
+    assert len(hostile_night["checks"]) == 2 * len(
+        HOSTILE
+    )  # a version and a temporal check per agent: no drift step failed
     assert _markdown_page(hostile_night["markdown"]).names <= REPORT_MD_TAGS
 
 
@@ -536,13 +682,18 @@ def test_nightly_and_report_exit_0_with_hostile_agents(hostile_night: dict[str, 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_nightly_outputs_show_hostile_names_as_text(value: str, hostile_night: dict[str, Any]) -> None:
     nightly = _squash(hostile_night["nightly"].stdout)
-    assert _squash(f"{shorten(value)} {shorten(value)} ") in nightly and _squash(f"{shorten(value)} {shorten(value + '+1')} ") in nightly
+    assert (
+        _squash(f"{shorten(value)} {shorten(value)} ") in nightly
+        and _squash(f"{shorten(value)} {shorten(value + '+1')} ") in nightly
+    )
 
     drift = hostile_night["drift"]
     assert drift is not None and drift.type == "markdown"
     page = _markdown_page(str(drift.data))
     assert page.names <= {"h1", "p", "table", "thead", "tbody", "tr", "th", "td", "strong", "code"}
-    assert f"{shorten(value)} → {shorten(value + '+1')}" in [cell for row in _table_rows(_MD.render(str(drift.data))) for cell in row]
+    assert f"{shorten(value)} → {shorten(value + '+1')}" in [
+        cell for row in _table_rows(_MD.render(str(drift.data))) for cell in row
+    ]
 
     for artifact in (hostile_night["summary"], hostile_night["headline"]):
         assert artifact is not None and artifact.type == "table"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from llm_server import stub_llm_server
 from stef.llm.judge import PROMPT_VERSION
+from tests.support.llm_server import stub_llm_server
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -29,8 +29,15 @@ def test_nightly_with_a_model_caches_in_the_warehouse_and_sums_cost_per_day(log_
 
     warehouse_path = tmp_path / "wh.duckdb"
     with stub_llm_server(delay_s=0.0) as server:
-        settings: dict[str, Any] = {"logs_root": str(log_day), "warehouse": str(warehouse_path), "max_bad_share": 0.3,
-                                    "batch_size": 2, "judge": MODEL, "api_base": server.url, "concurrency": 2}
+        settings: dict[str, Any] = {
+            "logs_root": str(log_day),
+            "warehouse": str(warehouse_path),
+            "max_bad_share": 0.3,
+            "batch_size": 2,
+            "judge": MODEL,
+            "api_base": server.url,
+            "concurrency": 2,
+        }
         first = nightly(log_date="2026-11-20", **settings)
         asked = server.requests
         server.reset_counts()
@@ -40,7 +47,9 @@ def test_nightly_with_a_model_caches_in_the_warehouse_and_sums_cost_per_day(log_
     assert first.judge == MODEL and first.evaluator_version.endswith(f"+judge={MODEL};prompt={PROMPT_VERSION}")
     assert second.evaluator_version == first.evaluator_version
     with connect(warehouse_path, read_only=True) as conn:
-        judges = conn.execute("SELECT judge, count(*) FROM evaluations WHERE status = 'evaluated' GROUP BY judge").fetchall()
+        judges = conn.execute(
+            "SELECT judge, count(*) FROM evaluations WHERE status = 'evaluated' GROUP BY judge"
+        ).fetchall()
         versions = conn.execute("SELECT DISTINCT evaluator_version FROM evaluations").fetchall()
         cached = conn.execute("SELECT count(*), sum(cost_usd) FROM judge_cache").fetchall()[0]
         per_day = conn.execute(
@@ -59,14 +68,26 @@ def test_nightly_with_a_model_caches_in_the_warehouse_and_sums_cost_per_day(log_
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
-def test_nightly_with_a_hung_model_opens_one_breaker_for_the_run_and_stores_every_record(log_day: Path, tmp_path: Path) -> None:
+def test_nightly_with_a_hung_model_opens_one_breaker_for_the_run_and_stores_every_record(
+    log_day: Path, tmp_path: Path
+) -> None:
     from flows.nightly import DEFAULT_WORKERS, nightly
     from warehouse import connect
 
     warehouse_path = tmp_path / "wh.duckdb"
     with stub_llm_server(hang=True) as server:
-        summary = nightly(log_date="2026-11-20", logs_root=str(log_day), warehouse=str(warehouse_path), max_bad_share=0.3, batch_size=1,
-                          judge=MODEL, api_base=server.url, concurrency=1, timeout_s=0.3, breaker_failures=2)
+        summary = nightly(
+            log_date="2026-11-20",
+            logs_root=str(log_day),
+            warehouse=str(warehouse_path),
+            max_bad_share=0.3,
+            batch_size=1,
+            judge=MODEL,
+            api_base=server.url,
+            concurrency=1,
+            timeout_s=0.3,
+            breaker_failures=2,
+        )
         requests = server.requests
     # Four one-record batches on DEFAULT_WORKERS threads share the breaker: the two failures that
     # open it plus what was in flight, not 4 records x 4 attempts.
@@ -74,25 +95,53 @@ def test_nightly_with_a_hung_model_opens_one_breaker_for_the_run_and_stores_ever
     assert summary.evaluated == 4
     assert summary.judge_breaker is not None and summary.judge_breaker.startswith("circuit breaker opened after")
     with connect(warehouse_path, read_only=True) as conn:
-        rows = conn.execute("SELECT judge, judge_fallback_reason FROM evaluations WHERE status = 'evaluated'").fetchall()
+        rows = conn.execute(
+            "SELECT judge, judge_fallback_reason FROM evaluations WHERE status = 'evaluated'"
+        ).fetchall()
         fallbacks = conn.execute("SELECT sum(n_judge_fallback) FROM daily_agent_metrics").fetchall()[0][0]
     assert len(rows) == 4 and fallbacks == 4
-    assert all(judge == "symbolic" and f"{MODEL}: " in reason and "circuit breaker open after 2 consecutive" in reason for judge, reason in rows)
+    assert all(
+        judge == "symbolic" and f"{MODEL}: " in reason and "circuit breaker open after 2 consecutive" in reason
+        for judge, reason in rows
+    )
     assert all("timeout value=0.3," in reason for _, reason in rows)  # timeout_s reached every request
 
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 def test_stef_nightly_takes_timeout_and_breaker_failures(log_day: Path, tmp_path: Path) -> None:
-    import flows.nightly  # noqa: F401 - Prefect's console logging is set up before CliRunner swaps the streams
     from typer.testing import CliRunner
 
+    import flows.nightly
     from flows.cli import app
 
     with stub_llm_server(hang=True) as server:
-        result = CliRunner().invoke(app, ["nightly", "--date", "2026-11-20", "--logs-root", str(log_day), "--warehouse", str(tmp_path / "wh.duckdb"),
-                                          "--max-bad-share", "0.3", "--batch-size", "1", "--judge", MODEL, "--api-base", server.url,
-                                          "--concurrency", "1", "--timeout", "0.3", "--breaker-failures", "1"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "nightly",
+                "--date",
+                "2026-11-20",
+                "--logs-root",
+                str(log_day),
+                "--warehouse",
+                str(tmp_path / "wh.duckdb"),
+                "--max-bad-share",
+                "0.3",
+                "--batch-size",
+                "1",
+                "--judge",
+                MODEL,
+                "--api-base",
+                server.url,
+                "--concurrency",
+                "1",
+                "--timeout",
+                "0.3",
+                "--breaker-failures",
+                "1",
+            ],
+        )
         requests = server.requests
     assert result.exit_code == 0, result.output
     assert 1 <= requests <= 1 + flows.nightly.DEFAULT_WORKERS - 1

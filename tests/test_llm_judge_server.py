@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from llm_server import StubLLMServer, prompt_blocks, stub_llm_server, synthetic_records
-from stef.pipeline.evaluate import evaluate
 from stef.llm.evaluate import LLMEvaluator
 from stef.llm.judge import PROMPT_VERSION, JudgeSettings, import_litellm
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict
+from stef.pipeline.evaluate import evaluate
+from tests.support.llm_server import StubLLMServer, prompt_blocks, stub_llm_server, synthetic_records
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -30,7 +30,9 @@ def placeholder_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def write_logs(path: Path, rows: list[dict[str, Any]], extra_lines: tuple[str, ...] = ()) -> Path:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows) + "".join(line + "\n" for line in extra_lines), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(row) + "\n" for row in rows) + "".join(line + "\n" for line in extra_lines), encoding="utf-8"
+    )
     return path
 
 
@@ -92,7 +94,9 @@ def test_api_base_from_the_environment_and_a_zero_budget(tmp_path: Path, monkeyp
     out = tmp_path / "out.jsonl"
     with stub_llm_server(delay_s=0.0) as server:
         monkeypatch.setenv("STEF_LLM_API_BASE", server.url)
-        result = CliRunner().invoke(app, ["evaluate", str(logs), "--out", str(out), "--judge", MODEL, "--max-cost-usd", "0"])
+        result = CliRunner().invoke(
+            app, ["evaluate", str(logs), "--out", str(out), "--judge", MODEL, "--max-cost-usd", "0"]
+        )
         assert result.exit_code == 0, result.output
         assert server.requests == 0
         ok = CliRunner().invoke(app, ["evaluate", str(logs), "--out", str(out), "--judge", MODEL])
@@ -105,11 +109,24 @@ def test_api_base_from_the_environment_and_a_zero_budget(tmp_path: Path, monkeyp
 def test_hybrid_sends_only_uncertain_or_marginal_records(tmp_path: Path) -> None:
     rows = synthetic_records(10)
     symbolic = {r["run_id"]: evaluate(AgentLogRecord(**r)) for r in rows}
-    escalated = {run_id for run_id, e in symbolic.items() if e.verdict in (Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT)}
+    escalated = {
+        run_id for run_id, e in symbolic.items() if e.verdict in (Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT)
+    }
     out = tmp_path / "out.jsonl"
     with stub_llm_server(delay_s=0.0) as server:
-        result = CliRunner().invoke(app, ["evaluate", str(write_logs(tmp_path / "l.jsonl", rows)), "--out", str(out),
-                                          "--judge", f"hybrid:{MODEL}", "--api-base", server.url])
+        result = CliRunner().invoke(
+            app,
+            [
+                "evaluate",
+                str(write_logs(tmp_path / "l.jsonl", rows)),
+                "--out",
+                str(out),
+                "--judge",
+                f"hybrid:{MODEL}",
+                "--api-base",
+                server.url,
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert server.requests == len(escalated)
     stored = {row["run_id"]: row for row in read_rows(out)}
@@ -124,7 +141,9 @@ def test_hybrid_sends_only_uncertain_or_marginal_records(tmp_path: Path) -> None
 def test_random_http_500_every_record_keeps_a_status_and_fallbacks_say_so() -> None:
     records = [AgentLogRecord(**row) for row in synthetic_records(60)]
     with stub_llm_server(delay_s=0.0, fail_share=1 / 3, seed=7) as server:
-        evaluator = LLMEvaluator(JudgeSettings.parse(MODEL, api_base=server.url, concurrency=1, max_retries=1, backoff_s=0.001))
+        evaluator = LLMEvaluator(
+            JudgeSettings.parse(MODEL, api_base=server.url, concurrency=1, max_retries=1, backoff_s=0.001)
+        )
         stored = evaluator.evaluate_many(records)
         failures, requests = server.failures, server.requests
     assert len(stored) == 60 and all(e.status is EvaluationStatus.EVALUATED for e in stored)
@@ -137,7 +156,10 @@ def test_random_http_500_every_record_keeps_a_status_and_fallbacks_say_so() -> N
     assert {e.judge for e in stored if e.judge_fallback_reason is None} == {MODEL}
     stats = evaluator.stats
     assert stats.model_verdicts + stats.fallback_count == 60
-    assert (stats.requests, failures) == (requests, requests - stats.model_verdicts)  # every request but the answered ones failed
+    assert (stats.requests, failures) == (
+        requests,
+        requests - stats.model_verdicts,
+    )  # every request but the answered ones failed
     assert stats.fallbacks == {"InternalServerError (HTTP 500)": len(fell_back)}
 
 
@@ -145,12 +167,32 @@ def test_evaluate_against_a_hung_model_opens_the_breaker(tmp_path: Path) -> None
     rows = synthetic_records(10)
     out = tmp_path / "out.jsonl"
     with stub_llm_server(hang=True) as server:
-        result = CliRunner().invoke(app, ["evaluate", str(write_logs(tmp_path / "logs.jsonl", rows)), "--out", str(out), "--judge", MODEL,
-                                          "--api-base", server.url, "--concurrency", "2", "--timeout", "0.2", "--breaker-failures", "2"])
+        result = CliRunner().invoke(
+            app,
+            [
+                "evaluate",
+                str(write_logs(tmp_path / "logs.jsonl", rows)),
+                "--out",
+                str(out),
+                "--judge",
+                MODEL,
+                "--api-base",
+                server.url,
+                "--concurrency",
+                "2",
+                "--timeout",
+                "0.2",
+                "--breaker-failures",
+                "2",
+            ],
+        )
         requests = server.requests
     assert result.exit_code == 0, result.output
     assert 2 <= requests <= 2 + 2 - 1
     stored = read_rows(out)
     assert len(stored) == 10 and all(row["status"] == "evaluated" and row["judge"] == "symbolic" for row in stored)
-    assert all("circuit breaker open after 2 consecutive timeouts/connection failures" in row["judge_fallback_reason"] for row in stored)
+    assert all(
+        "circuit breaker open after 2 consecutive timeouts/connection failures" in row["judge_fallback_reason"]
+        for row in stored
+    )
     assert "circuit breaker opened after" in result.stdout and "circuit breaker open" in result.stdout

@@ -15,7 +15,6 @@ import duckdb
 import numpy as np
 import pytest
 import yaml
-from monitoring_support import answers, store_answers
 
 import flows.deployments
 import tasks.report
@@ -35,6 +34,7 @@ from tasks.report import (
     report_paths,
     write_report,
 )
+from tests.support.monitoring_support import answers, store_answers
 from warehouse import connect
 from warehouse.monitoring import store_drift_checks
 
@@ -51,8 +51,14 @@ def week_conn() -> Iterator[duckdb.DuckDBPyConnection]:
         day = MONDAY + timedelta(days=offset)
         batch = answers(f"v1-{offset}", "bird", "v1", [70.0, 90.0] * 3)
         if offset >= 3:
-            batch += answers(f"v2-{offset}", "bird", "v2", [40.0, 80.0] * 3 + [None], verdict=Verdict.INCORRECT,
-                             filter_status=FilterStatus.NOT_APPLIED)
+            batch += answers(
+                f"v2-{offset}",
+                "bird",
+                "v2",
+                [40.0, 80.0] * 3 + [None],
+                verdict=Verdict.INCORRECT,
+                filter_status=FilterStatus.NOT_APPLIED,
+            )
         store_answers(conn, day, batch)
     plan = plan_version_check(conn, "bird", EVALUATOR_VERSION, end=MONDAY + timedelta(days=6))
     from stef.monitor.drift import DriftThresholds
@@ -110,19 +116,36 @@ def test_default_week_is_the_last_complete_one(today: date, expected: str) -> No
 
 
 def test_headline_per_agent_and_version(data: ReportData, week_conn: duckdb.DuckDBPyConnection) -> None:
-    assert (data.week, data.start, data.end, data.evaluator_version) == ("2026-W48", MONDAY, MONDAY + timedelta(days=6), EVALUATOR_VERSION)
+    assert (data.week, data.start, data.end, data.evaluator_version) == (
+        "2026-W48",
+        MONDAY,
+        MONDAY + timedelta(days=6),
+        EVALUATOR_VERSION,
+    )
     assert [(r["agent_id"], r["agent_version"]) for r in data.headline] == [("bird", "v1"), ("bird", "v2")]
     v1, v2 = data.headline
     assert (v1["records"], v1["evaluated"], v1["coverage"], v1["mean"]) == (42, 42, 1.0, pytest.approx(80.0))
     v2_scores = [40.0, 80.0] * 12
     assert (v2["records"], v2["evaluated"]) == (28, 24)
     assert v2["coverage"] == pytest.approx(24 / 28)
-    assert (v2["mean"], v2["p50"], v2["p90"]) == (pytest.approx(60.0), pytest.approx(np.percentile(v2_scores, 50)), pytest.approx(np.percentile(v2_scores, 90)))
+    assert (v2["mean"], v2["p50"], v2["p90"]) == (
+        pytest.approx(60.0),
+        pytest.approx(np.percentile(v2_scores, 50)),
+        pytest.approx(np.percentile(v2_scores, 90)),
+    )
     assert (v2["n_poor"], v2["n_good"], v2["poor_share"]) == (12, 12, pytest.approx(0.5))
     assert v2["drift"] == "drift / worse vs v1" and v1["drift"] is None
-    assert headline_table(data)[1] == {"agent": "bird", "version": "v2", "records": 28, "coverage": round(24 / 28, 4),
-                                       "mean_p_correct": None, "mean": 60.0, "p90": pytest.approx(np.percentile(v2_scores, 90), abs=0.05),
-                                       "poor_share": 0.5, "drift": "drift / worse vs v1"}
+    assert headline_table(data)[1] == {
+        "agent": "bird",
+        "version": "v2",
+        "records": 28,
+        "coverage": round(24 / 28, 4),
+        "mean_p_correct": None,
+        "mean": 60.0,
+        "p90": pytest.approx(np.percentile(v2_scores, 90), abs=0.05),
+        "poor_share": 0.5,
+        "drift": "drift / worse vs v1",
+    }
 
 
 def test_histograms_trend_and_breakdown(data: ReportData) -> None:
@@ -140,8 +163,9 @@ def test_histograms_trend_and_breakdown(data: ReportData) -> None:
 
 
 def test_drift_and_worst_queries(data: ReportData) -> None:
-    assert [(c["kind"], c["baseline_version"], c["candidate_version"], c["verdict"], c["direction"]) for c in data.drift] == [
-        ("version", "v1", "v2", "drift", "worse")]
+    assert [
+        (c["kind"], c["baseline_version"], c["candidate_version"], c["verdict"], c["direction"]) for c in data.drift
+    ] == [("version", "v1", "v2", "drift", "worse")]
     assert data.drift[0]["mean_delta"] == pytest.approx(60.0 - 80.0)
     assert len(data.worst) == 10
     assert [q["score"] for q in data.worst] == [40.0] * 10
@@ -223,11 +247,17 @@ def test_write_report_writes_both_files(data: ReportData, tmp_path: Path) -> Non
     assert Path(files.markdown).read_text(encoding="utf-8") == render_markdown(data)
     assert "data:image/png;base64," in Path(files.html).read_text(encoding="utf-8")
     assert (files.agents, files.evaluations, len(files.headline)) == (1, 42 + 24, 2)
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["stef-report-2026-W48.html", "stef-report-2026-W48.md"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "stef-report-2026-W48.html",
+        "stef-report-2026-W48.md",
+    ]
 
 
 def test_report_paths(tmp_path: Path) -> None:
-    assert report_paths(tmp_path, "2026-W48") == (tmp_path / "stef-report-2026-W48.html", tmp_path / "stef-report-2026-W48.md")
+    assert report_paths(tmp_path, "2026-W48") == (
+        tmp_path / "stef-report-2026-W48.html",
+        tmp_path / "stef-report-2026-W48.md",
+    )
     assert report_paths(tmp_path / "r.html", "2026-W48") == (tmp_path / "r.html", tmp_path / "r.md")
 
 
@@ -240,14 +270,28 @@ def test_report_doctests() -> None:
 
 
 def test_deployments_have_the_schedules() -> None:
-    deployments = flows.deployments.build_deployments(timezone="Europe/Zurich", logs_root="/logs", warehouse="/wh.duckdb", reports_dir="/reports/")
+    deployments = flows.deployments.build_deployments(
+        timezone="Europe/Zurich", logs_root="/logs", warehouse="/wh.duckdb", reports_dir="/reports/"
+    )
     found = {
-        d.name: (d.entrypoint, [(getattr(s.schedule, "cron", None), getattr(s.schedule, "timezone", None)) for s in d.schedules or []], d.parameters)
+        d.name: (
+            d.entrypoint,
+            [(getattr(s.schedule, "cron", None), getattr(s.schedule, "timezone", None)) for s in d.schedules or []],
+            d.parameters,
+        )
         for d in deployments
     }
     assert found == {
-        "stef-nightly": ("flows.nightly.nightly", [("0 2 * * *", "Europe/Zurich")], {"logs_root": "/logs", "warehouse": "/wh.duckdb"}),
-        "stef-weekly-report": ("flows.weekly_report.weekly_report", [("0 6 * * 1", "Europe/Zurich")], {"out": "/reports/", "warehouse": "/wh.duckdb"}),
+        "stef-nightly": (
+            "flows.nightly.nightly",
+            [("0 2 * * *", "Europe/Zurich")],
+            {"logs_root": "/logs", "warehouse": "/wh.duckdb"},
+        ),
+        "stef-weekly-report": (
+            "flows.weekly_report.weekly_report",
+            [("0 6 * * 1", "Europe/Zurich")],
+            {"out": "/reports/", "warehouse": "/wh.duckdb"},
+        ),
         "stef-backfill": ("flows.backfill.backfill", [], {"logs_root": "/logs", "warehouse": "/wh.duckdb"}),
     }
 
@@ -255,8 +299,12 @@ def test_deployments_have_the_schedules() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        pytest.param({"timezone": "Mars/Olympus"}, r"--timezone 'Mars/Olympus' is not an IANA time zone", id="timezone"),
-        pytest.param({"nightly_cron": "every night"}, r"--nightly-cron 'every night' is not a valid cron expression", id="cron"),
+        pytest.param(
+            {"timezone": "Mars/Olympus"}, r"--timezone 'Mars/Olympus' is not an IANA time zone", id="timezone"
+        ),
+        pytest.param(
+            {"nightly_cron": "every night"}, r"--nightly-cron 'every night' is not a valid cron expression", id="cron"
+        ),
     ],
 )
 def test_deployments_reject_bad_settings(kwargs: dict[str, str], message: str) -> None:
@@ -267,7 +315,11 @@ def test_deployments_reject_bad_settings(kwargs: dict[str, str], message: str) -
 def test_prefect_yaml_matches_the_served_deployments() -> None:
     config = yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))
     by_name = {d["name"]: d for d in config["deployments"]}
-    assert set(by_name) == {flows.deployments.NIGHTLY_DEPLOYMENT, flows.deployments.WEEKLY_DEPLOYMENT, flows.deployments.BACKFILL_DEPLOYMENT}
+    assert set(by_name) == {
+        flows.deployments.NIGHTLY_DEPLOYMENT,
+        flows.deployments.WEEKLY_DEPLOYMENT,
+        flows.deployments.BACKFILL_DEPLOYMENT,
+    }
     assert [s["cron"] for s in by_name["stef-nightly"]["schedules"]] == [flows.deployments.NIGHTLY_CRON]
     assert [s["cron"] for s in by_name["stef-weekly-report"]["schedules"]] == [flows.deployments.WEEKLY_CRON]
     assert not by_name["stef-backfill"].get("schedules")

@@ -13,12 +13,11 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pytest
-from monitoring_support import answers, store_answers
 
 import tasks.backfill
 import tasks.drift
-from stef.monitor.drift import DriftError, DriftKind, DriftThresholds
 from stef.models import EVALUATOR_VERSION, FilterStatus, Verdict
+from stef.monitor.drift import DriftError, DriftKind, DriftThresholds
 from tasks.drift import (
     DRIFT_EVENT,
     check_drift,
@@ -30,6 +29,7 @@ from tasks.drift import (
     run_drift_check,
     thresholds_from_env,
 )
+from tests.support.monitoring_support import answers, store_answers
 from warehouse import WarehouseError, connect
 from warehouse.monitoring import (
     agents_on_day,
@@ -69,8 +69,14 @@ def rollout_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for offset in range(7):
             batch = answers(f"v1-{offset}", "bird", "v1", [70.0, 90.0] * 20)
             if offset >= 3:
-                batch += answers(f"v2-{offset}", "bird", "v2.0", [60.0, 80.0] * 20 + [None], verdict=Verdict.POTENTIALLY_INCORRECT,
-                                 filter_status=FilterStatus.NOT_APPLIED)
+                batch += answers(
+                    f"v2-{offset}",
+                    "bird",
+                    "v2.0",
+                    [60.0, 80.0] * 20 + [None],
+                    verdict=Verdict.POTENTIALLY_INCORRECT,
+                    filter_status=FilterStatus.NOT_APPLIED,
+                )
             if offset == 6:
                 batch += answers("solo", "solo", "s1", [50.0] * 5)
             store_answers(connection, day(offset), batch)
@@ -92,7 +98,12 @@ def rollout(rollout_template: Path, tmp_path: Path) -> Path:
 
 def test_migration_adds_the_drift_check_columns(conn: duckdb.DuckDBPyConnection) -> None:
     columns = {row[0]: row[1] for row in conn.execute("DESCRIBE drift_checks").fetchall()}
-    assert {"kind": "VARCHAR", "baseline_window_start": "DATE", "baseline_window_end": "DATE", "source": "VARCHAR"}.items() <= columns.items()
+    assert {
+        "kind": "VARCHAR",
+        "baseline_window_start": "DATE",
+        "baseline_window_end": "DATE",
+        "source": "VARCHAR",
+    }.items() <= columns.items()
 
 
 def test_reads_of_versions_days_and_samples(rollout: Path) -> None:
@@ -109,7 +120,10 @@ def test_reads_of_versions_days_and_samples(rollout: Path) -> None:
         rows = read_drift_sample_rows(c, "bird", "v2.0", day(3), day(4), EVALUATOR_VERSION)
         assert len(rows) == 82
         assert sum(1 for status, *_ in rows if status == "parse_error") == 2
-        assert rows[0][1:] in {(60.0, "POTENTIALLY_INCORRECT", "NOT_APPLIED"), (80.0, "POTENTIALLY_INCORRECT", "NOT_APPLIED")}
+        assert rows[0][1:] in {
+            (60.0, "POTENTIALLY_INCORRECT", "NOT_APPLIED"),
+            (80.0, "POTENTIALLY_INCORRECT", "NOT_APPLIED"),
+        }
         assert done_days(c, day(-3), day(10), EVALUATOR_VERSION) == {day(i) for i in range(7)}
         assert done_days(c, day(0), day(6), "another-version") == set()
 
@@ -124,15 +138,28 @@ def test_lowest_scores_carry_their_evidence(rollout: Path) -> None:
     assert first["sql"].startswith("SELECT COUNT(*) FROM orders")
     v2 = worst[5]
     assert v2["missing"] == ["region = region 1"] and v2["extra"] == ["id <> 1"] and v2["wrong"] == []
-    assert v2["suspected_errors"] == [{"category": "Condition-Related Errors", "subcategory": "Explicit Condition Missing", "evidence": "synthetic"}]
+    assert v2["suspected_errors"] == [
+        {"category": "Condition-Related Errors", "subcategory": "Explicit Condition Missing", "evidence": "synthetic"}
+    ]
 
 
 def _row(**overrides: object) -> dict[str, object]:
     row: dict[str, object] = {
-        "agent_id": "bird", "kind": "version", "baseline_version": "v1", "candidate_version": "v2.0",
-        "evaluator_version": EVALUATOR_VERSION, "window_start": day(0), "window_end": day(6),
-        "baseline_window_start": day(0), "baseline_window_end": day(6), "n_baseline": 10, "n_candidate": 12,
-        "verdict": "drift", "direction": "worse", "statistics": {"summary": {"mean_delta": -3.0}}, "source": "cli",
+        "agent_id": "bird",
+        "kind": "version",
+        "baseline_version": "v1",
+        "candidate_version": "v2.0",
+        "evaluator_version": EVALUATOR_VERSION,
+        "window_start": day(0),
+        "window_end": day(6),
+        "baseline_window_start": day(0),
+        "baseline_window_end": day(6),
+        "n_baseline": 10,
+        "n_candidate": 12,
+        "verdict": "drift",
+        "direction": "worse",
+        "statistics": {"summary": {"mean_delta": -3.0}},
+        "source": "cli",
     }
     row.update(overrides)
     return row
@@ -190,11 +217,29 @@ def test_temporal_plan_compares_with_the_previous_window(rollout: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        pytest.param({"agent_id": "nobody"}, r"agent 'nobody' has no evaluations of evaluator version .* \(agents with evaluations: bird, solo\)", id="unknown_agent"),
-        pytest.param({"candidate": "v9"}, r"agent 'bird' has no candidate version 'v9' \(its versions, oldest first: v1, v2.0\)", id="unknown_version"),
-        pytest.param({"agent_id": "solo"}, r"agent 'solo' has no version before 's1' to compare with .* --temporal", id="single_version"),
-        pytest.param({"baseline": "v1", "candidate": "v1"}, r"baseline and candidate are the same version 'v1'", id="same_version"),
-        pytest.param({"start": day(5), "end": day(4)}, r"window end 2026-11-24 is before its start 2026-11-25", id="empty_window"),
+        pytest.param(
+            {"agent_id": "nobody"},
+            r"agent 'nobody' has no evaluations of evaluator version .* \(agents with evaluations: bird, solo\)",
+            id="unknown_agent",
+        ),
+        pytest.param(
+            {"candidate": "v9"},
+            r"agent 'bird' has no candidate version 'v9' \(its versions, oldest first: v1, v2.0\)",
+            id="unknown_version",
+        ),
+        pytest.param(
+            {"agent_id": "solo"},
+            r"agent 'solo' has no version before 's1' to compare with .* --temporal",
+            id="single_version",
+        ),
+        pytest.param(
+            {"baseline": "v1", "candidate": "v1"},
+            r"baseline and candidate are the same version 'v1'",
+            id="same_version",
+        ),
+        pytest.param(
+            {"start": day(5), "end": day(4)}, r"window end 2026-11-24 is before its start 2026-11-25", id="empty_window"
+        ),
     ],
 )
 def test_plans_that_cannot_be_made_are_clear_errors(rollout: Path, kwargs: dict[str, object], message: str) -> None:
@@ -208,7 +253,9 @@ def test_nightly_plans_end_at_the_day(rollout: Path) -> None:
         early = nightly_plans(c, day(2), EVALUATOR_VERSION)
         late = nightly_plans(c, day(6), EVALUATOR_VERSION)
     assert [(p.agent_id, p.kind.value, p.candidate_version) for p in early] == [("bird", "temporal", "v1")]
-    assert [(p.agent_id, p.kind.value, p.baseline_version, p.candidate_version, p.candidate_window[1]) for p in late] == [
+    assert [
+        (p.agent_id, p.kind.value, p.baseline_version, p.candidate_version, p.candidate_window[1]) for p in late
+    ] == [
         ("bird", "version", "v1", "v2.0", day(6)),
         ("bird", "temporal", "v2.0", "v2.0", day(6)),
         ("solo", "temporal", "s1", "s1", day(6)),
@@ -229,7 +276,12 @@ def test_run_drift_check_compares_and_stores(rollout: Path) -> None:
     with connect(rollout, read_only=True) as c:
         stored = read_drift_checks(c).to_dicts()
     assert len(stored) == 1
-    assert (stored[0]["verdict"], stored[0]["direction"], stored[0]["source"], stored[0]["n_candidate"]) == ("drift", "worse", "cli", 160)
+    assert (stored[0]["verdict"], stored[0]["direction"], stored[0]["source"], stored[0]["n_candidate"]) == (
+        "drift",
+        "worse",
+        "cli",
+        160,
+    )
     assert json.loads(stored[0]["statistics"])["summary"]["mean_delta"] == pytest.approx(-10.0)
     run_drift_check(rollout, "bird", thresholds=FAST)  # the same check again: replaced
     with connect(rollout, read_only=True) as c:
@@ -238,7 +290,9 @@ def test_run_drift_check_compares_and_stores(rollout: Path) -> None:
 
 def test_run_drift_check_without_storing_opens_read_only(rollout: Path) -> None:
     check = run_drift_check(rollout, "bird", temporal=True, end=day(6), window_days=3, thresholds=FAST, store=False)
-    assert check.plan.kind is DriftKind.TEMPORAL and check.result.verdict.value == "insufficient_data"  # 120 v2.0 scores vs 0
+    assert (
+        check.plan.kind is DriftKind.TEMPORAL and check.result.verdict.value == "insufficient_data"
+    )  # 120 v2.0 scores vs 0
     with connect(rollout, read_only=True) as c:
         assert read_drift_checks(c).height == 0
 
@@ -246,8 +300,18 @@ def test_run_drift_check_without_storing_opens_read_only(rollout: Path) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        pytest.param({"agent_id": "nobody"}, DriftError, r"agent 'nobody' has no evaluations in .*wh.duckdb \(agents with evaluations: bird, solo\)", id="unknown_agent"),
-        pytest.param({"temporal": True, "baseline": "v1"}, DriftError, r"--baseline does not apply to --temporal", id="temporal_with_baseline"),
+        pytest.param(
+            {"agent_id": "nobody"},
+            DriftError,
+            r"agent 'nobody' has no evaluations in .*wh.duckdb \(agents with evaluations: bird, solo\)",
+            id="unknown_agent",
+        ),
+        pytest.param(
+            {"temporal": True, "baseline": "v1"},
+            DriftError,
+            r"--baseline does not apply to --temporal",
+            id="temporal_with_baseline",
+        ),
     ],
 )
 def test_run_drift_check_errors(rollout: Path, kwargs: dict[str, object], error: type[Exception], message: str) -> None:
@@ -265,12 +329,17 @@ def test_run_drift_check_needs_an_existing_warehouse(tmp_path: Path) -> None:
 def test_check_drift_task_stores_the_nights_checks(rollout: Path) -> None:
     checks = check_drift.fn(str(rollout), day(6), EVALUATOR_VERSION, FAST)
     assert [(c["agent_id"], c["kind"], c["verdict"]) for c in checks] == [
-        ("bird", "version", "drift"), ("bird", "temporal", "insufficient_data"), ("solo", "temporal", "insufficient_data"),
+        ("bird", "version", "drift"),
+        ("bird", "temporal", "insufficient_data"),
+        ("solo", "temporal", "insufficient_data"),
     ]
     with connect(rollout, read_only=True) as c:
         stored = read_drift_checks(c).to_dicts()
     assert sorted((r["agent_id"], r["kind"], r["source"]) for r in stored) == [
-        ("bird", "temporal", "nightly"), ("bird", "version", "nightly"), ("solo", "temporal", "nightly")]
+        ("bird", "temporal", "nightly"),
+        ("bird", "version", "nightly"),
+        ("solo", "temporal", "nightly"),
+    ]
     bird_temporal = next(r for r in stored if r["agent_id"] == "bird" and r["kind"] == "temporal")
     assert (bird_temporal["baseline_window_start"], bird_temporal["baseline_window_end"]) == (day(-7), day(-1))
     assert (bird_temporal["window_start"], bird_temporal["window_end"]) == (day(0), day(6))
@@ -282,10 +351,17 @@ def test_check_drift_task_stores_the_nights_checks(rollout: Path) -> None:
 
 def test_thresholds_from_env() -> None:
     assert thresholds_from_env({}) == DriftThresholds()
-    assert thresholds_from_env({"STEF_DRIFT_THRESHOLDS": '{"min_samples": 50, "mean_delta": 2}'}) == DriftThresholds(min_samples=50, mean_delta=2.0)
-    with pytest.raises(DriftError, match=r"\$STEF_DRIFT_THRESHOLDS is not a valid set of drift thresholds \(min_samples: Input should be"):
+    assert thresholds_from_env({"STEF_DRIFT_THRESHOLDS": '{"min_samples": 50, "mean_delta": 2}'}) == DriftThresholds(
+        min_samples=50, mean_delta=2.0
+    )
+    with pytest.raises(
+        DriftError,
+        match=r"\$STEF_DRIFT_THRESHOLDS is not a valid set of drift thresholds \(min_samples: Input should be",
+    ):
         thresholds_from_env({"STEF_DRIFT_THRESHOLDS": '{"min_samples": 0}'})
-    with pytest.raises(DriftError, match=r"\$STEF_DRIFT_THRESHOLDS is not a valid set of drift thresholds \(value: Invalid JSON"):
+    with pytest.raises(
+        DriftError, match=r"\$STEF_DRIFT_THRESHOLDS is not a valid set of drift thresholds \(value: Invalid JSON"
+    ):
         thresholds_from_env({"STEF_DRIFT_THRESHOLDS": "min_samples=5"})
 
 
@@ -293,8 +369,12 @@ def test_drift_event_names_agent_versions_and_deltas(rollout: Path) -> None:
     summary = run_drift_check(rollout, "bird", thresholds=FAST, store=False).summary()
     event = drift_event(summary)
     assert event["event"] == DRIFT_EVENT == "stef.drift.detected"
-    assert event["resource"] == {"prefect.resource.id": "stef.agent.bird", "prefect.resource.name": "bird",
-                                 "stef.agent-version": "v2.0", "stef.drift-kind": "version"}
+    assert event["resource"] == {
+        "prefect.resource.id": "stef.agent.bird",
+        "prefect.resource.name": "bird",
+        "stef.agent-version": "v2.0",
+        "stef.drift-kind": "version",
+    }
     assert [r["prefect.resource.role"] for r in event["related"]] == ["baseline", "candidate"]
     payload = event["payload"]
     assert (payload["baseline_version"], payload["candidate_version"], payload["direction"]) == ("v1", "v2.0", "worse")

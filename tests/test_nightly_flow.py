@@ -24,7 +24,12 @@ def test_nightly_stores_a_day_and_a_rerun_replaces_it(log_day: Path, tmp_path: P
     from prefect.artifacts import Artifact
 
     warehouse_path = tmp_path / "warehouse" / "stef.duckdb"
-    settings: dict[str, Any] = {"logs_root": str(log_day), "warehouse": str(warehouse_path), "max_bad_share": 0.3, "batch_size": 2}
+    settings: dict[str, Any] = {
+        "logs_root": str(log_day),
+        "warehouse": str(warehouse_path),
+        "max_bad_share": 0.3,
+        "batch_size": 2,
+    }
     first = nightly(log_date="2026-11-20", **settings)
     second = nightly(log_date=DAY, **settings)  # rerun of the same day: replaces, never duplicates
 
@@ -47,7 +52,11 @@ def test_nightly_stores_a_day_and_a_rerun_replaces_it(log_day: Path, tmp_path: P
         ).fetchall()
         assert counts == [(6, 7, 2, 3)]
         statuses = dict(conn.execute("SELECT run_id, status FROM evaluations WHERE status <> 'evaluated'").fetchall())
-        assert statuses == {"sales-0004": "parse_error", "support-0002": "invalid_input", "support-0003": "invalid_input"}
+        assert statuses == {
+            "sales-0004": "parse_error",
+            "support-0002": "invalid_input",
+            "support-0003": "invalid_input",
+        }
         quarantined = conn.execute("SELECT line_number, run_id FROM quarantine ORDER BY source_file").fetchall()
         assert quarantined == [(5, None), (4, "support-0003")]
         assert day_is_done(conn, DAY, first.evaluator_version)

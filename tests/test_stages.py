@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import sqlglot
 
+from stef.errors import RulesError, UnknownDialectError
+from stef.models import AgentLogRecord, AlignmentResult, Band, EvaluationStatus, FilterStatus, QuestionSpec, Verdict
 from stef.pipeline.align import align_filters
 from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
-from stef.errors import RulesError, UnknownDialectError
 from stef.pipeline.evaluate import evaluate, evaluate_many
 from stef.pipeline.extract_nl import extract_question_spec, hint_definitions
 from stef.pipeline.extract_sql import extract_sql_spec
-from stef.models import AgentLogRecord, AlignmentResult, Band, EvaluationStatus, FilterStatus, QuestionSpec, Verdict
 from stef.pipeline.normalize import normalize
 from stef.pipeline.rules import RuleBook, default_rules, load_rules_file, parse_rules
 from stef.pipeline.score import compute_score
@@ -34,7 +34,9 @@ REAL_WORLD = _cases(FIXTURES / "clean" / "real_world_sql.jsonl")
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c["title"].replace(" ", "_")) for c in REAL_WORLD])
 def test_real_world_sql_gets_a_typed_status(case: dict) -> None:
-    record = AgentLogRecord(run_id="r", question="Show the names of the users", sql=case["sql"], dialect=case["dialect"] or None)
+    record = AgentLogRecord(
+        run_id="r", question="Show the names of the users", sql=case["sql"], dialect=case["dialect"] or None
+    )
     evaluation = evaluate(record)
     assert evaluation.status.value == case["status"]
     parsed = parse_sql_with_fallback(case["sql"], resolve_dialect(case["dialect"] or None))
@@ -49,7 +51,9 @@ def test_real_world_sql_gets_a_typed_status(case: dict) -> None:
 
 
 def test_non_select_statement_is_never_scored_clean() -> None:
-    record = AgentLogRecord(run_id="r", question="Show the names of the users", sql="SELECT name FROM users; DROP TABLE users")
+    record = AgentLogRecord(
+        run_id="r", question="Show the names of the users", sql="SELECT name FROM users; DROP TABLE users"
+    )
     evaluation = evaluate(record)
     assert evaluation.status is EvaluationStatus.EVALUATED
     assert evaluation.verdict is Verdict.INCORRECT
@@ -92,7 +96,9 @@ def test_unknown_dialect_setting_raises() -> None:
 
 def test_record_without_dialect_uses_rule_default() -> None:
     rules = parse_rules({"app_id": "x", "default_dialect": "tsql"}, "rules/x.json")
-    evaluation = evaluate(AgentLogRecord(run_id="r", question="Top 3 names", sql="SELECT TOP 3 name FROM t ORDER BY score DESC"), rules)
+    evaluation = evaluate(
+        AgentLogRecord(run_id="r", question="Top 3 names", sql="SELECT TOP 3 name FROM t ORDER BY score DESC"), rules
+    )
     assert evaluation.status is EvaluationStatus.EVALUATED
     assert evaluation.dialect == "tsql"
     assert evaluation.sql_spec is not None and evaluation.sql_spec.limit == 3
@@ -119,12 +125,26 @@ def test_one_bad_record_never_stops_a_batch() -> None:
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        pytest.param({"benign_filters": [{"operator": "="}]}, r"field `benign_filters\[0\]\.column` is missing", id="missing_column"),
+        pytest.param(
+            {"benign_filters": [{"operator": "="}]},
+            r"field `benign_filters\[0\]\.column` is missing",
+            id="missing_column",
+        ),
         pytest.param({"column_mappings": {"a": 3}}, r"field `column_mappings\.a` is invalid", id="mapping_not_string"),
-        pytest.param({"scoring": {"gamma_high": 2}}, r"field `scoring\.gamma_high` is invalid", id="gamma_out_of_range"),
+        pytest.param(
+            {"scoring": {"gamma_high": 2}}, r"field `scoring\.gamma_high` is invalid", id="gamma_out_of_range"
+        ),
         pytest.param({"colum_mappings": {}}, r"field `colum_mappings` is not allowed", id="misspelt_key"),
-        pytest.param({"normalization_rules": {"limit_tolerence": True}}, r"field `normalization_rules\.limit_tolerence` is not allowed", id="misspelt_nested_key"),
-        pytest.param({"default_dialect": "klingon"}, r"field `default_dialect` is invalid: unknown SQL dialect .klingon.", id="unknown_default_dialect"),
+        pytest.param(
+            {"normalization_rules": {"limit_tolerence": True}},
+            r"field `normalization_rules\.limit_tolerence` is not allowed",
+            id="misspelt_nested_key",
+        ),
+        pytest.param(
+            {"default_dialect": "klingon"},
+            r"field `default_dialect` is invalid: unknown SQL dialect .klingon.",
+            id="unknown_default_dialect",
+        ),
     ],
 )
 def test_invalid_rule_file_names_file_and_field(tmp_path: Path, payload: dict, message: str) -> None:
@@ -142,7 +162,9 @@ def test_rule_file_that_is_not_json(tmp_path: Path) -> None:
 
 
 def test_rulebook_uses_app_file_then_default(tmp_path: Path) -> None:
-    (tmp_path / "sales.json").write_text(json.dumps({"app_id": "sales", "column_mappings": {"territory": "region"}}), encoding="utf-8")
+    (tmp_path / "sales.json").write_text(
+        json.dumps({"app_id": "sales", "column_mappings": {"territory": "region"}}), encoding="utf-8"
+    )
     book = RuleBook(rules_dirs=(tmp_path,))
     assert book.for_app("sales").canonical_column("Territory") == "region"
     assert book.for_app("sales").safety_limit_threshold == 1000  # merged from default.json
@@ -195,9 +217,13 @@ def test_flipped_comparison_and_set_operations() -> None:
 
 
 def test_integer_division_and_null_comparison() -> None:
-    spec = extract_sql_spec(sqlglot.parse_one("SELECT SUM(a) / COUNT(b) FROM t WHERE c = NULL", read="sqlite"), "sqlite")
+    spec = extract_sql_spec(
+        sqlglot.parse_one("SELECT SUM(a) / COUNT(b) FROM t WHERE c = NULL", read="sqlite"), "sqlite"
+    )
     assert spec.integer_divisions == 1 and spec.null_comparisons == 1
-    spec = extract_sql_spec(sqlglot.parse_one("SELECT CAST(SUM(a) AS REAL) * 100 / COUNT(b) FROM t", read="sqlite"), "sqlite")
+    spec = extract_sql_spec(
+        sqlglot.parse_one("SELECT CAST(SUM(a) AS REAL) * 100 / COUNT(b) FROM t", read="sqlite"), "sqlite"
+    )
     assert spec.integer_divisions == 0
 
 
@@ -243,8 +269,23 @@ def test_question_lexicon(text: str, field: str, expected: object) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["the TOP 5", "Top\u00a05 rows", "%top 4", "best-selling", "worst ten", "top_5", "topics 3", "first\ttwo", "TOP 10 in Zürich",
-     "fırst 3 rows", "firſt two", "\u212aelvin top 2", "last one", "LOWEST   twenty", ""],
+    [
+        "the TOP 5",
+        "Top\u00a05 rows",
+        "%top 4",
+        "best-selling",
+        "worst ten",
+        "top_5",
+        "topics 3",
+        "first\ttwo",
+        "TOP 10 in Zürich",
+        "fırst 3 rows",
+        "firſt two",
+        "\u212aelvin top 2",
+        "last one",
+        "LOWEST   twenty",
+        "",
+    ],
 )
 def test_top_k_fast_path_matches_the_case_insensitive_pattern(text: str) -> None:
     """The ASCII fast path finds exactly what the IGNORECASE pattern finds (also on the four
@@ -256,9 +297,25 @@ def test_top_k_fast_path_matches_the_case_insensitive_pattern(text: str) -> None
 
 
 _ASSERTION_FIRST_TEXTS = [
-    "How many 'Golden State Warriors' players were born after 1990?", "O'Brien's 'x' and 'a''b'", "“Quoted” text; it's 'here'",
-    "x='y'", "aBc Def", "_Abc Bank of America", "éAbc", "1999", "a1999 1999b _2001 2001_ x.2005 (1850)", "In 1890 and 2099.",
-    "end. Next", "a) b", "no!  yes", "'.' x", "ab;cd\nef", "Mr. Smith? yes! ok.", "x\u2003.\u2003y", "`t`.  Then", "",
+    "How many 'Golden State Warriors' players were born after 1990?",
+    "O'Brien's 'x' and 'a''b'",
+    "“Quoted” text; it's 'here'",
+    "x='y'",
+    "aBc Def",
+    "_Abc Bank of America",
+    "éAbc",
+    "1999",
+    "a1999 1999b _2001 2001_ x.2005 (1850)",
+    "In 1890 and 2099.",
+    "end. Next",
+    "a) b",
+    "no!  yes",
+    "'.' x",
+    "ab;cd\nef",
+    "Mr. Smith? yes! ok.",
+    "x\u2003.\u2003y",
+    "`t`.  Then",
+    "",
 ]
 
 
@@ -282,7 +339,9 @@ def test_patterns_checked_after_their_first_character_match_the_plain_patterns(t
     assert extract_nl._CLAUSE_BREAK.split(text) == re.split(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n", text)
 
 
-@pytest.mark.parametrize("text", ["over the overall total; moreover over", "more than 5, no more than 6", "aaaa", "a a", "", "how many?"])
+@pytest.mark.parametrize(
+    "text", ["over the overall total; moreover over", "more than 5, no more than 6", "aaaa", "a a", "", "how many?"]
+)
 @pytest.mark.parametrize("phrase", ["over", "more than", "no more than", "a", "aa", "how many", " per ", ""])
 def test_phrase_search_matches_the_bounded_pattern(text: str, phrase: str) -> None:
     import re
@@ -311,17 +370,41 @@ def _align(question: str, enriched: str | None, sql: str) -> AlignmentResult:
 @pytest.mark.parametrize(
     ("question", "enriched", "sql", "status"),
     [
-        pytest.param("How many users live in 'Rome'?", None, "SELECT COUNT(*) FROM users WHERE city = 'Rome'", FilterStatus.FULLY_APPLIED, id="fully"),
         pytest.param(
-            "How many users live in 'Rome'?", None, "SELECT COUNT(*) FROM users WHERE city = 'Rome' AND kind = 'premium'",
-            FilterStatus.FULLY_APPLIED_WITH_EXTRAS, id="with_extras",
+            "How many users live in 'Rome'?",
+            None,
+            "SELECT COUNT(*) FROM users WHERE city = 'Rome'",
+            FilterStatus.FULLY_APPLIED,
+            id="fully",
         ),
         pytest.param(
-            "How many male users live in 'Rome'?", "How many male users live in 'Rome'? male refers to gender = 'M'",
-            "SELECT COUNT(*) FROM users WHERE city = 'Rome' AND gender = 'F'", FilterStatus.PARTIALLY_APPLIED, id="partially_wrong_value",
+            "How many users live in 'Rome'?",
+            None,
+            "SELECT COUNT(*) FROM users WHERE city = 'Rome' AND kind = 'premium'",
+            FilterStatus.FULLY_APPLIED_WITH_EXTRAS,
+            id="with_extras",
         ),
-        pytest.param("How many users live in 'Rome'?", None, "SELECT COUNT(*) FROM users", FilterStatus.NOT_APPLIED, id="not_applied"),
-        pytest.param("Which molecule is TR010?", None, "SELECT * FROM molecule WHERE id = 'TR018'", FilterStatus.NOT_APPLIED, id="wrong_entity"),
+        pytest.param(
+            "How many male users live in 'Rome'?",
+            "How many male users live in 'Rome'? male refers to gender = 'M'",
+            "SELECT COUNT(*) FROM users WHERE city = 'Rome' AND gender = 'F'",
+            FilterStatus.PARTIALLY_APPLIED,
+            id="partially_wrong_value",
+        ),
+        pytest.param(
+            "How many users live in 'Rome'?",
+            None,
+            "SELECT COUNT(*) FROM users",
+            FilterStatus.NOT_APPLIED,
+            id="not_applied",
+        ),
+        pytest.param(
+            "Which molecule is TR010?",
+            None,
+            "SELECT * FROM molecule WHERE id = 'TR018'",
+            FilterStatus.NOT_APPLIED,
+            id="wrong_entity",
+        ),
     ],
 )
 def test_filter_alignment_classes(question: str, enriched: str | None, sql: str, status: FilterStatus) -> None:
@@ -342,7 +425,9 @@ def test_alignment_evidence_lists() -> None:
 def test_benign_extra_filter_earns_the_leniency_bonus() -> None:
     rules = parse_rules({"benign_filters": [{"column": "tenant_id"}]}, "rules/t.json")
     record = AgentLogRecord(
-        run_id="r", question="How many users live in 'Rome'?", sql="SELECT COUNT(*) FROM users WHERE city = 'Rome' AND tenant_id = 42"
+        run_id="r",
+        question="How many users live in 'Rome'?",
+        sql="SELECT COUNT(*) FROM users WHERE city = 'Rome' AND tenant_id = 42",
     )
     evaluation = evaluate(record, rules)
     assert evaluation.filter_status is FilterStatus.FULLY_APPLIED_WITH_EXTRAS
@@ -358,12 +443,24 @@ def test_benign_extra_filter_earns_the_leniency_bonus() -> None:
 @pytest.mark.parametrize(
     ("question", "sql", "applied"),
     [
-        pytest.param("Revenue of each country", "SELECT country, SUM(revenue) FROM s GROUP BY country", (), id="grouping_asked"),
-        pytest.param("Total revenue in Italy", "SELECT country, SUM(revenue) FROM s GROUP BY country", ("required_group_by",), id="required_group_by"),
         pytest.param(
-            "Total revenue in Italy", "SELECT SUM(revenue) FROM s WHERE country = 'Italy' GROUP BY country", ("benign_group_by",), id="benign_group_by"
+            "Revenue of each country", "SELECT country, SUM(revenue) FROM s GROUP BY country", (), id="grouping_asked"
         ),
-        pytest.param("List the products", "SELECT name FROM p ORDER BY name", ("order_by_tolerance",), id="order_by_tolerance"),
+        pytest.param(
+            "Total revenue in Italy",
+            "SELECT country, SUM(revenue) FROM s GROUP BY country",
+            ("required_group_by",),
+            id="required_group_by",
+        ),
+        pytest.param(
+            "Total revenue in Italy",
+            "SELECT SUM(revenue) FROM s WHERE country = 'Italy' GROUP BY country",
+            ("benign_group_by",),
+            id="benign_group_by",
+        ),
+        pytest.param(
+            "List the products", "SELECT name FROM p ORDER BY name", ("order_by_tolerance",), id="order_by_tolerance"
+        ),
         pytest.param("List the products", "SELECT name FROM p LIMIT 10000", ("limit_tolerance",), id="safety_limit"),
         pytest.param("Top 5 products", "SELECT name FROM p ORDER BY sales DESC LIMIT 5", (), id="top_k_not_tolerated"),
     ],
@@ -375,7 +472,9 @@ def test_production_normalisation_rules(question: str, sql: str, applied: tuple[
 
 
 def test_normalisation_rules_can_be_switched_off() -> None:
-    rules = parse_rules({"normalization_rules": {"limit_tolerance": False, "order_by_tolerance": False}}, "rules/t.json")
+    rules = parse_rules(
+        {"normalization_rules": {"limit_tolerance": False, "order_by_tolerance": False}}, "rules/t.json"
+    )
     spec = extract_sql_spec(sqlglot.parse_one("SELECT name FROM p ORDER BY name LIMIT 5000"))
     result = normalize(spec, QuestionSpec(), QuestionSpec(), rules)
     assert result.applied == () and result.sql_spec.limit == 5000
@@ -390,7 +489,9 @@ def test_normalisation_rules_can_be_switched_off() -> None:
         pytest.param(FilterStatus.FULLY_APPLIED, Verdict.CORRECT, 0.9, 100.0, id="best"),
         pytest.param(FilterStatus.FULLY_APPLIED, Verdict.LIKELY_CORRECT, 0.85, 90.0, id="gamma_boundary_high"),
         pytest.param(FilterStatus.FULLY_APPLIED_WITH_EXTRAS, Verdict.CORRECT, 0.7, 72.0, id="extras_mid_gamma"),
-        pytest.param(FilterStatus.PARTIALLY_APPLIED, Verdict.POTENTIALLY_INCORRECT, 0.65, 32.0, id="gamma_boundary_low"),
+        pytest.param(
+            FilterStatus.PARTIALLY_APPLIED, Verdict.POTENTIALLY_INCORRECT, 0.65, 32.0, id="gamma_boundary_low"
+        ),
         pytest.param(FilterStatus.NOT_APPLIED, Verdict.INCORRECT, 0.99, 0.0, id="worst"),
         pytest.param(FilterStatus.FULLY_APPLIED, Verdict.CORRECT, 0.5, 50.0, id="low_gamma_halves"),
     ],
@@ -403,7 +504,9 @@ def test_score_hand_computed(status: FilterStatus, verdict: Verdict, gamma: floa
 
 def test_score_caps_base_at_ten_with_overrides() -> None:
     rules = parse_rules({"scoring": {"filter_scores": {"FULLY_APPLIED_WITH_EXTRAS": 5}}}, "rules/t.json")
-    alignment = AlignmentResult(status=FilterStatus.FULLY_APPLIED_WITH_EXTRAS, extra=("x = 1",), benign_extra=("x = 1",))
+    alignment = AlignmentResult(
+        status=FilterStatus.FULLY_APPLIED_WITH_EXTRAS, extra=("x = 1",), benign_extra=("x = 1",)
+    )
     breakdown = compute_score(alignment, Verdict.CORRECT, 0.9, rules.scoring)
     assert breakdown.base == 10.0 and breakdown.score == 100.0 and breakdown.band is Band.EXCELLENT
 
@@ -423,7 +526,13 @@ def _golden_rows() -> list[dict]:
     out = []
     for row, evaluation in zip(rows, evaluations, strict=True):
         dumped = evaluation.model_dump(mode="json")
-        out.append({"title": row["title"], **{k: dumped[k] for k in GOLDEN_KEYS}, "suspected": sorted({e["subcategory"] for e in dumped["suspected_errors"]})})
+        out.append(
+            {
+                "title": row["title"],
+                **{k: dumped[k] for k in GOLDEN_KEYS},
+                "suspected": sorted({e["subcategory"] for e in dumped["suspected_errors"]}),
+            }
+        )
     return out
 
 
@@ -464,15 +573,29 @@ def test_bench_judge_figures_match_a_hand_count() -> None:
     [
         pytest.param("How many users live in Rome?", "How many users live in Rome?", "faithful", (), id="faithful"),
         pytest.param(
-            "How many male users live in Rome?", "How many male users live in Rome? male refers to gender = 'M'",
-            "adds_constraints", ("gender = m",), id="adds_definition",
+            "How many male users live in Rome?",
+            "How many male users live in Rome? male refers to gender = 'M'",
+            "adds_constraints",
+            ("gender = m",),
+            id="adds_definition",
         ),
-        pytest.param("How many users joined in 2019?", "Count users who joined", "drops_constraints", ("2019",), id="drops_year"),
         pytest.param(
-            "What was the class on 2011/2/22?", "What was the class on 2011/2/22? date = '2012-02-22'",
-            "contradicts", ("year 2011 in Q_u, date = 2012-02-22 in Q_e",), id="contradicting_year",
+            "How many users joined in 2019?", "Count users who joined", "drops_constraints", ("2019",), id="drops_year"
         ),
-        pytest.param("Show the top 3 products", "Show the top 5 products by sales", "contradicts", ("top 3 in Q_u, top 5 in Q_e",), id="contradicting_top_k"),
+        pytest.param(
+            "What was the class on 2011/2/22?",
+            "What was the class on 2011/2/22? date = '2012-02-22'",
+            "contradicts",
+            ("year 2011 in Q_u, date = 2012-02-22 in Q_e",),
+            id="contradicting_year",
+        ),
+        pytest.param(
+            "Show the top 3 products",
+            "Show the top 5 products by sales",
+            "contradicts",
+            ("top 3 in Q_u, top 5 in Q_e",),
+            id="contradicting_top_k",
+        ),
     ],
 )
 def test_enrichment_status(question: str, enriched: str, status: str, evidence: tuple[str, ...]) -> None:
@@ -482,15 +605,26 @@ def test_enrichment_status(question: str, enriched: str, status: str, evidence: 
         extract_question_spec(question), extract_question_spec(enriched, reference=question), question, enriched
     )
     assert result is not None and result.status.value == status
-    found = {"faithful": (), "adds_constraints": result.added, "drops_constraints": result.dropped, "contradicts": result.contradictions}[status]
+    found = {
+        "faithful": (),
+        "adds_constraints": result.added,
+        "drops_constraints": result.dropped,
+        "contradicts": result.contradictions,
+    }[status]
     assert found == evidence
 
 
 def test_contradicting_enrichment_lowers_the_verdict() -> None:
     question = "What was the build up play speed class for Willem II on 2011/2/22?"
-    base = dict(run_id="r", question=question, sql="SELECT speed_class FROM team WHERE name = 'Willem II' AND date = '2012-02-22'")
+    base = {
+        "run_id": "r",
+        "question": question,
+        "sql": "SELECT speed_class FROM team WHERE name = 'Willem II' AND date = '2012-02-22'",
+    }
     faithful = evaluate(AgentLogRecord(**base, enriched_question=question + " Willem II refers to name = 'Willem II'"))
-    contradicting = evaluate(AgentLogRecord(**base, enriched_question=question + " on 2011/2/22 refers to date = '2012-02-22'"))
+    contradicting = evaluate(
+        AgentLogRecord(**base, enriched_question=question + " on 2011/2/22 refers to date = '2012-02-22'")
+    )
     assert faithful.enrichment_status is None or faithful.enrichment_status.value != "contradicts"
     assert contradicting.enrichment_status is not None and contradicting.enrichment_status.value == "contradicts"
     assert any(e.evidence.startswith("Q_e contradicts Q_u") for e in contradicting.suspected_errors)
@@ -508,15 +642,24 @@ def test_shipped_calibrator_matches_the_feature_code() -> None:
     calibrator = load_calibrator()
     spec = extract_sql_spec(sqlglot.parse_one("SELECT COUNT(*) FROM users WHERE city = 'Rome'"))
     judge_input = JudgeInput(
-        question="How many users live in 'Rome'?", enriched_question=None, sql="", sql_spec=spec,
-        question_spec=extract_question_spec("How many users live in 'Rome'?"), enriched_spec=QuestionSpec(),
-        alignment=AlignmentResult(status=FilterStatus.FULLY_APPLIED), normalization_rules_applied=(), grouping_required=False,
+        question="How many users live in 'Rome'?",
+        enriched_question=None,
+        sql="",
+        sql_spec=spec,
+        question_spec=extract_question_spec("How many users live in 'Rome'?"),
+        enriched_spec=QuestionSpec(),
+        alignment=AlignmentResult(status=FilterStatus.FULLY_APPLIED),
+        normalization_rules_applied=(),
+        grouping_required=False,
         rules=default_rules(),
     )
     assert set(feature_vector(judge_input, [])) == set(calibrator.names)
     cv = calibrator.metadata["cross_validation"]
     assert cv["grouped_by"] == "dataset and question" and cv["folds"] == 5
-    assert {entry["file"] for entry in calibrator.metadata["trained_on"].values()} == {"dev_canonical.jsonl", "dev.jsonl"}
+    assert {entry["file"] for entry in calibrator.metadata["trained_on"].values()} == {
+        "dev_canonical.jsonl",
+        "dev.jsonl",
+    }
 
 
 def test_shipped_schema_calibrator_counts_the_schema_findings() -> None:
@@ -535,7 +678,7 @@ def test_verdict_is_monotone_in_probability_and_gamma_is_the_side_probability() 
     order = [Verdict.INCORRECT, Verdict.POTENTIALLY_INCORRECT, Verdict.LIKELY_CORRECT, Verdict.CORRECT]
     scoring = default_rules().scoring
     previous = 0
-    for step in range(0, 10001):
+    for step in range(10001):
         p = step / 10000
         verdict, gamma = verdict_from_probability(p)
         assert order.index(verdict) >= previous, (p, verdict)
@@ -557,7 +700,9 @@ def test_a_judge_stated_verdict_and_confidence_map_into_the_verdicts_band() -> N
 def test_uncalibrated_judge_uses_the_rule_mapping() -> None:
     from stef.pipeline.judge.symbolic import SymbolicJudge
 
-    record = AgentLogRecord(run_id="r", question="How many users live in 'Rome'?", sql="SELECT COUNT(*) FROM users WHERE city = 'Paris'")
+    record = AgentLogRecord(
+        run_id="r", question="How many users live in 'Rome'?", sql="SELECT COUNT(*) FROM users WHERE city = 'Paris'"
+    )
     raw = evaluate(record, judge=SymbolicJudge(calibrator=None))
     calibrated = evaluate(record)
     assert raw.verdict is Verdict.INCORRECT  # W = 2.0 (value mismatch) by the rule table
@@ -572,13 +717,24 @@ def test_uncalibrated_judge_uses_the_rule_mapping() -> None:
     ("sql", "statuses"),
     [
         pytest.param("SELECT a FROM t WHERE b IN (" + ",".join(["'x'"] * 200_000) + ")", {"too_large"}, id="sql_1mb"),
-        pytest.param("SELECT a FROM " + "(SELECT a FROM " * 200 + "t" + ")" * 200, {"evaluated", "parse_error", "timeout"}, id="nested_200_subqueries"),
-        pytest.param("SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(5000)), {"evaluated", "timeout"}, id="or_5000_predicates"),
+        pytest.param(
+            "SELECT a FROM " + "(SELECT a FROM " * 200 + "t" + ")" * 200,
+            {"evaluated", "parse_error", "timeout"},
+            id="nested_200_subqueries",
+        ),
+        pytest.param(
+            "SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(5000)),
+            {"evaluated", "timeout"},
+            id="or_5000_predicates",
+        ),
         pytest.param("\x00\x01\x02garbage\xff", {"invalid_input"}, id="binary_junk"),
     ],
 )
 def test_pathological_sql_gets_a_typed_status(sql: str, statuses: set[str]) -> None:
-    records = [AgentLogRecord(run_id="odd", question="How many rows?", sql=sql), AgentLogRecord(run_id="next", question="How many users?", sql="SELECT COUNT(*) FROM users")]
+    records = [
+        AgentLogRecord(run_id="odd", question="How many rows?", sql=sql),
+        AgentLogRecord(run_id="next", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
     odd, following = evaluate_many(records)
     assert odd.status.value in statuses
     assert following.status is EvaluationStatus.EVALUATED
@@ -586,7 +742,11 @@ def test_pathological_sql_gets_a_typed_status(sql: str, statuses: set[str]) -> N
 
 def test_time_cap_gives_timeout_status_and_the_batch_goes_on() -> None:
     records = [
-        AgentLogRecord(run_id="slow", question="How many rows?", sql="SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(12000))),
+        AgentLogRecord(
+            run_id="slow",
+            question="How many rows?",
+            sql="SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(12000)),
+        ),
         AgentLogRecord(run_id="fast", question="How many users?", sql="SELECT COUNT(*) FROM users"),
     ]
     slow, fast = evaluate_many(records, time_cap_s=0.2)  # the slow record takes about 1 s
@@ -620,7 +780,10 @@ def test_time_cap_interrupts_a_stage_that_never_returns(monkeypatch: pytest.Monk
     started = clock.perf_counter()
     stuck, fine = evaluate_many(records, time_cap_s=0.2)
     elapsed = clock.perf_counter() - started
-    assert (stuck.status, stuck.status_reason) == (EvaluationStatus.TIMEOUT, "evaluation exceeded the 0.2 s per-record cap")
+    assert (stuck.status, stuck.status_reason) == (
+        EvaluationStatus.TIMEOUT,
+        "evaluation exceeded the 0.2 s per-record cap",
+    )
     assert fine.status is EvaluationStatus.EVALUATED
     assert 0.2 <= elapsed < 1.5
     assert signal.getsignal(signal.SIGALRM) is handler_before
@@ -658,7 +821,10 @@ def test_deadline_is_checked_between_stages_in_any_thread() -> None:
 
     def run() -> None:
         try:
-            evaluate(AgentLogRecord(run_id="r", question="How many users?", sql="SELECT COUNT(*) FROM users"), deadline=clock.perf_counter() - 1)
+            evaluate(
+                AgentLogRecord(run_id="r", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+                deadline=clock.perf_counter() - 1,
+            )
         except RecordTimeout as exc:
             caught.append(exc)
 
@@ -672,24 +838,38 @@ def test_deadline_is_checked_between_stages_in_any_thread() -> None:
     ("question", "wrong_sql", "right_sql", "subcategory"),
     [
         pytest.param(
-            "How many schools are in Alameda County?", "SELECT COUNT(*) FROM schools WHERE county != 'Alameda'",
-            "SELECT COUNT(*) FROM schools WHERE county = 'Alameda'", "Comparison Operator Mismatch", id="negated_filter",
+            "How many schools are in Alameda County?",
+            "SELECT COUNT(*) FROM schools WHERE county != 'Alameda'",
+            "SELECT COUNT(*) FROM schools WHERE county = 'Alameda'",
+            "Comparison Operator Mismatch",
+            id="negated_filter",
         ),
         pytest.param(
-            "Which products cost more than 100?", "SELECT name FROM products WHERE cost < 100",
-            "SELECT name FROM products WHERE cost > 100", "Comparison Operator Mismatch", id="reversed_comparison",
+            "Which products cost more than 100?",
+            "SELECT name FROM products WHERE cost < 100",
+            "SELECT name FROM products WHERE cost > 100",
+            "Comparison Operator Mismatch",
+            id="reversed_comparison",
         ),
         pytest.param(
-            "How many schools are in Alameda County?", "SELECT COUNT(*) FROM schools WHERE county = 'Alameda' OR 1 = 1",
-            "SELECT COUNT(*) FROM schools WHERE county = 'Alameda'", "Logical Operator Mismatch", id="tautology",
+            "How many schools are in Alameda County?",
+            "SELECT COUNT(*) FROM schools WHERE county = 'Alameda' OR 1 = 1",
+            "SELECT COUNT(*) FROM schools WHERE county = 'Alameda'",
+            "Logical Operator Mismatch",
+            id="tautology",
         ),
         pytest.param(
-            "How many customers in Germany?", "SELECT COUNT(*) FROM customers",
-            "SELECT COUNT(*) FROM customers WHERE country = 'Germany'", "Explicit Condition Missing", id="dropped_filter",
+            "How many customers in Germany?",
+            "SELECT COUNT(*) FROM customers",
+            "SELECT COUNT(*) FROM customers WHERE country = 'Germany'",
+            "Explicit Condition Missing",
+            id="dropped_filter",
         ),
     ],
 )
-def test_operator_and_dropped_filter_errors_are_named(question: str, wrong_sql: str, right_sql: str, subcategory: str) -> None:
+def test_operator_and_dropped_filter_errors_are_named(
+    question: str, wrong_sql: str, right_sql: str, subcategory: str
+) -> None:
     wrong = evaluate(AgentLogRecord(run_id="w", question=question, sql=wrong_sql))
     right = evaluate(AgentLogRecord(run_id="r", question=question, sql=right_sql))
     assert subcategory in {e.subcategory for e in wrong.suspected_errors}
@@ -704,49 +884,70 @@ def test_operator_and_dropped_filter_errors_are_named(question: str, wrong_sql: 
     ("question", "enriched", "wrong_sql", "right_sql", "subcategory", "evidence"),
     [
         pytest.param(
-            "How many British drivers were born after 1980?", None,
+            "How many British drivers were born after 1980?",
+            None,
             "SELECT COUNT(*) FROM drivers WHERE nationality = 'British' AND dob > 1980",
             "SELECT COUNT(*) FROM drivers WHERE nationality = 'British' AND STRFTIME('%Y', dob) > '1980'",
-            "Date/Time Functions", "dob > 1980", id="bare_year_on_date_column",
+            "Date/Time Functions",
+            "dob > 1980",
+            id="bare_year_on_date_column",
         ),
         pytest.param(
-            "How many matches were held from August to October 2008?", None,
+            "How many matches were held from August to October 2008?",
+            None,
             "SELECT COUNT(*) FROM match WHERE date BETWEEN '2008-08' AND '2008-10'",
             "SELECT COUNT(*) FROM match WHERE STRFTIME('%Y-%m', date) BETWEEN '2008-08' AND '2008-10'",
-            "Date/Time Functions", "date BETWEEN '2008-08' AND '2008-10'", id="partial_date_upper_bound",
+            "Date/Time Functions",
+            "date BETWEEN '2008-08' AND '2008-10'",
+            id="partial_date_upper_bound",
         ),
         pytest.param(
             "How many sets in block Ice Age have an Italian translation?",
             "Italian translation refers to language = 'Italian' and translation is not null",
             "SELECT COUNT(s.name) FROM sets AS s JOIN set_translations AS t ON s.code = t.setcode WHERE s.block = 'Ice Age' AND t.language = 'Italian'",
             "SELECT COUNT(s.name) FROM sets AS s JOIN set_translations AS t ON s.code = t.setcode WHERE s.block = 'Ice Age' AND t.language = 'Italian' AND t.translation IS NOT NULL",
-            "Implicit Condition Missing", "translation IS NOT NULL", id="hint_not_null_dropped",
+            "Implicit Condition Missing",
+            "translation IS NOT NULL",
+            id="hint_not_null_dropped",
         ),
         pytest.param(
-            "What is the date of the first post of the youngest user?", None,
+            "What is the date of the first post of the youngest user?",
+            None,
             "SELECT MIN(p.creationdate) FROM posts AS p JOIN users AS u ON p.owneruserid = u.id ORDER BY u.age LIMIT 1",
             "SELECT MIN(p.creationdate) FROM posts AS p WHERE p.owneruserid = (SELECT id FROM users WHERE NOT age IS NULL ORDER BY age LIMIT 1)",
-            "Subquery Missing", "ORDER BY on a query that aggregates to one row", id="ranking_a_single_aggregated_row",
+            "Subquery Missing",
+            "ORDER BY on a query that aggregates to one row",
+            id="ranking_a_single_aggregated_row",
         ),
         pytest.param(
-            "List the teams with above-average passing in 2012.", None,
+            "List the teams with above-average passing in 2012.",
+            None,
             "SELECT name FROM team_attributes WHERE passing > 50 AND season = 2012",
             "SELECT name FROM team_attributes WHERE season = 2012 AND passing > (SELECT AVG(passing) FROM team_attributes WHERE season = 2012)",
-            "Subquery Missing", "average", id="average_without_subquery",
+            "Subquery Missing",
+            "average",
+            id="average_without_subquery",
         ),
         pytest.param(
-            "How many female clients have an account?", "female refers to gender = 'F'",
+            "How many female clients have an account?",
+            "female refers to gender = 'F'",
             "SELECT COUNT(c.client_id) FROM client AS c JOIN account AS a ON c.client_id = a.account_id WHERE c.gender = 'F'",
             "SELECT COUNT(c.client_id) FROM client AS c JOIN disp AS d ON c.client_id = d.client_id JOIN account AS a ON d.account_id = a.account_id WHERE c.gender = 'F'",
-            "Join Condition Mismatch", "c.client_id = a.account_id", id="join_keys_of_two_entities",
+            "Join Condition Mismatch",
+            "c.client_id = a.account_id",
+            id="join_keys_of_two_entities",
         ),
     ],
 )
 def test_structural_errors_are_named_with_their_clause(
     question: str, enriched: str | None, wrong_sql: str, right_sql: str, subcategory: str, evidence: str
 ) -> None:
-    wrong = evaluate(AgentLogRecord(run_id="w", question=question, enriched_question=enriched, sql=wrong_sql, dialect="sqlite"))
-    right = evaluate(AgentLogRecord(run_id="r", question=question, enriched_question=enriched, sql=right_sql, dialect="sqlite"))
+    wrong = evaluate(
+        AgentLogRecord(run_id="w", question=question, enriched_question=enriched, sql=wrong_sql, dialect="sqlite")
+    )
+    right = evaluate(
+        AgentLogRecord(run_id="r", question=question, enriched_question=enriched, sql=right_sql, dialect="sqlite")
+    )
     named = [e for e in wrong.suspected_errors if e.subcategory == subcategory]
     assert named and evidence in named[0].evidence
     assert subcategory not in {e.subcategory for e in right.suspected_errors}
@@ -756,6 +957,7 @@ def test_structural_errors_are_named_with_their_clause(
 
 def test_null_ordering_follows_the_dialect() -> None:
     """ORDER BY x LIMIT puts NULLs first ascending in SQLite, descending in Postgres, never in DuckDB."""
+
     def keys(sql: str, dialect: str) -> tuple[str, ...]:
         return extract_sql_spec(sqlglot.parse_one(sql, read=dialect), dialect).unguarded_null_order
 
@@ -768,25 +970,46 @@ def test_null_ordering_follows_the_dialect() -> None:
 
 
 def test_hint_bindings_take_the_compared_literal_not_the_format_string() -> None:
-    spec = extract_question_spec("from August to October 2008 refers to strftime('%Y-%m', date) BETWEEN '2008-08' AND '2008-10'; big refers to 5 < size", "sqlite")
+    spec = extract_question_spec(
+        "from August to October 2008 refers to strftime('%Y-%m', date) BETWEEN '2008-08' AND '2008-10'; big refers to 5 < size",
+        "sqlite",
+    )
     assert spec.value_bindings == (("date", "BETWEEN", "2008-08"), ("date", "BETWEEN", "2008-10"), ("size", ">", "5"))
 
 
 def test_projection_fixed_by_an_equality_filter_is_redundant() -> None:
-    spec = extract_sql_spec(sqlglot.parse_one("SELECT name, county FROM schools WHERE county = 'Alameda' AND kind = 'x'"))
+    spec = extract_sql_spec(
+        sqlglot.parse_one("SELECT name, county FROM schools WHERE county = 'Alameda' AND kind = 'x'")
+    )
     assert spec.constant_projections == ("county",)
-    assert extract_sql_spec(sqlglot.parse_one("SELECT county FROM schools WHERE county = 'Alameda'")).constant_projections == ()
-    assert extract_sql_spec(sqlglot.parse_one("SELECT name, county FROM schools WHERE county = 'A' OR county = 'B'")).constant_projections == ()
+    assert (
+        extract_sql_spec(sqlglot.parse_one("SELECT county FROM schools WHERE county = 'Alameda'")).constant_projections
+        == ()
+    )
+    assert (
+        extract_sql_spec(
+            sqlglot.parse_one("SELECT name, county FROM schools WHERE county = 'A' OR county = 'B'")
+        ).constant_projections
+        == ()
+    )
 
 
 @pytest.mark.parametrize(
     "sql",
     [
         pytest.param("SELECT COUNT(*) FROM orders WHERE status = 'shipped' LIMIT 100", id="safety_limit_on_a_count"),
-        pytest.param("SELECT (SELECT COUNT(*) FROM orders AS o WHERE o.customer_id = c.customer_id) AS n FROM customers AS c ORDER BY n DESC LIMIT 1", id="scalar_subquery_ranking"),
+        pytest.param(
+            "SELECT (SELECT COUNT(*) FROM orders AS o WHERE o.customer_id = c.customer_id) AS n FROM customers AS c ORDER BY n DESC LIMIT 1",
+            id="scalar_subquery_ranking",
+        ),
         pytest.param("SELECT COUNT(*) FROM t UNION SELECT COUNT(*) FROM u ORDER BY 1 LIMIT 1", id="set_operation"),
-        pytest.param("SELECT e.name FROM employees AS e JOIN employees AS m ON e.manager_id = m.employee_id", id="self_join_role_key"),
-        pytest.param("SELECT u.name FROM messages AS m JOIN users AS u ON m.sender_id = u.user_id", id="role_named_foreign_key"),
+        pytest.param(
+            "SELECT e.name FROM employees AS e JOIN employees AS m ON e.manager_id = m.employee_id",
+            id="self_join_role_key",
+        ),
+        pytest.param(
+            "SELECT u.name FROM messages AS m JOIN users AS u ON m.sender_id = u.user_id", id="role_named_foreign_key"
+        ),
         pytest.param("SELECT a FROM t JOIN u ON t.valid = u.paid", id="names_ending_in_id"),
         pytest.param("SELECT name FROM votes WHERE candidate = 2000 OR date_year = 2015", id="not_date_columns"),
         pytest.param("SELECT a, b FROM t WHERE a = 'x' UNION SELECT a, b FROM u", id="set_operation_projection"),
@@ -802,17 +1025,25 @@ def test_correct_shapes_raise_no_structural_error(sql: str) -> None:
 
 
 def test_hint_null_conditions_read_through_parentheses_and_skip_disjunctions() -> None:
-    assert extract_question_spec("has a record refers to NOT (time IS NULL)").null_conditions == (("time", "IS NOT NULL"),)
+    assert extract_question_spec("has a record refers to NOT (time IS NULL)").null_conditions == (
+        ("time", "IS NOT NULL"),
+    )
     assert extract_question_spec("missing refers to weight IS NULL OR weight = 0").null_conditions == ()
 
 
 @pytest.mark.parametrize(
     ("sql", "unused"),
     [
-        pytest.param("SELECT T1.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", ("y",), id="joined_only_for_the_condition"),
-        pytest.param("SELECT T2.* FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T1.a = 1", (), id="used_through_alias_star"),
+        pytest.param(
+            "SELECT T1.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", ("y",), id="joined_only_for_the_condition"
+        ),
+        pytest.param(
+            "SELECT T2.* FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T1.a = 1", (), id="used_through_alias_star"
+        ),
         pytest.param("SELECT T1.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T2.c > 0", (), id="used_in_where"),
-        pytest.param("SELECT b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", (), id="unqualified_columns_are_not_attributed"),
+        pytest.param(
+            "SELECT b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", (), id="unqualified_columns_are_not_attributed"
+        ),
         pytest.param("SELECT * FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", (), id="bare_star"),
     ],
 )
@@ -858,7 +1089,11 @@ def test_sources_compile_without_warnings() -> None:
     import warnings
 
     root = Path(__file__).resolve().parent.parent
-    sources = [p for folder in ("stef", "flows", "tasks", "warehouse", "scripts", "tests") for p in sorted((root / folder).rglob("*.py"))]
+    sources = [
+        p
+        for folder in ("stef", "flows", "tasks", "warehouse", "scripts", "tests")
+        for p in sorted((root / folder).rglob("*.py"))
+    ]
     assert len(sources) > 20
     for path in sources:
         with warnings.catch_warnings():

@@ -69,8 +69,14 @@ def test_load_logs_accepts_a_file_url(log_day: Path) -> None:
 @pytest.mark.parametrize(
     ("prepare", "match"),
     [
-        pytest.param(lambda root: None, r"no logs for 2026-11-20: folder .*2026-11-20 does not exist", id="missing_day_folder"),
-        pytest.param(lambda root: (root / "2026-11-20").mkdir(parents=True), r"no \*\.jsonl files in .*2026-11-20", id="empty_day_folder"),
+        pytest.param(
+            lambda root: None, r"no logs for 2026-11-20: folder .*2026-11-20 does not exist", id="missing_day_folder"
+        ),
+        pytest.param(
+            lambda root: (root / "2026-11-20").mkdir(parents=True),
+            r"no \*\.jsonl files in .*2026-11-20",
+            id="empty_day_folder",
+        ),
     ],
 )
 def test_load_logs_fails_clearly_without_logs(tmp_path: Path, prepare: Any, match: str) -> None:
@@ -107,7 +113,10 @@ def test_validate_logs_fails_loudly_above_the_bad_share() -> None:
     lines.append(parse_line(b"{not json", "day.jsonl", 10))  # type: ignore[arg-type]
     lines.append(jsonl_line(11, run_id="r1"))
     assert len(validate_logs.fn(lines, max_bad_share=2 / 11)) == 11  # exactly at the limit: accepted
-    with pytest.raises(LogQualityError, match=r"2 of 11 log lines .* are bad \(18\.2%\), above the limit of 5\.0%; most common reasons: 1 x not valid JSON; 1 x failed expectation"):
+    with pytest.raises(
+        LogQualityError,
+        match=r"2 of 11 log lines .* are bad \(18\.2%\), above the limit of 5\.0%; most common reasons: 1 x not valid JSON; 1 x failed expectation",
+    ):
         validate_logs.fn(lines)
 
 
@@ -128,7 +137,11 @@ def test_evaluate_batch_returns_one_evaluation_per_record_in_order() -> None:
     records = [
         AgentLogRecord(run_id="a", question="How many orders were placed?", sql="SELECT COUNT(*) FROM orders"),
         AgentLogRecord(run_id="b", question="", sql="SELECT 1"),
-        AgentLogRecord(run_id="c", question="Total revenue per region", sql="SELECT region, SUM(revenue) FROM sales GROUP BY region"),
+        AgentLogRecord(
+            run_id="c",
+            question="Total revenue per region",
+            sql="SELECT region, SUM(revenue) FROM sales GROUP BY region",
+        ),
     ]
     evaluations = evaluate_batch.fn(records, None)
     assert [e.run_id for e in evaluations] == ["a", "b", "c"]
@@ -218,13 +231,38 @@ def test_io_tasks_retry_only_on_io_errors(error: Exception, retry: bool) -> None
 
 def test_summary_table_rows_are_json_ready_and_sorted() -> None:
     metrics = [
-        {"agent_id": "b", "agent_version": "v1", "records": 3, "coverage": 2 / 3, "mean_score": None, "p90_score": None,
-         "n_excellent": 0, "n_good": 0, "n_marginal": 0, "n_poor": 0, "n_quarantined": 1},
-        {"agent_id": "a", "agent_version": "v2", "records": 4, "coverage": 1.0, "mean_score": 81.25, "p90_score": 97.0,
-         "n_excellent": 2, "n_good": 1, "n_marginal": 1, "n_poor": 0, "n_quarantined": 0},
+        {
+            "agent_id": "b",
+            "agent_version": "v1",
+            "records": 3,
+            "coverage": 2 / 3,
+            "mean_score": None,
+            "p90_score": None,
+            "n_excellent": 0,
+            "n_good": 0,
+            "n_marginal": 0,
+            "n_poor": 0,
+            "n_quarantined": 1,
+        },
+        {
+            "agent_id": "a",
+            "agent_version": "v2",
+            "records": 4,
+            "coverage": 1.0,
+            "mean_score": 81.25,
+            "p90_score": 97.0,
+            "n_excellent": 2,
+            "n_good": 1,
+            "n_marginal": 1,
+            "n_poor": 0,
+            "n_quarantined": 0,
+        },
     ]
     rows = summary_table(metrics)
-    assert [(r["agent"], r["version"], r["coverage"], r["mean"]) for r in rows] == [("a", "v2", 1.0, 81.2), ("b", "v1", 0.6667, None)]
+    assert [(r["agent"], r["version"], r["coverage"], r["mean"]) for r in rows] == [
+        ("a", "v2", 1.0, 81.2),
+        ("b", "v1", 0.6667, None),
+    ]
     assert json.loads(json.dumps(rows)) == rows
 
 
@@ -234,11 +272,14 @@ def test_tasks_doctests() -> None:
         assert result.failed == 0, module.__name__
 
 
-
 @pytest.mark.parametrize(
     ("logs_root", "message"),
     [
-        pytest.param("s3://bucket/logs", r"--logs-root s3://bucket/logs: this URL scheme needs an extra package", id="missing_fsspec_backend"),
+        pytest.param(
+            "s3://bucket/logs",
+            r"--logs-root s3://bucket/logs: this URL scheme needs an extra package",
+            id="missing_fsspec_backend",
+        ),
         pytest.param("foo://somewhere", r"--logs-root foo://somewhere: not a readable location", id="unknown_protocol"),
     ],
 )

@@ -17,7 +17,6 @@ import polars as pl
 
 from stef.campaign.protocol import CampaignRunLog, CampaignRunResult, CampaignSettings, CampaignSummary, GoldAudit
 from stef.models import Evaluation
-from warehouse.errors import WarehouseError
 from warehouse.transaction import transaction
 
 
@@ -62,33 +61,77 @@ def store_campaign(
     ids = [s.campaign_id for s in summaries]
     audit_json = json.dumps([i.model_dump(mode="json") for i in audit.items])
     run_rows = [
-        (r.campaign_id, r.run_id, r.question_id, r.question, json.dumps([c.model_dump(mode="json") for c in r.tool_calls]),
-         json.dumps(r.statements), r.model_version, r.prompt_version, None if r.seed is None else str(r.seed), r.commit_hash,
-         None if r.tokens is None else json.dumps(r.tokens), r.latency_ms, r.cost_usd, r.model_dump_json())
-        for r in runs if r.campaign_id in ids
+        (
+            r.campaign_id,
+            r.run_id,
+            r.question_id,
+            r.question,
+            json.dumps([c.model_dump(mode="json") for c in r.tool_calls]),
+            json.dumps(r.statements),
+            r.model_version,
+            r.prompt_version,
+            None if r.seed is None else str(r.seed),
+            r.commit_hash,
+            None if r.tokens is None else json.dumps(r.tokens),
+            r.latency_ms,
+            r.cost_usd,
+            r.model_dump_json(),
+        )
+        for r in runs
+        if r.campaign_id in ids
     ]
     outcome_rows = []
     for x in results:
         if x.campaign_id not in ids:
             continue
         evaluation = evaluations.get((x.campaign_id, x.run_id))
-        outcome_rows.append((
-            x.campaign_id, x.run_id, x.question_id, x.mode.value, x.outcome, x.reason, x.tool_calls, len(x.statements),
-            x.required, len(x.matched), x.catalog_traceability, x.latency_ms, x.tokens, x.cost_usd,
-            None if evaluation is None else evaluation.score, None if evaluation is None else evaluation.status.value,
-            x.model_dump_json(), now,
-        ))
+        outcome_rows.append(
+            (
+                x.campaign_id,
+                x.run_id,
+                x.question_id,
+                x.mode.value,
+                x.outcome,
+                x.reason,
+                x.tool_calls,
+                len(x.statements),
+                x.required,
+                len(x.matched),
+                x.catalog_traceability,
+                x.latency_ms,
+                x.tokens,
+                x.cost_usd,
+                None if evaluation is None else evaluation.score,
+                None if evaluation is None else evaluation.status.value,
+                x.model_dump_json(),
+                now,
+            )
+        )
     with transaction(conn, f"storing campaigns {', '.join(ids)} failed"):
         for table in ("campaigns", "campaign_runs", "campaign_outcomes"):
-            conn.execute(f"DELETE FROM {table} WHERE campaign_id IN (SELECT unnest($ids))", {"ids": ids})  # noqa: S608 - fixed names
+            conn.execute(f"DELETE FROM {table} WHERE campaign_id IN (SELECT unnest($ids))", {"ids": ids})
         conn.executemany(
             "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(s.campaign_id, s.mode.value, settings.model_dump_json(), audit_json, s.model_dump_json(), s.infra_cost_usd, now) for s in summaries],
+            [
+                (
+                    s.campaign_id,
+                    s.mode.value,
+                    settings.model_dump_json(),
+                    audit_json,
+                    s.model_dump_json(),
+                    s.infra_cost_usd,
+                    now,
+                )
+                for s in summaries
+            ],
         )
         if run_rows:
             conn.executemany("INSERT INTO campaign_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_rows)
         if outcome_rows:
-            conn.executemany("INSERT INTO campaign_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", outcome_rows)
+            conn.executemany(
+                "INSERT INTO campaign_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                outcome_rows,
+            )
     return CampaignStoreSummary(tuple(ids), len(run_rows), len(outcome_rows))
 
 

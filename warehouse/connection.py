@@ -90,7 +90,9 @@ def default_memory_limit() -> str:
     try:
         duckdb.connect(IN_MEMORY, config={"memory_limit": raw}).close()
     except duckdb.Error as exc:
-        raise WarehouseError(f"{MEMORY_LIMIT_ENV_VAR}={raw!r} is not a DuckDB memory size (e.g. 512MB, 2GB): {exc}") from exc
+        raise WarehouseError(
+            f"{MEMORY_LIMIT_ENV_VAR}={raw!r} is not a DuckDB memory size (e.g. 512MB, 2GB): {exc}"
+        ) from exc
     return raw
 
 

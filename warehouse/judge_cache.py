@@ -83,7 +83,9 @@ class DuckDBJudgeCache:
                     "FROM judge_cache AS c JOIN _stef_cache_keys AS k USING (cache_key)"
                 ).fetchall()
             except duckdb.Error as exc:
-                raise WarehouseError(f"reading the judge cache in {self.path or 'the warehouse'} failed: {exc}") from exc
+                raise WarehouseError(
+                    f"reading the judge cache in {self.path or 'the warehouse'} failed: {exc}"
+                ) from exc
             finally:
                 conn.close()
         found: dict[str, CachedVerdict] = {}
@@ -96,7 +98,9 @@ class DuckDBJudgeCache:
                 continue
             flags = payload.pop(FLAGS_KEY, [])
             kept = tuple(str(flag) for flag in flags) if isinstance(flags, list) else ()
-            found[str(key)] = CachedVerdict(str(key), str(model), str(prompt_version), payload, cost, None if tokens is None else int(tokens), kept)
+            found[str(key)] = CachedVerdict(
+                str(key), str(model), str(prompt_version), payload, cost, None if tokens is None else int(tokens), kept
+            )
         self.hits += len(found)
         return found
 
@@ -118,8 +122,14 @@ class DuckDBJudgeCache:
                 "cache_key": [e.key for e in unique],
                 "model": [e.model for e in unique],
                 "prompt_version": [e.prompt_version for e in unique],
-                "response": [json.dumps({**e.response, **({FLAGS_KEY: list(e.flags)} if e.flags else {})}, ensure_ascii=False, sort_keys=True)
-                             for e in unique],
+                "response": [
+                    json.dumps(
+                        {**e.response, **({FLAGS_KEY: list(e.flags)} if e.flags else {})},
+                        ensure_ascii=False,
+                        sort_keys=True,
+                    )
+                    for e in unique
+                ],
                 "cost_usd": [e.cost_usd for e in unique],
                 "tokens": [e.tokens for e in unique],
             },
@@ -144,7 +154,9 @@ class DuckDBJudgeCache:
                     conn.rollback()
                     raise
             except duckdb.Error as exc:
-                raise WarehouseError(f"writing the judge cache in {self.path or 'the warehouse'} failed and was rolled back: {exc}") from exc
+                raise WarehouseError(
+                    f"writing the judge cache in {self.path or 'the warehouse'} failed and was rolled back: {exc}"
+                ) from exc
             finally:
                 conn.close()
         self.stored += added

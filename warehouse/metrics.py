@@ -8,7 +8,6 @@ import duckdb
 import polars as pl
 
 from stef.models import EVALUATOR_VERSION
-from warehouse.errors import WarehouseError
 from warehouse.transaction import transaction
 
 _DAY_METRICS_SQL = """

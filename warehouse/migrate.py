@@ -90,7 +90,9 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
         WarehouseError: a migration failed (it is rolled back; the message names the file), or
             the database has a newer schema than this version of stef knows.
     """
-    conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
+    )
     applied = {int(row[0]) for row in conn.execute("SELECT version FROM schema_version").fetchall()}
     migrations = available_migrations()
     latest = migrations[-1].version if migrations else 0

@@ -18,8 +18,8 @@ import polars as pl
 import pyarrow as pa
 
 from warehouse.errors import WarehouseError
-from warehouse.transaction import transaction
 from warehouse.store import registered
+from warehouse.transaction import transaction
 
 DRIFT_COLUMNS: tuple[str, ...] = (
     "checked_at",
@@ -223,8 +223,19 @@ def _drift_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     columns: dict[str, list[Any]] = {name: [] for name in DRIFT_COLUMNS}
     now = datetime.now(UTC).replace(tzinfo=None)
     for row in rows:
-        missing = [name for name in ("agent_id", "baseline_version", "candidate_version", "evaluator_version",
-                                     "window_start", "window_end", "verdict") if row.get(name) is None]
+        missing = [
+            name
+            for name in (
+                "agent_id",
+                "baseline_version",
+                "candidate_version",
+                "evaluator_version",
+                "window_start",
+                "window_end",
+                "verdict",
+            )
+            if row.get(name) is None
+        ]
         if missing:
             raise WarehouseError(f"drift check row lacks {', '.join(missing)}: {dict(row)!r}")
         for name in DRIFT_COLUMNS:
@@ -259,7 +270,10 @@ def store_drift_checks(conn: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[s
     table = _drift_table(rows)
     if table.num_rows == 0:
         return 0
-    with transaction(conn, f"storing {table.num_rows} drift checks failed and was rolled back"), registered(conn, "_stef_drift", table):
+    with (
+        transaction(conn, f"storing {table.num_rows} drift checks failed and was rolled back"),
+        registered(conn, "_stef_drift", table),
+    ):
         conn.execute(f"DELETE FROM drift_checks AS d USING _stef_drift AS i WHERE {_SAME_CHECK}")
         conn.execute(f"INSERT INTO drift_checks BY NAME SELECT {', '.join(DRIFT_COLUMNS)} FROM _stef_drift")
     return int(table.num_rows)
@@ -288,7 +302,7 @@ def read_drift_checks(
     """
     frame: pl.DataFrame = conn.sql(
         f"""
-        SELECT {', '.join(DRIFT_COLUMNS[:-2])}, CAST(statistics AS VARCHAR) AS statistics, source FROM drift_checks
+        SELECT {", ".join(DRIFT_COLUMNS[:-2])}, CAST(statistics AS VARCHAR) AS statistics, source FROM drift_checks
         WHERE ($start::DATE IS NULL OR window_end >= $start)
           AND ($end::DATE IS NULL OR window_end <= $end)
           AND ($agent::VARCHAR IS NULL OR agent_id = $agent)
@@ -367,9 +381,25 @@ def read_lowest_scores(
         """,
         {"start": start, "end": end, "version": evaluator_version, "limit": limit},
     ).fetchall()
-    names = ("log_date", "run_id", "agent_id", "agent_version", "score", "band", "filter_status", "verdict",
-             "confidence", "rationale", "question", "enriched_question", "sql", "missing", "extra", "wrong",
-             "suspected_errors")
+    names = (
+        "log_date",
+        "run_id",
+        "agent_id",
+        "agent_version",
+        "score",
+        "band",
+        "filter_status",
+        "verdict",
+        "confidence",
+        "rationale",
+        "question",
+        "enriched_question",
+        "sql",
+        "missing",
+        "extra",
+        "wrong",
+        "suspected_errors",
+    )
     out: list[dict[str, Any]] = []
     for row in rows:
         item = dict(zip(names, row, strict=True))

@@ -10,14 +10,15 @@ from typing import Any
 import duckdb
 
 from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook
-from warehouse.errors import WarehouseError
 from warehouse.transaction import transaction
 
 LEARN_WINDOW_DAYS = 30
 """Days of stored answers before the scored day that a refreshed catalog learns from."""
 
 
-def read_answers_for_learning(conn: duckdb.DuckDBPyConnection, start: date | None = None, end: date | None = None) -> tuple[list[dict[str, Any]], str]:
+def read_answers_for_learning(
+    conn: duckdb.DuckDBPyConnection, start: date | None = None, end: date | None = None
+) -> tuple[list[dict[str, Any]], str]:
     """The stored answers (``app_id``, ``sql``, ``dialect``) of ``start`` … ``end`` and a label of the source.
 
     ``end`` defaults to the newest stored day, ``start`` to :data:`LEARN_WINDOW_DAYS` before ``end``.
@@ -31,7 +32,9 @@ def read_answers_for_learning(conn: duckdb.DuckDBPyConnection, start: date | Non
         "SELECT app_id, sql, dialect FROM agent_runs WHERE log_date BETWEEN $start AND $end AND app_id IS NOT NULL ORDER BY log_date, run_id",
         {"start": start, "end": end},
     ).fetchall()
-    return [{"app_id": a, "sql": s, "dialect": d} for a, s, d in rows], f"warehouse answers {start.isoformat()} … {end.isoformat()}"
+    return [
+        {"app_id": a, "sql": s, "dialect": d} for a, s, d in rows
+    ], f"warehouse answers {start.isoformat()} … {end.isoformat()}"
 
 
 def refresh_observed_catalogs(conn: duckdb.DuckDBPyConnection, log_date: date) -> ObservedCatalogBook:
@@ -49,7 +52,9 @@ def refresh_observed_catalogs(conn: duckdb.DuckDBPyConnection, log_date: date) -
     now = datetime.now(UTC).replace(tzinfo=None)
     with transaction(conn, f"storing the observed catalogs for {log_date.isoformat()} failed and was rolled back"):
         for app_id, catalog in book.catalogs.items():
-            version = conn.execute("SELECT coalesce(max(version), 0) + 1 FROM observed_catalogs WHERE app_id = ?", [app_id]).fetchall()[0][0]
+            version = conn.execute(
+                "SELECT coalesce(max(version), 0) + 1 FROM observed_catalogs WHERE app_id = ?", [app_id]
+            ).fetchall()[0][0]
             conn.execute(
                 "INSERT INTO observed_catalogs (app_id, version, learned_for, queries, catalog, learned_at) VALUES (?, ?, ?, ?, ?, ?)",
                 [app_id, version, log_date, catalog.queries, catalog.model_dump_json(), now],
@@ -62,4 +67,6 @@ def latest_observed_catalogs(conn: duckdb.DuckDBPyConnection) -> ObservedCatalog
     rows = conn.execute(
         "SELECT app_id, catalog FROM observed_catalogs QUALIFY row_number() OVER (PARTITION BY app_id ORDER BY version DESC) = 1"
     ).fetchall()
-    return ObservedCatalogBook({app: ObservedCatalog.model_validate(json.loads(text)) for app, text in rows}, "warehouse")
+    return ObservedCatalogBook(
+        {app: ObservedCatalog.model_validate(json.loads(text)) for app, text in rows}, "warehouse"
+    )

@@ -152,7 +152,11 @@ class StoreSummary:
 
 
 def _text(value: Any) -> str | None:
-    return encodable_text(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value) else None
+    return (
+        encodable_text(str(value))
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value)
+        else None
+    )
 
 
 Identity = tuple[str | None, str | None, str | None]
@@ -228,7 +232,9 @@ def _owners(lines: Sequence[LogLine], evaluations: Sequence[StoredEvaluation]) -
     for evaluation in evaluations:
         run_id = evaluation.run_id
         if run_id is None:
-            raise WarehouseError("an evaluation without run_id cannot be stored (its key is run_id + evaluator_version)")
+            raise WarehouseError(
+                "an evaluation without run_id cannot be stored (its key is run_id + evaluator_version)"
+            )
         if run_id in owners:
             raise WarehouseError(f"two evaluations for run_id {run_id!r}; pass one per run")
         owner = valid.get(run_id, rejected.get(run_id))
@@ -244,7 +250,9 @@ def _owners(lines: Sequence[LogLine], evaluations: Sequence[StoredEvaluation]) -
     return owners
 
 
-def _stored_elsewhere(conn: duckdb.DuckDBPyConnection, run_ids: list[str], evaluator_version: str, log_date: date) -> dict[str, date]:
+def _stored_elsewhere(
+    conn: duckdb.DuckDBPyConnection, run_ids: list[str], evaluator_version: str, log_date: date
+) -> dict[str, date]:
     """run_id -> log date for run ids already stored for another day than ``log_date``."""
     if not run_ids:
         return {}
@@ -429,7 +437,9 @@ def _store_day(
         conn.commit()
     except duckdb.Error as exc:
         _rollback_and_drop_stages(conn)
-        raise WarehouseError(f"storing {log_date.isoformat()} failed and was rolled back: {exc}{_memory_hint(exc)}") from exc
+        raise WarehouseError(
+            f"storing {log_date.isoformat()} failed and was rolled back: {exc}{_memory_hint(exc)}"
+        ) from exc
     except BaseException:
         _rollback_and_drop_stages(conn)
         raise
@@ -456,7 +466,11 @@ def _rollback_and_drop_stages(conn: duckdb.DuckDBPyConnection) -> None:
             pass
 
 
-_STAGES = {"agent_runs": "_stef_stage_agent_runs", "evaluations": "_stef_stage_evaluations", "quarantine": "_stef_stage_quarantine"}
+_STAGES = {
+    "agent_runs": "_stef_stage_agent_runs",
+    "evaluations": "_stef_stage_evaluations",
+    "quarantine": "_stef_stage_quarantine",
+}
 """Target table -> its staging table (same columns, no keys), filled chunk by chunk before the
 day's one transaction moves the rows over."""
 

@@ -38,9 +38,9 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
 
 from stef.campaign.sandbox import ExecutionResult, ResourceLimits, TestDatabase
-from stef.pipeline.clean import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes, parser_message
 from stef.errors import InputError
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus
+from stef.pipeline.clean import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes, parser_message
 
 PROTOCOL_SOURCE = "seeds/003_7e3f1b24b92db84a.txt (Protocolo de avaliação experimental)"
 """Where the protocol comes from; recorded in every ``context.json``."""
@@ -160,12 +160,29 @@ class CampaignSettings(_Frozen):
     dialect: str = Field(default="sqlite", description="sqlglot dialect of the statements (e.g. hive, sqlite)")
     timeout_s: float = Field(default=5.0, gt=0, le=86_400, description="per-statement execution timeout (seconds)")
     row_cap: int = Field(default=10_000, ge=1, description="more rows than this is an execution error")
-    max_value_bytes: int = Field(default=16 * 2**20, ge=1024, le=2**31 - 1, description="longest string, blob or row a SQLite statement may build or read (bytes); longer is an execution error")
-    max_result_bytes: int = Field(default=64 * 2**20, ge=1024, description="fetched rows of one statement, as Python objects (bytes); more is an execution error")
-    memory_mb: int = Field(default=1024, ge=64, description="memory the database worker may add after opening the test database (MiB); DuckDB's memory_limit is half of it")
+    max_value_bytes: int = Field(
+        default=16 * 2**20,
+        ge=1024,
+        le=2**31 - 1,
+        description="longest string, blob or row a SQLite statement may build or read (bytes); longer is an execution error",
+    )
+    max_result_bytes: int = Field(
+        default=64 * 2**20,
+        ge=1024,
+        description="fetched rows of one statement, as Python objects (bytes); more is an execution error",
+    )
+    memory_mb: int = Field(
+        default=1024,
+        ge=64,
+        description="memory the database worker may add after opening the test database (MiB); DuckDB's memory_limit is half of it",
+    )
     float_digits: int = Field(default=9, ge=1, le=17, description="significant digits compared for floats")
-    tariffs: dict[str, Tariff] = Field(default_factory=dict, description="model_version -> price; else litellm's prices")
-    infra_cost_usd: dict[str, float] = Field(default_factory=dict, description="C_infra per campaign_id (never added to C_i)")
+    tariffs: dict[str, Tariff] = Field(
+        default_factory=dict, description="model_version -> price; else litellm's prices"
+    )
+    infra_cost_usd: dict[str, float] = Field(
+        default_factory=dict, description="C_infra per campaign_id (never added to C_i)"
+    )
     use_litellm_prices: bool = True
 
     def resource_limits(self) -> ResourceLimits:
@@ -174,7 +191,11 @@ class CampaignSettings(_Frozen):
         >>> CampaignSettings(memory_mb=256).resource_limits().memory_bytes
         268435456
         """
-        return ResourceLimits(memory_bytes=self.memory_mb * 2**20, max_value_bytes=self.max_value_bytes, max_result_bytes=self.max_result_bytes)
+        return ResourceLimits(
+            memory_bytes=self.memory_mb * 2**20,
+            max_value_bytes=self.max_value_bytes,
+            max_result_bytes=self.max_result_bytes,
+        )
 
 
 class CanonicalCatalog(RootModel[dict[str, list[str]]]):
@@ -330,7 +351,9 @@ def load_catalog(path: str | Path) -> CanonicalCatalog:
     try:
         return CanonicalCatalog.model_validate_json(text)
     except ValidationError as exc:
-        raise InputError(f"{path}: not a catalog of the form {{table: [columns]}} ({exc.errors()[0].get('msg')})") from exc
+        raise InputError(
+            f"{path}: not a catalog of the form {{table: [columns]}} ({exc.errors()[0].get('msg')})"
+        ) from exc
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:
@@ -368,7 +391,9 @@ def _canonical(value: Any, digits: int) -> tuple[int, Any]:
     return (3, str(value))
 
 
-def results_match(predicted: Sequence[Sequence[Any]], gold: Sequence[Sequence[Any]], *, ordered: bool = False, digits: int = 9) -> bool:
+def results_match(
+    predicted: Sequence[Sequence[Any]], gold: Sequence[Sequence[Any]], *, ordered: bool = False, digits: int = 9
+) -> bool:
     """Whether two result sets are equal: column-order insensitive, NULL-safe, float tolerant.
 
     Rows are compared as a multiset unless ``ordered`` (the gold has a top-level ORDER BY).
@@ -462,7 +487,14 @@ def audit_gold(gold: Iterable[GoldQuestion], db: TestDatabase, settings: Campaig
             if not result.rows:
                 reason = f"gold statement {index + 1} returned no rows"
                 break
-        items.append(GoldAuditItem(question_id=question.question_id, ok=reason is None, reason=reason, row_counts=[len(r.rows) for r in executed]))
+        items.append(
+            GoldAuditItem(
+                question_id=question.question_id,
+                ok=reason is None,
+                reason=reason,
+                row_counts=[len(r.rows) for r in executed],
+            )
+        )
         if reason is None:
             results[question.question_id] = executed
     return GoldAudit(items=items, questions=questions, results=results)
@@ -490,7 +522,7 @@ def _structural_problem(tree: exp.Expression, catalog: Mapping[str, frozenset[st
         if table not in catalog:
             return f"unknown table {table!r}"
     tables = _tables(tree)
-    schema = {t: {c: "TEXT" for c in catalog[t]} for t in tables}
+    schema = {t: dict.fromkeys(catalog[t], "TEXT") for t in tables}
     try:
         qualify(tree.copy(), schema=schema, dialect=dialect or None, validate_qualify_columns=True)
         return None
@@ -499,7 +531,11 @@ def _structural_problem(tree: exp.Expression, catalog: Mapping[str, frozenset[st
     # qualify also fails on ambiguity or constructs it cannot resolve: flag only names that exist nowhere.
     known = set().union(*(catalog[t] for t in tables)) if tables else set()
     aliases = {a.alias.lower() for a in tree.find_all(exp.Alias)}
-    aliases |= {c.name.lower() for cte in tree.find_all(exp.CTE, exp.Subquery) for c in (cte.args.get("alias").columns if cte.args.get("alias") else [])}
+    aliases |= {
+        c.name.lower()
+        for cte in tree.find_all(exp.CTE, exp.Subquery)
+        for c in (cte.args.get("alias").columns if cte.args.get("alias") else [])
+    }
     for column in tree.find_all(exp.Column):
         name = column.name.lower()
         if not name or name in known or name in aliases or name == "*":
@@ -510,34 +546,56 @@ def _structural_problem(tree: exp.Expression, catalog: Mapping[str, frozenset[st
     return None
 
 
-def _check_statement(index: int, sql: str, dialect: str, catalog: Mapping[str, frozenset[str]]) -> tuple[StatementResult, exp.Expression | None]:
+def _check_statement(
+    index: int, sql: str, dialect: str, catalog: Mapping[str, frozenset[str]]
+) -> tuple[StatementResult, exp.Expression | None]:
     """Syntax, then structure; the parsed tree when both pass."""
     try:
         parsed = [s for s in sqlglot.parse(sql, read=dialect or None) if s is not None]
     except SqlglotError as error:
-        return StatementResult(index=index, sql=sql, outcome="syntax_error", syntax_ok=False, message=parser_message(error)), None
+        return StatementResult(
+            index=index, sql=sql, outcome="syntax_error", syntax_ok=False, message=parser_message(error)
+        ), None
     except RecursionError:
-        return StatementResult(index=index, sql=sql, outcome="syntax_error", syntax_ok=False, message="nests too deeply for the parser"), None
+        return StatementResult(
+            index=index, sql=sql, outcome="syntax_error", syntax_ok=False, message="nests too deeply for the parser"
+        ), None
     if len(parsed) != 1:
         message = "empty statement" if not parsed else f"holds {len(parsed)} statements; log one statement per entry"
         return StatementResult(index=index, sql=sql, outcome="syntax_error", syntax_ok=False, message=message), None
     tree = parsed[0]
     if not isinstance(tree, QUERY_TYPES + NON_QUERY_STATEMENT_TYPES):
         shown = tree.sql(dialect=dialect or None)[:80]
-        return StatementResult(index=index, sql=sql, outcome="syntax_error", syntax_ok=False, message=f"not a SQL statement (parsed as the bare expression {shown!r})"), None
+        return StatementResult(
+            index=index,
+            sql=sql,
+            outcome="syntax_error",
+            syntax_ok=False,
+            message=f"not a SQL statement (parsed as the bare expression {shown!r})",
+        ), None
     tables = _tables(tree)
     problem = _structural_problem(tree, catalog, dialect)
     if problem:
-        return StatementResult(index=index, sql=sql, outcome="structural_error", syntax_ok=True, message=problem, tables=tables), None
+        return StatementResult(
+            index=index, sql=sql, outcome="structural_error", syntax_ok=True, message=problem, tables=tables
+        ), None
     return StatementResult(index=index, sql=sql, outcome="checked", syntax_ok=True, tables=tables), tree
 
 
-def _execute_statement(checked: StatementResult, tree: exp.Expression, db: TestDatabase, settings: CampaignSettings, engine_dialect: str) -> tuple[StatementResult, ExecutionResult | None]:
+def _execute_statement(
+    checked: StatementResult, tree: exp.Expression, db: TestDatabase, settings: CampaignSettings, engine_dialect: str
+) -> tuple[StatementResult, ExecutionResult | None]:
     """Run a checked statement read-only (SELECT only); refuse anything else without executing it."""
     writes = embedded_writes(tree) if isinstance(tree, QUERY_TYPES) else []
     if not isinstance(tree, QUERY_TYPES) or writes:
         kind = writes[0] if writes else tree.key.upper()
-        refused = checked.model_copy(update={"outcome": "execution_error", "execution_status": "refused", "message": f"{kind} refused: campaigns execute read-only SELECT statements only"})
+        refused = checked.model_copy(
+            update={
+                "outcome": "execution_error",
+                "execution_status": "refused",
+                "message": f"{kind} refused: campaigns execute read-only SELECT statements only",
+            }
+        )
         return refused, None
     sql = checked.sql if settings.dialect == engine_dialect else tree.sql(dialect=engine_dialect)
     result = db.execute(sql, settings.timeout_s, settings.row_cap)
@@ -570,7 +628,10 @@ def _litellm_tariff(model: str) -> Tariff | None:
     info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
     if not info or info.get("input_cost_per_token") is None:
         return None
-    return Tariff(input_usd_per_million=float(info["input_cost_per_token"]) * 1e6, output_usd_per_million=float(info.get("output_cost_per_token") or 0.0) * 1e6)
+    return Tariff(
+        input_usd_per_million=float(info["input_cost_per_token"]) * 1e6,
+        output_usd_per_million=float(info.get("output_cost_per_token") or 0.0) * 1e6,
+    )
 
 
 def run_cost(run: CampaignRunLog, settings: CampaignSettings) -> tuple[float | None, str | None]:
@@ -613,7 +674,15 @@ def _looked_up(tool_calls: Sequence[ToolCall]) -> list[str]:
     return list(seen)
 
 
-def classify_run(run: CampaignRunLog, audit: GoldAudit, db: TestDatabase, catalog: CanonicalCatalog | Mapping[str, Sequence[str]], settings: CampaignSettings, *, engine_dialect: str = "sqlite") -> CampaignRunResult:
+def classify_run(
+    run: CampaignRunLog,
+    audit: GoldAudit,
+    db: TestDatabase,
+    catalog: CanonicalCatalog | Mapping[str, Sequence[str]],
+    settings: CampaignSettings,
+    *,
+    engine_dialect: str = "sqlite",
+) -> CampaignRunResult:
     """Check one run in the seed's order and give it its outcome class.
 
     ``mcp`` precedence (first match wins): ``budget_exceeded`` (more tool calls than the budget),
@@ -645,7 +714,9 @@ def classify_run(run: CampaignRunLog, audit: GoldAudit, db: TestDatabase, catalo
     gold_q = audit.questions[run.question_id]
     gold_results = audit.results[run.question_id]
     ordered = [_has_top_level_order(sql, engine_dialect) for sql in gold_q.gold_sql]
-    normalized = catalog.normalized() if isinstance(catalog, CanonicalCatalog) else CanonicalCatalog(dict(catalog)).normalized()
+    normalized = (
+        catalog.normalized() if isinstance(catalog, CanonicalCatalog) else CanonicalCatalog(dict(catalog)).normalized()
+    )
     mode = run.campaign_mode()
     flags: list[str] = []
     statements = list(run.statements)
@@ -663,8 +734,16 @@ def classify_run(run: CampaignRunLog, audit: GoldAudit, db: TestDatabase, catalo
             result, executed = _execute_statement(result, tree, db, settings, engine_dialect)
             if executed is not None:
                 targets = range(len(gold_results)) if mode is CampaignMode.MCP else [len(gold_results) - 1]
-                matches = [g for g in targets if results_match(executed.rows, gold_results[g].rows, ordered=ordered[g], digits=settings.float_digits)]
-                result = result.model_copy(update={"matches_gold": matches, "outcome": "match" if matches else "no_match"})
+                matches = [
+                    g
+                    for g in targets
+                    if results_match(
+                        executed.rows, gold_results[g].rows, ordered=ordered[g], digits=settings.float_digits
+                    )
+                ]
+                result = result.model_copy(
+                    update={"matches_gold": matches, "outcome": "match" if matches else "no_match"}
+                )
         checked.append(result)
     matched = sorted({g for s in checked for g in s.matches_gold})
     required = len(gold_results) if mode is CampaignMode.MCP else 1
@@ -675,10 +754,25 @@ def classify_run(run: CampaignRunLog, audit: GoldAudit, db: TestDatabase, catalo
     total_tokens, _, _ = _token_split(run.tokens)
     cost, cost_source = run_cost(run, settings)
     return CampaignRunResult(
-        run_id=run.run_id, campaign_id=run.campaign_id, mode=mode, question_id=run.question_id, question=run.question,
-        outcome=outcome, reason=reason, tool_calls=len(run.tool_calls), statements=checked, required=required, matched=matched,
-        tables_used=used, tables_looked_up=looked, catalog_traceability=traceability,
-        latency_ms=run.latency_ms, tokens=total_tokens, cost_usd=cost, cost_source=cost_source, flags=flags,
+        run_id=run.run_id,
+        campaign_id=run.campaign_id,
+        mode=mode,
+        question_id=run.question_id,
+        question=run.question,
+        outcome=outcome,
+        reason=reason,
+        tool_calls=len(run.tool_calls),
+        statements=checked,
+        required=required,
+        matched=matched,
+        tables_used=used,
+        tables_looked_up=looked,
+        catalog_traceability=traceability,
+        latency_ms=run.latency_ms,
+        tokens=total_tokens,
+        cost_usd=cost,
+        cost_source=cost_source,
+        flags=flags,
     )
 
 
@@ -686,7 +780,14 @@ def _first(checked: Sequence[StatementResult], outcome: str) -> StatementResult 
     return next((s for s in checked if s.outcome == outcome), None)
 
 
-def _outcome(run: CampaignRunLog, checked: Sequence[StatementResult], matched: Sequence[int], required: int, mode: CampaignMode, settings: CampaignSettings) -> tuple[str, str]:
+def _outcome(
+    run: CampaignRunLog,
+    checked: Sequence[StatementResult],
+    matched: Sequence[int],
+    required: int,
+    mode: CampaignMode,
+    settings: CampaignSettings,
+) -> tuple[str, str]:
     """The run's class and a one-line reason, by the seed's precedence."""
     if mode is CampaignMode.BASELINE_STATIC:
         if not checked:
@@ -697,7 +798,10 @@ def _outcome(run: CampaignRunLog, checked: Sequence[StatementResult], matched: S
         detail = final.message or "result differs from the gold answer"
         return BaselineOutcome.INCORRECT.value, f"final answer {final.outcome}: {detail}"
     if len(run.tool_calls) > settings.tool_budget:
-        return RunOutcome.BUDGET_EXCEEDED.value, f"{len(run.tool_calls)} tool calls, over the budget of {settings.tool_budget}"
+        return (
+            RunOutcome.BUDGET_EXCEEDED.value,
+            f"{len(run.tool_calls)} tool calls, over the budget of {settings.tool_budget}",
+        )
     for outcome in (RunOutcome.SYNTAX_ERROR, RunOutcome.STRUCTURAL_ERROR, RunOutcome.EXECUTION_ERROR):
         hit = _first(checked, outcome.value)
         if hit is not None:
@@ -719,7 +823,9 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return round(sum(present) / len(present), 6) if present else None
 
 
-def summarize(results: Sequence[CampaignRunResult], settings: CampaignSettings, excluded_runs: Mapping[str, int] | None = None) -> list[CampaignSummary]:
+def summarize(
+    results: Sequence[CampaignRunResult], settings: CampaignSettings, excluded_runs: Mapping[str, int] | None = None
+) -> list[CampaignSummary]:
     """One :class:`CampaignSummary` per ``campaign_id`` (in first-seen order).
 
     ``counts`` lists every class of the campaign's mode (zeros included); ``rates`` are counts
@@ -738,24 +844,33 @@ def summarize(results: Sequence[CampaignRunResult], settings: CampaignSettings, 
     out: list[CampaignSummary] = []
     for campaign in campaigns:
         runs = [r for r in results if r.campaign_id == campaign]
-        mode = runs[0].mode if runs else (CampaignMode.BASELINE_STATIC if campaign.startswith("baseline") else CampaignMode.MCP)
+        mode = (
+            runs[0].mode
+            if runs
+            else (CampaignMode.BASELINE_STATIC if campaign.startswith("baseline") else CampaignMode.MCP)
+        )
         classes = [o.value for o in (RunOutcome if mode is CampaignMode.MCP else BaselineOutcome)]
         counter = Counter(r.outcome for r in runs)
         counts = {c: counter.get(c, 0) for c in classes}
         mcp = mode is CampaignMode.MCP
         costs = [r.cost_usd for r in runs if r.cost_usd is not None]
-        out.append(CampaignSummary(
-            campaign_id=campaign, mode=mode, runs=len(runs), counts=counts,
-            rates={c: round(n / len(runs), 4) if runs else 0.0 for c, n in counts.items()},
-            excluded_runs=excluded_runs.get(campaign, 0),
-            mean_tool_calls=_mean(r.tool_calls for r in runs) if mcp else None,
-            mean_latency_ms=_mean(r.latency_ms for r in runs) if mcp else None,
-            mean_tokens=_mean(r.tokens for r in runs) if mcp else None,
-            mean_cost_usd=_mean(costs) if mcp else None,
-            total_cost_usd=round(sum(costs), 9) if mcp and costs else None,
-            infra_cost_usd=settings.infra_cost_usd.get(campaign),
-            mean_catalog_traceability=_mean(r.catalog_traceability for r in runs) if mcp else None,
-        ))
+        out.append(
+            CampaignSummary(
+                campaign_id=campaign,
+                mode=mode,
+                runs=len(runs),
+                counts=counts,
+                rates={c: round(n / len(runs), 4) if runs else 0.0 for c, n in counts.items()},
+                excluded_runs=excluded_runs.get(campaign, 0),
+                mean_tool_calls=_mean(r.tool_calls for r in runs) if mcp else None,
+                mean_latency_ms=_mean(r.latency_ms for r in runs) if mcp else None,
+                mean_tokens=_mean(r.tokens for r in runs) if mcp else None,
+                mean_cost_usd=_mean(costs) if mcp else None,
+                total_cost_usd=round(sum(costs), 9) if mcp and costs else None,
+                infra_cost_usd=settings.infra_cost_usd.get(campaign),
+                mean_catalog_traceability=_mean(r.catalog_traceability for r in runs) if mcp else None,
+            )
+        )
     return out
 
 
@@ -775,7 +890,9 @@ def _camel_keys(value: Any) -> Any:
     return value
 
 
-def evidence_documents(run: CampaignRunLog, result: CampaignRunResult, catalog: CanonicalCatalog, settings: CampaignSettings) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+def evidence_documents(
+    run: CampaignRunLog, result: CampaignRunResult, catalog: CanonicalCatalog, settings: CampaignSettings
+) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
     """``metrics.json``, ``context.json`` and the ``session.jsonl`` trail of one run (camelCase keys, as the seed).
 
     The metadata snapshot is the catalog entries of the tables the session looked up (``mcp``),
@@ -795,21 +912,47 @@ def evidence_documents(run: CampaignRunLog, result: CampaignRunResult, catalog: 
     else:
         snapshot = {t: lower[t] for t in result.tables_looked_up if t in lower}
     context = {
-        "runId": run.run_id, "campaignId": run.campaign_id, "mode": result.mode.value, "questionId": run.question_id,
-        "question": run.question, "metadataSnapshot": snapshot, "seed": run.seed, "modelVersion": run.model_version,
-        "promptVersion": run.prompt_version, "commitHash": run.commit_hash, "dialect": settings.dialect,
-        "toolBudget": settings.tool_budget, "maxStatements": settings.max_statements, "protocol": PROTOCOL_SOURCE,
+        "runId": run.run_id,
+        "campaignId": run.campaign_id,
+        "mode": result.mode.value,
+        "questionId": run.question_id,
+        "question": run.question,
+        "metadataSnapshot": snapshot,
+        "seed": run.seed,
+        "modelVersion": run.model_version,
+        "promptVersion": run.prompt_version,
+        "commitHash": run.commit_hash,
+        "dialect": settings.dialect,
+        "toolBudget": settings.tool_budget,
+        "maxStatements": settings.max_statements,
+        "protocol": PROTOCOL_SOURCE,
     }
-    session: list[dict[str, Any]] = [{"event": "question", "runId": run.run_id, "campaignId": run.campaign_id, "question": run.question}]
+    session: list[dict[str, Any]] = [
+        {"event": "question", "runId": run.run_id, "campaignId": run.campaign_id, "question": run.question}
+    ]
     for number, call in enumerate(run.tool_calls, 1):
-        session.append({"event": "toolCall", "n": number, "name": call.name, "arguments": call.arguments, "durationMs": call.duration_ms})
+        session.append(
+            {
+                "event": "toolCall",
+                "n": number,
+                "name": call.name,
+                "arguments": call.arguments,
+                "durationMs": call.duration_ms,
+            }
+        )
     for statement in result.statements:
         session.append({"event": "statement", **_camel_keys(statement.model_dump(mode="json"))})
     session.append({"event": "outcome", "outcome": result.outcome, "reason": result.reason})
     return metrics, context, session
 
 
-def write_evidence(out_dir: str | Path, run: CampaignRunLog, result: CampaignRunResult, catalog: CanonicalCatalog, settings: CampaignSettings) -> Path:
+def write_evidence(
+    out_dir: str | Path,
+    run: CampaignRunLog,
+    result: CampaignRunResult,
+    catalog: CanonicalCatalog,
+    settings: CampaignSettings,
+) -> Path:
     """Write ``OUT/<campaign folder>/<run folder>/{metrics.json, context.json, session.jsonl}``.
 
     The folder names are :func:`folder_name` of ``campaign_id`` and ``run_id`` (distinct ids never
@@ -823,7 +966,9 @@ def write_evidence(out_dir: str | Path, run: CampaignRunLog, result: CampaignRun
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (folder / "context.json").write_text(json.dumps(context, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (folder / "session.jsonl").write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in session), encoding="utf-8")
+    (folder / "session.jsonl").write_text(
+        "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in session), encoding="utf-8"
+    )
     return folder
 
 
@@ -906,7 +1051,9 @@ class CampaignResult(BaseModel):
     runs: list[CampaignRunLog]
     audit: GoldAudit
     results: list[CampaignRunResult]
-    skipped: dict[str, dict[str, str]] = Field(default_factory=dict, description="campaign_id -> run_id -> why it was not classified")
+    skipped: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="campaign_id -> run_id -> why it was not classified"
+    )
     summaries: list[CampaignSummary]
 
     def counts(self) -> dict[str, int]:
@@ -921,7 +1068,10 @@ class CampaignResult(BaseModel):
             "runs": len(self.runs),
             "classified": len(self.results),
             "campaigns": {s.campaign_id: s.model_dump(mode="json") for s in self.summaries},
-            "gold_audit": {"questions": len(self.audit.items), "excluded": [i.model_dump(mode="json") for i in self.audit.excluded]},
+            "gold_audit": {
+                "questions": len(self.audit.items),
+                "excluded": [i.model_dump(mode="json") for i in self.audit.excluded],
+            },
             "skipped": self.skipped,
         }
 
@@ -970,7 +1120,11 @@ def run_campaign(
         seen.add(key)
         if run.question_id not in audit.results:
             item = next((i for i in audit.items if i.question_id == run.question_id), None)
-            skipped.setdefault(run.campaign_id, {})[run.run_id] = f"question excluded by the gold audit: {item.reason}" if item else f"question_id {run.question_id!r} is not in the gold battery"
+            skipped.setdefault(run.campaign_id, {})[run.run_id] = (
+                f"question excluded by the gold audit: {item.reason}"
+                if item
+                else f"question_id {run.question_id!r} is not in the gold battery"
+            )
             excluded[run.campaign_id] += 1
             continue
         result = classify_run(run, audit, db, catalog, settings, engine_dialect=engine)
@@ -999,7 +1153,13 @@ def stef_record(run: CampaignRunLog | CampaignRunResult, dialect: str | None) ->
     """
     statements = run.statements if isinstance(run, CampaignRunLog) else [s.sql for s in run.statements]
     sql = ";\n".join(s.strip().rstrip(";") for s in statements)
-    return AgentLogRecord(run_id=run.run_id, question=run.question, sql=sql, dialect=dialect or None, agent_id=f"{CAMPAIGN_AGENT_PREFIX}{run.campaign_id}")
+    return AgentLogRecord(
+        run_id=run.run_id,
+        question=run.question,
+        sql=sql,
+        dialect=dialect or None,
+        agent_id=f"{CAMPAIGN_AGENT_PREFIX}{run.campaign_id}",
+    )
 
 
 def index_evaluations(evaluations: Iterable[Evaluation]) -> dict[tuple[str | None, str | None], Evaluation]:
@@ -1013,7 +1173,7 @@ def index_evaluations(evaluations: Iterable[Evaluation]) -> dict[tuple[str | Non
     out: dict[tuple[str | None, str | None], Evaluation] = {}
     for evaluation in evaluations:
         agent = evaluation.agent_id or ""
-        campaign = agent[len(CAMPAIGN_AGENT_PREFIX):] if agent.startswith(CAMPAIGN_AGENT_PREFIX) else None
+        campaign = agent[len(CAMPAIGN_AGENT_PREFIX) :] if agent.startswith(CAMPAIGN_AGENT_PREFIX) else None
         out[(campaign, evaluation.run_id)] = evaluation
     return out
 
@@ -1083,18 +1243,53 @@ def calibration_report(results: Sequence[CampaignRunResult], evaluations: Sequen
     ]
     order = [c for c in OUTCOME_CLASSES if c in per_class]
     return CalibrationReport(
-        runs=len(results), scored=scored, positives=sum(labels),
-        auroc=None if math.isnan(area) else round(area, 4), confusion=confusion,
-        mean_score_by_outcome={c: (round(sum(per_class[c]) / len(per_class[c]), 2) if per_class[c] else None) for c in order},
+        runs=len(results),
+        scored=scored,
+        positives=sum(labels),
+        auroc=None if math.isnan(area) else round(area, 4),
+        confusion=confusion,
+        mean_score_by_outcome={
+            c: (round(sum(per_class[c]) / len(per_class[c]), 2) if per_class[c] else None) for c in order
+        },
         runs_by_outcome={c: sum(1 for r in results if r.outcome == c) for c in order},
     )
 
 
 __all__ = [
-    "BAND_THRESHOLDS", "CATALOG_TOOLS", "OUTCOME_CLASSES", "BaselineOutcome", "CalibrationReport", "CampaignMode", "CampaignResult",
-    "CampaignRunLog", "CampaignRunResult", "CampaignSettings", "CampaignSummary", "CanonicalCatalog", "GoldAudit",
-    "GoldAuditItem", "GoldQuestion", "RunOutcome", "StatementResult", "Tariff", "ToolCall", "audit_gold",
-    "calibration_report", "campaign_folder", "classify_run", "evidence_documents", "folder_name", "index_evaluations", "json_schemas",
-    "load_catalog", "read_jsonl",
-    "results_match", "run_campaign", "run_cost", "stef_record", "summarize", "write_evidence", "write_summary",
+    "BAND_THRESHOLDS",
+    "CATALOG_TOOLS",
+    "OUTCOME_CLASSES",
+    "BaselineOutcome",
+    "CalibrationReport",
+    "CampaignMode",
+    "CampaignResult",
+    "CampaignRunLog",
+    "CampaignRunResult",
+    "CampaignSettings",
+    "CampaignSummary",
+    "CanonicalCatalog",
+    "GoldAudit",
+    "GoldAuditItem",
+    "GoldQuestion",
+    "RunOutcome",
+    "StatementResult",
+    "Tariff",
+    "ToolCall",
+    "audit_gold",
+    "calibration_report",
+    "campaign_folder",
+    "classify_run",
+    "evidence_documents",
+    "folder_name",
+    "index_evaluations",
+    "json_schemas",
+    "load_catalog",
+    "read_jsonl",
+    "results_match",
+    "run_campaign",
+    "run_cost",
+    "stef_record",
+    "summarize",
+    "write_evidence",
+    "write_summary",
 ]

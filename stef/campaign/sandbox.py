@@ -118,7 +118,11 @@ class _SandboxedDatabase:
 
     def _start(self) -> None:
         process = subprocess.Popen(  # our own interpreter running our own module
-            [sys.executable, "-P", "-c", _WORKER_BOOT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, env=_worker_environment(),
+            [sys.executable, "-P", "-c", _WORKER_BOOT],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+            env=_worker_environment(),
         )
         self._process = process
         try:
@@ -138,7 +142,9 @@ class _SandboxedDatabase:
         try:
             write_message(process.stdin.fileno(), message)
         except OSError as exc:
-            raise _WorkerLost(f"the database worker process ended (exit code {process.poll()}; {exc})", deadline=False) from None
+            raise _WorkerLost(
+                f"the database worker process ended (exit code {process.poll()}; {exc})", deadline=False
+            ) from None
 
     @staticmethod
     def _receive(process: subprocess.Popen[bytes], wait_s: float) -> tuple[str, Any]:
@@ -224,12 +230,18 @@ class _SandboxedDatabase:
         """
         started = time.perf_counter()
         try:
-            result: ExecutionResult = self._call(("execute", sql, timeout_s, row_cap), timeout_s + self.limits.kill_grace_s)
+            result: ExecutionResult = self._call(
+                ("execute", sql, timeout_s, row_cap), timeout_s + self.limits.kill_grace_s
+            )
             return result
         except _WorkerLost as lost:
             if lost.deadline:
                 return timeout_result(timeout_s, started, f" ({lost})")
-            return ExecutionResult("error", message=f"{lost} while running the statement", duration_ms=(time.perf_counter() - started) * 1000)
+            return ExecutionResult(
+                "error",
+                message=f"{lost} while running the statement",
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
         except (InputError, RuntimeError) as exc:
             return ExecutionResult("error", message=str(exc), duration_ms=(time.perf_counter() - started) * 1000)
 
@@ -321,4 +333,12 @@ def open_test_database(path: str | Path, limits: ResourceLimits | None = None) -
     raise InputError(f"{path}: neither a SQLite nor a DuckDB file")
 
 
-__all__ = ["DuckDBTestDatabase", "ExecutionResult", "ExecutionStatus", "ResourceLimits", "SQLiteTestDatabase", "TestDatabase", "open_test_database"]
+__all__ = [
+    "DuckDBTestDatabase",
+    "ExecutionResult",
+    "ExecutionStatus",
+    "ResourceLimits",
+    "SQLiteTestDatabase",
+    "TestDatabase",
+    "open_test_database",
+]

@@ -107,7 +107,9 @@ def _object_bytes(value: Any) -> int:
     return size
 
 
-def _fetch(fetchmany: Callable[[int], Sequence[Any]], row_cap: int, byte_cap: int) -> tuple[list[tuple[Any, ...]], ExecutionStatus]:
+def _fetch(
+    fetchmany: Callable[[int], Sequence[Any]], row_cap: int, byte_cap: int
+) -> tuple[list[tuple[Any, ...]], ExecutionStatus]:
     """Up to ``row_cap + 1`` rows, stopping as soon as they pass ``byte_cap`` (status ``byte_cap``).
 
     Batches start at one row and grow only while the largest row seen so far fits the remaining
@@ -131,24 +133,43 @@ def _fetch(fetchmany: Callable[[int], Sequence[Any]], row_cap: int, byte_cap: in
     return rows, ("row_cap" if len(rows) > row_cap else "ok")
 
 
-def _finish(status: ExecutionStatus, columns: tuple[str, ...], rows: list[tuple[Any, ...]], started: float, limits: ResourceLimits, row_cap: int) -> ExecutionResult:
+def _finish(
+    status: ExecutionStatus,
+    columns: tuple[str, ...],
+    rows: list[tuple[Any, ...]],
+    started: float,
+    limits: ResourceLimits,
+    row_cap: int,
+) -> ExecutionResult:
     elapsed = (time.perf_counter() - started) * 1000
     if status == "row_cap":
-        return ExecutionResult("row_cap", columns, message=f"returned more than the {row_cap}-row cap", duration_ms=elapsed)
+        return ExecutionResult(
+            "row_cap", columns, message=f"returned more than the {row_cap}-row cap", duration_ms=elapsed
+        )
     if status == "byte_cap":
-        return ExecutionResult("byte_cap", columns, message=f"returned more than the {limits.max_result_bytes}-byte result budget", duration_ms=elapsed)
+        return ExecutionResult(
+            "byte_cap",
+            columns,
+            message=f"returned more than the {limits.max_result_bytes}-byte result budget",
+            duration_ms=elapsed,
+        )
     return ExecutionResult("ok", columns, tuple(rows), duration_ms=elapsed)
 
 
 def _memory_result(started: float, limits: ResourceLimits) -> ExecutionResult:
     return ExecutionResult(
-        "error", message=f"MemoryError: the statement needs more than the {limits.memory_bytes // _MIB} MiB memory budget",
+        "error",
+        message=f"MemoryError: the statement needs more than the {limits.memory_bytes // _MIB} MiB memory budget",
         duration_ms=(time.perf_counter() - started) * 1000,
     )
 
 
 def timeout_result(timeout_s: float, started: float, detail: str = "") -> ExecutionResult:
-    return ExecutionResult("timeout", message=f"stopped after the {timeout_s:g} s statement timeout{detail}", duration_ms=(time.perf_counter() - started) * 1000)
+    return ExecutionResult(
+        "timeout",
+        message=f"stopped after the {timeout_s:g} s statement timeout{detail}",
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
 
 
 def _deny_writes(action: int, *_: object) -> int:
@@ -200,7 +221,9 @@ class _SQLiteEngine:
             self.memory_exhausted = True
             return _memory_result(started, self.limits)
         except (ValueError, OverflowError) as exc:  # sqlite3 raises these for e.g. several statements or huge ints
-            return ExecutionResult("error", message=f"{type(exc).__name__}: {exc}", duration_ms=(time.perf_counter() - started) * 1000)
+            return ExecutionResult(
+                "error", message=f"{type(exc).__name__}: {exc}", duration_ms=(time.perf_counter() - started) * 1000
+            )
         finally:
             self.conn.set_progress_handler(None, 0)
         return _finish(status, columns, rows, started, self.limits, row_cap)
@@ -208,8 +231,16 @@ class _SQLiteEngine:
     def catalog(self) -> dict[str, list[str]]:
         self.conn.set_authorizer(None)
         try:
-            tables = [r[0] for r in self.conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name")]
-            return {t.lower(): [r[1].lower() for r in self.conn.execute("SELECT * FROM pragma_table_info(?)", (t,))] for t in tables}
+            tables = [
+                r[0]
+                for r in self.conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name"
+                )
+            ]
+            return {
+                t.lower(): [r[1].lower() for r in self.conn.execute("SELECT * FROM pragma_table_info(?)", (t,))]
+                for t in tables
+            }
         finally:
             self.conn.set_authorizer(_deny_writes)
 
@@ -239,9 +270,16 @@ def _duckdb_config(limits: ResourceLimits) -> dict[str, Any]:
 
 
 _DUCKDB_EXPECTED = {
-    "enable_external_access": "false", "autoload_known_extensions": "false", "autoinstall_known_extensions": "false",
-    "allow_community_extensions": "false", "allow_unsigned_extensions": "false", "python_enable_replacements": "false",
-    "threads": "1", "temp_directory": "", "max_temp_directory_size": "0 bytes", "lock_configuration": "true",
+    "enable_external_access": "false",
+    "autoload_known_extensions": "false",
+    "autoinstall_known_extensions": "false",
+    "allow_community_extensions": "false",
+    "allow_unsigned_extensions": "false",
+    "python_enable_replacements": "false",
+    "threads": "1",
+    "temp_directory": "",
+    "max_temp_directory_size": "0 bytes",
+    "lock_configuration": "true",
 }
 """Settings read back from ``duckdb_settings()`` after opening; any other value refuses the database."""
 
@@ -260,11 +298,17 @@ class _DuckDBEngine:
         except duckdb.Error as exc:
             raise InputError(f"{path}: cannot open as DuckDB read-only ({exc})") from exc
         names = list(_DUCKDB_EXPECTED)
-        actual = dict(self.conn.execute("SELECT name, value FROM duckdb_settings() WHERE name IN (SELECT unnest($names))", {"names": names}).fetchall())
+        actual = dict(
+            self.conn.execute(
+                "SELECT name, value FROM duckdb_settings() WHERE name IN (SELECT unnest($names))", {"names": names}
+            ).fetchall()
+        )
         wrong = {k: actual.get(k) for k, v in _DUCKDB_EXPECTED.items() if str(actual.get(k)).lower() != v}
         if wrong:
             self.conn.close()
-            raise InputError(f"{path}: DuckDB did not accept the sandbox settings ({wrong}); the database is not opened")
+            raise InputError(
+                f"{path}: DuckDB did not accept the sandbox settings ({wrong}); the database is not opened"
+            )
 
     def execute(self, sql: str, timeout_s: float, row_cap: int) -> ExecutionResult:
         started = time.perf_counter()
@@ -285,7 +329,9 @@ class _DuckDBEngine:
                 return timeout_result(timeout_s, started)
             if "OutOfMemory" in type(exc).__name__:  # DuckDB's own budget: its buffers may stay fragmented
                 self.memory_exhausted = True
-            return ExecutionResult("error", message=f"{type(exc).__name__}: {exc}", duration_ms=(time.perf_counter() - started) * 1000)
+            return ExecutionResult(
+                "error", message=f"{type(exc).__name__}: {exc}", duration_ms=(time.perf_counter() - started) * 1000
+            )
         except MemoryError:
             self.memory_exhausted = True
             return _memory_result(started, self.limits)
@@ -334,7 +380,7 @@ def write_message(fd: int, message: Any) -> None:
     for chunk in (_HEADER.pack(len(body)), body):
         view = memoryview(chunk)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
 
 
 def _read_exact(fd: int, size: int) -> bytes:
@@ -382,7 +428,7 @@ def _serve(request_fd: int, reply_fd: int, engine: str, path: str, limits: Resou
     except InputError as exc:
         write_message(reply_fd, ("refused", str(exc)))
         return
-    except Exception as exc:  # noqa: BLE001 - reported to the caller as the reason the database cannot be opened
+    except Exception as exc:
         write_message(reply_fd, ("refused", f"{path}: cannot open the test database ({type(exc).__name__}: {exc})"))
         return
     _cap_address_space(limits.memory_bytes)
@@ -403,12 +449,26 @@ def _serve(request_fd: int, reply_fd: int, engine: str, path: str, limits: Resou
                 if exhausted:
                     break  # the parent starts a fresh worker: no later statement runs in what the bomb left behind
             except MemoryError:
-                write_message(reply_fd, ("failed_exiting", f"MemoryError: the answer needs more than the {limits.memory_bytes // _MIB} MiB memory budget"))
+                write_message(
+                    reply_fd,
+                    (
+                        "failed_exiting",
+                        f"MemoryError: the answer needs more than the {limits.memory_bytes // _MIB} MiB memory budget",
+                    ),
+                )
                 break
-            except Exception as exc:  # noqa: BLE001 - one request's failure is its reply; the worker goes on
+            except Exception as exc:
                 write_message(reply_fd, ("failed", f"{type(exc).__name__}: {exc}"))
     finally:
         db.close()
 
 
-__all__ = ["ExecutionResult", "ExecutionStatus", "ResourceLimits", "main", "read_message", "timeout_result", "write_message"]
+__all__ = [
+    "ExecutionResult",
+    "ExecutionStatus",
+    "ResourceLimits",
+    "main",
+    "read_message",
+    "timeout_result",
+    "write_message",
+]

@@ -24,11 +24,11 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from stef.pipeline.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
-from stef.pipeline.judge.symbolic import Judge, SymbolicJudge
 from stef.llm.judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
 from stef.llm.usage import USAGE_FLAG
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, Verdict
+from stef.pipeline.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
+from stef.pipeline.judge.symbolic import Judge, SymbolicJudge
 from stef.pipeline.observed import ObservedCatalogBook
 from stef.pipeline.rules import RuleBook
 
@@ -108,9 +108,11 @@ class JudgeRunStats:
         share = f"{self.escalated_share:.1%}" if self.escalated_share is not None else "–"
         untrusted = f", {self.usage_untrusted} with untrusted usage" if self.usage_untrusted else ""
         breaker = f"; {self.breaker}" if self.breaker else ""
-        return (f"judge {self.judge}: {self.records} records, {self.escalated} to the model ({share}), {self.model_verdicts} model verdicts, "
-                f"{self.cache_hits} cache hits, {self.requests} requests, {self.fallback_count} fallbacks, "
-                f"spent ${self.spent_usd:.4f}, tokens {self.tokens}{untrusted}{breaker}")
+        return (
+            f"judge {self.judge}: {self.records} records, {self.escalated} to the model ({share}), {self.model_verdicts} model verdicts, "
+            f"{self.cache_hits} cache hits, {self.requests} requests, {self.fallback_count} fallbacks, "
+            f"spent ${self.spent_usd:.4f}, tokens {self.tokens}{untrusted}{breaker}"
+        )
 
 
 class LLMEvaluator:
@@ -130,10 +132,18 @@ class LLMEvaluator:
         JudgeConfigError: ``settings`` is the symbolic judge.
     """
 
-    def __init__(self, settings: JudgeSettings, cache: JudgeCache | None = None, judge: LLMJudge | None = None,
-                 symbolic: Judge | None = None, observed: ObservedCatalogBook | None = None) -> None:
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        cache: JudgeCache | None = None,
+        judge: LLMJudge | None = None,
+        symbolic: Judge | None = None,
+        observed: ObservedCatalogBook | None = None,
+    ) -> None:
         if settings.model is None:
-            raise JudgeConfigError("LLMEvaluator needs a model; use stef.pipeline.evaluate.evaluate_many for the symbolic judge")
+            raise JudgeConfigError(
+                "LLMEvaluator needs a model; use stef.pipeline.evaluate.evaluate_many for the symbolic judge"
+            )
         self.settings = settings
         self.cache = cache
         self.symbolic = symbolic or SymbolicJudge()
@@ -153,8 +163,9 @@ class LLMEvaluator:
             return True
         return evaluation.verdict in HEDGED_VERDICTS
 
-    def evaluate_many(self, records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None,
-                      default_dialect: str | None = None) -> list[Evaluation]:
+    def evaluate_many(
+        self, records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None, default_dialect: str | None = None
+    ) -> list[Evaluation]:
         """Evaluate a batch; one bad record or one failed model call never stops it.
 
         Args:
@@ -175,14 +186,22 @@ class LLMEvaluator:
         batch = list(records)
         first: list[Evaluation] = []
         pending: list[tuple[int, Prepared]] = []
-        for evaluation, prepared in evaluate_many_prepared(batch, rulebook=rulebook, judge=self.symbolic, default_dialect=default_dialect,
-                                                           schemas=self.schemas, observed=self.observed):
+        for evaluation, prepared in evaluate_many_prepared(
+            batch,
+            rulebook=rulebook,
+            judge=self.symbolic,
+            default_dialect=default_dialect,
+            schemas=self.schemas,
+            observed=self.observed,
+        ):
             first.append(evaluation.model_copy(update={"evaluator_version": version}))
             if evaluation.status is EvaluationStatus.EVALUATED and prepared is not None:
                 self.stats.records += 1
                 if self._escalate(evaluation, rulebook, prepared.record):
                     pending.append((len(first) - 1, prepared))
-        outcomes = self.judge.judge_many([prepared.judge_input for _, prepared in pending], cache=self.cache, budget=self.budget)
+        outcomes = self.judge.judge_many(
+            [prepared.judge_input for _, prepared in pending], cache=self.cache, budget=self.budget
+        )
         out = list(first)
         for (index, prepared), outcome in zip(pending, outcomes, strict=True):
             symbolic = first[index]
@@ -190,17 +209,33 @@ class LLMEvaluator:
             if outcome.fallback_reason is None:
                 duration = (symbolic.duration_ms or 0.0) + outcome.latency_ms
                 out[index] = finish(prepared, outcome.result, version).model_copy(
-                    update={"cost_usd": outcome.cost_usd, "tokens": outcome.tokens, "duration_ms": round(duration, 3), "flags": flags})
+                    update={
+                        "cost_usd": outcome.cost_usd,
+                        "tokens": outcome.tokens,
+                        "duration_ms": round(duration, 3),
+                        "flags": flags,
+                    }
+                )
             else:
-                out[index] = symbolic.model_copy(update={"judge_fallback_reason": outcome.fallback_reason, "cost_usd": outcome.cost_usd,
-                                                         "tokens": outcome.tokens, "flags": flags})
+                out[index] = symbolic.model_copy(
+                    update={
+                        "judge_fallback_reason": outcome.fallback_reason,
+                        "cost_usd": outcome.cost_usd,
+                        "tokens": outcome.tokens,
+                        "flags": flags,
+                    }
+                )
             self.stats.add(outcome, out[index])
         self.stats.breaker = self.judge.breaker.summary()
         return out
 
 
-def evaluate_with_judge(records: Sequence[AgentLogRecord], settings: JudgeSettings, rulebook: RuleBook | None = None,
-                        cache: JudgeCache | None = None) -> tuple[list[Evaluation], JudgeRunStats]:
+def evaluate_with_judge(
+    records: Sequence[AgentLogRecord],
+    settings: JudgeSettings,
+    rulebook: RuleBook | None = None,
+    cache: JudgeCache | None = None,
+) -> tuple[list[Evaluation], JudgeRunStats]:
     """Evaluate ``records`` with the judge of ``settings`` (symbolic, a model, or hybrid).
 
     Args:
@@ -218,8 +253,12 @@ def evaluate_with_judge(records: Sequence[AgentLogRecord], settings: JudgeSettin
     ('symbolic', 1, 0)
     """
     if settings.is_symbolic:
-        evaluations = evaluate_many(records, rulebook=rulebook, schemas=settings.schemas(), observed=settings.observed())
-        stats = JudgeRunStats(judge=settings.name, records=sum(e.status is EvaluationStatus.EVALUATED for e in evaluations))
+        evaluations = evaluate_many(
+            records, rulebook=rulebook, schemas=settings.schemas(), observed=settings.observed()
+        )
+        stats = JudgeRunStats(
+            judge=settings.name, records=sum(e.status is EvaluationStatus.EVALUATED for e in evaluations)
+        )
         return evaluations, stats
     evaluator = LLMEvaluator(settings, cache=cache)
     return evaluator.evaluate_many(records, rulebook), evaluator.stats

@@ -57,9 +57,9 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from stef.errors import StefError
-from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
 from stef.llm.usage import UsageReading, check_cost, check_count, read_usage
 from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
+from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
 from stef.pipeline.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
 from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema, SchemaBook
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments
@@ -108,11 +108,30 @@ DEFAULT_BREAKER_FAILURES = 5
 
 TAXONOMY: dict[str, tuple[str, ...]] = {
     "Attribute-Related Errors": ("Attribute Mismatch", "Attribute Redundancy", "Attribute Missing"),
-    "Table-Related Errors": ("Table Mismatch", "Table Redundancy", "Table Missing", "Join Condition Mismatch", "Join Type Mismatch"),
+    "Table-Related Errors": (
+        "Table Mismatch",
+        "Table Redundancy",
+        "Table Missing",
+        "Join Condition Mismatch",
+        "Join Type Mismatch",
+    ),
     "Value-Related Errors": ("Value Mismatch", "Data Format Mismatch"),
     "Operator-Related Errors": ("Comparison Operator", "Logical Operator"),
-    "Condition-Related Errors": ("Explicit Condition Missing", "Explicit Condition Mismatch", "Explicit Condition Redundancy", "Implicit Condition Missing"),
-    "Function-Related Errors": ("Aggregate Functions", "Window Functions", "Date/Time Functions", "Conversion Functions", "Math Functions", "String Functions", "Conditional Functions"),
+    "Condition-Related Errors": (
+        "Explicit Condition Missing",
+        "Explicit Condition Mismatch",
+        "Explicit Condition Redundancy",
+        "Implicit Condition Missing",
+    ),
+    "Function-Related Errors": (
+        "Aggregate Functions",
+        "Window Functions",
+        "Date/Time Functions",
+        "Conversion Functions",
+        "Math Functions",
+        "String Functions",
+        "Conditional Functions",
+    ),
     "Clause-Related Errors": ("Clause Missing", "Clause Redundancy"),
     "Subquery-Related Errors": ("Subquery Missing", "Subquery Mismatch", "Partial Query"),
     "Other Errors": ("ASC/DESC", "DISTINCT", "Other"),
@@ -120,19 +139,48 @@ TAXONOMY: dict[str, tuple[str, ...]] = {
 """The NL2SQL-BUGs error taxonomy (9 categories, 31 subcategories) the model must use."""
 
 ErrorCategory = Literal[
-    "Attribute-Related Errors", "Table-Related Errors", "Value-Related Errors", "Operator-Related Errors",
-    "Condition-Related Errors", "Function-Related Errors", "Clause-Related Errors", "Subquery-Related Errors", "Other Errors",
+    "Attribute-Related Errors",
+    "Table-Related Errors",
+    "Value-Related Errors",
+    "Operator-Related Errors",
+    "Condition-Related Errors",
+    "Function-Related Errors",
+    "Clause-Related Errors",
+    "Subquery-Related Errors",
+    "Other Errors",
 ]
 ErrorSubcategory = Literal[
-    "Attribute Mismatch", "Attribute Redundancy", "Attribute Missing",
-    "Table Mismatch", "Table Redundancy", "Table Missing", "Join Condition Mismatch", "Join Type Mismatch",
-    "Value Mismatch", "Data Format Mismatch",
-    "Comparison Operator", "Logical Operator",
-    "Explicit Condition Missing", "Explicit Condition Mismatch", "Explicit Condition Redundancy", "Implicit Condition Missing",
-    "Aggregate Functions", "Window Functions", "Date/Time Functions", "Conversion Functions", "Math Functions", "String Functions", "Conditional Functions",
-    "Clause Missing", "Clause Redundancy",
-    "Subquery Missing", "Subquery Mismatch", "Partial Query",
-    "ASC/DESC", "DISTINCT", "Other",
+    "Attribute Mismatch",
+    "Attribute Redundancy",
+    "Attribute Missing",
+    "Table Mismatch",
+    "Table Redundancy",
+    "Table Missing",
+    "Join Condition Mismatch",
+    "Join Type Mismatch",
+    "Value Mismatch",
+    "Data Format Mismatch",
+    "Comparison Operator",
+    "Logical Operator",
+    "Explicit Condition Missing",
+    "Explicit Condition Mismatch",
+    "Explicit Condition Redundancy",
+    "Implicit Condition Missing",
+    "Aggregate Functions",
+    "Window Functions",
+    "Date/Time Functions",
+    "Conversion Functions",
+    "Math Functions",
+    "String Functions",
+    "Conditional Functions",
+    "Clause Missing",
+    "Clause Redundancy",
+    "Subquery Missing",
+    "Subquery Mismatch",
+    "Partial Query",
+    "ASC/DESC",
+    "DISTINCT",
+    "Other",
 ]
 
 
@@ -161,7 +209,9 @@ class LLMSuspectedError(BaseModel):
     @model_validator(mode="after")
     def _subcategory_of_category(self) -> LLMSuspectedError:
         if self.subcategory not in TAXONOMY[self.category]:
-            raise ValueError(f"subcategory {self.subcategory!r} is not one of {self.category!r}: {', '.join(TAXONOMY[self.category])}")
+            raise ValueError(
+                f"subcategory {self.subcategory!r} is not one of {self.category!r}: {', '.join(TAXONOMY[self.category])}"
+            )
         return self
 
 
@@ -193,8 +243,13 @@ class LLMVerdict(BaseModel):
         """This verdict with what is kept of it: rationale, evidence and the number of
         suspected errors cut to :data:`MAX_RATIONALE_CHARS`, :data:`MAX_EVIDENCE_CHARS` and
         :data:`MAX_SUSPECTED_ERRORS` (what is cached and stored)."""
-        errors = [e.model_copy(update={"evidence": e.evidence[:MAX_EVIDENCE_CHARS]}) for e in self.suspected_errors[:MAX_SUSPECTED_ERRORS]]
-        return self.model_copy(update={"rationale": self.rationale.strip()[:MAX_RATIONALE_CHARS], "suspected_errors": errors})
+        errors = [
+            e.model_copy(update={"evidence": e.evidence[:MAX_EVIDENCE_CHARS]})
+            for e in self.suspected_errors[:MAX_SUSPECTED_ERRORS]
+        ]
+        return self.model_copy(
+            update={"rationale": self.rationale.strip()[:MAX_RATIONALE_CHARS], "suspected_errors": errors}
+        )
 
     def to_result(self, judge: str) -> JudgeResult:
         """The :class:`JudgeResult` of this answer, named after ``judge`` (the model string).
@@ -239,7 +294,9 @@ def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
 @lru_cache(maxsize=1)
 def _schema_text() -> str:
     raw = LLMVerdict.model_json_schema()
-    return json.dumps(_inline_refs(raw, raw.get("$defs", {})), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return json.dumps(
+        _inline_refs(raw, raw.get("$defs", {})), ensure_ascii=False, sort_keys=True, separators=(",", ":")
+    )
 
 
 def response_schema() -> dict[str, Any]:
@@ -325,7 +382,9 @@ def parse_verdict(content: str | None) -> LLMVerdict:
     """
     raw = content or ""
     if len(raw) > MAX_ANSWER_CHARS:
-        raise MalformedOutputError(f"answer of {len(raw):,} characters, over the {MAX_ANSWER_CHARS:,} cap (not read): starts {_short(raw)}")
+        raise MalformedOutputError(
+            f"answer of {len(raw):,} characters, over the {MAX_ANSWER_CHARS:,} cap (not read): starts {_short(raw)}"
+        )
     text = _strip_fences(raw)
     if not text:
         raise MalformedOutputError("empty answer")
@@ -401,7 +460,12 @@ $schema""")
 """The one repair request after a malformed answer."""
 
 SQL_FRAGMENT_FIELDS: tuple[str, ...] = (
-    "projections", "group_by", "join_conditions", "date_mismatches", "join_key_mismatches", "constant_projections",
+    "projections",
+    "group_by",
+    "join_conditions",
+    "date_mismatches",
+    "join_key_mismatches",
+    "constant_projections",
     "unguarded_null_order",
 )
 """Fields of :class:`stef.models.SQLSpec` that hold SQL text (sqlglot keeps comments in it); with
@@ -441,11 +505,19 @@ class _Stripper:
             if isinstance(out.get(name), list):
                 out[name] = [self.fragment(item) if isinstance(item, str) else item for item in out[name]]
         if isinstance(out.get("order_by"), list):
-            out["order_by"] = [[self.fragment(pair[0]), *pair[1:]] if isinstance(pair, list) and pair and isinstance(pair[0], str) else pair
-                               for pair in out["order_by"]]
+            out["order_by"] = [
+                [self.fragment(pair[0]), *pair[1:]]
+                if isinstance(pair, list) and pair and isinstance(pair[0], str)
+                else pair
+                for pair in out["order_by"]
+            ]
         if isinstance(out.get("filters"), list):
-            out["filters"] = [{**item, "sql": self.fragment(item["sql"])} if isinstance(item, dict) and isinstance(item.get("sql"), str) and item["sql"] else item
-                              for item in out["filters"]]
+            out["filters"] = [
+                {**item, "sql": self.fragment(item["sql"])}
+                if isinstance(item, dict) and isinstance(item.get("sql"), str) and item["sql"]
+                else item
+                for item in out["filters"]
+            ]
         return out
 
 
@@ -479,9 +551,15 @@ def schema_excerpt(schema: DatabaseSchema, used_tables: Sequence[str]) -> dict[s
         "tables": [
             {
                 "name": table.name,
-                "columns": [{"name": c.name, "type": c.type, "description": (c.description or "")[:200] or None} for c in table.columns[:MAX_SCHEMA_COLUMNS]],
+                "columns": [
+                    {"name": c.name, "type": c.type, "description": (c.description or "")[:200] or None}
+                    for c in table.columns[:MAX_SCHEMA_COLUMNS]
+                ],
                 "primary_key": list(table.primary_key),
-                "foreign_keys": [{"columns": list(k.columns), "references": f"{k.ref_table}({', '.join(k.ref_columns)})"} for k in table.foreign_keys],
+                "foreign_keys": [
+                    {"columns": list(k.columns), "references": f"{k.ref_table}({', '.join(k.ref_columns)})"}
+                    for k in table.foreign_keys
+                ],
             }
             for table in shown
         ],
@@ -519,10 +597,14 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
     record: dict[str, Any] = {
         "question": judge_input.question.strip(),
         "enriched_question": (judge_input.enriched_question or "").strip() or None,
-        "enrichment_check": enrichment.model_dump(mode="json", exclude_defaults=True) if enrichment is not None else None,
+        "enrichment_check": enrichment.model_dump(mode="json", exclude_defaults=True)
+        if enrichment is not None
+        else None,
         "sql_dialect": dialect or "generic",
         "sql": sql,
-        "sql_not_shown": None if sql is not None else "S could not be shown without its comments; judge it by sql_features",
+        "sql_not_shown": None
+        if sql is not None
+        else "S could not be shown without its comments; judge it by sql_features",
         "sql_features": strip.spec(judge_input.sql_spec.model_dump(mode="json", exclude_defaults=True)),
         "requirements_from_question": judge_input.question_spec.model_dump(mode="json", exclude_defaults=True),
         "requirements_from_enriched_question": judge_input.enriched_spec.model_dump(mode="json", exclude_defaults=True),
@@ -532,7 +614,10 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
     }
     record["sql_comments_removed"] = strip.removed
     symbolic = SymbolicJudge(calibrator=None).findings(judge_input)
-    record["symbolic_findings"] = [{"category": e.category, "subcategory": e.subcategory, "evidence": e.evidence} for e, _ in symbolic[:MAX_SUSPECTED_ERRORS]]
+    record["symbolic_findings"] = [
+        {"category": e.category, "subcategory": e.subcategory, "evidence": e.evidence}
+        for e, _ in symbolic[:MAX_SUSPECTED_ERRORS]
+    ]
     if judge_input.schema_report is not None:
         record["schema_check"] = judge_input.schema_report.model_dump(mode="json", exclude_defaults=True)
     if judge_input.schema is not None:
@@ -542,7 +627,9 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
     app_rules = {
         "app_id": rules.app_id,
         "column_mappings": [{"synonym": k, "canonical_column": v} for k, v in sorted(rules.column_mappings.items())],
-        "benign_filters": [f.model_dump(mode="json", include={"column", "operator", "value", "reason"}) for f in rules.benign_filters],
+        "benign_filters": [
+            f.model_dump(mode="json", include={"column", "operator", "value", "reason"}) for f in rules.benign_filters
+        ],
     }
     record_text, rules_text = json_text(record), json_text(app_rules)
     nonce = block_nonce(record_text, rules_text)
@@ -550,8 +637,14 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
     names = {"record_block": RECORD_BLOCK, "rules_block": RULES_BLOCK}
     return [
         {"role": "system", "content": Template(SYSTEM_PROMPT).substitute(taxonomy=taxonomy, nonce=nonce, **names)},
-        {"role": "user", "content": USER_TEMPLATE.substitute(record=data_block(RECORD_BLOCK, nonce, record_text),
-                                                              rules=data_block(RULES_BLOCK, nonce, rules_text), **names)},
+        {
+            "role": "user",
+            "content": USER_TEMPLATE.substitute(
+                record=data_block(RECORD_BLOCK, nonce, record_text),
+                rules=data_block(RULES_BLOCK, nonce, rules_text),
+                **names,
+            ),
+        },
     ]
 
 
@@ -647,20 +740,31 @@ class JudgeSettings:
         if not timeout_s > 0 or not math.isfinite(timeout_s):
             raise JudgeConfigError(f"--timeout must be positive (seconds), got {timeout_s}")
         if isinstance(breaker_failures, bool) or not isinstance(breaker_failures, int) or breaker_failures < 0:
-            raise JudgeConfigError(f"--breaker-failures must be a whole number, 0 or more (0: never open), got {breaker_failures!r}")
+            raise JudgeConfigError(
+                f"--breaker-failures must be a whole number, 0 or more (0: never open), got {breaker_failures!r}"
+            )
         if max_retries < 0:
             raise JudgeConfigError(f"retries must be 0 or more, got {max_retries}")
         if max_cost_usd is not None and not max_cost_usd >= 0:
             raise JudgeConfigError(f"--max-cost-usd must be 0 or more, got {max_cost_usd}")
         base = (api_base or os.environ.get(API_BASE_ENV, "")).strip() or None
-        common = {"api_base": base, "concurrency": concurrency, "timeout_s": timeout_s, "max_retries": max_retries,
-                  "backoff_s": backoff_s, "max_cost_usd": max_cost_usd, "breaker_failures": breaker_failures, "run_key": run_key,
-                  "schema_dir": str(schema_dir) if schema_dir else None,
-                  "observed_catalog": str(observed_catalog) if observed_catalog else None, "learn_catalog": bool(learn_catalog)}
+        common = {
+            "api_base": base,
+            "concurrency": concurrency,
+            "timeout_s": timeout_s,
+            "max_retries": max_retries,
+            "backoff_s": backoff_s,
+            "max_cost_usd": max_cost_usd,
+            "breaker_failures": breaker_failures,
+            "run_key": run_key,
+            "schema_dir": str(schema_dir) if schema_dir else None,
+            "observed_catalog": str(observed_catalog) if observed_catalog else None,
+            "learn_catalog": bool(learn_catalog),
+        }
         if text == SYMBOLIC:
             return cls(**common)  # type: ignore[arg-type]
         hybrid = text.startswith(HYBRID_PREFIX)
-        model = text[len(HYBRID_PREFIX):].strip() if hybrid else text
+        model = text[len(HYBRID_PREFIX) :].strip() if hybrid else text
         if not model or model == SYMBOLIC or any(ch.isspace() for ch in model):
             raise JudgeConfigError(
                 f"--judge {spec!r}: give 'symbolic', a litellm model string (e.g. openai/gpt-4o-mini, "
@@ -750,11 +854,19 @@ def preflight(settings: JudgeSettings) -> list[str]:
             f"--judge {settings.model!r}: litellm does not know this provider; prefix the model with one, "
             "e.g. openai/…, anthropic/…, azure/…, bedrock/…, ollama/…, hosted_vllm/… (see docs.litellm.ai/docs/providers)"
         ) from None
-    missing = list(litellm.validate_environment(model=settings.model, api_base=settings.api_base).get("missing_keys") or [])
+    missing = list(
+        litellm.validate_environment(model=settings.model, api_base=settings.api_base).get("missing_keys") or []
+    )
     keys = [name for name in missing if name.endswith("_API_KEY")]
     if keys:
-        hint = " (an OpenAI-compatible server that needs no key still needs a placeholder value, or use hosted_vllm/NAME)" if settings.api_base else ""
-        raise JudgeConfigError(f"--judge {settings.model}: set {', '.join(keys)} in the environment; keys are read only from the environment{hint}")
+        hint = (
+            " (an OpenAI-compatible server that needs no key still needs a placeholder value, or use hosted_vllm/NAME)"
+            if settings.api_base
+            else ""
+        )
+        raise JudgeConfigError(
+            f"--judge {settings.model}: set {', '.join(keys)} in the environment; keys are read only from the environment{hint}"
+        )
     return [f"--judge {settings.model}: {name} is not set in the environment" for name in missing if name not in keys]
 
 
@@ -844,7 +956,12 @@ class CostBudget:
     def add(self, cost_usd: float | None) -> None:
         """Count one call's cost (``None``, an unpriced model, counts as nothing; so does
         anything that is not a finite amount of 0 or more)."""
-        if isinstance(cost_usd, int | float) and not isinstance(cost_usd, bool) and math.isfinite(cost_usd) and cost_usd > 0:
+        if (
+            isinstance(cost_usd, int | float)
+            and not isinstance(cost_usd, bool)
+            and math.isfinite(cost_usd)
+            and cost_usd > 0
+        ):
             with self._lock:
                 self.spent_usd += float(cost_usd)
 
@@ -962,8 +1079,10 @@ class CircuitBreaker:
             self.consecutive_exhausted += 1
             if self.reason is None and self.failures and self.consecutive_exhausted >= self.failures:
                 self.kind, self.opened_after_records, self.last_failure = BREAKER_OPEN, self.records_started, what
-                self.reason = (f"{BREAKER_OPEN} after {self.consecutive_exhausted} records in a row ran out of retries "
-                               f"(opened after {self.records_started} records; last: {what})")
+                self.reason = (
+                    f"{BREAKER_OPEN} after {self.consecutive_exhausted} records in a row ran out of retries "
+                    f"(opened after {self.records_started} records; last: {what})"
+                )
 
     def failed(self, what: str) -> None:
         """A request timed out or could not connect (``what``: its description)."""
@@ -971,8 +1090,10 @@ class CircuitBreaker:
             self.consecutive += 1
             if self.reason is None and self.failures and self.consecutive >= self.failures:
                 self.kind, self.opened_after_records, self.last_failure = BREAKER_OPEN, self.records_started, what
-                self.reason = (f"{BREAKER_OPEN} after {self.consecutive} consecutive timeouts/connection failures "
-                               f"(opened after {self.records_started} records; last: {what})")
+                self.reason = (
+                    f"{BREAKER_OPEN} after {self.consecutive} consecutive timeouts/connection failures "
+                    f"(opened after {self.records_started} records; last: {what})"
+                )
 
     def disable(self, what: str) -> None:
         """Open for good after an error every request would repeat (``what``: its description)."""
@@ -995,8 +1116,10 @@ class CircuitBreaker:
         if self.reason is None:
             return None
         if self.kind == BREAKER_OPEN:
-            head = (f"circuit breaker opened after {self.opened_after_records} records ({self.failures} consecutive "
-                    f"timeouts/connection failures; last: {self.last_failure})")
+            head = (
+                f"circuit breaker opened after {self.opened_after_records} records ({self.failures} consecutive "
+                f"timeouts/connection failures; last: {self.last_failure})"
+            )
         else:
             head = f"model disabled after {self.opened_after_records} records: {self.reason}"
         return f"{head}; {self.not_asked} records then judged symbolically without asking the model"
@@ -1106,7 +1229,7 @@ def _describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     for prefix in (f"litellm.{name}: ", f"{name}: "):  # litellm repeats the class name in its messages
         while text.startswith(prefix):
-            text = text[len(prefix):]
+            text = text[len(prefix) :]
     return f"{head}: {text[:200]}" if text else head
 
 
@@ -1167,11 +1290,20 @@ class LLMJudge:
         """
         if settings.model is None:
             raise JudgeConfigError("the symbolic judge calls no model; give --judge MODEL or hybrid:MODEL")
-        breaker = (shared_breaker(settings.run_key, settings.breaker_failures) if settings.run_key is not None
-                   else CircuitBreaker(settings.breaker_failures))
-        params: dict[str, Any] = {"model": settings.model, "api_base": settings.api_base, "concurrency": settings.concurrency,
-                                  "timeout_s": settings.timeout_s, "max_retries": settings.max_retries, "backoff_s": settings.backoff_s,
-                                  "breaker": breaker}
+        breaker = (
+            shared_breaker(settings.run_key, settings.breaker_failures)
+            if settings.run_key is not None
+            else CircuitBreaker(settings.breaker_failures)
+        )
+        params: dict[str, Any] = {
+            "model": settings.model,
+            "api_base": settings.api_base,
+            "concurrency": settings.concurrency,
+            "timeout_s": settings.timeout_s,
+            "max_retries": settings.max_retries,
+            "backoff_s": settings.backoff_s,
+            "breaker": breaker,
+        }
         return cls(**{**params, **overrides})
 
     def judge(self, judge_input: JudgeInput) -> JudgeResult:
@@ -1186,26 +1318,45 @@ class LLMJudge:
         rationale = f"[LLM judge fell back: {outcome.fallback_reason}] {outcome.result.rationale}"
         return outcome.result.model_copy(update={"rationale": rationale[:MAX_RATIONALE_CHARS]})
 
-    def _fallback(self, judge_input: JudgeInput, reason: str, kind: str, tally: _Tally | None = None, latency_ms: float = 0.0) -> JudgeOutcome:
+    def _fallback(
+        self, judge_input: JudgeInput, reason: str, kind: str, tally: _Tally | None = None, latency_ms: float = 0.0
+    ) -> JudgeOutcome:
         """The symbolic verdict with ``reason`` (prefixed with the model) and what the requests cost."""
         result = self.fallback.judge(judge_input)
         if tally is None or not tally.requests:
             return JudgeOutcome(result, f"{self.model}: {reason}", latency_ms=latency_ms, fallback_kind=kind)
-        return JudgeOutcome(result, f"{self.model}: {reason}", tally.cost, tally.token_count, tally.requests, tally.spent_usd,
-                            latency_ms=latency_ms, fallback_kind=kind, flags=tuple(tally.flags))
+        return JudgeOutcome(
+            result,
+            f"{self.model}: {reason}",
+            tally.cost,
+            tally.token_count,
+            tally.requests,
+            tally.spent_usd,
+            latency_ms=latency_ms,
+            fallback_kind=kind,
+            flags=tuple(tally.flags),
+        )
 
     def _from_cache(self, entry: CachedVerdict) -> JudgeOutcome | None:
         """The outcome of a cached verdict, or ``None`` when the row does not validate (then it is asked again)."""
         try:
             verdict = LLMVerdict.model_validate_json(json.dumps(entry.response, allow_nan=False))
         except (ValidationError, ValueError, TypeError) as exc:
-            logger.warning("judge cache row %s… does not hold a valid verdict (%s); asking the model again", entry.key[:12], str(exc).splitlines()[0][:120])
+            logger.warning(
+                "judge cache row %s… does not hold a valid verdict (%s); asking the model again",
+                entry.key[:12],
+                str(exc).splitlines()[0][:120],
+            )
             return None
         cost = entry.cost_usd if entry.cost_usd is not None and check_cost(entry.cost_usd) is None else None
         tokens = entry.tokens if entry.tokens is not None and check_count("tokens", entry.tokens) is None else None
-        return JudgeOutcome(verdict.capped().to_result(self.model), None, cost, tokens, cache_hit=True, flags=entry.flags)
+        return JudgeOutcome(
+            verdict.capped().to_result(self.model), None, cost, tokens, cache_hit=True, flags=entry.flags
+        )
 
-    def judge_many(self, inputs: Sequence[JudgeInput], cache: JudgeCache | None = None, budget: CostBudget | None = None) -> list[JudgeOutcome]:
+    def judge_many(
+        self, inputs: Sequence[JudgeInput], cache: JudgeCache | None = None, budget: CostBudget | None = None
+    ) -> list[JudgeOutcome]:
         """Judge a batch: cache lookup, concurrent model calls for the misses, cache write.
 
         Identical inputs in the batch are asked once. Only valid model answers are cached, so a
@@ -1257,8 +1408,17 @@ class LLMJudge:
             for index, (outcome, verdict) in zip(todo, results, strict=True):
                 fresh[keys[index]] = outcome
                 if verdict is not None:
-                    new_entries.append(CachedVerdict(keys[index], self.model, PROMPT_VERSION, verdict.model_dump(mode="json"),
-                                                     outcome.cost_usd, outcome.tokens, outcome.flags))
+                    new_entries.append(
+                        CachedVerdict(
+                            keys[index],
+                            self.model,
+                            PROMPT_VERSION,
+                            verdict.model_dump(mode="json"),
+                            outcome.cost_usd,
+                            outcome.tokens,
+                            outcome.flags,
+                        )
+                    )
         if cache is not None and new_entries:
             try:
                 cache.put_many(new_entries)
@@ -1275,19 +1435,30 @@ class LLMJudge:
             else:  # the same inputs as an earlier record of this batch: its verdict, asked once
                 outcome = fresh[key]
                 if outcome.fallback_reason is None:
-                    outcomes.append(JudgeOutcome(outcome.result, None, outcome.cost_usd, outcome.tokens, cache_hit=True, flags=outcome.flags))
+                    outcomes.append(
+                        JudgeOutcome(
+                            outcome.result, None, outcome.cost_usd, outcome.tokens, cache_hit=True, flags=outcome.flags
+                        )
+                    )
                 else:
-                    outcomes.append(JudgeOutcome(outcome.result, outcome.fallback_reason, fallback_kind=outcome.fallback_kind))
+                    outcomes.append(
+                        JudgeOutcome(outcome.result, outcome.fallback_reason, fallback_kind=outcome.fallback_kind)
+                    )
         return outcomes
 
-    async def _ask_all(self, items: Sequence[tuple[JudgeInput, list[dict[str, str]]]], budget: CostBudget) -> list[tuple[JudgeOutcome, LLMVerdict | None]]:
+    async def _ask_all(
+        self, items: Sequence[tuple[JudgeInput, list[dict[str, str]]]], budget: CostBudget
+    ) -> list[tuple[JudgeOutcome, LLMVerdict | None]]:
         import asyncio
 
         semaphore = asyncio.Semaphore(self.concurrency)
-        return list(await asyncio.gather(*(self._ask_one(item, messages, semaphore, budget) for item, messages in items)))
+        return list(
+            await asyncio.gather(*(self._ask_one(item, messages, semaphore, budget) for item, messages in items))
+        )
 
-    async def _ask_one(self, judge_input: JudgeInput, messages: list[dict[str, str]], semaphore: asyncio.Semaphore,
-                       budget: CostBudget) -> tuple[JudgeOutcome, LLMVerdict | None]:
+    async def _ask_one(
+        self, judge_input: JudgeInput, messages: list[dict[str, str]], semaphore: asyncio.Semaphore, budget: CostBudget
+    ) -> tuple[JudgeOutcome, LLMVerdict | None]:
         started = time.perf_counter()
         tally = _Tally()
         verdict: LLMVerdict | None = None
@@ -1298,8 +1469,14 @@ class LLMJudge:
             try:
                 verdict = parse_verdict(answer)
             except MalformedOutputError as problem:
-                repair = [*messages, {"role": "assistant", "content": _echo(answer or "")},
-                          {"role": "user", "content": REPAIR_TEMPLATE.substitute(problem=str(problem), schema=_schema_text())}]
+                repair = [
+                    *messages,
+                    {"role": "assistant", "content": _echo(answer or "")},
+                    {
+                        "role": "user",
+                        "content": REPAIR_TEMPLATE.substitute(problem=str(problem), schema=_schema_text()),
+                    },
+                ]
                 response = await self._request(repair, semaphore, budget, tally, first=False)
                 try:
                     verdict = parse_verdict(_content(response))
@@ -1307,17 +1484,32 @@ class LLMJudge:
                     reason, kind = f"malformed model output after one repair request: {again}", "malformed model output"
         except _Stop as stop:
             reason, kind = stop.reason, stop.kind
-        except Exception as exc:  # noqa: BLE001 - never lose a record: an unexpected error is a fallback with its reason
+        except Exception as exc:
             reason, kind = f"unexpected error: {_describe(exc)}", "unexpected error"
         latency = round((time.perf_counter() - started) * 1000, 3)
         if verdict is not None:
-            outcome = JudgeOutcome(verdict.to_result(self.model), None, tally.cost, tally.token_count, tally.requests, tally.spent_usd,
-                                   latency_ms=latency, flags=tuple(tally.flags))
+            outcome = JudgeOutcome(
+                verdict.to_result(self.model),
+                None,
+                tally.cost,
+                tally.token_count,
+                tally.requests,
+                tally.spent_usd,
+                latency_ms=latency,
+                flags=tuple(tally.flags),
+            )
             return outcome, verdict
         return self._fallback(judge_input, reason, kind, tally, latency), None
 
-    async def _request(self, messages: list[dict[str, str]], semaphore: asyncio.Semaphore, budget: CostBudget,
-                       tally: _Tally, *, first: bool) -> Any:
+    async def _request(
+        self,
+        messages: list[dict[str, str]],
+        semaphore: asyncio.Semaphore,
+        budget: CostBudget,
+        tally: _Tally,
+        *,
+        first: bool,
+    ) -> Any:
         """One completion with retries; raises :class:`_Stop` with the reason when it gives up.
 
         Before every attempt the run's breaker is checked (and, before a record's first
@@ -1381,10 +1573,13 @@ class LLMJudge:
             last = exhausted.last_attempt.exception()
             if last is not None and _unreachable(last) is None:  # the server answered every attempt with an error
                 breaker.exhausted(f"{_describe(last)} after {tally.requests} request(s)")
-            raise _Stop(f"{_describe(last) if last else 'failed'} after {tally.requests} request(s)", _kind(last) if last else "failed") from None
+            raise _Stop(
+                f"{_describe(last) if last else 'failed'} after {tally.requests} request(s)",
+                _kind(last) if last else "failed",
+            ) from None
         except _Stop:
             raise
-        except Exception as exc:  # noqa: BLE001 - any non-retryable provider error ends in a fallback with its reason
+        except Exception as exc:
             if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)):
                 breaker.disable(_describe(exc))
             raise _Stop(f"{_describe(exc)} after {tally.requests} request(s)", _kind(exc)) from None
@@ -1423,8 +1618,16 @@ def _is_retryable(exc: BaseException, litellm: ModuleType) -> bool:
     """429, 408, 5xx, connection errors and timeouts are worth another attempt."""
     if isinstance(exc, _Stop):
         return False
-    if isinstance(exc, TimeoutError | litellm.Timeout | litellm.RateLimitError | litellm.APIConnectionError
-                  | litellm.InternalServerError | litellm.ServiceUnavailableError | litellm.BadGatewayError):
+    if isinstance(
+        exc,
+        TimeoutError
+        | litellm.Timeout
+        | litellm.RateLimitError
+        | litellm.APIConnectionError
+        | litellm.InternalServerError
+        | litellm.ServiceUnavailableError
+        | litellm.BadGatewayError,
+    ):
         return True
     status = getattr(exc, "status_code", None)
     return isinstance(status, int) and (status in (408, 429) or status >= 500)

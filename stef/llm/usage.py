@@ -127,7 +127,10 @@ def trusted_tokens(usage: Any) -> tuple[int | None, str | None]:
     if total is None:
         return None, "no total_tokens reported"
     if total < max(counts.get("prompt_tokens", 0), counts.get("completion_tokens", 0)):
-        return None, f"total_tokens={total} is below prompt_tokens={counts.get('prompt_tokens')} or completion_tokens={counts.get('completion_tokens')}"
+        return (
+            None,
+            f"total_tokens={total} is below prompt_tokens={counts.get('prompt_tokens')} or completion_tokens={counts.get('completion_tokens')}",
+        )
     if total == 0 or counts.get("prompt_tokens") == 0:
         return None, "zero tokens reported for a request with a prompt"
     return total, None
@@ -149,7 +152,10 @@ def _first_time(seen: set[str], model: str) -> bool:
 def warn_unpriced(model: str) -> None:
     """Log once per process and model that litellm has no price for ``model``."""
     if _first_time(_UNPRICED_WARNED, model):
-        logger.warning("litellm has no price for model %s: cost_usd stays null for its verdicts (the budget cannot count them)", model)
+        logger.warning(
+            "litellm has no price for model %s: cost_usd stays null for its verdicts (the budget cannot count them)",
+            model,
+        )
 
 
 def _litellm() -> Any:
@@ -168,8 +174,10 @@ def estimate_cost(model: str, messages: Sequence[Mapping[str, Any]], answer: str
     try:
         prompt_tokens = int(litellm.token_counter(model=model, messages=[dict(m) for m in messages]))
         completion_tokens = int(litellm.token_counter(model=model, text=answer or ""))
-        prompt_cost, completion_cost = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-    except Exception:  # noqa: BLE001 - litellm raises several unrelated types for "no price"/"no tokenizer"; then no estimate
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
+    except Exception:
         return None
     total = float(prompt_cost) + float(completion_cost)
     return total if math.isfinite(total) and total >= 0 else None
@@ -196,7 +204,7 @@ def read_usage(response: Any, model: str, messages: Sequence[Mapping[str, Any]],
         if reported is None:
             try:
                 reported = _litellm().completion_cost(completion_response=response)
-            except Exception:  # noqa: BLE001 - litellm raises several unrelated types for "no price"; the cost is then unknown
+            except Exception:
                 warn_unpriced(model)
                 return UsageReading(tokens, None, None)
             if reported is None:
@@ -206,6 +214,11 @@ def read_usage(response: Any, model: str, messages: Sequence[Mapping[str, Any]],
             cost = float(reported)
             return UsageReading(tokens, cost, cost)
     if _first_time(_UNTRUSTED_WARNED, model):
-        logger.warning("model %s reported an implausible usage (%s): such responses get unknown cost and tokens and the flag %s; "
-                       "the budget is charged an estimate", model, problem, USAGE_FLAG)
+        logger.warning(
+            "model %s reported an implausible usage (%s): such responses get unknown cost and tokens and the flag %s; "
+            "the budget is charged an estimate",
+            model,
+            problem,
+            USAGE_FLAG,
+        )
     return UsageReading(None, None, estimate_cost(model, messages, answer), problem)

@@ -1,2 +1,1 @@
-"""Monitoring: drift between agent versions (:mod:`.drift`) and the benchmark readers (:mod:`.benchmark`).
-"""
+"""Monitoring: drift between agent versions (:mod:`.drift`) and the benchmark readers (:mod:`.benchmark`)."""

@@ -119,19 +119,22 @@ def _ratio(numerator: int, denominator: int) -> float:
     return numerator / denominator if denominator else float("nan")
 
 
-def measure(rows: Sequence[dict[str, Any]], evaluations: Sequence[Evaluation], threshold: float = CORRECT_THRESHOLD) -> JudgeBenchmark:
+def measure(
+    rows: Sequence[dict[str, Any]], evaluations: Sequence[Evaluation], threshold: float = CORRECT_THRESHOLD
+) -> JudgeBenchmark:
     """Compare evaluations with the rows' labels (same order)."""
     scored = [(row, ev) for row, ev in zip(rows, evaluations, strict=True) if ev.score is not None]
     labels = [bool(row["label"]) for row, _ in scored]
     scores = [float(ev.score) for _, ev in scored]  # type: ignore[arg-type]
     predicted = [score >= threshold for score in scores]
-    true_pos = sum(1 for p, l in zip(predicted, labels) if p and l)
-    true_neg = sum(1 for p, l in zip(predicted, labels) if not p and not l)
-    false_pos = sum(1 for p, l in zip(predicted, labels) if p and not l)
-    false_neg = sum(1 for p, l in zip(predicted, labels) if not p and l)
+    pairs = list(zip(predicted, labels, strict=True))
+    true_pos = sum(1 for p, y in pairs if p and y)
+    true_neg = sum(1 for p, y in pairs if not p and not y)
+    false_pos = sum(1 for p, y in pairs if p and not y)
+    false_neg = sum(1 for p, y in pairs if not p and y)
     caught: Counter[str] = Counter()
     totals: Counter[str] = Counter()
-    for (row, _), p in zip(scored, predicted):
+    for (row, _), p in zip(scored, predicted, strict=True):
         if row["label"]:
             continue
         for category in {e["error_type"] for e in row.get("error_types") or []}:
@@ -139,7 +142,9 @@ def measure(rows: Sequence[dict[str, Any]], evaluations: Sequence[Evaluation], t
             caught[category] += int(not p)
     probabilities = [float(ev.p_correct) if ev.p_correct is not None else 0.0 for _, ev in scored]
     return JudgeBenchmark(
-        accuracy_p_correct=_ratio(sum((p >= 0.5) == y for p, y in zip(probabilities, labels)), len(scored)),
+        accuracy_p_correct=_ratio(
+            sum((p >= 0.5) == y for p, y in zip(probabilities, labels, strict=True)), len(scored)
+        ),
         auroc_p_correct=auroc(probabilities, labels),
         ece=expected_calibration_error(probabilities, labels),
         mean_p_correct=_ratio(sum(probabilities), len(scored)) if scored else float("nan"),

@@ -353,8 +353,11 @@ def score_histogram(scores: Sequence[float] | npt.NDArray[np.float64]) -> tuple[
     return tuple(int(c) for c in counts)
 
 
-def psi(baseline: Sequence[float] | npt.NDArray[np.float64], candidate: Sequence[float] | npt.NDArray[np.float64],
-        epsilon: float = PSI_EPSILON) -> float:
+def psi(
+    baseline: Sequence[float] | npt.NDArray[np.float64],
+    candidate: Sequence[float] | npt.NDArray[np.float64],
+    epsilon: float = PSI_EPSILON,
+) -> float:
     """Population stability index of ``candidate`` against ``baseline`` over the 10-point bins.
 
     ``PSI = Σ (c_i − b_i) · ln(c_i / b_i)`` over the bins, with ``b_i``, ``c_i`` the shares of
@@ -540,7 +543,9 @@ def compare(baseline: DriftSample, candidate: DriftSample, thresholds: DriftThre
             psi=psi(b, c),
         )
     if baseline.records >= 2 and candidate.records >= 2:
-        stats["coverage"] = bootstrap_delta(_coverage_indicators(baseline), _coverage_indicators(candidate), _mean, limits)
+        stats["coverage"] = bootstrap_delta(
+            _coverage_indicators(baseline), _coverage_indicators(candidate), _mean, limits
+        )
 
     fired: list[tuple[str, Delta]] = []
     reasons: list[str] = []
@@ -565,7 +570,11 @@ def compare(baseline: DriftSample, candidate: DriftSample, thresholds: DriftThre
     if fired:
         verdict = DriftVerdict.DRIFT
         signs = {delta.delta > 0 for _, delta in fired}
-        direction = DriftDirection.MIXED if len(signs) > 1 else (DriftDirection.BETTER if signs == {True} else DriftDirection.WORSE)
+        direction = (
+            DriftDirection.MIXED
+            if len(signs) > 1
+            else (DriftDirection.BETTER if signs == {True} else DriftDirection.WORSE)
+        )
     elif not scores_enough:
         verdict, direction = DriftVerdict.INSUFFICIENT_DATA, None
         for side, sample in (("baseline", baseline), ("candidate", candidate)):

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import re
 
-from stef.pipeline.matching import contains_sequence, is_grounded, stem, tokens, values_match
 from stef.models import AlignmentResult, FilterPredicate, FilterStatus, QuestionSpec, SQLSpec
+from stef.pipeline.matching import contains_sequence, is_grounded, stem, tokens, values_match
 from stef.pipeline.rules import AppRules
+
 
 def _is_benign(predicate: FilterPredicate, rules: AppRules | None) -> bool:
     if rules is None:
@@ -45,7 +46,9 @@ def _is_benign(predicate: FilterPredicate, rules: AppRules | None) -> bool:
 
 MAX_ALIGNED_FILTERS = 500
 """Only the first 500 filters with values are aligned (bounds the work on machine-made SQL)."""
-NEGATION_WORDS = re.compile(r"\b(not|no|never|none|except|excluding|exclude|without|other than|non|isn't|aren't|doesn't|don't|didn't|wasn't|weren't|haven't|hasn't|neither|nor)\b|n't\b")
+NEGATION_WORDS = re.compile(
+    r"\b(not|no|never|none|except|excluding|exclude|without|other than|non|isn't|aren't|doesn't|don't|didn't|wasn't|weren't|haven't|hasn't|neither|nor)\b|n't\b"
+)
 """Words of a question that ask for a negated filter (natural language, not SQL)."""
 NEGATIVE_OPERATORS = frozenset({"!=", "NOT IN", "NOT LIKE", "NOT BETWEEN", "IS NOT NULL", "NOT IS TRUE"})
 DIRECTION = {">": ">", ">=": ">", "<": "<", "<=": "<"}
@@ -124,18 +127,26 @@ def align_filters(
     for number, op in (*question.compared_values, *enriched.compared_values):
         stated_ops.setdefault(number, set()).add(op)
 
-    def operator_conflict(requested: str | None, predicate: FilterPredicate, stated: set[str] | None = None) -> str | None:
+    def operator_conflict(
+        requested: str | None, predicate: FilterPredicate, stated: set[str] | None = None
+    ) -> str | None:
         applied = predicate.operator
         if applied in NEGATIVE_OPERATORS and not negation_asked and requested not in NEGATIVE_OPERATORS:
             return f"S negates it ({applied}) but the question asks for no negation"
-        wanted = {requested} if requested in DIRECTION else ({op for op in stated or () if op in DIRECTION} or {op for op in asked_ops if op in DIRECTION})
+        wanted = (
+            {requested}
+            if requested in DIRECTION
+            else ({op for op in stated or () if op in DIRECTION} or {op for op in asked_ops if op in DIRECTION})
+        )
         if applied in DIRECTION and wanted and all(DIRECTION[op] != DIRECTION[applied] for op in wanted):
             return f"S compares with {applied}, the question asks for {'/'.join(sorted(wanted))}"
         if requested in DIRECTION and applied in DIRECTION and requested != applied:
             return f"S compares with {applied}, the definition says {requested} (the bound itself is {'left out' if len(applied) == 1 else 'let in'})"
         return None
 
-    def record_hit(requested: str | None, predicate: FilterPredicate, label: str, matched_as: str, stated: set[str] | None = None) -> None:
+    def record_hit(
+        requested: str | None, predicate: FilterPredicate, label: str, matched_as: str, stated: set[str] | None = None
+    ) -> None:
         """A requested value S filters on: matched, or wrong when the operator disagrees (with the
         direction stated for that value, else with every direction the text states)."""
         used.add(id(predicate))
@@ -150,7 +161,9 @@ def align_filters(
     for column, operator, value in bindings:
         label = _binding_label(column, operator, value, bindings)
         same_column = [f for f in valued if f.column == column]
-        hit = next((f for f in same_column if any(_binding_match(operator, value, f.operator, v) for v in f.values)), None)
+        hit = next(
+            (f for f in same_column if any(_binding_match(operator, value, f.operator, v) for v in f.values)), None
+        )
         if hit is not None:
             record_hit(operator, hit, label, label)
             continue
@@ -181,7 +194,11 @@ def align_filters(
     for value in requested_values:
         stated = stated_ops.get(value)
         hit = next((f for f, v in applied_values if values_match(value, v)), None)
-        bound = None if hit is not None else next((f for f in valued if _same_integer_bound(value, stated or asked_ops, f)), None)
+        bound = (
+            None
+            if hit is not None
+            else next((f for f in valued if _same_integer_bound(value, stated or asked_ops, f)), None)
+        )
         if hit is not None:
             record_hit(None, hit, value, f"{hit.column} {hit.operator} {value}", stated)
         elif bound is not None:
@@ -206,13 +223,28 @@ def align_filters(
                 used.add(id(f))
                 matched.append(f"{f.column} = {value} (defined in Q_e)")
 
-    entities = [e for e in dict.fromkeys((*question.entities, *enriched.entities)) if e not in requested_values and not _common_noun(e, text)]
+    entities = [
+        e
+        for e in dict.fromkeys((*question.entities, *enriched.entities))
+        if e not in requested_values and not _common_noun(e, text)
+    ]
     unmatched_entities: list[str] = []
     for entity in entities:
-        hit = next((f for f, v in applied_values if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)), None)
+        hit = next(
+            (
+                f
+                for f, v in applied_values
+                if values_match(entity, v) or is_grounded(v, entity, like="LIKE" in f.operator)
+            ),
+            None,
+        )
         if hit is not None:
             record_hit(None, hit, entity, f"{hit.column} {hit.operator} {entity}")
-        elif any(values_match(entity, literal) or contains_sequence(tokens(literal), tokens(entity)) for literal in literal_pool if len(literal) >= 2):
+        elif any(
+            values_match(entity, literal) or contains_sequence(tokens(literal), tokens(entity))
+            for literal in literal_pool
+            if len(literal) >= 2
+        ):
             matched.append(f"{entity} (used in an expression)")  # CASE WHEN a3 = 'east Bohemia' ...
         elif not names_identifier(entity, sql_spec):
             unmatched_entities.append(entity)
@@ -273,7 +305,8 @@ def _same_integer_bound(value: str, asked_ops: set[str], predicate: FilterPredic
         return False
     applied = int(predicate.values[0])
     return any(
-        (asked, predicate.operator) in _INTEGER_BOUNDS and applied == int(value) + _INTEGER_BOUNDS[(asked, predicate.operator)]
+        (asked, predicate.operator) in _INTEGER_BOUNDS
+        and applied == int(value) + _INTEGER_BOUNDS[(asked, predicate.operator)]
         for asked in asked_ops
     )
 
@@ -289,7 +322,9 @@ def _common_noun(entity: str, text: str) -> bool:
     if " " in entity or not entity:
         return False
     start = text.find(entity)
-    while start >= 0:  # str.find and a boundary test: a pattern that starts with a lookbehind is tried at every position
+    while (
+        start >= 0
+    ):  # str.find and a boundary test: a pattern that starts with a lookbehind is tried at every position
         end = start + len(entity)
         before = text[start - 1] if start else " "
         after = text[end] if end < len(text) else " "
@@ -311,7 +346,7 @@ def names_identifier(entity: str, sql_spec: SQLSpec) -> bool:
     >>> [names_identifier(e, spec) for e in ("tv channels", "ids", "full name", "france", "tv france")]
     [True, True, True, False, False]
     """
-    words = [w for w in _ENTITY_WORD.findall(entity.lower())]
+    words = list(_ENTITY_WORD.findall(entity.lower()))
     if not words:
         return False
     identifiers = [name.lower() for name in (*sql_spec.tables, *sql_spec.columns) if name]
@@ -337,6 +372,8 @@ def _is_filter_like(value: str, question: QuestionSpec, enriched: QuestionSpec) 
         return True
     if value in question.years or value in enriched.years:
         return True
-    if (question.top_k is not None and str(question.top_k) == value) or (enriched.top_k is not None and str(enriched.top_k) == value):
+    if (question.top_k is not None and str(question.top_k) == value) or (
+        enriched.top_k is not None and str(enriched.top_k) == value
+    ):
         return False
     return bool(question.comparison_ops or enriched.comparison_ops)

@@ -26,9 +26,52 @@ from stef.errors import UnknownDialectError
 QUERY_TYPES: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
 """Statement node types that count as a read-only query answer."""
 
+
 def _statement_types() -> tuple[type[exp.Expression], ...]:
-    names = ("Drop", "Delete", "Insert", "Update", "Create", "Alter", "Merge", "Command", "TruncateTable", "Grant", "Revoke", "Use", "Set", "Pragma", "Transaction", "Commit", "Rollback", "Copy", "Describe", "Analyze", "Cache", "Uncache", "LoadData", "Refresh",
-             "Attach", "Detach", "Install", "Kill", "Export", "Execute", "ExecuteSql", "Comment", "Lock", "Show", "Declare", "Cluster", "Undrop", "Put", "Get", "StoredProcedure", "Return", "Summarize")
+    names = (
+        "Drop",
+        "Delete",
+        "Insert",
+        "Update",
+        "Create",
+        "Alter",
+        "Merge",
+        "Command",
+        "TruncateTable",
+        "Grant",
+        "Revoke",
+        "Use",
+        "Set",
+        "Pragma",
+        "Transaction",
+        "Commit",
+        "Rollback",
+        "Copy",
+        "Describe",
+        "Analyze",
+        "Cache",
+        "Uncache",
+        "LoadData",
+        "Refresh",
+        "Attach",
+        "Detach",
+        "Install",
+        "Kill",
+        "Export",
+        "Execute",
+        "ExecuteSql",
+        "Comment",
+        "Lock",
+        "Show",
+        "Declare",
+        "Cluster",
+        "Undrop",
+        "Put",
+        "Get",
+        "StoredProcedure",
+        "Return",
+        "Summarize",
+    )
     return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
 
 
@@ -36,7 +79,25 @@ NON_QUERY_STATEMENT_TYPES: tuple[type[exp.Expression], ...] = _statement_types()
 """Statement node types that are real statements but not queries (DDL, DML, session commands)."""
 
 STATEMENT_START_WORDS = frozenset(
-    {"SELECT", "WITH", "INSERT", "UPDATE", "DELETE", "DROP", "CREATE", "ALTER", "TRUNCATE", "MERGE", "REPLACE", "GRANT", "REVOKE", "VALUES", "(SELECT", "EXPLAIN", "PRAGMA"}
+    {
+        "SELECT",
+        "WITH",
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "DROP",
+        "CREATE",
+        "ALTER",
+        "TRUNCATE",
+        "MERGE",
+        "REPLACE",
+        "GRANT",
+        "REVOKE",
+        "VALUES",
+        "(SELECT",
+        "EXPLAIN",
+        "PRAGMA",
+    }
 )
 """First words that start a SQL statement: used to find where prose before the SQL ends."""
 
@@ -47,7 +108,9 @@ any generated query, and parsed in well under the per-record time cap."""
 _FENCE = re.compile(r"(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)\1", re.DOTALL)
 """A markdown code fence in a message (backticks or tildes; the language tag, the body). Run
 on the message around the SQL, never on SQL: :func:`parse_sql` first tries the whole text as SQL."""
-SQL_FENCE_LANGUAGES = frozenset({"", "sql", "sqlite", "postgres", "postgresql", "mysql", "tsql", "bigquery", "snowflake", "hive", "spark", "duckdb"})
+SQL_FENCE_LANGUAGES = frozenset(
+    {"", "sql", "sqlite", "postgres", "postgresql", "mysql", "tsql", "bigquery", "snowflake", "hive", "spark", "duckdb"}
+)
 """Fence language tags taken as SQL (the other fences are used only when no fence has one of these)."""
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -208,12 +271,16 @@ def split_message(text: str) -> MessageParts:
     """
     flags: list[str] = []
     discarded: list[str] = []
-    blocks = _code_blocks(text) if ("```" in text or "~~~" in text or "\n    " in text or text.startswith("    ")) else []
+    blocks = (
+        _code_blocks(text) if ("```" in text or "~~~" in text or "\n    " in text or text.startswith("    ")) else []
+    )
     if blocks:
         chosen = [b for b in blocks if b[0] in SQL_FENCE_LANGUAGES] or blocks
         lines = text.replace("\r\n", "\n").split("\n")
         covered = {number for _, _, (first, end) in blocks for number in range(first, end)}
-        discarded.extend(body for block in blocks if block not in chosen for body in (block[1],))  # other blocks: their text, without the fences
+        discarded.extend(
+            body for block in blocks if block not in chosen for body in (block[1],)
+        )  # other blocks: their text, without the fences
         kept: list[str] = []
         for number, line in enumerate(lines):
             if number in covered:
@@ -232,7 +299,9 @@ def split_message(text: str) -> MessageParts:
         for index, line in enumerate(lines):
             if _starts_statement(line) or _starts_statement(line.split(":", 1)[-1]):
                 tail = line if _starts_statement(line) else line.split(":", 1)[-1]
-                discarded.append("\n".join(lines[:index]) + ("\n" + line.split(":", 1)[0] + ":" if tail is not line else ""))
+                discarded.append(
+                    "\n".join(lines[:index]) + ("\n" + line.split(":", 1)[0] + ":" if tail is not line else "")
+                )
                 stripped = "\n".join([tail.strip(), *lines[index + 1 :]]).strip()
                 flags.append("stripped prose before SQL")
                 break
@@ -261,13 +330,46 @@ def _without_trailing_prose(text: str) -> tuple[str, str] | None:
     lines = text.splitlines()
     for index, line in enumerate(lines[1:], start=1):
         words = line.strip().split()
-        if len(words) >= 4 and words[0][:1].isupper() and not words[0].isupper() and words[0].upper() not in PROSE_EXEMPT_WORDS:
+        if (
+            len(words) >= 4
+            and words[0][:1].isupper()
+            and not words[0].isupper()
+            and words[0].upper() not in PROSE_EXEMPT_WORDS
+        ):
             head = "\n".join(lines[:index]).strip()
             return (head, "\n".join(lines[index:])) if head else None
     return None
 
 
-PROSE_EXEMPT_WORDS = frozenset({"SELECT", "FROM", "WHERE", "AND", "OR", "GROUP", "ORDER", "HAVING", "LIMIT", "JOIN", "INNER", "LEFT", "RIGHT", "FULL", "ON", "UNION", "WITH", "CASE", "WHEN", "THEN", "ELSE", "END", "AS", "NOT", "IN"})
+PROSE_EXEMPT_WORDS = frozenset(
+    {
+        "SELECT",
+        "FROM",
+        "WHERE",
+        "AND",
+        "OR",
+        "GROUP",
+        "ORDER",
+        "HAVING",
+        "LIMIT",
+        "JOIN",
+        "INNER",
+        "LEFT",
+        "RIGHT",
+        "FULL",
+        "ON",
+        "UNION",
+        "WITH",
+        "CASE",
+        "WHEN",
+        "THEN",
+        "ELSE",
+        "END",
+        "AS",
+        "NOT",
+        "IN",
+    }
+)
 """Capitalised SQL words ("Select", "From") that never start a prose line."""
 
 
@@ -276,7 +378,7 @@ def _starts_statement(line: str) -> bool:
     if not words:
         return False
     first = words[0].upper().rstrip(";")
-    return first in STATEMENT_START_WORDS or first.startswith("(SELECT") or first.startswith("--") or first.startswith("/*")
+    return first in STATEMENT_START_WORDS or first.startswith(("(SELECT", "--", "/*"))
 
 
 def parser_message(error: SqlglotError) -> str:
@@ -293,14 +395,30 @@ def parser_message(error: SqlglotError) -> str:
 
 
 WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
-    t for t in (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Create, exp.Drop, getattr(exp, "TruncateTable", None)) if isinstance(t, type)
+    t
+    for t in (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Create, exp.Drop, getattr(exp, "TruncateTable", None))
+    if isinstance(t, type)
 )
 """Write statements that can hide inside a query (a data-modifying CTE)."""
-WRITE_WORDS = ("INSERT", "INTO", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "TRUNCATE", "REPLACE", "UPSERT", "OVERWRITE")
+WRITE_WORDS = (
+    "INSERT",
+    "INTO",
+    "DELETE",
+    "UPDATE",
+    "MERGE",
+    "CREATE",
+    "DROP",
+    "TRUNCATE",
+    "REPLACE",
+    "UPSERT",
+    "OVERWRITE",
+)
 """Keywords a write needs (SELECT INTO needs INTO); a dialect's own spellings are added from its
 tokenizer (:func:`_write_words`). A query whose text holds none of them has no write in its
 tree, which is then not walked for :func:`embedded_writes`."""
-_WRITE_TOKEN_NAMES = frozenset({"INSERT", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "REPLACE", "INTO", "TRUNCATE", "OVERWRITE"})
+_WRITE_TOKEN_NAMES = frozenset(
+    {"INSERT", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "REPLACE", "INTO", "TRUNCATE", "OVERWRITE"}
+)
 
 
 @lru_cache(maxsize=64)
@@ -308,7 +426,9 @@ def _write_words(dialect: str) -> tuple[str, ...]:
     """:data:`WRITE_WORDS` plus every keyword the dialect's tokenizer maps to a write token
     (Teradata's ``DEL``, ``INS``, ``UPD``)."""
     keywords = dialect_instance(dialect).tokenizer_class.KEYWORDS
-    own = sorted(word for word, token in keywords.items() if token.name in _WRITE_TOKEN_NAMES and word not in WRITE_WORDS)
+    own = sorted(
+        word for word, token in keywords.items() if token.name in _WRITE_TOKEN_NAMES and word not in WRITE_WORDS
+    )
     return (*WRITE_WORDS, *own)
 
 
@@ -338,7 +458,9 @@ def embedded_writes(query: exp.Expression) -> list[str]:
     return writes + into
 
 
-_STRING_TOKENS = frozenset(t for name, t in TokenType.__members__.items() if name.endswith("STRING") and "LINESTRING" not in name)
+_STRING_TOKENS = frozenset(
+    t for name, t in TokenType.__members__.items() if name.endswith("STRING") and "LINESTRING" not in name
+)
 """Token types of string literals (a fence marker inside one is SQL text)."""
 
 
@@ -353,7 +475,9 @@ def _fence_marker_in_code(text: str, dialect: str) -> bool:
     except SqlglotError:
         return True
     for token in tokens:
-        if token.token_type not in _STRING_TOKENS and token.token_type is not TokenType.IDENTIFIER:  # quoted names hold text too
+        if (
+            token.token_type not in _STRING_TOKENS and token.token_type is not TokenType.IDENTIFIER
+        ):  # quoted names hold text too
             source = text[token.start : token.end + 1]
             if "```" in source or "~~~" in source:
                 return True
@@ -389,26 +513,109 @@ def _whole_text_statements(text: str, dialect: str) -> list[exp.Expression] | No
     return statements
 
 
-EXTENDED_START_WORDS = frozenset({
-    "BEGIN", "START", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "SET", "VACUUM", "ATTACH", "DETACH", "CALL", "DO", "LOAD", "RENAME",
-    "GRANT", "REVOKE", "COPY", "USE", "LOCK", "UNLOCK", "KILL", "SHOW", "DESCRIBE", "DECLARE", "ANALYZE", "REINDEX", "CHECKPOINT",
-    "EXEC", "EXECUTE", "COMMENT", "UPSERT", "INSTALL", "UNDROP",
-})
+EXTENDED_START_WORDS = frozenset(
+    {
+        "BEGIN",
+        "START",
+        "COMMIT",
+        "ROLLBACK",
+        "SAVEPOINT",
+        "RELEASE",
+        "SET",
+        "VACUUM",
+        "ATTACH",
+        "DETACH",
+        "CALL",
+        "DO",
+        "LOAD",
+        "RENAME",
+        "GRANT",
+        "REVOKE",
+        "COPY",
+        "USE",
+        "LOCK",
+        "UNLOCK",
+        "KILL",
+        "SHOW",
+        "DESCRIBE",
+        "DECLARE",
+        "ANALYZE",
+        "REINDEX",
+        "CHECKPOINT",
+        "EXEC",
+        "EXECUTE",
+        "COMMENT",
+        "UPSERT",
+        "INSTALL",
+        "UNDROP",
+    }
+)
 """Further first words of a text that is SQL as a whole (``BEGIN; DROP …``, ``VACUUM; …``) when
 it parses into real statements (sqlglot's Command fallback would also read prose that starts so)."""
 
 
 HIDDEN_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
     t
-    for t in (exp.Drop, exp.Delete, exp.Insert, exp.Update, exp.Merge, exp.Create, exp.Alter, exp.Copy, *(getattr(exp, name, None) for name in (
-        "TruncateTable", "Grant", "Revoke", "Attach", "Detach", "Install", "Kill", "Execute", "ExecuteSql", "Comment", "Put", "Undrop")))
+    for t in (
+        exp.Drop,
+        exp.Delete,
+        exp.Insert,
+        exp.Update,
+        exp.Merge,
+        exp.Create,
+        exp.Alter,
+        exp.Copy,
+        *(
+            getattr(exp, name, None)
+            for name in (
+                "TruncateTable",
+                "Grant",
+                "Revoke",
+                "Attach",
+                "Detach",
+                "Install",
+                "Kill",
+                "Execute",
+                "ExecuteSql",
+                "Comment",
+                "Put",
+                "Undrop",
+            )
+        ),
+    )
     if isinstance(t, type)
 )
 """Statements looked for in the parts of a message left out of its SQL (prose, other code
 blocks). sqlglot's ``Command`` fallback is not among them: prose such as "Drop the filter" parses
 as one."""
-HIDDEN_START_WORDS = frozenset({"DROP", "DELETE", "INSERT", "UPDATE", "MERGE", "CREATE", "ALTER", "TRUNCATE", "REPLACE", "GRANT", "REVOKE", "COPY", "UPSERT", "WITH", "SELECT",
-                                "ATTACH", "DETACH", "INSTALL", "KILL", "EXEC", "EXECUTE", "COMMENT", "PUT", "UNDROP"})
+HIDDEN_START_WORDS = frozenset(
+    {
+        "DROP",
+        "DELETE",
+        "INSERT",
+        "UPDATE",
+        "MERGE",
+        "CREATE",
+        "ALTER",
+        "TRUNCATE",
+        "REPLACE",
+        "GRANT",
+        "REVOKE",
+        "COPY",
+        "UPSERT",
+        "WITH",
+        "SELECT",
+        "ATTACH",
+        "DETACH",
+        "INSTALL",
+        "KILL",
+        "EXEC",
+        "EXECUTE",
+        "COMMENT",
+        "PUT",
+        "UNDROP",
+    }
+)
 """First words of a line that may start a hidden write (``WITH`` and ``SELECT``: a
 data-modifying CTE, ``SELECT ... INTO``), besides the dialect's own write keywords."""
 MAX_HIDDEN_CANDIDATES = 64
@@ -441,9 +648,54 @@ def _write_kinds(statements: list[exp.Expression | None]) -> list[str]:
 
 
 _NEXT_WORD_STATEMENTS: dict[str, frozenset[str]] = {
-    "DROP": frozenset({"TABLE", "VIEW", "INDEX", "DATABASE", "SCHEMA", "COLUMN", "TRIGGER", "PROCEDURE", "FUNCTION", "USER", "ROLE", "SEQUENCE", "EXTENSION", "TEMP", "TEMPORARY", "IF", "MATERIALIZED", "TYPE"}),
-    "CREATE": frozenset({"TABLE", "VIEW", "INDEX", "DATABASE", "SCHEMA", "TRIGGER", "PROCEDURE", "FUNCTION", "USER", "ROLE", "SEQUENCE", "EXTENSION", "TEMP", "TEMPORARY", "OR", "UNIQUE", "MATERIALIZED", "VIRTUAL", "TYPE"}),
-    "ALTER": frozenset({"TABLE", "VIEW", "INDEX", "DATABASE", "SCHEMA", "USER", "ROLE", "SEQUENCE", "SYSTEM", "SESSION"}),
+    "DROP": frozenset(
+        {
+            "TABLE",
+            "VIEW",
+            "INDEX",
+            "DATABASE",
+            "SCHEMA",
+            "COLUMN",
+            "TRIGGER",
+            "PROCEDURE",
+            "FUNCTION",
+            "USER",
+            "ROLE",
+            "SEQUENCE",
+            "EXTENSION",
+            "TEMP",
+            "TEMPORARY",
+            "IF",
+            "MATERIALIZED",
+            "TYPE",
+        }
+    ),
+    "CREATE": frozenset(
+        {
+            "TABLE",
+            "VIEW",
+            "INDEX",
+            "DATABASE",
+            "SCHEMA",
+            "TRIGGER",
+            "PROCEDURE",
+            "FUNCTION",
+            "USER",
+            "ROLE",
+            "SEQUENCE",
+            "EXTENSION",
+            "TEMP",
+            "TEMPORARY",
+            "OR",
+            "UNIQUE",
+            "MATERIALIZED",
+            "VIRTUAL",
+            "TYPE",
+        }
+    ),
+    "ALTER": frozenset(
+        {"TABLE", "VIEW", "INDEX", "DATABASE", "SCHEMA", "USER", "ROLE", "SEQUENCE", "SYSTEM", "SESSION"}
+    ),
     "TRUNCATE": frozenset({"TABLE"}),
     "RENAME": frozenset({"TABLE", "COLUMN", "USER"}),
     "UNDROP": frozenset({"TABLE", "SCHEMA", "DATABASE"}),
@@ -473,7 +725,9 @@ _ALONE_STATEMENTS = frozenset({"VACUUM", "CHECKPOINT", "REINDEX"})
 """Keywords that are a whole statement by themselves (``VACUUM;``)."""
 
 
-_LOOSE_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(t for t in (getattr(exp, n, None) for n in ("Execute", "ExecuteSql", "Comment")) if isinstance(t, type))
+_LOOSE_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
+    t for t in (getattr(exp, n, None) for n in ("Execute", "ExecuteSql", "Comment")) if isinstance(t, type)
+)
 """Statements sqlglot also reads out of prose ("Execute the query below", "Comment on this"):
 in a message part they count only when :func:`_looks_like_statement` agrees."""
 
@@ -491,7 +745,10 @@ def _tokens_of(part: str, dialect: str) -> list[tuple[str, str, int, int]]:
     offset = 0
     for line in part.splitlines(keepends=True):
         try:
-            found += [(t.text.upper(), t.token_type.name, offset + t.start, offset + t.end + 1) for t in tokenizer.tokenize(line)]
+            found += [
+                (t.text.upper(), t.token_type.name, offset + t.start, offset + t.end + 1)
+                for t in tokenizer.tokenize(line)
+            ]
         except (SqlglotError, RecursionError):
             position = 0
             for word in line.split():
@@ -540,7 +797,12 @@ def _runs_code(arguments: str) -> bool:
     if name.upper() == "IMMEDIATE":
         return True
     head = text.split("(", 1)[0]
-    return "(" in text and head.strip() != "" and " " not in head.strip() and all(c.isalnum() or c in "_.[]`\"" for c in head.strip())
+    return (
+        "(" in text
+        and head.strip() != ""
+        and " " not in head.strip()
+        and all(c.isalnum() or c in '_.[]`"' for c in head.strip())
+    )
 
 
 def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[str]:
@@ -570,7 +832,14 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[
     >>> hidden_statements(["Drop the filter on year, then update the table."], "sqlite")
     []
     """
-    words = HIDDEN_START_WORDS | set(_write_words(dialect)) | set(_NEXT_WORD_STATEMENTS) | _CALL_STATEMENTS | _ASSIGNMENT_STATEMENTS | _ALONE_STATEMENTS
+    words = (
+        HIDDEN_START_WORDS
+        | set(_write_words(dialect))
+        | set(_NEXT_WORD_STATEMENTS)
+        | _CALL_STATEMENTS
+        | _ASSIGNMENT_STATEMENTS
+        | _ALONE_STATEMENTS
+    )
     kinds: list[str] = []
     tried = 0
     for part in parts:
@@ -654,7 +923,9 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     """
     dialect = dialect or ""
     if len(sql_text) > MAX_SQL_CHARS:
-        return ParsedSQL(None, (), dialect, (), "too_large", f"SQL is {len(sql_text)} characters, over the {MAX_SQL_CHARS} cap")
+        return ParsedSQL(
+            None, (), dialect, (), "too_large", f"SQL is {len(sql_text)} characters, over the {MAX_SQL_CHARS} cap"
+        )
     if "\x00" in sql_text:
         return ParsedSQL(None, (), dialect, (), "invalid_input", "SQL contains NUL bytes (binary data, not SQL text)")
     text = sql_text.strip()
@@ -688,27 +959,60 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
             return ParsedSQL(None, (), dialect, flags, "parse_error", "SQL nests too deeply for the parser")
         statements = tuple(s for s in parsed if s is not None and not isinstance(s, exp.Semicolon))
     if not statements:
-        return ParsedSQL(None, (), dialect, (*flags, "only comments"), "invalid_input", "SQL holds no statement (only comments or semicolons)")
+        return ParsedSQL(
+            None,
+            (),
+            dialect,
+            (*flags, "only comments"),
+            "invalid_input",
+            "SQL holds no statement (only comments or semicolons)",
+        )
     answer: exp.Expression | None = None
     statement_flags: list[str] = []
     for statement in statements:
         if isinstance(statement, QUERY_TYPES):
-            if isinstance(statement, exp.Select) and not statement.expressions:  # "SELECT", "SELECT FROM t": sqlglot accepts it, no database does
-                return ParsedSQL(None, statements, dialect, flags, "parse_error", f"a SELECT without a projection: {statement.sql(dialect=dialect or None)[:80]!r}")
+            if (
+                isinstance(statement, exp.Select) and not statement.expressions
+            ):  # "SELECT", "SELECT FROM t": sqlglot accepts it, no database does
+                return ParsedSQL(
+                    None,
+                    statements,
+                    dialect,
+                    flags,
+                    "parse_error",
+                    f"a SELECT without a projection: {statement.sql(dialect=dialect or None)[:80]!r}",
+                )
             answer = statement
         elif not isinstance(statement, NON_QUERY_STATEMENT_TYPES):
             shown = statement.sql(dialect=dialect or None)[:80]
-            return ParsedSQL(None, statements, dialect, flags, "parse_error", f"not a SQL statement (parsed as the bare expression {shown!r})")
+            return ParsedSQL(
+                None,
+                statements,
+                dialect,
+                flags,
+                "parse_error",
+                f"not a SQL statement (parsed as the bare expression {shown!r})",
+            )
         else:
             kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
             statement_flags.append(f"non_select_statement: {kind}")
     if answer is not None and _may_write(text, dialect):  # every query of the text, not only the answer
-        statement_flags.extend(f"non_select_statement: {kind}" for query in statements if isinstance(query, QUERY_TYPES) for kind in embedded_writes(query))
+        statement_flags.extend(
+            f"non_select_statement: {kind}"
+            for query in statements
+            if isinstance(query, QUERY_TYPES)
+            for kind in embedded_writes(query)
+        )
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")
-    statement_flags.extend(f"non_select_statement: {kind} (outside the SQL)" for kind in hidden_statements(discarded, dialect))
+    statement_flags.extend(
+        f"non_select_statement: {kind} (outside the SQL)" for kind in hidden_statements(discarded, dialect)
+    )
     if "/*!" in text or "/*M!" in text:
-        statement_flags.extend(f"non_select_statement: {kind} (in an executable comment)" for kind in executable_comment_writes(statements, dialect))
+        statement_flags.extend(
+            f"non_select_statement: {kind} (in an executable comment)"
+            for kind in executable_comment_writes(statements, dialect)
+        )
     all_flags = (*flags, *statement_flags)
     if answer is None:
         kinds = ", ".join(f.split(": ", 1)[1] for f in statement_flags if f.startswith("non_select"))
@@ -738,8 +1042,27 @@ def parse_sql_with_fallback(sql_text: str, dialect: str = "") -> ParsedSQL:
     for candidate in FALLBACK_DIALECTS:
         retry = parse_sql(sql_text, candidate)
         if retry.error is None or retry.error == "non_select":
-            return ParsedSQL(retry.answer, retry.statements, candidate, (*retry.flags, f"dialect_inferred: {candidate}"), retry.error, retry.error_message, retry.text)
+            return ParsedSQL(
+                retry.answer,
+                retry.statements,
+                candidate,
+                (*retry.flags, f"dialect_inferred: {candidate}"),
+                retry.error,
+                retry.error_message,
+                retry.text,
+            )
     return parsed
 
 
-__all__ = ["MessageParts", "ParsedSQL", "ParseError", "hidden_statements", "parse_sql", "parse_sql_with_fallback", "parser_message", "resolve_dialect", "split_message", "strip_markdown"]
+__all__ = [
+    "MessageParts",
+    "ParseError",
+    "ParsedSQL",
+    "hidden_statements",
+    "parse_sql",
+    "parse_sql_with_fallback",
+    "parser_message",
+    "resolve_dialect",
+    "split_message",
+    "strip_markdown",
+]

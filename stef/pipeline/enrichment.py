@@ -18,14 +18,22 @@ S applies as an "extra" filter.
 
 from __future__ import annotations
 
-from stef.pipeline.matching import is_grounded, values_match
 from stef.models import EnrichmentResult, EnrichmentStatus, QuestionSpec
+from stef.pipeline.matching import is_grounded, values_match
+
 
 def _is_year(value: str) -> bool:
-    return len(value) >= 4 and value[:4].isdigit() and value[:2] in {"19", "20"} and (len(value) == 4 or not value[4].isdigit())
+    return (
+        len(value) >= 4
+        and value[:4].isdigit()
+        and value[:2] in {"19", "20"}
+        and (len(value) == 4 or not value[4].isdigit())
+    )
 
 
-def validate_enrichment(question: QuestionSpec, enriched: QuestionSpec, question_text: str, enriched_text: str | None) -> EnrichmentResult | None:
+def validate_enrichment(
+    question: QuestionSpec, enriched: QuestionSpec, question_text: str, enriched_text: str | None
+) -> EnrichmentResult | None:
     """Classify Q_e against Q_u.
 
     Args:
@@ -53,7 +61,12 @@ def validate_enrichment(question: QuestionSpec, enriched: QuestionSpec, question
             contradictions.append(f"year {', '.join(sorted(question_years))} in Q_u, {column} = {value} in Q_e")
     if question.top_k is not None and enriched.top_k is not None and question.top_k != enriched.top_k:
         contradictions.append(f"top {question.top_k} in Q_u, top {enriched.top_k} in Q_e")
-    if question.ordering and enriched.ordering and question.ordering != enriched.ordering and not (enriched.superlative and question.superlative):
+    if (
+        question.ordering
+        and enriched.ordering
+        and question.ordering != enriched.ordering
+        and not (enriched.superlative and question.superlative)
+    ):
         contradictions.append(f"order {question.ordering} in Q_u, {enriched.ordering} in Q_e")
 
     dropped = [
@@ -61,7 +74,11 @@ def validate_enrichment(question: QuestionSpec, enriched: QuestionSpec, question
         for value in (*question.filter_values, *question.years, *question.entities)
         if not is_grounded(value, enriched_text) and not any(values_match(value, b[2]) for b in enriched.value_bindings)
     ]
-    added = [f"{column} {operator} {value}" for column, operator, value in enriched.value_bindings if not is_grounded(value, question_text)]
+    added = [
+        f"{column} {operator} {value}"
+        for column, operator, value in enriched.value_bindings
+        if not is_grounded(value, question_text)
+    ]
     added += [f"value {value!r}" for value in enriched.filter_values if not is_grounded(value, question_text)]
 
     if contradictions:

@@ -17,20 +17,32 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeVar, overload
 
+from stef.errors import ConfigError, RulesError, UnknownDialectError
+from stef.models import (
+    EVALUATOR_VERSION,
+    AgentLogRecord,
+    AlignmentResult,
+    EnrichmentResult,
+    Evaluation,
+    EvaluationStatus,
+    JudgeResult,
+    ObservedReport,
+    QuestionSpec,
+    SchemaReport,
+    SQLSpec,
+    Verdict,
+)
 from stef.pipeline.align import align_filters
 from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
 from stef.pipeline.enrichment import validate_enrichment
-from stef.errors import ConfigError, RulesError, UnknownDialectError
 from stef.pipeline.extract_nl import extract_question_spec
 from stef.pipeline.extract_sql import extract_sql_spec
 from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
-from stef.models import (EVALUATOR_VERSION, AgentLogRecord, AlignmentResult, EnrichmentResult, Evaluation, EvaluationStatus, JudgeResult,
-                         ObservedReport, QuestionSpec, SchemaReport, SQLSpec, Verdict)
 from stef.pipeline.normalize import normalize
+from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
 from stef.pipeline.rules import AppRules, RuleBook, default_rules
 from stef.pipeline.schema import DatabaseSchema, SchemaBook, SchemaError
 from stef.pipeline.schema_checks import check_against_schema
-from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
 from stef.pipeline.score import compute_score
 
 _DEFAULT_JUDGE = SymbolicJudge()
@@ -60,7 +72,9 @@ def configured_time_cap_s() -> float | None:
     except ValueError:
         value = -1.0
     if not (value == 0.0 or MIN_TIME_CAP_S <= value < float("inf")):  # also rejects nan
-        raise ConfigError(f"{TIME_CAP_ENV_VAR}={raw!r} is not a number of seconds >= {MIN_TIME_CAP_S:g} (0 switches the per-record cap off)")
+        raise ConfigError(
+            f"{TIME_CAP_ENV_VAR}={raw!r} is not a number of seconds >= {MIN_TIME_CAP_S:g} (0 switches the per-record cap off)"
+        )
     return value or None
 
 
@@ -88,7 +102,9 @@ class _RecordAlarm:
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
-        self.usable = bool(seconds) and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        self.usable = (
+            bool(seconds) and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+        )
         self.deadline: float | None = None
         """``time.perf_counter()`` value after which the current record is interrupted (``None``: no record running)."""
         self._previous: object = None
@@ -114,7 +130,15 @@ class _RecordAlarm:
                 signal.setitimer(signal.ITIMER_REAL, *self._previous_timer)
 
 
-def _failure(record: AgentLogRecord, status: EvaluationStatus, reason: str, dialect: str | None = None, flags: tuple[str, ...] = (), judge: str = "symbolic", started: float | None = None) -> Evaluation:
+def _failure(
+    record: AgentLogRecord,
+    status: EvaluationStatus,
+    reason: str,
+    dialect: str | None = None,
+    flags: tuple[str, ...] = (),
+    judge: str = "symbolic",
+    started: float | None = None,
+) -> Evaluation:
     return Evaluation(
         run_id=record.run_id,
         status=status,
@@ -189,35 +213,71 @@ def prepare(
     try:
         dialect = resolve_dialect(record.dialect or default_dialect or rules.default_dialect)
     except UnknownDialectError:
-        return _failure(record, EvaluationStatus.INVALID_INPUT, f"unknown SQL dialect {record.dialect!r} in the record", record.dialect, judge=judge_name, started=started)
+        return _failure(
+            record,
+            EvaluationStatus.INVALID_INPUT,
+            f"unknown SQL dialect {record.dialect!r} in the record",
+            record.dialect,
+            judge=judge_name,
+            started=started,
+        )
     if not record.question.strip():
-        return _failure(record, EvaluationStatus.INVALID_INPUT, "question is empty", dialect, judge=judge_name, started=started)
+        return _failure(
+            record, EvaluationStatus.INVALID_INPUT, "question is empty", dialect, judge=judge_name, started=started
+        )
     if not record.sql.strip():
-        return _failure(record, EvaluationStatus.INVALID_INPUT, "SQL is empty", dialect, judge=judge_name, started=started)
+        return _failure(
+            record, EvaluationStatus.INVALID_INPUT, "SQL is empty", dialect, judge=judge_name, started=started
+        )
     for label, text in (("question", record.question), ("enriched question", record.enriched_question or "")):
         if len(text) > MAX_TEXT_CHARS:
-            return _failure(record, EvaluationStatus.TOO_LARGE, f"{label} is {len(text)} characters, over the {MAX_TEXT_CHARS} cap", dialect, judge=judge_name, started=started)
+            return _failure(
+                record,
+                EvaluationStatus.TOO_LARGE,
+                f"{label} is {len(text)} characters, over the {MAX_TEXT_CHARS} cap",
+                dialect,
+                judge=judge_name,
+                started=started,
+            )
 
     parsed = parse_sql_with_fallback(record.sql, dialect)
     dialect = parsed.dialect
     _check_deadline(deadline)
     if parsed.error is not None or parsed.answer is None:
         status = EvaluationStatus(parsed.error or "parse_error")
-        return _failure(record, status, parsed.error_message or "no answer statement", dialect, parsed.flags, judge_name, started)
+        return _failure(
+            record, status, parsed.error_message or "no answer statement", dialect, parsed.flags, judge_name, started
+        )
 
     try:
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
-        schema_report = check_against_schema(parsed.answer, schema, f"{record.question} {record.enriched_question or ''}", sql_spec.tables, dialect) if schema is not None else None
+        schema_report = (
+            check_against_schema(
+                parsed.answer, schema, f"{record.question} {record.enriched_question or ''}", sql_spec.tables, dialect
+            )
+            if schema is not None
+            else None
+        )
         observed_report = check_against_observed(parsed.answer, observed) if observed is not None else None
         question_spec = extract_question_spec(record.question, dialect, rules)
         enriched_spec = extract_question_spec(record.enriched_question, dialect, rules, reference=record.question)
         _check_deadline(deadline)
         enrichment = validate_enrichment(question_spec, enriched_spec, record.question, record.enriched_question)
-        alignment = align_filters(sql_spec, question_spec, enriched_spec, record.question, record.enriched_question, rules)
+        alignment = align_filters(
+            sql_spec, question_spec, enriched_spec, record.question, record.enriched_question, rules
+        )
         _check_deadline(deadline)
         normalised = normalize(sql_spec, question_spec, enriched_spec, rules)
     except RecursionError:
-        return _failure(record, EvaluationStatus.PARSE_ERROR, "SQL nests too deeply to analyse", dialect, parsed.flags, judge_name, started)
+        return _failure(
+            record,
+            EvaluationStatus.PARSE_ERROR,
+            "SQL nests too deeply to analyse",
+            dialect,
+            parsed.flags,
+            judge_name,
+            started,
+        )
     judge_input = JudgeInput(
         question=record.question,
         enriched_question=record.enriched_question,
@@ -234,8 +294,22 @@ def prepare(
         schema=schema,
         observed_report=observed_report,
     )
-    return Prepared(record, rules, dialect, parsed.flags, started, sql_spec, question_spec, enriched_spec, enrichment, alignment,
-                    normalised.applied, schema_report, observed_report, judge_input)
+    return Prepared(
+        record,
+        rules,
+        dialect,
+        parsed.flags,
+        started,
+        sql_spec,
+        question_spec,
+        enriched_spec,
+        enrichment,
+        alignment,
+        normalised.applied,
+        schema_report,
+        observed_report,
+        judge_input,
+    )
 
 
 def finish(prepared: Prepared, result: JudgeResult, evaluator_version: str = EVALUATOR_VERSION) -> Evaluation:
@@ -252,8 +326,14 @@ def finish(prepared: Prepared, result: JudgeResult, evaluator_version: str = EVA
     """
     record = prepared.record
     if any(f.startswith("non_select_statement") for f in prepared.flags):
-        result = result.model_copy(update={"verdict": Verdict.INCORRECT, "confidence": 1.0, "p_correct": 0.0,
-                                           "rationale": "non-SELECT statement in the answer; " + result.rationale})
+        result = result.model_copy(
+            update={
+                "verdict": Verdict.INCORRECT,
+                "confidence": 1.0,
+                "p_correct": 0.0,
+                "rationale": "non-SELECT statement in the answer; " + result.rationale,
+            }
+        )
     breakdown = compute_score(prepared.alignment, result.verdict, result.confidence, prepared.rules.scoring)
     return Evaluation(
         run_id=record.run_id,
@@ -326,11 +406,21 @@ def evaluate(
     >>> e.status.value, e.filter_status.value, e.verdict.value, e.score, e.p_correct > 0.65
     ('evaluated', 'FULLY_APPLIED', 'CORRECT', 80.0, True)
     """
-    return _evaluate_one(record, rules, judge or _DEFAULT_JUDGE, default_dialect, deadline, schema, observed, evaluator_version)[0]
+    return _evaluate_one(
+        record, rules, judge or _DEFAULT_JUDGE, default_dialect, deadline, schema, observed, evaluator_version
+    )[0]
 
 
-def _evaluate_one(record: AgentLogRecord, rules: AppRules | None, judge: Judge, default_dialect: str | None, deadline: float | None,
-                  schema: DatabaseSchema | None, observed: ObservedCatalog | None, evaluator_version: str) -> tuple[Evaluation, Prepared | None]:
+def _evaluate_one(
+    record: AgentLogRecord,
+    rules: AppRules | None,
+    judge: Judge,
+    default_dialect: str | None,
+    deadline: float | None,
+    schema: DatabaseSchema | None,
+    observed: ObservedCatalog | None,
+    evaluator_version: str,
+) -> tuple[Evaluation, Prepared | None]:
     """``finish(prepare(...), judge.judge(...))``, and the prepared record (``None`` for a failure)."""
     judge_name = getattr(judge, "name", "symbolic")
     prepared = prepare(record, rules, judge_name, default_dialect, deadline, schema, observed)
@@ -339,7 +429,15 @@ def _evaluate_one(record: AgentLogRecord, rules: AppRules | None, judge: Judge, 
     try:
         result: JudgeResult = judge.judge(prepared.judge_input)
     except RecursionError:
-        return _failure(record, EvaluationStatus.PARSE_ERROR, "SQL nests too deeply to analyse", prepared.dialect, prepared.flags, judge_name, prepared.started), None
+        return _failure(
+            record,
+            EvaluationStatus.PARSE_ERROR,
+            "SQL nests too deeply to analyse",
+            prepared.dialect,
+            prepared.flags,
+            judge_name,
+            prepared.started,
+        ), None
     return finish(prepared, result, evaluator_version), prepared
 
 
@@ -435,12 +533,23 @@ def evaluate_many_prepared(
 
     Raises: as :func:`evaluate_many`.
     """
-    return [(evaluation, prepared) for _, evaluation, prepared in _evaluated(records, rulebook, judge, default_dialect, time_cap_s, schemas, observed)]
+    return [
+        (evaluation, prepared)
+        for _, evaluation, prepared in _evaluated(
+            records, rulebook, judge, default_dialect, time_cap_s, schemas, observed
+        )
+    ]
 
 
-def _evaluated(records: Iterable[AgentLogRecord], rulebook: RuleBook | None, judge: Judge | None, default_dialect: str | None,
-               time_cap_s: float | Literal["configured"] | None, schemas: SchemaBook | None,
-               observed: ObservedCatalogBook | None) -> Iterator[tuple[AgentLogRecord, Evaluation, Prepared | None]]:
+def _evaluated(
+    records: Iterable[AgentLogRecord],
+    rulebook: RuleBook | None,
+    judge: Judge | None,
+    default_dialect: str | None,
+    time_cap_s: float | Literal["configured"] | None,
+    schemas: SchemaBook | None,
+    observed: ObservedCatalogBook | None,
+) -> Iterator[tuple[AgentLogRecord, Evaluation, Prepared | None]]:
     """The batch loop of :func:`evaluate_many`: per record, its evaluation and prepared stages,
     under the per-record time cap."""
     if time_cap_s == "configured":
@@ -456,20 +565,39 @@ def _evaluated(records: Iterable[AgentLogRecord], rulebook: RuleBook | None, jud
             prepared: Prepared | None = None
             try:
                 rules = rulebook.for_app(record.app_id)
-                schema = schemas.for_app(record.app_id, _schema_dialect(record, rules, default_dialect), rules.schema_file) if schemas is not None else None
+                schema = (
+                    schemas.for_app(record.app_id, _schema_dialect(record, rules, default_dialect), rules.schema_file)
+                    if schemas is not None
+                    else None
+                )
                 alarm.deadline = deadline
                 try:
-                    evaluation, prepared = _evaluate_one(record, rules, judge, default_dialect, deadline, schema,
-                                                         observed.for_app(record.app_id) if observed is not None else None, version or EVALUATOR_VERSION)
+                    evaluation, prepared = _evaluate_one(
+                        record,
+                        rules,
+                        judge,
+                        default_dialect,
+                        deadline,
+                        schema,
+                        observed.for_app(record.app_id) if observed is not None else None,
+                        version or EVALUATOR_VERSION,
+                    )
                 finally:
                     alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             except RecordTimeout:
-                evaluation = _failure(record, EvaluationStatus.TIMEOUT, f"evaluation exceeded the {time_cap_s:g} s per-record cap", record.dialect)
+                evaluation = _failure(
+                    record,
+                    EvaluationStatus.TIMEOUT,
+                    f"evaluation exceeded the {time_cap_s:g} s per-record cap",
+                    record.dialect,
+                )
             except (RulesError, SchemaError):
                 raise
-            except Exception as exc:  # noqa: BLE001 - stored as a typed status with its reason, never dropped
+            except Exception as exc:
                 evaluation = _internal_error(record, exc)
-            if version is not None and evaluation.evaluator_version != version:  # (evaluate() stamps it; its failures do not)
+            if (
+                version is not None and evaluation.evaluator_version != version
+            ):  # (evaluate() stamps it; its failures do not)
                 evaluation = evaluation.model_copy(update={"evaluator_version": version})
             yield record, evaluation, prepared
 
@@ -491,7 +619,7 @@ def _converted(convert: Callable[[Evaluation], Converted], evaluation: Evaluatio
     ``internal_error`` evaluation of the record naming the failure, converted."""
     try:
         return convert(evaluation)
-    except Exception as exc:  # noqa: BLE001 - the record keeps a typed row with the reason
+    except Exception as exc:
         return convert(_internal_error(record, exc))
 
 

@@ -30,10 +30,10 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from stef.models import QuestionSpec
 from stef.pipeline.clean import parse_statements
 from stef.pipeline.extract_sql import COMPARISON_TYPES, FLIPPED, column_name, normalize_value, parse_count
 from stef.pipeline.matching import STOPWORDS, is_grounded, phrase_overlap
-from stef.models import QuestionSpec
 from stef.pipeline.rules import AppRules
 
 AGGREGATION_PHRASES: tuple[tuple[str, str], ...] = (
@@ -55,7 +55,9 @@ DESC_WORDS = frozenset(
     "highest most largest biggest greatest maximum max top best longest heaviest tallest latest newest "
     "richest largest-scale more majority fastest".split()
 )
-ASC_WORDS = frozenset("lowest least smallest fewest minimum min worst shortest lightest earliest first bottom slowest".split())
+ASC_WORDS = frozenset(
+    "lowest least smallest fewest minimum min worst shortest lightest earliest first bottom slowest".split()
+)
 SORT_DESC_WORDS = frozenset("descending decreasing descendingly".split())
 SORT_ASC_WORDS = frozenset("ascending increasing alphabetical alphabetically ascendingly".split())
 """Words that ask for a sort order without a superlative ("list them in descending order")."""
@@ -70,7 +72,9 @@ DISTINCT_WORDS = frozenset({"different", "distinct", "unique", "various"})
 GROUPING_PHRASES = ("for each", "per ", "each ", "by each", "grouped by", "in each", "breakdown")
 PERCENT_WORDS = frozenset({"percentage", "percent", "%", "proportion"})
 RATIO_WORDS = frozenset({"ratio", "rate", "times", "proportion", "fraction"})
-LIST_WORDS = frozenset({"list", "name", "names", "show", "which", "what", "who", "give", "provide", "state", "indicate"})
+LIST_WORDS = frozenset(
+    {"list", "name", "names", "show", "which", "what", "who", "give", "provide", "state", "indicate"}
+)
 COMPARISON_PHRASES: tuple[tuple[str, str], ...] = (
     ("more than or equal to", ">="),
     ("greater than or equal to", ">="),
@@ -109,7 +113,21 @@ COMPARISON_PHRASES: tuple[tuple[str, str], ...] = (
     ("before", "<"),
     ("earlier than", "<"),
 )
-HINT_MARKERS = (" refers to ", " refer to ", " stands for ", " means ", " mean ", " indicates ", " represents ", " is computed as ", " can be computed by ", " is calculated as ", " is defined as ", " is ", " are ")
+HINT_MARKERS = (
+    " refers to ",
+    " refer to ",
+    " stands for ",
+    " means ",
+    " mean ",
+    " indicates ",
+    " represents ",
+    " is computed as ",
+    " can be computed by ",
+    " is calculated as ",
+    " is defined as ",
+    " is ",
+    " are ",
+)
 """Definition markers inside Q_e hints; the text after the first marker is parsed as SQL."""
 HINT_FUNCTION_ALIASES: dict[str, tuple[str, str]] = {
     "DIVIDE": ("/", ""),
@@ -119,7 +137,19 @@ HINT_FUNCTION_ALIASES: dict[str, tuple[str, str]] = {
     "DIVISION": ("/", ""),
 }
 """Pseudo-functions used in hints (``DIVIDE(a, b)``) and the arithmetic they stand for."""
-NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twenty": 20}
+NUMBER_WORDS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twenty": 20,
+}
 COUNT_WORDS = {**NUMBER_WORDS, "once": 1, "twice": 2, "thrice": 3}
 """Numbers written as words in a comparison ("at least two", "more than once")."""
 STOP_CAPITALISED = frozenset(
@@ -139,7 +169,10 @@ _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:[.,]\d+)*(?![\w])")
 _DATE = re.compile(r"(?<![\w/])(\d{4}/\d{1,2}/\d{1,2}|\d{1,2}/\d{1,2}/\d{4})(?![\w/])")
 _YEAR = re.compile(r"((?:1(?<!\w1)[89]|2(?<!\w2)0)\d\d)\b")
 r"""A year 1800-2099 as a whole word (``\b(1[89]\d\d|20\d\d)\b``, its start checked after the first digit)."""
-_TOP_K = re.compile(r"\b(?:top|first|best|highest|lowest|last|bottom|worst)\s+(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty)\b", re.IGNORECASE)
+_TOP_K = re.compile(
+    r"\b(?:top|first|best|highest|lowest|last|bottom|worst)\s+(\d+|one|two|three|four|five|six|seven|eight|nine|ten|twenty)\b",
+    re.IGNORECASE,
+)
 _CAPITALISED = re.compile(r"([A-Z](?<!\w[A-Z])[\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)")
 """A run of capitalised words starting a word ("Golden State Warriors", "Bank of America")."""
 _WORD = re.compile(r"[a-z0-9%]+")
@@ -236,19 +269,37 @@ def _compared_occurrences(text: str) -> list[tuple[str, str, int]]:
             continue
         for end in _phrase_ends(lowered, phrase):
             start = end - len(phrase)
-            stated = _NEGATED_OPS.get(op, op) if not phrase.startswith(("not ", "no ")) and _negated_before(lowered, start) else op
+            stated = (
+                _NEGATED_OPS.get(op, op)
+                if not phrase.startswith(("not ", "no ")) and _negated_before(lowered, start)
+                else op
+            )
             if phrase.startswith("or "):  # "two or more": the number stands before the phrase
                 before = lowered[max(0, start - 30) : start].split()
                 if before:
-                    value = before[-1].replace(",", "") if _NUMBER.fullmatch(before[-1]) else COUNT_WORDS.get(before[-1])
+                    value = (
+                        before[-1].replace(",", "") if _NUMBER.fullmatch(before[-1]) else COUNT_WORDS.get(before[-1])
+                    )
                     if value is not None:
                         found.append((str(value), stated, lowered.rfind(before[-1], 0, start)))
                 continue
             window = lowered[end : end + 40]
             number = _NUMBER.search(window)
-            spelled = next(((i, COUNT_WORDS[w.strip(".,;?")]) for i, w in enumerate(window.split()[:3]) if w.strip(".,;?") in COUNT_WORDS), None)
+            spelled = next(
+                (
+                    (i, COUNT_WORDS[w.strip(".,;?")])
+                    for i, w in enumerate(window.split()[:3])
+                    if w.strip(".,;?") in COUNT_WORDS
+                ),
+                None,
+            )
             digits_first = number is not None and (spelled is None or window[: number.start()].count(" ") <= spelled[0])
-            if digits_first and number and window[: number.start()].count(" ") <= 4 and not window[number.end() :].startswith("%"):
+            if (
+                digits_first
+                and number
+                and window[: number.start()].count(" ") <= 4
+                and not window[number.end() :].startswith("%")
+            ):
                 found.append((number.group(0).replace(",", ""), stated, end + number.start()))
             elif spelled is not None:
                 word = window.split()[spelled[0]]
@@ -277,11 +328,31 @@ def _top_k_token(text: str) -> str | None:
 
 
 _SUPERLATIVES = (
-    "highest", "lowest", "largest", "smallest", "biggest", "most", "least", "latest", "earliest", "newest", "oldest",
-    "youngest", "longest", "shortest", "greatest", "cheapest", "fastest", "slowest", "heaviest", "lightest",
+    "highest",
+    "lowest",
+    "largest",
+    "smallest",
+    "biggest",
+    "most",
+    "least",
+    "latest",
+    "earliest",
+    "newest",
+    "oldest",
+    "youngest",
+    "longest",
+    "shortest",
+    "greatest",
+    "cheapest",
+    "fastest",
+    "slowest",
+    "heaviest",
+    "lightest",
 )
 _COUNT = r"(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|twenty)"
-_RANKED_COUNT = re.compile(rf"\b{_COUNT}\s+(?:{'|'.join(_SUPERLATIVES)})\b|\b(?:latest|earliest|newest|oldest|youngest|largest|smallest|biggest|most recent)\s+{_COUNT}\b(?!\s*%)")
+_RANKED_COUNT = re.compile(
+    rf"\b{_COUNT}\s+(?:{'|'.join(_SUPERLATIVES)})\b|\b(?:latest|earliest|newest|oldest|youngest|largest|smallest|biggest|most recent)\s+{_COUNT}\b(?!\s*%)"
+)
 """A count beside a superlative: "the 5 largest", "the two most common", "the latest 10"."""
 
 
@@ -364,7 +435,9 @@ def _phrase_ends(lowered: str, phrase: str) -> Iterator[int]:
     start = lowered.find(phrase)
     while start >= 0:
         end = start + size
-        if (start == 0 or not "a" <= lowered[start - 1] <= "z") and (end == len(lowered) or not "a" <= lowered[end] <= "z"):
+        if (start == 0 or not "a" <= lowered[start - 1] <= "z") and (
+            end == len(lowered) or not "a" <= lowered[end] <= "z"
+        ):
             yield end
             start = lowered.find(phrase, end)
         else:
@@ -420,13 +493,17 @@ def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
             structured = any(not isinstance(p, exp.Column) for p in projections) or any(
                 p.this.args.get("quoted") for p in projections if isinstance(p, exp.Column)
             )
-            prose_columns = any(c.name.lower() in PROSE_WORDS and not c.this.args.get("quoted") for c in parsed.find_all(exp.Column))
+            prose_columns = any(
+                c.name.lower() in PROSE_WORDS and not c.this.args.get("quoted") for c in parsed.find_all(exp.Column)
+            )
             if (whole or structured) and not prose_columns:
                 return parsed
     return None
 
 
-PROSE_WORDS = STOPWORDS | frozenset("what which who where when why how there here not no yes do does did has have had".split())
+PROSE_WORDS = STOPWORDS | frozenset(
+    "what which who where when why how there here not no yes do does did has have had".split()
+)
 """English words that are never taken for a column name in a hint."""
 _HINT_WHERE = re.compile(r"\s+where\s+", re.IGNORECASE)
 _SPACED_OPERATOR = re.compile(r"([<>!])\s+=")
@@ -449,7 +526,7 @@ def _quote_hyphenated(word: str, dialect: str) -> str:
     if _HYPHENATED.match(stripped):
         quote = _identifier_quote(dialect)
         closing = {"[": "]"}.get(quote, quote)
-        return f"{quote}{stripped}{closing}{word[len(stripped):]}"
+        return f"{quote}{stripped}{closing}{word[len(stripped) :]}"
     return word
 
 
@@ -579,11 +656,17 @@ def _clause_definitions(full_clause: str, dialect: str) -> tuple[HintDefinition,
     if right is None and "=" in clause:
         left, _, rest = clause.partition("=")
         rest_expression = _parse_hint_expression(rest.strip(), dialect)
-        if rest_expression is not None and any(not isinstance(p, (exp.Literal, exp.Neg)) for p in rest_expression.expressions):
+        if rest_expression is not None and any(
+            not isinstance(p, (exp.Literal, exp.Neg)) for p in rest_expression.expressions
+        ):
             right, phrase = rest, left  # "eligible free rate = `a` / `b`": a named formula
         else:
             right = clause
-    named_column = right is not None and marker in (" refers to ", " refer to ") and _BARE_COLUMN.fullmatch(right.strip().rstrip(".")) is not None
+    named_column = (
+        right is not None
+        and marker in (" refers to ", " refer to ")
+        and _BARE_COLUMN.fullmatch(right.strip().rstrip(".")) is not None
+    )
     if named_column and right is not None:
         right = right.strip().rstrip(".")  # "flavor text refers to flavorText": a column, named bare
     for part in ([right] if right is not None and (named_column or _looks_like_sql(right)) else []) + conditions:
@@ -635,7 +718,11 @@ def _comparison_sides(node: exp.Expression) -> tuple[exp.Expression, list[exp.Li
     if isinstance(node, exp.Between):
         sides = [node.args.get("low"), node.args.get("high")]
         if any(side is None or side.find(exp.Literal) is None or side.find(exp.Column) is not None for side in sides):
-            return node.this, [], False  # a bound that is no value ("crimes between 2 regions = ..."): prose, not a range
+            return (
+                node.this,
+                [],
+                False,
+            )  # a bound that is no value ("crimes between 2 regions = ..."): prose, not a range
         return node.this, [lit for side in sides if side is not None for lit in side.find_all(exp.Literal)], False
     if isinstance(node, exp.In):
         return node.this, [lit for side in node.expressions for lit in side.find_all(exp.Literal)], False
@@ -706,7 +793,9 @@ def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFe
                 operator = FLIPPED[operator] if swapped else operator
                 for literal in literal_nodes:
                     bindings.append((column_name(column, rules), operator, normalize_value(literal.this, rules)))
-    return HintFeatures(tuple(columns), tuple(bindings), tuple(aggregations), tuple(formulas), tuple(values), tuple(null_conditions))
+    return HintFeatures(
+        tuple(columns), tuple(bindings), tuple(aggregations), tuple(formulas), tuple(values), tuple(null_conditions)
+    )
 
 
 _RULE_SETS: dict[int, tuple[AppRules | None, dict[str, Any], dict[str, Any], int]] = {}
@@ -763,16 +852,24 @@ def analysed_definitions(text: str, dialect: str, rules: AppRules | None) -> lis
         if found is None:
             if len(_ANALYSED) >= FEATURE_MEMO_CLAUSES:
                 _ANALYSED.clear()
-            found = _ANALYSED[key] = tuple((d, _hint_features(d.expression, rules)) for d in _clause_definitions(clause, dialect))
+            found = _ANALYSED[key] = tuple(
+                (d, _hint_features(d.expression, rules)) for d in _clause_definitions(clause, dialect)
+            )
         analysed.extend(found)
     return analysed
 
 
-_AVERAGE_COMPARISON = re.compile(r"\b(?:above|below|over|under|(?:more|less|higher|lower|greater|fewer|bigger|smaller) than)[ -](?:the |an )?(?:overall )?average\b")
+_AVERAGE_COMPARISON = re.compile(
+    r"\b(?:above|below|over|under|(?:more|less|higher|lower|greater|fewer|bigger|smaller) than)[ -](?:the |an )?(?:overall )?average\b"
+)
 
 
 def extract_question_spec(
-    text: str | None, dialect: str = "", rules: AppRules | None = None, parse_hints: bool = True, reference: str | None = None
+    text: str | None,
+    dialect: str = "",
+    rules: AppRules | None = None,
+    parse_hints: bool = True,
+    reference: str | None = None,
 ) -> QuestionSpec:
     """Extract requested features from one natural-language text (Q_u or Q_e).
 
@@ -807,7 +904,9 @@ def extract_question_spec(
         ordering = "DESC"
     elif asc_hits and not desc_hits:
         ordering = "ASC"
-    elif not desc_hits and not asc_hits:  # a sort asked in words, not a superlative: "in descending order", "alphabetically"
+    elif (
+        not desc_hits and not asc_hits
+    ):  # a sort asked in words, not a superlative: "in descending order", "alphabetically"
         if not SORT_DESC_WORDS.isdisjoint(word_set) and SORT_ASC_WORDS.isdisjoint(word_set):
             ordering = "DESC"
         elif not SORT_ASC_WORDS.isdisjoint(word_set) and SORT_DESC_WORDS.isdisjoint(word_set):
@@ -818,9 +917,13 @@ def extract_question_spec(
         token = _ranked_count_token(text)
     if token is not None:
         top_k = parse_count(token) if token.isdigit() else NUMBER_WORDS.get(token)
-    comparison_ops = tuple(dict.fromkeys(
-        _negated_op(lowered, phrase, op) for phrase, op in COMPARISON_PHRASES if phrase in lowered and _has_phrase(lowered, phrase)
-    ))
+    comparison_ops = tuple(
+        dict.fromkeys(
+            _negated_op(lowered, phrase, op)
+            for phrase, op in COMPARISON_PHRASES
+            if phrase in lowered and _has_phrase(lowered, phrase)
+        )
+    )
 
     filter_values: list[str] = []
     optional_values: list[str] = []
@@ -844,11 +947,15 @@ def extract_question_spec(
     if reference is not None:
         optional_values = [v for v in filter_values if not is_grounded(v, reference)]
         filter_values = [v for v in filter_values if v not in optional_values]
-    years = tuple(dict.fromkeys(y for y in _YEAR.findall(text) if reference is None or y in reference)) if has_digit else ()
+    years = (
+        tuple(dict.fromkeys(y for y in _YEAR.findall(text) if reference is None or y in reference)) if has_digit else ()
+    )
     entities: list[str] = []
     for match_cap in _CAPITALISED.finditer(prose):  # quoted values are filter values already
         for tokens in _entity_runs(match_cap.group(1)):
-            if not any("_" in token for token in tokens):  # snake_case names an identifier (a database, a table), not a value
+            if not any(
+                "_" in token for token in tokens
+            ):  # snake_case names an identifier (a database, a table), not a value
                 entities.append(normalize_value(" ".join(tokens).strip(" .,'"), rules))
 
     columns: list[str] = []
@@ -861,8 +968,13 @@ def extract_question_spec(
     definitions = [definition for definition, _ in analysed]
     if analysed:
         relevance = [_is_relevant(d, features.values, reference) for d, features in analysed]
-        relevant_columns = Counter(column for (_, features), relevant in zip(analysed, relevance) if relevant for column, _, _ in features.bindings)
-        for (definition, features), relevant in zip(analysed, relevance):
+        relevant_columns = Counter(
+            column
+            for (_, features), relevant in zip(analysed, relevance, strict=True)
+            if relevant
+            for column, _, _ in features.bindings
+        )
+        for (_definition, features), relevant in zip(analysed, relevance, strict=True):
             def_bindings = features.bindings
             hint_values.extend(features.values)
             if not relevant:
@@ -870,7 +982,9 @@ def extract_question_spec(
                 continue
             alternatives = [b for b in def_bindings if relevant_columns[b[0]] > 1 and b[1] == "="]
             if alternatives:
-                optional_bindings.extend(alternatives)  # "inpatient (= '+') or outpatient (= '-')": a choice, not a filter
+                optional_bindings.extend(
+                    alternatives
+                )  # "inpatient (= '+') or outpatient (= '-')": a choice, not a filter
                 def_bindings = [b for b in def_bindings if b not in alternatives]
             columns.extend(features.columns)
             bindings.extend(def_bindings)
@@ -889,7 +1003,11 @@ def extract_question_spec(
     optional_values.extend(v for v in hint_values if v not in bound)
 
     known = set(columns) | {a.lower() for a in aggregations}
-    entities = [e for e in entities if e and e not in known and e not in filter_values and (reference is None or is_grounded(e, reference))]
+    entities = [
+        e
+        for e in entities
+        if e and e not in known and e not in filter_values and (reference is None or is_grounded(e, reference))
+    ]
     return QuestionSpec(
         aggregations=tuple(dict.fromkeys(aggregations)),
         entities=tuple(dict.fromkeys(entities)),
@@ -901,10 +1019,13 @@ def extract_question_spec(
         formulas=tuple(dict.fromkeys(formulas)),
         top_k=top_k,
         ordering=ordering,  # type: ignore[arg-type]
-        superlative=desc_hits or asc_hits or not UNDIRECTED_SUPERLATIVES.isdisjoint(word_set) or _picks_one_of(lowered, word_set),
+        superlative=desc_hits
+        or asc_hits
+        or not UNDIRECTED_SUPERLATIVES.isdisjoint(word_set)
+        or _picks_one_of(lowered, word_set),
         distinct=bool(word_set & DISTINCT_WORDS),
         grouping=any(phrase in lowered for phrase in GROUPING_PHRASES),
-        percentage=bool(word_set & PERCENT_WORDS) or "%" in text and "'%" not in text,
+        percentage=bool(word_set & PERCENT_WORDS) or ("%" in text and "'%" not in text),
         ratio=bool(word_set & RATIO_WORDS),
         count_asked=_has_phrase(lowered, "how many"),
         list_asked=bool(word_set & LIST_WORDS),

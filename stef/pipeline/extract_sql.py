@@ -37,9 +37,30 @@ COMPARISON_TYPES: dict[type[exp.Expression], str] = {
     exp.NullSafeNEQ: "!=",
 }
 FLIPPED = {"=": "=", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">=", "LIKE": "LIKE"}
-NEGATED = {"=": "!=", "!=": "=", ">": "<=", ">=": "<", "<": ">=", "<=": ">", "LIKE": "NOT LIKE", "IN": "NOT IN", "IS NULL": "IS NOT NULL", "BETWEEN": "NOT BETWEEN"}
-ARITHMETIC_TYPES: dict[type[exp.Expression], str] = {exp.Div: "/", exp.Mul: "*", exp.Add: "+", exp.Sub: "-", exp.Mod: "%"}
-SET_OPERATION_TYPES: dict[type[exp.Expression], str] = {exp.Union: "UNION", exp.Intersect: "INTERSECT", exp.Except: "EXCEPT"}
+NEGATED = {
+    "=": "!=",
+    "!=": "=",
+    ">": "<=",
+    ">=": "<",
+    "<": ">=",
+    "<=": ">",
+    "LIKE": "NOT LIKE",
+    "IN": "NOT IN",
+    "IS NULL": "IS NOT NULL",
+    "BETWEEN": "NOT BETWEEN",
+}
+ARITHMETIC_TYPES: dict[type[exp.Expression], str] = {
+    exp.Div: "/",
+    exp.Mul: "*",
+    exp.Add: "+",
+    exp.Sub: "-",
+    exp.Mod: "%",
+}
+SET_OPERATION_TYPES: dict[type[exp.Expression], str] = {
+    exp.Union: "UNION",
+    exp.Intersect: "INTERSECT",
+    exp.Except: "EXCEPT",
+}
 
 
 MAX_COUNT_DIGITS = 18
@@ -60,8 +81,19 @@ def parse_count(text: str | None) -> int | None:
 
 
 RENDER_COPIES: tuple[type[exp.Expression], ...] = (
-    exp.Query, exp.Subquery, exp.Values, exp.Lateral, exp.Unnest, exp.Pivot, exp.ConcatWs, exp.Struct, exp.ArrayAgg,
-    exp.IgnoreNulls, exp.RespectNulls, exp.TsOrDsToDate, exp.TsOrDsToTimestamp,
+    exp.Query,
+    exp.Subquery,
+    exp.Values,
+    exp.Lateral,
+    exp.Unnest,
+    exp.Pivot,
+    exp.ConcatWs,
+    exp.Struct,
+    exp.ArrayAgg,
+    exp.IgnoreNulls,
+    exp.RespectNulls,
+    exp.TsOrDsToDate,
+    exp.TsOrDsToTimestamp,
 )
 """Nodes whose SQL generation rewrites the tree in place in some dialect even when the tree was
 parsed in it (a T-SQL ``SELECT TOP 1`` loses its limit node, MySQL's ``FULL OUTER JOIN`` becomes
@@ -89,7 +121,9 @@ def render(node: exp.Expression, dialect: str = "") -> str:
 def _generator(dialect: str) -> Any:
     from sqlglot.dialects.dialect import Dialect
 
-    return Dialect.get_or_raise(dialect or None).generator(comments=False)  # evidence never carries the agent's comments
+    return Dialect.get_or_raise(dialect or None).generator(
+        comments=False
+    )  # evidence never carries the agent's comments
 
 
 def normalize_value(value: str, rules: AppRules | None = None) -> str:
@@ -100,7 +134,11 @@ def normalize_value(value: str, rules: AppRules | None = None) -> str:
     >>> normalize_value("2.50")
     '2.5'
     """
-    if rules is None or not rules.value_normalization.get("value_aliases") and rules.value_normalization.get("lowercase", True) and rules.value_normalization.get("collapse_whitespace", True):
+    if rules is None or (
+        not rules.value_normalization.get("value_aliases")
+        and rules.value_normalization.get("lowercase", True)
+        and rules.value_normalization.get("collapse_whitespace", True)
+    ):
         return _default_normalized(value)
     options = rules.value_normalization
     text = value
@@ -190,7 +228,9 @@ def _quoted_name_value(node: exp.Expression, other: exp.Expression) -> str | Non
     >>> _quoted_name_value(*(lambda c: (c.expression, c.this))(sqlglot.parse_one('SELECT b FROM t WHERE "c" = "b"').find(sqlglot.exp.EQ))) is None
     True
     """
-    if not (isinstance(node, exp.Column) and not node.table and isinstance(node.this, exp.Identifier) and node.this.quoted):
+    if not (
+        isinstance(node, exp.Column) and not node.table and isinstance(node.this, exp.Identifier) and node.this.quoted
+    ):
         return None
     if not isinstance(other, exp.Column) and _first_column(other) is None:
         return None
@@ -218,7 +258,11 @@ def _ungrouped_aggregate_order(select: exp.Select, dialect: str = "") -> str | N
         return None
     for ordered in order.expressions:
         aggregate = ordered.this if isinstance(ordered.this, exp.AggFunc) else ordered.this.find(exp.AggFunc)
-        if aggregate is not None and aggregate.find_ancestor(exp.Select) is select and not isinstance(aggregate.parent, exp.Window):
+        if (
+            aggregate is not None
+            and aggregate.find_ancestor(exp.Select) is select
+            and not isinstance(aggregate.parent, exp.Window)
+        ):
             return render(ordered, dialect)[:300]
     return None
 
@@ -242,7 +286,9 @@ def ranking_measures(select: exp.Select, order: exp.Order, dialect: str = "") ->
         inner = projection.this if isinstance(projection, exp.Alias) else projection
         if not isinstance(inner, RANKING_AGGREGATES):
             continue
-        if any(key == inner for key in keys) or (isinstance(projection, exp.Alias) and projection.alias.lower() in key_names):
+        if any(key == inner for key in keys) or (
+            isinstance(projection, exp.Alias) and projection.alias.lower() in key_names
+        ):
             found.append(render(projection, dialect)[:300])
     return found
 
@@ -302,7 +348,9 @@ def _predicates(condition: exp.Expression) -> list[tuple[exp.Expression, bool]]:
     return out
 
 
-def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rules: AppRules | None, dialect: str) -> FilterPredicate | None:
+def _filter_from_predicate(
+    node: exp.Expression, negated: bool, clause: str, rules: AppRules | None, dialect: str
+) -> FilterPredicate | None:
     operator: str | None = None
     left: exp.Expression | None = None
     values: list[str] = []
@@ -333,7 +381,11 @@ def _filter_from_predicate(node: exp.Expression, negated: bool, clause: str, rul
             values = [normalize_value(v, rules) for v in texts if v is not None]
         elif isinstance(node, exp.Between):
             operator, left = "BETWEEN", node.this
-            values = [normalize_value(v, rules) for v in (_literal_text(node.args.get("low")), _literal_text(node.args.get("high"))) if v is not None]
+            values = [
+                normalize_value(v, rules)
+                for v in (_literal_text(node.args.get("low")), _literal_text(node.args.get("high")))
+                if v is not None
+            ]
         elif isinstance(node, exp.Is):
             left = node.this
             operator = "IS NULL" if isinstance(node.expression, exp.Null) else "IS"
@@ -395,7 +447,9 @@ def _node_kind(node_type: type[exp.Expression]) -> str | None:
     return None
 
 
-def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | None = None, flags: tuple[str, ...] = ()) -> SQLSpec:
+def extract_sql_spec(
+    tree: exp.Expression, dialect: str = "", rules: AppRules | None = None, flags: tuple[str, ...] = ()
+) -> SQLSpec:
     """Extract the semantic features of one parsed query.
 
     Args:
@@ -433,7 +487,8 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             projection_columns.extend(column_name(c, rules) for c in inner.find_all(exp.Column))
             # an aggregate of this SELECT (not of a scalar subquery, not a window function)
             aggregate_projections += any(
-                agg.find_ancestor(exp.Select) is outer_select and not isinstance(agg.parent, exp.Window) for agg in inner.find_all(exp.AggFunc)
+                agg.find_ancestor(exp.Select) is outer_select and not isinstance(agg.parent, exp.Window)
+                for agg in inner.find_all(exp.AggFunc)
             )
             if inner.find(exp.AggFunc) is None and inner.find(exp.Column) is not None:
                 plain_projections += 1
@@ -487,7 +542,11 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             on = node.args.get("on")
             if on is not None:
                 for predicate, negated in _predicates(on):
-                    if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and isinstance(predicate.expression, exp.Column):
+                    if (
+                        isinstance(predicate, exp.EQ)
+                        and isinstance(predicate.this, exp.Column)
+                        and isinstance(predicate.expression, exp.Column)
+                    ):
                         pair = sorted((column_name(predicate.this, rules), column_name(predicate.expression, rules)))
                         join_conditions.append(" = ".join(pair))
                         if keys_of_different_entities(*pair):
@@ -539,7 +598,9 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             if padded is not None:
                 padded_mismatches.append(padded)
         if kind in ("in_or_exists", "function") and isinstance(node, (exp.In, exp.Exists)):
-            if node.find(exp.Select) is not None and not any(isinstance(a, exp.Subquery) for a in node.iter_expressions()):
+            if node.find(exp.Select) is not None and not any(
+                isinstance(a, exp.Subquery) for a in node.iter_expressions()
+            ):
                 subquery_count += 1
 
     group_by: list[str] = []
@@ -552,13 +613,20 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         group = outer_select.args.get("group") if outer_select is not None else None
         if group is not None:
             for key in group.expressions:
-                group_by.append(column_name(key, rules) if isinstance(key, exp.Column) else render(key, dialect).lower())
+                group_by.append(
+                    column_name(key, rules) if isinstance(key, exp.Column) else render(key, dialect).lower()
+                )
         order = query_for_modifiers.args.get("order")
         if order is not None:
             for ordered in order.expressions:
                 direction = "DESC" if ordered.args.get("desc") else "ASC"
                 key = ordered.this
-                order_by.append((column_name(key, rules) if isinstance(key, exp.Column) else render(key, dialect).lower(), direction))
+                order_by.append(
+                    (
+                        column_name(key, rules) if isinstance(key, exp.Column) else render(key, dialect).lower(),
+                        direction,
+                    )
+                )
         limit_node = query_for_modifiers.args.get("limit")
         if limit_node is None and outer_select is not None:
             limit_node = outer_select.args.get("limit")
@@ -611,7 +679,9 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
         date_mismatches=tuple(date_mismatches),
         padded_part_mismatches=tuple(dict.fromkeys(padded_mismatches)),
         join_key_mismatches=_entity_key_joins(tree, key_pairs, dialect) if key_pairs else (),
-        constant_projections=_constant_projections(outer_select, dialect) if outer is outer_select and outer_select is not None and len(projections) > 1 else (),
+        constant_projections=_constant_projections(outer_select, dialect)
+        if outer is outer_select and outer_select is not None and len(projections) > 1
+        else (),
         single_row_ordering=bool(
             outer is outer_select
             and projections
@@ -620,10 +690,20 @@ def extract_sql_spec(tree: exp.Expression, dialect: str = "", rules: AppRules | 
             and order_by
         ),
         unguarded_null_order=tuple(unguarded),
-        count_join_safety=count_join_safety(outer_select) if outer_select is not None and joins and "COUNT" in aggregations else "",
+        count_join_safety=count_join_safety(outer_select)
+        if outer_select is not None and joins and "COUNT" in aggregations
+        else "",
         own_key_joins=own_key_joins,
-        ungrouped_aggregate_order=_ungrouped_aggregate_order(outer_select, dialect) if outer_select is not None and order_by and not group_by else None,
-        ungrouped_mixed_projection=bool(outer_select is not None and aggregate_projections and plain_projections and not group_by and outer_select.args.get("group") is None),
+        ungrouped_aggregate_order=_ungrouped_aggregate_order(outer_select, dialect)
+        if outer_select is not None and order_by and not group_by
+        else None,
+        ungrouped_mixed_projection=bool(
+            outer_select is not None
+            and aggregate_projections
+            and plain_projections
+            and not group_by
+            and outer_select.args.get("group") is None
+        ),
         flags=flags,
     )
 
@@ -735,8 +815,12 @@ def padded_part_mismatch(node: exp.Expression) -> str | None:
     if width is None:
         return None
     for value in values:
-        if isinstance(value, exp.Literal) and (not value.is_string or (value.this.isdigit() and len(value.this) != width)):
-            return node.sql(dialect="sqlite", comments=False)[:300]  # as SQLite writes it (rare: the copy costs nothing)
+        if isinstance(value, exp.Literal) and (
+            not value.is_string or (value.this.isdigit() and len(value.this) != width)
+        ):
+            return node.sql(dialect="sqlite", comments=False)[
+                :300
+            ]  # as SQLite writes it (rare: the copy costs nothing)
     return None
 
 
@@ -805,7 +889,11 @@ def count_join_safety(select: exp.Select) -> str:
     ''
     """
     joins = select.args.get("joins") or ()
-    counts = [c for c in select.find_all(exp.Count) if c.find_ancestor(exp.Select) is select and not isinstance(c.this, exp.Distinct)]
+    counts = [
+        c
+        for c in select.find_all(exp.Count)
+        if c.find_ancestor(exp.Select) is select and not isinstance(c.this, exp.Distinct)
+    ]
     if not joins or not counts:
         return ""
     tables: dict[str, str] = {}
@@ -852,7 +940,9 @@ def count_join_safety(select: exp.Select) -> str:
             verdicts.append(from_root(target.table.lower()))
         elif isinstance(target, exp.Star):
             roots = [from_root(alias) for alias in tables]
-            verdicts.append("safe" if "safe" in roots else ("fanout" if roots and all(r == "fanout" for r in roots) else ""))
+            verdicts.append(
+                "safe" if "safe" in roots else ("fanout" if roots and all(r == "fanout" for r in roots) else "")
+            )
         else:
             verdicts.append("")
     if "fanout" in verdicts:
@@ -910,7 +1000,10 @@ def _date_part_subtraction(node: exp.Sub) -> bool:
     """A raw date column minus an extracted date part, or the reverse (``birthday - STRFTIME('%Y', d)``):
     a full date and a year do not subtract to anything meaningful."""
     left, right = node.this, node.expression
-    return any(isinstance(a, exp.Column) and is_date_column(a) and isinstance(b, DATE_PART_TYPES) for a, b in ((left, right), (right, left)))
+    return any(
+        isinstance(a, exp.Column) and is_date_column(a) and isinstance(b, DATE_PART_TYPES)
+        for a, b in ((left, right), (right, left))
+    )
 
 
 def _constant_projections(select: exp.Select, dialect: str = "") -> tuple[str, ...]:
@@ -923,7 +1016,11 @@ def _constant_projections(select: exp.Select, dialect: str = "") -> tuple[str, .
     condition = where.this
     conjuncts = list(condition.flatten()) if isinstance(condition, exp.And) else [condition]
     for predicate in conjuncts:
-        if isinstance(predicate, exp.EQ) and isinstance(predicate.this, exp.Column) and _literal_text(predicate.expression) is not None:
+        if (
+            isinstance(predicate, exp.EQ)
+            and isinstance(predicate.this, exp.Column)
+            and _literal_text(predicate.expression) is not None
+        ):
             fixed.add((predicate.this.table, predicate.this.name))
     if not fixed:
         return ()
@@ -1018,14 +1115,23 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
             continue
         if len(sources) < 2:
             continue
-        if any(not isinstance(c.this, exp.Distinct) and c.find_ancestor(exp.Select) is select for c in select.find_all(exp.Count)):
+        if any(
+            not isinstance(c.this, exp.Distinct) and c.find_ancestor(exp.Select) is select
+            for c in select.find_all(exp.Count)
+        ):
             continue  # COUNT(*) or COUNT(x) (projected, in HAVING or ORDER BY) counts the join's rows: every table shapes it
         used_outside_join: set[str] = set()
         partners: dict[str, set[str]] = {}
         for join in select.args.get("joins") or ():
             for condition in join.find_all(exp.EQ):
                 left, right = condition.this, condition.expression
-                if isinstance(left, exp.Column) and isinstance(right, exp.Column) and left.table and right.table and left.table.lower() != right.table.lower():
+                if (
+                    isinstance(left, exp.Column)
+                    and isinstance(right, exp.Column)
+                    and left.table
+                    and right.table
+                    and left.table.lower() != right.table.lower()
+                ):
                     partners.setdefault(left.table.lower(), set()).add(right.table.lower())
                     partners.setdefault(right.table.lower(), set()).add(left.table.lower())
         unqualified = False
@@ -1044,7 +1150,10 @@ def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
             if alias.lower() not in used_outside_join and isinstance(node, exp.Table):
                 if len(partners.get(alias.lower(), ())) >= 2:
                     continue  # a bridge (a link table) joining two others: the path goes through it
-                if any(isinstance(star.parent, exp.Column) and star.parent.table.lower() == alias.lower() for star in select.find_all(exp.Star)):
+                if any(
+                    isinstance(star.parent, exp.Column) and star.parent.table.lower() == alias.lower()
+                    for star in select.find_all(exp.Star)
+                ):
                     continue  # "alias.*" uses the table
                 unused.append(node.name.lower())
     return tuple(unused)

@@ -122,8 +122,6 @@ def values_match(requested: str, applied: str) -> bool:
     return False
 
 
-
-
 def stem(word: str) -> str:
     """A word without its plural ``s`` (words of 4+ letters): ``names`` → ``name``, ``gas`` stays."""
     return word[:-1] if len(word) > 3 and word.endswith("s") else word

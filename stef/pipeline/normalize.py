@@ -37,7 +37,9 @@ class NormalizationResult:
     grouping_required: bool
 
 
-def normalize(sql_spec: SQLSpec, question: QuestionSpec, enriched: QuestionSpec, rules: AppRules) -> NormalizationResult:
+def normalize(
+    sql_spec: SQLSpec, question: QuestionSpec, enriched: QuestionSpec, rules: AppRules
+) -> NormalizationResult:
     """Apply the production normalisation rules that R_app leaves on.
 
     >>> import sqlglot
@@ -58,7 +60,9 @@ def normalize(sql_spec: SQLSpec, question: QuestionSpec, enriched: QuestionSpec,
         applied.append("required_group_by")
 
     if rules.rule_enabled("benign_group_by") and sql_spec.group_by:
-        pinned = {f.column for f in sql_spec.filters if f.operator == "=" and f.value is not None and f.clause == "where"}
+        pinned = {
+            f.column for f in sql_spec.filters if f.operator == "=" and f.value is not None and f.clause == "where"
+        }
         kept = tuple(key for key in sql_spec.group_by if key not in pinned)
         if kept != sql_spec.group_by:
             updates["group_by"] = kept
@@ -66,7 +70,12 @@ def normalize(sql_spec: SQLSpec, question: QuestionSpec, enriched: QuestionSpec,
 
     limit = sql_spec.limit
     safety_limit = limit is not None and limit >= rules.safety_limit_threshold and not top_k_asked
-    if rules.rule_enabled("order_by_tolerance") and sql_spec.order_by and not ordering_asked and (limit is None or safety_limit):
+    if (
+        rules.rule_enabled("order_by_tolerance")
+        and sql_spec.order_by
+        and not ordering_asked
+        and (limit is None or safety_limit)
+    ):
         updates["order_by"] = ()
         applied.append("order_by_tolerance")
 

@@ -27,11 +27,11 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope
 
-from stef.pipeline.clean import parse_sql, resolve_dialect
 from stef.config_files import read_config_text
 from stef.errors import StefError, UnknownDialectError
-from stef.pipeline.extract_sql import render, tree_scopes
 from stef.models import ObservedReport
+from stef.pipeline.clean import parse_sql, resolve_dialect
+from stef.pipeline.extract_sql import render, tree_scopes
 from stef.pipeline.rules import is_rule_file_name
 
 CATALOG_FORMAT = "stef-observed-catalog"
@@ -100,7 +100,7 @@ def sql_facts(tree: exp.Expression) -> SqlFacts:
         tables.update(alias.values())
         single = next(iter(alias.values())) if len(alias) == 1 and len(sources) == 1 else None
 
-        def owner(column: exp.Column) -> str | None:
+        def owner(column: exp.Column, alias: dict[str, str] = alias, single: str | None = single) -> str | None:
             if column.table:
                 return alias.get(column.table.casefold())
             return single
@@ -118,7 +118,9 @@ def sql_facts(tree: exp.Expression) -> SqlFacts:
                 if isinstance(left, exp.Column) and isinstance(right, exp.Column):
                     a, b = owner(left), owner(right)
                     if a is not None and b is not None and a != b:
-                        joins.setdefault(_pair_key((a, left.name.casefold()), (b, right.name.casefold())), render(equality))
+                        joins.setdefault(
+                            _pair_key((a, left.name.casefold()), (b, right.name.casefold())), render(equality)
+                        )
         where = select.args.get("where")
         for node in where.find_all(exp.EQ, exp.In) if where is not None else ():
             if _select_of(node) is not select or not isinstance(node.this, exp.Column):
@@ -229,15 +231,21 @@ def check_against_observed(tree: exp.Expression, catalog: ObservedCatalog) -> Ob
     """
     facts = sql_facts(tree)
     unseen_tables = tuple(sorted(t for t in facts.tables if catalog.tables.get(t, 0) == 0))
-    unseen_columns = tuple(sorted(
-        f"{t}.{c}" for t, c in facts.columns if catalog.columns.get(f"{t}.{c}", 0) == 0 and catalog.tables.get(t, 0) >= MIN_TABLE_USES
-    ))
+    unseen_columns = tuple(
+        sorted(
+            f"{t}.{c}"
+            for t, c in facts.columns
+            if catalog.columns.get(f"{t}.{c}", 0) == 0 and catalog.tables.get(t, 0) >= MIN_TABLE_USES
+        )
+    )
     unseen_joins: list[str] = []
     for key, text in facts.joins.items():
         left, right = (side.split(".", 1)[0] for side in key.split("=", 1))
         uses = min(catalog.tables.get(left, 0), catalog.tables.get(right, 0))
         if catalog.joins.get(key, 0) == 0 and uses >= MIN_TABLE_USES:
-            unseen_joins.append(f"{text} (never seen in the {uses} answers that read {' and '.join(sorted({left, right}))})")
+            unseen_joins.append(
+                f"{text} (never seen in the {uses} answers that read {' and '.join(sorted({left, right}))})"
+            )
     return ObservedReport(
         source=catalog.source,
         queries=catalog.queries,
@@ -268,8 +276,18 @@ class ObservedCatalogBook:
 
     def to_json(self) -> str:
         """The catalog file's JSON text (:func:`load_observed_catalogs` reads it back)."""
-        return json.dumps({"format": CATALOG_FORMAT, "version": CATALOG_FORMAT_VERSION,
-                           "apps": {app: c.model_dump(mode="json") for app, c in sorted(self.catalogs.items())}}, indent=1, ensure_ascii=False) + "\n"
+        return (
+            json.dumps(
+                {
+                    "format": CATALOG_FORMAT,
+                    "version": CATALOG_FORMAT_VERSION,
+                    "apps": {app: c.model_dump(mode="json") for app, c in sorted(self.catalogs.items())},
+                },
+                indent=1,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
 
 
 def load_observed_catalogs(path: str | Path) -> ObservedCatalogBook:
@@ -285,15 +303,23 @@ def load_observed_catalogs(path: str | Path) -> ObservedCatalogBook:
         raise ObservedCatalogError(f"{path}: cannot read the observed catalog ({exc.strerror or exc})") from exc
     except (ValueError, RecursionError) as exc:
         raise ObservedCatalogError(f"{path}: not an observed catalog file (not JSON: {str(exc)[:200]})") from exc
-    if not isinstance(payload, dict) or payload.get("format") != CATALOG_FORMAT or not isinstance(payload.get("apps"), dict):
-        raise ObservedCatalogError(f"{path}: not an observed catalog file (expected {{\"format\": \"{CATALOG_FORMAT}\", \"apps\": {{...}}}}, see `stef catalog learn`)")
+    if (
+        not isinstance(payload, dict)
+        or payload.get("format") != CATALOG_FORMAT
+        or not isinstance(payload.get("apps"), dict)
+    ):
+        raise ObservedCatalogError(
+            f'{path}: not an observed catalog file (expected {{"format": "{CATALOG_FORMAT}", "apps": {{...}}}}, see `stef catalog learn`)'
+        )
     catalogs: dict[str, ObservedCatalog] = {}
     for app_id, document in payload["apps"].items():
         try:
             catalogs[app_id] = ObservedCatalog.model_validate(document)
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise ObservedCatalogError(f"{path}: app {app_id!r}: field `{'.'.join(str(p) for p in first['loc'])}`: {first['msg']}") from exc
+            raise ObservedCatalogError(
+                f"{path}: app {app_id!r}: field `{'.'.join(str(p) for p in first['loc'])}`: {first['msg']}"
+            ) from exc
     return ObservedCatalogBook(catalogs, str(path))
 
 
@@ -307,4 +333,6 @@ def learn_catalogs(records: Iterable[Mapping[str, Any]], source: str = "") -> Ob
         if isinstance(app_id, str) and is_rule_file_name(app_id) and isinstance(sql, str):
             dialect = record.get("dialect")
             by_app.setdefault(app_id, []).append((sql, dialect if isinstance(dialect, str) else None))
-    return ObservedCatalogBook({app: learn_catalog(app, texts, source) for app, texts in sorted(by_app.items())}, source)
+    return ObservedCatalogBook(
+        {app: learn_catalog(app, texts, source) for app, texts in sorted(by_app.items())}, source
+    )

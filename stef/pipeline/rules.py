@@ -155,7 +155,9 @@ def parse_rules(payload: Any, source: str) -> AppRules:
             problem = "is missing"
         elif error.validator == "additionalProperties":
             allowed = set(error.schema.get("properties", {}))
-            unexpected = sorted(k for k in error.instance if k not in allowed) if isinstance(error.instance, dict) else []
+            unexpected = (
+                sorted(k for k in error.instance if k not in allowed) if isinstance(error.instance, dict) else []
+            )
             if unexpected:
                 path = [*path, unexpected[0]]
             problem = f"is not allowed (allowed: {', '.join(sorted(allowed))})"
@@ -169,8 +171,8 @@ def _merged_rules(payload: dict[str, Any], source: str) -> AppRules:
     """A schema-valid rule document merged over the defaults (its dialect checked with sqlglot)."""
     dialect = payload.get("default_dialect")
     if dialect is not None:
-        from stef.pipeline.clean import resolve_dialect
         from stef.errors import UnknownDialectError
+        from stef.pipeline.clean import resolve_dialect
 
         try:
             resolve_dialect(dialect)
@@ -257,9 +259,13 @@ class RuleBook:
             for directory in (*self._dirs, _rules_dir()):
                 candidate = directory / f"{app_id}.json"
                 try:
-                    found = candidate.is_symlink() or candidate.exists()  # a folder, FIFO or broken link named <app_id>.json is an error, not "no rules"
+                    found = (
+                        candidate.is_symlink() or candidate.exists()
+                    )  # a folder, FIFO or broken link named <app_id>.json is an error, not "no rules"
                 except OSError as exc:
-                    raise RulesError(f"{candidate}: cannot look up the rule file of app {app_id!r} ({exc.strerror or exc})") from exc
+                    raise RulesError(
+                        f"{candidate}: cannot look up the rule file of app {app_id!r} ({exc.strerror or exc})"
+                    ) from exc
                 if found:
                     rules = load_rules_file(candidate)
                     break

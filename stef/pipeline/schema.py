@@ -37,9 +37,20 @@ TypeFamily = Literal["text", "integer", "number", "date", "datetime", "time", "b
 """Coarse type of a column, enough to tell a literal or a join partner that does not fit."""
 
 _FAMILY_OF_NAME: dict[str, TypeFamily] = {
-    "DATE": "date", "DATE32": "date", "DATETIME": "datetime", "DATETIME2": "datetime", "DATETIME64": "datetime",
-    "TIMESTAMP": "datetime", "TIMESTAMPTZ": "datetime", "TIMESTAMPLTZ": "datetime", "TIMESTAMPNTZ": "datetime",
-    "SMALLDATETIME": "datetime", "TIME": "time", "TIMETZ": "time", "BOOLEAN": "boolean", "BIT": "boolean",
+    "DATE": "date",
+    "DATE32": "date",
+    "DATETIME": "datetime",
+    "DATETIME2": "datetime",
+    "DATETIME64": "datetime",
+    "TIMESTAMP": "datetime",
+    "TIMESTAMPTZ": "datetime",
+    "TIMESTAMPLTZ": "datetime",
+    "TIMESTAMPNTZ": "datetime",
+    "SMALLDATETIME": "datetime",
+    "TIME": "time",
+    "TIMETZ": "time",
+    "BOOLEAN": "boolean",
+    "BIT": "boolean",
 }
 
 
@@ -77,7 +88,7 @@ def identifier_key(name: str) -> str:
     ('cdscode', 'free meal count (k-12)')
     """
     text = name.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"`'" or (text[:1], text[-1:]) == ("[", "]"):
+    if (len(text) >= 2 and text[0] == text[-1] and text[0] in "\"`'") or (text[:1], text[-1:]) == ("[", "]"):
         text = text[1:-1]
     return text.casefold()
 
@@ -171,13 +182,27 @@ class DatabaseSchema:
                 target = self.table(key.ref_table)
                 ref_columns = key.ref_columns or (target.primary_key if target is not None else ())
                 for column, ref_column in zip(key.columns, ref_columns, strict=False):
-                    pairs.add(frozenset({(identifier_key(table.name), identifier_key(column)),
-                                         (identifier_key(target.name if target else key.ref_table), identifier_key(ref_column))}))
+                    pairs.add(
+                        frozenset(
+                            {
+                                (identifier_key(table.name), identifier_key(column)),
+                                (identifier_key(target.name if target else key.ref_table), identifier_key(ref_column)),
+                            }
+                        )
+                    )
         return frozenset(pairs)
 
     def is_foreign_key_pair(self, left: tuple[str, str], right: tuple[str, str]) -> bool:
         """Whether ``(table, column)`` = ``(table, column)`` joins a foreign key with what it references."""
-        return frozenset({(identifier_key(left[0]), identifier_key(left[1])), (identifier_key(right[0]), identifier_key(right[1]))}) in self.foreign_key_pairs
+        return (
+            frozenset(
+                {
+                    (identifier_key(left[0]), identifier_key(left[1])),
+                    (identifier_key(right[0]), identifier_key(right[1])),
+                }
+            )
+            in self.foreign_key_pairs
+        )
 
     @cached_property
     def key_pairs(self) -> frozenset[frozenset[tuple[str, str]]]:
@@ -185,7 +210,9 @@ class DatabaseSchema:
         pair of single-column primary keys (a one-to-one join of two entity tables), as
         ``frozenset({(table key, column key), (table key, column key)})``."""
         pairs: set[frozenset[tuple[str, str]]] = set(self.foreign_key_pairs)
-        primary = [(identifier_key(t.name), identifier_key(t.primary_key[0])) for t in self.tables if len(t.primary_key) == 1]
+        primary = [
+            (identifier_key(t.name), identifier_key(t.primary_key[0])) for t in self.tables if len(t.primary_key) == 1
+        ]
         for index, first in enumerate(primary):
             for second in primary[index + 1 :]:
                 pairs.add(frozenset({first, second}))
@@ -244,8 +271,12 @@ def _column_from_def(definition: exp.ColumnDef) -> tuple[ColumnSchema, bool, For
             target = inner.this
             table = target.this if isinstance(target, exp.Schema) else target
             columns = _identifier_names(target.expressions) if isinstance(target, exp.Schema) else ()
-            reference = ForeignKey((definition.name,), table.name if isinstance(table, exp.Table) else str(table), columns)
-    column = ColumnSchema(definition.name, kind.sql() if kind is not None else None, type_family(kind), description, not_null or primary)
+            reference = ForeignKey(
+                (definition.name,), table.name if isinstance(table, exp.Table) else str(table), columns
+            )
+    column = ColumnSchema(
+        definition.name, kind.sql() if kind is not None else None, type_family(kind), description, not_null or primary
+    )
     return column, primary, reference
 
 
@@ -253,7 +284,11 @@ def _table_from_create(create: exp.Create) -> TableSchema | None:
     target = create.this
     if create.kind == "VIEW":
         table = target.this if isinstance(target, exp.Schema) else target
-        return TableSchema(name=table.name, description=_comment_text(create.comments), columns_known=False) if isinstance(table, exp.Table) else None
+        return (
+            TableSchema(name=table.name, description=_comment_text(create.comments), columns_known=False)
+            if isinstance(table, exp.Table)
+            else None
+        )
     if create.kind != "TABLE" or not isinstance(target, exp.Schema) or not isinstance(target.this, exp.Table):
         return None
     columns: list[ColumnSchema] = []
@@ -273,7 +308,11 @@ def _table_from_create(create: exp.Create) -> TableSchema | None:
             reference_node = item.args.get("reference")
             schema = reference_node.this if isinstance(reference_node, exp.Reference) else None
             if isinstance(schema, exp.Schema) and isinstance(schema.this, exp.Table):
-                foreign.append(ForeignKey(_identifier_names(item.expressions), schema.this.name, _identifier_names(schema.expressions)))
+                foreign.append(
+                    ForeignKey(
+                        _identifier_names(item.expressions), schema.this.name, _identifier_names(schema.expressions)
+                    )
+                )
             elif isinstance(schema, exp.Table):
                 foreign.append(ForeignKey(_identifier_names(item.expressions), schema.name, ()))
     properties = create.args.get("properties")
@@ -320,7 +359,9 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
     except ParseError as exc:
         raise SchemaError(f"{source}: {_line_of(text, exc)}") from exc
     except (SqlglotError, RecursionError) as exc:
-        raise SchemaError(f"{source}: not readable DDL ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from exc
+        raise SchemaError(
+            f"{source}: not readable DDL ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
+        ) from exc
     tables: list[TableSchema] = []
     comments: dict[tuple[str, str], str] = {}
     for statement in statements:
@@ -336,8 +377,23 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
         raise SchemaError(f"{source}: declares no table (expected CREATE TABLE statements)")
     if comments:
         tables = [
-            TableSchema(t.name, tuple(ColumnSchema(c.name, c.type, c.family, comments.get((identifier_key(t.name), identifier_key(c.name)), c.description),
-                                                  c.not_null) for c in t.columns), t.primary_key, t.foreign_keys, t.description, t.columns_known)
+            TableSchema(
+                t.name,
+                tuple(
+                    ColumnSchema(
+                        c.name,
+                        c.type,
+                        c.family,
+                        comments.get((identifier_key(t.name), identifier_key(c.name)), c.description),
+                        c.not_null,
+                    )
+                    for c in t.columns
+                ),
+                t.primary_key,
+                t.foreign_keys,
+                t.description,
+                t.columns_known,
+            )
             for t in tables
         ]
     return DatabaseSchema(tuple(tables), source, dialect)
@@ -351,11 +407,15 @@ class CatalogColumn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    type: str | None = Field(default=None, description="SQL type as the database declares it (VARCHAR(20), INTEGER, DATE ...).")
+    type: str | None = Field(
+        default=None, description="SQL type as the database declares it (VARCHAR(20), INTEGER, DATE ...)."
+    )
     description: str | None = Field(default=None, description="What the column holds, in words.")
     primary_key: bool = Field(default=False, description="The column is (part of) the table's primary key.")
     references: str | None = Field(default=None, description="`table.column` this column refers to (a foreign key).")
-    nullable: bool = Field(default=True, description="False: the column cannot hold NULL (NOT NULL); a primary key column never can.")
+    nullable: bool = Field(
+        default=True, description="False: the column cannot hold NULL (NOT NULL); a primary key column never can."
+    )
 
 
 class CatalogTable(BaseModel):
@@ -364,7 +424,9 @@ class CatalogTable(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     description: str | None = None
-    columns: dict[str, CatalogColumn | str | None] = Field(default_factory=dict, description="Column name -> column (or just its type as a string).")
+    columns: dict[str, CatalogColumn | str | None] = Field(
+        default_factory=dict, description="Column name -> column (or just its type as a string)."
+    )
 
 
 class CatalogDocument(BaseModel):
@@ -390,15 +452,29 @@ def _from_catalog(document: CatalogDocument, source: str) -> DatabaseSchema:
         for column_name, column in table.columns.items():
             if not isinstance(column, CatalogColumn):
                 column = CatalogColumn(type=column)
-            columns.append(ColumnSchema(column_name, column.type, type_family(column.type), column.description, column.primary_key or not column.nullable))
+            columns.append(
+                ColumnSchema(
+                    column_name,
+                    column.type,
+                    type_family(column.type),
+                    column.description,
+                    column.primary_key or not column.nullable,
+                )
+            )
             if column.primary_key:
                 primary.append(column_name)
             if column.references:
                 ref_table, _, ref_column = column.references.rpartition(".")
                 if not ref_table:
-                    raise SchemaError(f"{source}: tables.{name}.columns.{column_name}.references must be `table.column`, got {column.references!r}")
+                    raise SchemaError(
+                        f"{source}: tables.{name}.columns.{column_name}.references must be `table.column`, got {column.references!r}"
+                    )
                 foreign.append(ForeignKey((column_name,), ref_table, (ref_column,)))
-        tables.append(TableSchema(name, tuple(columns), tuple(primary), tuple(foreign), table.description, columns_known=bool(columns)))
+        tables.append(
+            TableSchema(
+                name, tuple(columns), tuple(primary), tuple(foreign), table.description, columns_known=bool(columns)
+            )
+        )
     if not tables:
         raise SchemaError(f"{source}: the catalog names no table")
     return DatabaseSchema(tuple(tables), source, document.dialect or "")
@@ -445,9 +521,21 @@ def parse_catalog(payload: Any, source: str = "catalog.json") -> DatabaseSchema:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise SchemaError(f"{source}: field `{where}`: {first['msg']}") from exc
-    if isinstance(payload, Mapping) and payload and all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in payload.values()):
-        return DatabaseSchema(tuple(TableSchema(str(t), tuple(ColumnSchema(c) for c in cols), columns_known=bool(cols)) for t, cols in payload.items()), source)
-    raise SchemaError(f"{source}: not a catalog: expected {{\"tables\": {{...}}}} (see `stef catalog json-schema`), {{table: [columns]}} or a dbt catalog.json")
+    if (
+        isinstance(payload, Mapping)
+        and payload
+        and all(isinstance(v, list) and all(isinstance(c, str) for c in v) for v in payload.values())
+    ):
+        return DatabaseSchema(
+            tuple(
+                TableSchema(str(t), tuple(ColumnSchema(c) for c in cols), columns_known=bool(cols))
+                for t, cols in payload.items()
+            ),
+            source,
+        )
+    raise SchemaError(
+        f'{source}: not a catalog: expected {{"tables": {{...}}}} (see `stef catalog json-schema`), {{table: [columns]}} or a dbt catalog.json'
+    )
 
 
 # --------------------------------------------------------------------------- files
@@ -495,12 +583,18 @@ class SchemaBook:
         """
         self.directory = Path(directory) if directory is not None else None
         if self.directory is not None and not self.directory.is_dir():
-            raise SchemaError(f"{self.directory}: schema folder does not exist (expected a folder of <app_id>.sql or <app_id>.json files)")
+            raise SchemaError(
+                f"{self.directory}: schema folder does not exist (expected a folder of <app_id>.sql or <app_id>.json files)"
+            )
         self._cache: dict[tuple[str | None, str], DatabaseSchema | None] = {}
 
     def evaluator_version(self, base: str) -> str:
         """``base`` with :data:`SCHEMA_VERSION_SUFFIX` (the version of every evaluation of a run with schemas)."""
-        return base if base.endswith(SCHEMA_VERSION_SUFFIX) or SCHEMA_VERSION_SUFFIX + "+" in base else base + SCHEMA_VERSION_SUFFIX
+        return (
+            base
+            if base.endswith(SCHEMA_VERSION_SUFFIX) or SCHEMA_VERSION_SUFFIX + "+" in base
+            else base + SCHEMA_VERSION_SUFFIX
+        )
 
     def for_app(self, app_id: str | None, dialect: str = "", schema_file: str | None = None) -> DatabaseSchema | None:
         """The schema of ``app_id``: R_app's ``schema`` file when given (relative to the folder),

@@ -37,9 +37,9 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope
 
-from stef.pipeline.extract_sql import render, tree_scopes
-from stef.pipeline.matching import STOPWORDS, stem, contains_sequence
 from stef.models import SchemaReport
+from stef.pipeline.extract_sql import render, tree_scopes
+from stef.pipeline.matching import STOPWORDS, contains_sequence, stem
 from stef.pipeline.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
 
 NUMERIC_FAMILIES = frozenset({"integer", "number"})
@@ -57,8 +57,17 @@ def _clause_of(node: exp.Expression, stop: exp.Expression) -> str:
         if isinstance(parent, exp.Join) and key == "on":
             return "JOIN ON"
         if parent is stop:
-            return {"where": "WHERE", "having": "HAVING", "group": "GROUP BY", "order": "ORDER BY", "expressions": "SELECT",
-                    "joins": "JOIN", "qualify": "QUALIFY", "from": "FROM", "from_": "FROM"}.get(key, key.upper().rstrip("_"))
+            return {
+                "where": "WHERE",
+                "having": "HAVING",
+                "group": "GROUP BY",
+                "order": "ORDER BY",
+                "expressions": "SELECT",
+                "joins": "JOIN",
+                "qualify": "QUALIFY",
+                "from": "FROM",
+                "from_": "FROM",
+            }.get(key, key.upper().rstrip("_"))
         current = parent
     return "SELECT"
 
@@ -74,7 +83,9 @@ class _Resolver:
         """alias key -> schema table (``None``: a derived table, a CTE or an unknown table)."""
         found: dict[str, TableSchema | None] = {}
         for alias, (node, source) in self.scope.selected_sources.items():
-            found[identifier_key(alias)] = self.schema.table(node.name) if isinstance(node, exp.Table) and not isinstance(source, Scope) else None
+            found[identifier_key(alias)] = (
+                self.schema.table(node.name) if isinstance(node, exp.Table) and not isinstance(source, Scope) else None
+            )
         return found
 
     def derived_outputs(self) -> dict[str, frozenset[str] | None]:
@@ -83,11 +94,16 @@ class _Resolver:
         for alias, (_node, source) in self.scope.selected_sources.items():
             if isinstance(source, Scope):
                 select = source.expression
-                if isinstance(select, exp.Select) and not any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)) for e in select.expressions):
+                if isinstance(select, exp.Select) and not any(
+                    isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+                    for e in select.expressions
+                ):
                     outputs[identifier_key(alias)] = frozenset(identifier_key(name) for name in select.named_selects)
                 elif isinstance(select, exp.SetOperation):
                     left = select.left if isinstance(select.left, exp.Select) else None
-                    outputs[identifier_key(alias)] = frozenset(identifier_key(n) for n in left.named_selects) if left is not None else None
+                    outputs[identifier_key(alias)] = (
+                        frozenset(identifier_key(n) for n in left.named_selects) if left is not None else None
+                    )
                 else:
                     outputs[identifier_key(alias)] = None
         return outputs
@@ -106,8 +122,12 @@ def _outer_has_column(scope: Scope, schema: DatabaseSchema, name: str) -> bool:
     return False
 
 
-def _resolve(column: exp.Column, tables: dict[str, TableSchema | None], outputs: dict[str, frozenset[str] | None],
-             aliases: frozenset[str]) -> tuple[str, ColumnSchema | None, TableSchema | None, bool]:
+def _resolve(
+    column: exp.Column,
+    tables: dict[str, TableSchema | None],
+    outputs: dict[str, frozenset[str] | None],
+    aliases: frozenset[str],
+) -> tuple[str, ColumnSchema | None, TableSchema | None, bool]:
     """``(state, column, table, resolved)`` where state is ``known`` / ``unknown`` / ``outer`` /
     ``unchecked`` (a derived table with a star, a table without known columns ...)."""
     name = identifier_key(column.name)
@@ -128,7 +148,9 @@ def _resolve(column: exp.Column, tables: dict[str, TableSchema | None], outputs:
     if len(hits) >= 1:
         table, found = hits[0]
         return "known", found, table, len(hits) == 1
-    if any(t is None or not t.columns_known for t in tables.values()) or any(names is None or name in names for names in outputs.values()):
+    if any(t is None or not t.columns_known for t in tables.values()) or any(
+        names is None or name in names for names in outputs.values()
+    ):
         return "unchecked", None, None, False
     if name in aliases:
         return "known", None, None, False
@@ -149,8 +171,13 @@ def _literal_mismatch(column: ColumnSchema, literal: exp.Literal) -> str | None:
     return None
 
 
-def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question: str = "", table_names: tuple[str, ...] | None = None,
-                         dialect: str = "") -> SchemaReport:
+def check_against_schema(
+    tree: exp.Expression,
+    schema: DatabaseSchema,
+    question: str = "",
+    table_names: tuple[str, ...] | None = None,
+    dialect: str = "",
+) -> SchemaReport:
     """Check the answer S against ``schema`` (see the module docstring).
 
     Args:
@@ -191,7 +218,9 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
         scopes = tree_scopes(tree)
     except (SqlglotError, RecursionError):
         return SchemaReport()
-    cte_names = {identifier_key(name) for scope in scopes for name in scope.cte_sources}  # every WITH name, from the scopes (no walk of the tree)
+    cte_names = {
+        identifier_key(name) for scope in scopes for name in scope.cte_sources
+    }  # every WITH name, from the scopes (no walk of the tree)
     seen_tables: set[int] = set()
     nested = len(scopes) > 1  # one scope: every node of the tree is its SELECT's own (no climb to the enclosing SELECT)
     for scope in scopes:
@@ -205,13 +234,15 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             outputs = resolver.derived_outputs()
         except SqlglotError:  # e.g. one alias used for two tables: sqlglot cannot scope the SELECT
             continue
-        for _alias, (node, source) in sources.items():
+        for node, source in sources.values():
             if isinstance(node, exp.Table) and not isinstance(source, Scope) and id(node) not in seen_tables:
                 seen_tables.add(id(node))
                 if identifier_key(node.name) in cte_names:
                     continue
                 if schema.table(node.name) is None:
-                    unknown_tables.append(f"{_clause_of(node, select) if node.parent is not select else 'FROM'} {render(node, dialect)}")
+                    unknown_tables.append(
+                        f"{_clause_of(node, select) if node.parent is not select else 'FROM'} {render(node, dialect)}"
+                    )
                 else:
                     tables_checked += 1
         aliases = frozenset(identifier_key(e.alias) for e in select.expressions if isinstance(e, exp.Alias))
@@ -221,14 +252,28 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             if isinstance(column.this, exp.Star) or (nested and _scope_select(column) is not select):
                 continue  # sqlglot lists the columns of an IN (SELECT ...) subquery in the outer scope too
             state, found, table, unique = _resolve(column, tables, outputs, aliases)
-            if state == "known" and not column.table and not unique and not using_join and identifier_key(column.name) not in aliases:
+            if (
+                state == "known"
+                and not column.table
+                and not unique
+                and not using_join
+                and identifier_key(column.name) not in aliases
+            ):
                 owners = sorted(t.name for t in tables.values() if t is not None and t.column(column.name) is not None)
                 ambiguous.append(f"{_clause_of(column, select)} {render(column, dialect)} (in {', '.join(owners)})")
-            if state == "unknown" and not column.table and (column.this.quoted or _outer_has_column(scope, schema, column.name)):
+            if (
+                state == "unknown"
+                and not column.table
+                and (column.this.quoted or _outer_has_column(scope, schema, column.name))
+            ):
                 # a double-quoted name no table has is a string literal in SQLite and MySQL ("Brazil"); or a correlated reference
                 state = "outer"
             if state == "unknown":
-                owner = f"{table.name} has no column {column.name}" if table is not None else f"no table of this query has a column {column.name}"
+                owner = (
+                    f"{table.name} has no column {column.name}"
+                    if table is not None
+                    else f"no table of this query has a column {column.name}"
+                )
                 unknown_columns.append(f"{_clause_of(column, select)} {render(column, dialect)} ({owner})")
             elif state == "known" and found is not None:
                 columns_checked += 1
@@ -244,14 +289,26 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
                 continue
             joins_checked += 1
             if schema.has_keys and not schema.is_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
-                non_key.append(f"{_clause_of(condition, select)} {render(condition, dialect)} (not a declared key pair)")
-            elif schema.foreign_key_pairs and not schema.is_foreign_key_pair((a[1].name, a[0].name), (b[1].name, b[0].name)):
-                primary_joins.append(f"{_clause_of(condition, select)} {render(condition, dialect)} (two primary keys no foreign key relates)")
+                non_key.append(
+                    f"{_clause_of(condition, select)} {render(condition, dialect)} (not a declared key pair)"
+                )
+            elif schema.foreign_key_pairs and not schema.is_foreign_key_pair(
+                (a[1].name, a[0].name), (b[1].name, b[0].name)
+            ):
+                primary_joins.append(
+                    f"{_clause_of(condition, select)} {render(condition, dialect)} (two primary keys no foreign key relates)"
+                )
             families = {a[0].family, b[0].family} - {"unknown"}
             if len(families) == 2 and not families <= NUMERIC_FAMILIES:
-                type_mismatch.append(f"{_clause_of(condition, select)} {render(condition, dialect)} ({a[0].family} = {b[0].family})")
+                type_mismatch.append(
+                    f"{_clause_of(condition, select)} {render(condition, dialect)} ({a[0].family} = {b[0].family})"
+                )
         # one walk of the SELECT for every node kind the checks below look at (each walk costs a pass over the tree)
-        own_nodes = [node for node in select.find_all(*COMPARISON_TYPES, exp.Is, exp.Sum, exp.Avg, exp.Count) if not nested or _scope_select(node) is select]
+        own_nodes = [
+            node
+            for node in select.find_all(*COMPARISON_TYPES, exp.Is, exp.Sum, exp.Avg, exp.Count)
+            if not nested or _scope_select(node) is select
+        ]
         for comparison in own_nodes:
             if type(comparison) not in COMPARISON_TYPES:
                 continue
@@ -270,21 +327,40 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             if id(key) in resolved:
                 found = resolved[id(key)][0]
             else:  # an ORDER BY name that is also a projection: sqlglot's scope lists it with the outputs
-                owners = [t.column(key.name) for alias, t in tables.items() if t is not None and (not key.table or identifier_key(key.table) == alias)]
+                owners = [
+                    t.column(key.name)
+                    for alias, t in tables.items()
+                    if t is not None and (not key.table or identifier_key(key.table) == alias)
+                ]
                 hits = [c for c in owners if c is not None]
                 found = hits[0] if len(hits) == 1 else None
             if found is not None and found.not_null:
                 non_null_order_keys.append(key.name.lower())
-        fanouts, checked = _count_fanouts(select, resolved, [n for n in own_nodes if isinstance(n, exp.Count)], equalities, dialect)
+        fanouts, checked = _count_fanouts(
+            select, resolved, [n for n in own_nodes if isinstance(n, exp.Count)], equalities, dialect
+        )
         count_fanouts.extend(fanouts)
         counts_checked += checked
-        outer_join = any(join.side for join in select.args.get("joins") or ())  # an anti-join tests the outer side IS NULL
+        outer_join = any(
+            join.side for join in select.args.get("joins") or ()
+        )  # an anti-join tests the outer side IS NULL
         for test in own_nodes if not outer_join else ():
-            if not isinstance(test, exp.Is) or not isinstance(test.expression, exp.Null) or isinstance(test.parent, exp.Not):
+            if (
+                not isinstance(test, exp.Is)
+                or not isinstance(test.expression, exp.Null)
+                or isinstance(test.parent, exp.Not)
+            ):
                 continue
             column = test.this
-            if isinstance(column, exp.Column) and id(column) in resolved and (found := resolved[id(column)][0]) is not None and found.not_null:
-                null_tests.append(f"{_clause_of(test, select)} {render(test, dialect)} ({found.name} is NOT NULL or a primary key: never true)")
+            if (
+                isinstance(column, exp.Column)
+                and id(column) in resolved
+                and (found := resolved[id(column)][0]) is not None
+                and found.not_null
+            ):
+                null_tests.append(
+                    f"{_clause_of(test, select)} {render(test, dialect)} ({found.name} is NOT NULL or a primary key: never true)"
+                )
         for aggregate in own_nodes:
             if not isinstance(aggregate, (exp.Sum, exp.Avg)):
                 continue
@@ -294,7 +370,9 @@ def check_against_schema(tree: exp.Expression, schema: DatabaseSchema, question:
             if isinstance(target, exp.Column) and id(target) in resolved:
                 found = resolved[id(target)][0]
                 if found is not None and found.family == "text":
-                    text_aggregates.append(f"{_clause_of(aggregate, select)} {render(aggregate, dialect)} ({found.name} is text)")
+                    text_aggregates.append(
+                        f"{_clause_of(aggregate, select)} {render(aggregate, dialect)} ({found.name} is text)"
+                    )
     return SchemaReport(
         source=schema.source,
         named_columns_unused=named_columns_unused(tree, schema, question, table_names) if question else (),
@@ -347,11 +425,16 @@ def _ngrams(words: tuple[str, ...]) -> set[tuple[str, ...]]:
     """The runs of 2 to :data:`MAX_INDEXED_PHRASE` consecutive words: made once per record (not
     kept per question text, so a day of distinct questions costs what a benchmark of repeated
     ones does), then met with each table's phrase index."""
-    return {words[start : start + width] for start in range(len(words)) for width in range(2, min(MAX_INDEXED_PHRASE, len(words) - start) + 1)}
+    return {
+        words[start : start + width]
+        for start in range(len(words))
+        for width in range(2, min(MAX_INDEXED_PHRASE, len(words) - start) + 1)
+    }
 
 
-def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question: str,
-                         table_names: tuple[str, ...] | None = None) -> tuple[str, ...]:
+def named_columns_unused(
+    tree: exp.Expression, schema: DatabaseSchema, question: str, table_names: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
     """Columns of the tables S reads that the question names word for word, which S never uses
     (Attribute Mismatch: "the song names of ..." answered with ``singer.name`` when the table
     has ``song_name``).
@@ -382,7 +465,9 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
         by_phrase, longer = _phrase_index(table)
         hits = [entry for phrase in by_phrase.keys() & grams for entry in by_phrase[phrase]]
         hits.extend(entry for entry in longer if contains_sequence(words, entry[2]))
-        named.extend((table, column, phrase) for _, column, phrase in sorted(hits, key=lambda entry: entry[0]))  # in column order
+        named.extend(
+            (table, column, phrase) for _, column, phrase in sorted(hits, key=lambda entry: entry[0])
+        )  # in column order
     if not named:
         return ()
     used = {identifier_key(column.name) for column in tree.find_all(exp.Column)}
@@ -391,14 +476,18 @@ def named_columns_unused(tree: exp.Expression, schema: DatabaseSchema, question:
     found: list[str] = []
     used_letters: set[str] | None = None  # the used names' letters and digits, made when first needed
     for table, column, phrase in named:
-        if identifier_key(column.name) in used or any(contains_sequence(other, phrase) or contains_sequence(phrase, other) for other in answered):
+        if identifier_key(column.name) in used or any(
+            contains_sequence(other, phrase) or contains_sequence(phrase, other) for other in answered
+        ):
             continue
         letters = "".join(w.lower() for w in _NAME_WORD.findall(column.name))
         if used_letters is None:
             used_letters = {"".join(ch for ch in name.lower() if ch.isalnum()) for name in used}
         if any(letters in name for name in used_letters):
             continue  # S uses a longer column holding this name (fastestLapSpeed for "fastest lap")
-        found.append(f"the question names {table.name}.{column.name}{' (' + ' '.join(phrase) + ')' if phrase != _name_words(column.name) else ''}, S does not use it")
+        found.append(
+            f"the question names {table.name}.{column.name}{' (' + ' '.join(phrase) + ')' if phrase != _name_words(column.name) else ''}, S does not use it"
+        )
     return tuple(dict.fromkeys(found))
 
 
@@ -450,8 +539,13 @@ def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
     return len(table.primary_key) == 1 and identifier_key(table.primary_key[0]) == identifier_key(column.name)
 
 
-def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]],
-                   own_counts: list[exp.Count] | None = None, equalities: list[exp.EQ] | None = None, dialect: str = "") -> tuple[list[str], int]:
+def _count_fanouts(
+    select: exp.Select,
+    resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]],
+    own_counts: list[exp.Count] | None = None,
+    equalities: list[exp.EQ] | None = None,
+    dialect: str = "",
+) -> tuple[list[str], int]:
     """The COUNTs (without DISTINCT) of a joined SELECT that may count a row twice, and how many
     COUNTs could be judged (see the module docstring).
 
@@ -481,7 +575,17 @@ def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | 
             continue
         a, b = resolved.get(id(left)), resolved.get(id(right))
         la, ra = identifier_key(left.table), identifier_key(right.table)
-        if a is None or b is None or a[0] is None or b[0] is None or a[1] is None or b[1] is None or la == ra or la not in edges or ra not in edges:
+        if (
+            a is None
+            or b is None
+            or a[0] is None
+            or b[0] is None
+            or a[1] is None
+            or b[1] is None
+            or la == ra
+            or la not in edges
+            or ra not in edges
+        ):
             continue
         edges[la].append((ra, _is_primary_key(b[0], b[1])))
         edges[ra].append((la, _is_primary_key(a[0], a[1])))
@@ -516,7 +620,9 @@ def _count_fanouts(select: exp.Select, resolved: dict[int, tuple[ColumnSchema | 
             continue
         checked += 1
         if verdict:
-            fanouts.append(f"{_clause_of(count, select)} {render(count, dialect)} (one {verdict.split(' -> ')[0]} row can join several {verdict.split(' -> ')[1]} rows)")
+            fanouts.append(
+                f"{_clause_of(count, select)} {render(count, dialect)} (one {verdict.split(' -> ')[0]} row can join several {verdict.split(' -> ')[1]} rows)"
+            )
     return fanouts, checked
 
 
@@ -524,7 +630,9 @@ def _equalities(select: exp.Select, nested: bool = True) -> list[exp.EQ]:
     """Column equalities of a SELECT's own JOIN ON and WHERE clauses (implicit joins), not of
     its subqueries (``nested=False``: the caller knows the SELECT has none)."""
     found: list[exp.EQ] = []
-    places: list[exp.Expression] = [join.args["on"] for join in select.args.get("joins") or () if join.args.get("on") is not None]
+    places: list[exp.Expression] = [
+        join.args["on"] for join in select.args.get("joins") or () if join.args.get("on") is not None
+    ]
     where = select.args.get("where")
     if where is not None:
         places.append(where)

@@ -43,7 +43,9 @@ def band_for(score: float) -> Band:
     return Band.POOR
 
 
-def compute_score(alignment: AlignmentResult, verdict: Verdict, confidence: float, scoring: ScoringRules) -> ScoreBreakdown:
+def compute_score(
+    alignment: AlignmentResult, verdict: Verdict, confidence: float, scoring: ScoringRules
+) -> ScoreBreakdown:
     """Compute Φ and its parts.
 
     Args:
@@ -63,7 +65,11 @@ def compute_score(alignment: AlignmentResult, verdict: Verdict, confidence: floa
     filter_score = float(scoring.filter_scores[alignment.status.value])
     verdict_score = float(scoring.verdict_scores[verdict.value])
     bonus = 0.0
-    if alignment.status is FilterStatus.FULLY_APPLIED_WITH_EXTRAS and alignment.extra and set(alignment.extra) <= set(alignment.benign_extra):
+    if (
+        alignment.status is FilterStatus.FULLY_APPLIED_WITH_EXTRAS
+        and alignment.extra
+        and set(alignment.extra) <= set(alignment.benign_extra)
+    ):
         bonus = float(scoring.leniency_bonus)
     base = min(filter_score + verdict_score + bonus, 10.0)
     multiplier = gamma_multiplier(confidence, scoring)

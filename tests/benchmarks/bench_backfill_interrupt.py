@@ -48,8 +48,12 @@ def write_logs(root: Path, days: int, per_day: int) -> list[date]:
             for number in range(per_day):
                 row = rows[(index * per_day + number) % len(rows)]
                 record = bugs_record_to_log(row).model_dump(exclude_none=True)
-                record.update(run_id=f"{day}-{number}", agent_id="bird-analyst", timestamp=f"{day}T12:00:00+00:00",
-                              agent_version="v1.4.0" if number % 2 else "v1.5.0")
+                record.update(
+                    run_id=f"{day}-{number}",
+                    agent_id="bird-analyst",
+                    timestamp=f"{day}T12:00:00+00:00",
+                    agent_version="v1.4.0" if number % 2 else "v1.5.0",
+                )
                 handle.write(json.dumps(record) + "\n")
         out.append(day)
     return out
@@ -58,8 +62,18 @@ def write_logs(root: Path, days: int, per_day: int) -> list[date]:
 def command(logs: Path, warehouse: Path, days: list[date]) -> list[str]:
     stef = Path(sys.executable).parent / "stef"
     base = [str(stef)] if stef.is_file() else [sys.executable, "-c", "from flows.cli import app; app()"]
-    return [*base, "backfill", "--start", days[0].isoformat(), "--end", days[-1].isoformat(),
-            "--logs-root", str(logs), "--warehouse", str(warehouse)]
+    return [
+        *base,
+        "backfill",
+        "--start",
+        days[0].isoformat(),
+        "--end",
+        days[-1].isoformat(),
+        "--logs-root",
+        str(logs),
+        "--warehouse",
+        str(warehouse),
+    ]
 
 
 def stored(warehouse: Path) -> dict[str, object]:
@@ -67,9 +81,15 @@ def stored(warehouse: Path) -> dict[str, object]:
 
     with connect(warehouse, read_only=True) as conn:
         return {
-            "stored_days": conn.execute("SELECT log_date, count(*) FROM stored_days WHERE metrics_at IS NOT NULL GROUP BY log_date ORDER BY log_date").fetchall(),
-            "runs_per_day": conn.execute("SELECT log_date, count(*), count(DISTINCT run_id) FROM agent_runs GROUP BY log_date ORDER BY log_date").fetchall(),
-            "evaluations": conn.execute("SELECT count(*), count(DISTINCT (run_id, evaluator_version)) FROM evaluations").fetchall()[0],
+            "stored_days": conn.execute(
+                "SELECT log_date, count(*) FROM stored_days WHERE metrics_at IS NOT NULL GROUP BY log_date ORDER BY log_date"
+            ).fetchall(),
+            "runs_per_day": conn.execute(
+                "SELECT log_date, count(*), count(DISTINCT run_id) FROM agent_runs GROUP BY log_date ORDER BY log_date"
+            ).fetchall(),
+            "evaluations": conn.execute(
+                "SELECT count(*), count(DISTINCT (run_id, evaluator_version)) FROM evaluations"
+            ).fetchall()[0],
             "metrics_rows": conn.execute("SELECT count(*) FROM daily_agent_metrics").fetchall()[0][0],
         }
 
@@ -91,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
         env.pop("PREFECT_API_URL", None)
         print("$", " ".join(cmd))
         started = time.perf_counter()
-        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, start_new_session=True
+        )
         finished: list[str] = []
         killed_at = 0.0
         if process.stdout is None:
@@ -106,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                     os.killpg(process.pid, getattr(signal, f"SIG{args.signal}"))
                     killed_at = time.perf_counter()
         process.wait(timeout=900)
-        print(f"sent SIG{args.signal} after {len(finished)} days ({killed_at - started:.1f} s); the process ended "
-              f"{time.perf_counter() - killed_at:.1f} s later with exit code {process.returncode}")
+        print(
+            f"sent SIG{args.signal} after {len(finished)} days ({killed_at - started:.1f} s); the process ended "
+            f"{time.perf_counter() - killed_at:.1f} s later with exit code {process.returncode}"
+        )
         before = stored(warehouse)
         done_before = [str(d) for d, _ in before["stored_days"]]  # type: ignore[union-attr]
         print(f"days done before the restart: {len(done_before)} {done_before}")
@@ -125,11 +148,14 @@ def main(argv: list[str] | None = None) -> int:
             "second run skipped exactly the days done before the kill": skipped == done_before,
             "second run ran the other days": sorted(ran + skipped) == [d.isoformat() for d in days],
             "one stored_days row per day": after["stored_days"] == expected_days,
-            f"{args.records} runs per day, no duplicate run id": after["runs_per_day"] == [(d, args.records, args.records) for d in days],
+            f"{args.records} runs per day, no duplicate run id": after["runs_per_day"]
+            == [(d, args.records, args.records) for d in days],
             "one evaluation per run": after["evaluations"] == (args.days * args.records, args.days * args.records),
         }
-        print(f"after the restart: {after['stored_days']!r}\nruns per day: {after['runs_per_day']!r}\n"
-              f"evaluations: {after['evaluations']!r}, daily metric rows: {after['metrics_rows']}")
+        print(
+            f"after the restart: {after['stored_days']!r}\nruns per day: {after['runs_per_day']!r}\n"
+            f"evaluations: {after['evaluations']!r}, daily metric rows: {after['metrics_rows']}"
+        )
         for text, ok in checks.items():
             print(f"{'ok  ' if ok else 'FAIL'} {text}")
         return 0 if all(checks.values()) else 1

@@ -47,7 +47,12 @@ def pools(source: Path) -> dict[bool, list[Row]]:
     split: dict[bool, list[Row]] = {True: [], False: []}
     for row, e in zip(rows, evaluations, strict=True):
         split[bool(row["label"])].append(
-            (e.status.value, e.score, e.verdict.value if e.verdict else None, e.filter_status.value if e.filter_status else None)
+            (
+                e.status.value,
+                e.score,
+                e.verdict.value if e.verdict else None,
+                e.filter_status.value if e.filter_status else None,
+            )
         )
     return split
 
@@ -75,12 +80,22 @@ def line(trial: int, result: DriftResult) -> str:
 HEADER = f"{'trial':>5}  {'verdict':<17} {'dir':<6} {'n_b':>5} {'n_c':>5}  {'mean Δ':>7}  {'95 % CI':^16}  {'KS p':>9}  {'PSI':>6}  {'W/σ':>6}"
 
 
-def run(split: dict[bool, list[Row]], name: str, n: int, shares: tuple[float, float], trials: int, seed: int,
-        thresholds: DriftThresholds, verbose: bool = True) -> Counter[str]:
+def run(
+    split: dict[bool, list[Row]],
+    name: str,
+    n: int,
+    shares: tuple[float, float],
+    trials: int,
+    seed: int,
+    thresholds: DriftThresholds,
+    verbose: bool = True,
+) -> Counter[str]:
     rng = np.random.default_rng(seed)
     outcomes: Counter[str] = Counter()
     if verbose:
-        print(f"\n== {name}: n = {n} per side, incorrect share {shares[0]:.0%} (baseline) vs {shares[1]:.0%} (candidate)")
+        print(
+            f"\n== {name}: n = {n} per side, incorrect share {shares[0]:.0%} (baseline) vs {shares[1]:.0%} (candidate)"
+        )
         print(HEADER)
     for trial in range(1, trials + 1):
         result = compare(draw(split, n, shares[0], rng), draw(split, n, shares[1], rng), thresholds)
@@ -93,7 +108,9 @@ def run(split: dict[bool, list[Row]], name: str, n: int, shares: tuple[float, fl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
-    parser.add_argument("--n", type=int, default=5000, help="answers per version in the window (default 5000: ~700 a day over 7 days)")
+    parser.add_argument(
+        "--n", type=int, default=5000, help="answers per version in the window (default 5000: ~700 a day over 7 days)"
+    )
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--baseline-incorrect", type=float, default=0.30)
     parser.add_argument("--shift", type=float, default=0.15)
@@ -109,12 +126,16 @@ def main(argv: list[str] | None = None) -> int:
     thresholds = DriftThresholds()
     for label, name in ((True, "correct"), (False, "incorrect")):
         scores = [row[1] for row in split[label] if row[1] is not None]
-        print(f"pool {name:<9}: {len(split[label])} records, {len(scores)} scored, mean Φ {statistics.fmean(scores):.2f}, "
-              f"sd {statistics.pstdev(scores):.2f}")
+        print(
+            f"pool {name:<9}: {len(split[label])} records, {len(scores)} scored, mean Φ {statistics.fmean(scores):.2f}, "
+            f"sd {statistics.pstdev(scores):.2f}"
+        )
     print(f"thresholds: {thresholds.model_dump()}")
     base, worse = args.baseline_incorrect, args.baseline_incorrect + args.shift
     results = {
-        "worse": run(split, f"worse ({args.shift:+.0%} incorrect)", args.n, (base, worse), args.trials, args.seed, thresholds),
+        "worse": run(
+            split, f"worse ({args.shift:+.0%} incorrect)", args.n, (base, worse), args.trials, args.seed, thresholds
+        ),
         "same": run(split, "same pool", args.n, (base, base), args.trials, args.seed + 1, thresholds),
         "thirty": run(split, "30 per side", 30, (base, worse), args.trials, args.seed + 2, thresholds),
     }
@@ -122,10 +143,16 @@ def main(argv: list[str] | None = None) -> int:
     for name, outcomes in results.items():
         print(f"{name:<7} " + ", ".join(f"{key}: {count}" for key, count in sorted(outcomes.items())))
     checks = {
-        f"worse: drift/worse in {results['worse']['drift/worse']} of {args.trials}": results["worse"]["drift/worse"] >= 0.8 * args.trials,
-        f"same pool: drift in {sum(v for k, v in results['same'].items() if k.startswith('drift'))} of {args.trials} (at most 5 %)":
-            sum(v for k, v in results["same"].items() if k.startswith("drift")) <= 0.05 * args.trials,
-        f"30 per side: insufficient_data in {results['thirty']['insufficient_data']} of {args.trials}": results["thirty"]["insufficient_data"] == args.trials,
+        f"worse: drift/worse in {results['worse']['drift/worse']} of {args.trials}": results["worse"]["drift/worse"]
+        >= 0.8 * args.trials,
+        f"same pool: drift in {sum(v for k, v in results['same'].items() if k.startswith('drift'))} of {args.trials} (at most 5 %)": sum(
+            v for k, v in results["same"].items() if k.startswith("drift")
+        )
+        <= 0.05 * args.trials,
+        f"30 per side: insufficient_data in {results['thirty']['insufficient_data']} of {args.trials}": results[
+            "thirty"
+        ]["insufficient_data"]
+        == args.trials,
     }
     for text, ok in checks.items():
         print(f"{'ok  ' if ok else 'FAIL'} {text}")
@@ -135,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'n per side':>10}  {'same pool':>10}  {'worse (drift/worse)':>20}")
         for n in (int(v) for v in args.sweep.split(",") if v.strip()):
             same = run(split, "same", n, (base, base), args.trials, args.seed + 10 * n, thresholds, verbose=False)
-            shifted = run(split, "worse", n, (base, worse), args.trials, args.seed + 10 * n + 1, thresholds, verbose=False)
+            shifted = run(
+                split, "worse", n, (base, worse), args.trials, args.seed + 10 * n + 1, thresholds, verbose=False
+            )
             drifted = sum(v for k, v in same.items() if k.startswith("drift"))
             print(f"{n:>10}  {drifted / args.trials:>10.0%}  {shifted['drift/worse'] / args.trials:>20.0%}", flush=True)
     print(f"\n({time.perf_counter() - started:.0f} s)")

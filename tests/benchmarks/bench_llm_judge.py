@@ -1,6 +1,6 @@
 """Benchmark of the LLM judge (issue 4): ``stef evaluate --judge MODEL`` against a local server.
 
-Starts the OpenAI-compatible stub of ``tests/llm_server.py`` on 127.0.0.1 (each answer after
+Starts the OpenAI-compatible stub of ``tests/support/llm_server.py`` on 127.0.0.1 (each answer after
 ``--delay`` seconds, 0.2 by default), writes ``--records`` distinct agent log records and runs the
 real ``stef`` command three times in a subprocess:
 
@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the stub server
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: tests.support
 
-from llm_server import StubLLMServer, stub_llm_server, synthetic_records  # noqa: E402
+from tests.support.llm_server import StubLLMServer, stub_llm_server, synthetic_records
 
 MODEL = "openai/gpt-4o-mini"
 TARGET_S = 40.0
@@ -68,8 +68,21 @@ def run_evaluate(server: StubLLMServer, logs: Path, out: Path, cache: Path, conc
     server.reset_counts()
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
     env.setdefault("OPENAI_API_KEY", "sk-local-placeholder")
-    command = [*stef_command(), "evaluate", str(logs), "--out", str(out), "--judge", MODEL, "--api-base", server.url,
-               "--concurrency", str(concurrency), "--cache", str(cache)]
+    command = [
+        *stef_command(),
+        "evaluate",
+        str(logs),
+        "--out",
+        str(out),
+        "--judge",
+        MODEL,
+        "--api-base",
+        server.url,
+        "--concurrency",
+        str(concurrency),
+        "--cache",
+        str(cache),
+    ]
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     seconds = time.perf_counter() - started
@@ -82,9 +95,11 @@ def describe(name: str, run: Run) -> None:
     statuses = Counter(row.get("status") for row in run.rows)
     fell_back = [row for row in run.rows if row.get("judge_fallback_reason")]
     cost = sum(row.get("cost_usd") or 0.0 for row in run.rows)
-    print(f"{name}: {run.seconds:.1f} s wall, {run.requests} requests ({run.failures} answered with an error), "
-          f"max {run.max_in_flight} in flight, {len(run.rows)} rows {dict(statuses)}, "
-          f"{len(fell_back)} fell back to symbolic, cost_usd sum ${cost:.4f}, exit code {run.returncode}")
+    print(
+        f"{name}: {run.seconds:.1f} s wall, {run.requests} requests ({run.failures} answered with an error), "
+        f"max {run.max_in_flight} in flight, {len(run.rows)} rows {dict(statuses)}, "
+        f"{len(fell_back)} fell back to symbolic, cost_usd sum ${cost:.4f}, exit code {run.returncode}"
+    )
     for reason, count in Counter(row["judge_fallback_reason"] for row in fell_back).most_common(3):
         print(f"    {count} x {reason}")
     if run.returncode:
@@ -106,9 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         logs = work / "logs.jsonl"
         logs.write_text("".join(json.dumps(row) + "\n" for row in synthetic_records(args.records)), encoding="utf-8")
-        print(f"{args.records} records, stub server delay {args.delay * 1000:.0f} ms, --concurrency {args.concurrency}, judge {MODEL}")
-        print(f"command: {' '.join(stef_command())} evaluate {logs} --out OUT --judge {MODEL} --api-base http://127.0.0.1:PORT/v1 "
-              f"--concurrency {args.concurrency} --cache CACHE")
+        print(
+            f"{args.records} records, stub server delay {args.delay * 1000:.0f} ms, --concurrency {args.concurrency}, judge {MODEL}"
+        )
+        print(
+            f"command: {' '.join(stef_command())} evaluate {logs} --out OUT --judge {MODEL} --api-base http://127.0.0.1:PORT/v1 "
+            f"--concurrency {args.concurrency} --cache CACHE"
+        )
 
         with stub_llm_server(delay_s=args.delay) as server:
             cold = run_evaluate(server, logs, work / "cold.jsonl", work / "cache.duckdb", args.concurrency)
@@ -118,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         ok &= cold.returncode == 0 and cold.requests == args.records and cold.seconds < TARGET_S
         ok &= warm.returncode == 0 and warm.requests == 0 and len(warm.rows) == args.records
         same = [(r["run_id"], r["verdict"], r["confidence"], r["cost_usd"]) for r in cold.rows] == [
-            (r["run_id"], r["verdict"], r["confidence"], r["cost_usd"]) for r in warm.rows]
+            (r["run_id"], r["verdict"], r["confidence"], r["cost_usd"]) for r in warm.rows
+        ]
         print(f"   rerun rows equal the first run's (verdict, γ, cost): {same}")
         ok &= same
 
@@ -129,9 +149,16 @@ def main(argv: list[str] | None = None) -> int:
         fell_back = [row for row in errors.rows if row.get("judge_fallback_reason")]
         say_so = all(row["judge"] == "symbolic" and "HTTP 500" in row["judge_fallback_reason"] for row in fell_back)
         model_rows = sum(1 for row in errors.rows if row.get("judge") == MODEL)
-        print(f"   every record has a status: {with_status == args.records} ({with_status}/{args.records}); "
-              f"model verdicts {model_rows}, fallbacks {len(fell_back)}, every fallback names HTTP 500: {say_so}")
-        ok &= errors.returncode == 0 and with_status == args.records and say_so and model_rows + len(fell_back) == args.records
+        print(
+            f"   every record has a status: {with_status == args.records} ({with_status}/{args.records}); "
+            f"model verdicts {model_rows}, fallbacks {len(fell_back)}, every fallback names HTTP 500: {say_so}"
+        )
+        ok &= (
+            errors.returncode == 0
+            and with_status == args.records
+            and say_so
+            and model_rows + len(fell_back) == args.records
+        )
     print("targets met" if ok else "TARGET MISSED")
     return 0 if ok else 1
 

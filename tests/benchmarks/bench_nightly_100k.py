@@ -30,9 +30,9 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: shared test support
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout: tests.support
 
-from demo_records import demo_source_records  # noqa: E402
+from tests.support.demo_records import demo_source_records
 
 DAY = "2026-01-15"
 
@@ -94,18 +94,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task-runner", choices=("thread", "process", "dask"), default="process")
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=None)
-    parser.add_argument("--keep", type=Path, default=None, help="Work in this folder and keep it (logs, warehouse, output).")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="Work in this folder and keep it (logs, warehouse, output)."
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         started = time.perf_counter()
         path = write_day(work / "logs", args.records)
-        print(f"built {args.records} records ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.1f} s", flush=True)
+        print(
+            f"built {args.records} records ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
         warehouse = work / "bench.duckdb"
         warehouse.unlink(missing_ok=True)
-        command = [str(Path(sys.executable).with_name("stef")), "nightly", "--date", DAY, "--logs-root", str(work / "logs"),
-                   "--warehouse", str(warehouse), "--task-runner", args.task_runner]
+        command = [
+            str(Path(sys.executable).with_name("stef")),
+            "nightly",
+            "--date",
+            DAY,
+            "--logs-root",
+            str(work / "logs"),
+            "--warehouse",
+            str(warehouse),
+            "--task-runner",
+            args.task_runner,
+        ]
         if args.workers:
             command += ["--workers", str(args.workers)]
         if args.batch_size:
@@ -125,7 +140,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     print(f"command: {' '.join(command)}")
     print(f"summary: {summary[0] if summary else '(none)'}")
-    print(f"wall: {elapsed:.1f} s  ({args.records / elapsed:.0f} records/s, task runner {args.task_runner}, {os.cpu_count()} CPUs)")
+    print(
+        f"wall: {elapsed:.1f} s  ({args.records / elapsed:.0f} records/s, task runner {args.task_runner}, {os.cpu_count()} CPUs)"
+    )
     print(f"peak RSS, largest process: {largest_kib / 1024:.0f} MiB")
     if tree.peak_bytes:
         print(f"peak RSS, whole process tree (sampled): {tree.peak_bytes / 2**20:.0f} MiB")

@@ -73,8 +73,14 @@ def source_rows(source: Path | None) -> list[dict]:
         lines = source.read_text(encoding="utf-8").splitlines()
     else:
         demo = resources.files("flows.demo_data")
-        days = [day for day in sorted(demo.iterdir(), key=lambda p: p.name) if day.is_dir() and day.joinpath("agent-logs.jsonl").is_file()]
-        lines = [line for day in days for line in day.joinpath("agent-logs.jsonl").read_text(encoding="utf-8").splitlines()]
+        days = [
+            day
+            for day in sorted(demo.iterdir(), key=lambda p: p.name)
+            if day.is_dir() and day.joinpath("agent-logs.jsonl").is_file()
+        ]
+        lines = [
+            line for day in days for line in day.joinpath("agent-logs.jsonl").read_text(encoding="utf-8").splitlines()
+        ]
     rows = []
     for line in lines:
         try:
@@ -84,8 +90,13 @@ def source_rows(source: Path | None) -> list[dict]:
         if isinstance(row, dict) and row.get("sql") and row.get("question"):
             if "evidence" in row:  # NL2SQL-BUGs format
                 evidence = (row.get("evidence") or "").strip()
-                row = {"question": row["question"], "enriched_question": f"{row['question']} {evidence}" if evidence else None,
-                       "sql": row["sql"], "dialect": "sqlite", "app_id": row.get("db_id")}
+                row = {
+                    "question": row["question"],
+                    "enriched_question": f"{row['question']} {evidence}" if evidence else None,
+                    "sql": row["sql"],
+                    "dialect": "sqlite",
+                    "app_id": row.get("db_id"),
+                }
             rows.append(row)
     return rows
 
@@ -115,10 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=20_000)
     parser.add_argument("--source", type=Path, default=None)
     parser.add_argument("--repeat", type=int, default=5, help="runs of each side; the fastest counts")
-    parser.add_argument("--schema-dir", type=Path, default=None, help="passed to stef evaluate (the records' app ids name its files)")
+    parser.add_argument(
+        "--schema-dir", type=Path, default=None, help="passed to stef evaluate (the records' app ids name its files)"
+    )
     parser.add_argument("--observed-catalog", type=Path, default=None, help="passed to stef evaluate")
     args = parser.parse_args(argv)
-    extra = [*(["--schema-dir", str(args.schema_dir)] if args.schema_dir else []), *(["--observed-catalog", str(args.observed_catalog)] if args.observed_catalog else [])]
+    extra = [
+        *(["--schema-dir", str(args.schema_dir)] if args.schema_dir else []),
+        *(["--observed-catalog", str(args.observed_catalog)] if args.observed_catalog else []),
+    ]
     rows = source_rows(args.source)
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "records.jsonl"
@@ -131,13 +147,21 @@ def main(argv: list[str] | None = None) -> int:
         parse_seconds = min(parse_runs)
         evaluate_seconds = min(seconds for seconds, _ in evaluate_runs)
         peak_kib = max(peak for _, peak in evaluate_runs)
-    print(f"records: {args.records} (replicated from {len(rows)} real records){' with ' + ' '.join(extra) if extra else ''}")
+    print(
+        f"records: {args.records} (replicated from {len(rows)} real records){' with ' + ' '.join(extra) if extra else ''}"
+    )
     print(f"parse only (whole process):     {parse_seconds:7.2f} s  {args.records / parse_seconds:8.0f} records/s")
-    print(f"stef evaluate (whole process):  {evaluate_seconds:7.2f} s  {args.records / evaluate_seconds:8.0f} records/s")
-    pair_ratios = sorted(seconds / parse for (seconds, _), parse in zip(evaluate_runs, parse_runs))
+    print(
+        f"stef evaluate (whole process):  {evaluate_seconds:7.2f} s  {args.records / evaluate_seconds:8.0f} records/s"
+    )
+    pair_ratios = sorted(seconds / parse for (seconds, _), parse in zip(evaluate_runs, parse_runs, strict=True))
     print(f"ratio evaluate / parse:         {evaluate_seconds / parse_seconds:7.2f}  (fastest of each side)")
-    print(f"ratio, median of {len(pair_ratios)} pairs:      {statistics.median(pair_ratios):7.2f}  (each pair run back to back: {', '.join(f'{r:.2f}' for r in pair_ratios)})")
-    print(f"all runs (s): parse {', '.join(f'{v:.2f}' for v in parse_runs)}; evaluate {', '.join(f'{v:.2f}' for v, _ in evaluate_runs)}")
+    print(
+        f"ratio, median of {len(pair_ratios)} pairs:      {statistics.median(pair_ratios):7.2f}  (each pair run back to back: {', '.join(f'{r:.2f}' for r in pair_ratios)})"
+    )
+    print(
+        f"all runs (s): parse {', '.join(f'{v:.2f}' for v in parse_runs)}; evaluate {', '.join(f'{v:.2f}' for v, _ in evaluate_runs)}"
+    )
     print(f"peak RSS of stef evaluate:      {peak_kib / 1024:7.0f} MiB")
     return 0
 

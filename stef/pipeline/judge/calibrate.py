@@ -38,8 +38,8 @@ from functools import cached_property, lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from stef.pipeline.matching import name_is_grounded
 from stef.models import SuspectedError, Verdict
+from stef.pipeline.matching import name_is_grounded
 
 if TYPE_CHECKING:
     from stef.pipeline.judge.symbolic import JudgeInput
@@ -114,7 +114,9 @@ def _spec_features(judge_input: JudgeInput) -> dict[str, float]:
         "hint_bindings": len(enriched.value_bindings),
         "hint_aggregations": len(enriched.aggregations),
         "has_enriched_question": float(judge_input.enriched_question is not None),
-        "ungrounded_projections": float(sum(1 for c in spec.projection_columns if c != "*" and not name_is_grounded(c, text))),
+        "ungrounded_projections": float(
+            sum(1 for c in spec.projection_columns if c != "*" and not name_is_grounded(c, text))
+        ),
         "star_projection": float("*" in spec.projection_columns),
         "ungrouped_mixed_projection": float(spec.ungrouped_mixed_projection),
         "own_key_joins": float(spec.own_key_joins),
@@ -148,13 +150,30 @@ def feature_vector(judge_input: JudgeInput, findings: Sequence[tuple[SuspectedEr
     return features
 
 
-OBSERVED_FEATURES: tuple[str, ...] = ("unseen_tables", "unseen_columns", "unseen_joins", "tables_checked", "joins_checked")
+OBSERVED_FEATURES: tuple[str, ...] = (
+    "unseen_tables",
+    "unseen_columns",
+    "unseen_joins",
+    "tables_checked",
+    "joins_checked",
+)
 """Fields of :class:`stef.models.ObservedReport` counted as features when an observed catalog was used."""
 
 
 SCHEMA_FEATURES: tuple[str, ...] = (
-    "unknown_tables", "unknown_columns", "ambiguous_columns", "non_key_joins", "join_type_mismatches", "literal_type_mismatches", "text_aggregates",
-    "named_columns_unused", "impossible_null_tests", "primary_key_joins", "tables_checked", "columns_checked", "joins_checked",
+    "unknown_tables",
+    "unknown_columns",
+    "ambiguous_columns",
+    "non_key_joins",
+    "join_type_mismatches",
+    "literal_type_mismatches",
+    "text_aggregates",
+    "named_columns_unused",
+    "impossible_null_tests",
+    "primary_key_joins",
+    "tables_checked",
+    "columns_checked",
+    "joins_checked",
 )
 """Fields of :class:`stef.models.SchemaReport` counted as features when a schema was given."""
 

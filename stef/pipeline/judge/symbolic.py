@@ -28,12 +28,35 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
-from stef.pipeline.judge.calibrate import DEFAULT_CALIBRATOR, OBSERVED_CALIBRATOR, SCHEMA_CALIBRATOR, SCHEMA_OBSERVED_CALIBRATOR, Calibrator, feature_vector, load_calibrator, schema_capped, verdict_from_probability
-from stef.models import AlignmentResult, EnrichmentResult, EnrichmentStatus, JudgeResult, ObservedReport, QuestionSpec, SchemaReport, SQLSpec, SuspectedError, Verdict
+from stef.models import (
+    AlignmentResult,
+    EnrichmentResult,
+    EnrichmentStatus,
+    JudgeResult,
+    ObservedReport,
+    QuestionSpec,
+    SchemaReport,
+    SQLSpec,
+    SuspectedError,
+    Verdict,
+)
+from stef.pipeline.judge.calibrate import (
+    DEFAULT_CALIBRATOR,
+    OBSERVED_CALIBRATOR,
+    SCHEMA_CALIBRATOR,
+    SCHEMA_OBSERVED_CALIBRATOR,
+    Calibrator,
+    feature_vector,
+    load_calibrator,
+    schema_capped,
+    verdict_from_probability,
+)
 from stef.pipeline.rules import AppRules
 from stef.pipeline.schema import DatabaseSchema
 
-INTEGER_DIVISION_DIALECTS = frozenset({"sqlite", "postgres", "tsql", "redshift", "trino", "presto", "snowflake", "oracle", ""})
+INTEGER_DIVISION_DIALECTS = frozenset(
+    {"sqlite", "postgres", "tsql", "redshift", "trino", "presto", "snowflake", "oracle", ""}
+)
 """Dialects in which ``int / int`` truncates (or may, for the generic dialect)."""
 
 
@@ -121,18 +144,48 @@ def check_filters(judge_input: JudgeInput) -> list[Finding]:
     alignment = judge_input.alignment
     findings: list[Finding] = []
     for item in alignment.missing:
-        findings.append((_error("Condition-Related Errors", "Explicit Condition Missing", f"requested filter not applied: {item}"), 1.2))
+        findings.append(
+            (
+                _error(
+                    "Condition-Related Errors", "Explicit Condition Missing", f"requested filter not applied: {item}"
+                ),
+                1.2,
+            )
+        )
     for item in alignment.wrong:
         if item.endswith("(operator)"):
-            findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", f"filter operator differs from the question: {item}"), 1.5))
+            findings.append(
+                (
+                    _error(
+                        "Operator-Related Errors",
+                        "Comparison Operator Mismatch",
+                        f"filter operator differs from the question: {item}",
+                    ),
+                    1.5,
+                )
+            )
         elif "another column" in item:
-            findings.append((_error("Attribute-Related Errors", "Attribute Mismatch", f"filter on the wrong column: {item}"), 1.2))
+            findings.append(
+                (_error("Attribute-Related Errors", "Attribute Mismatch", f"filter on the wrong column: {item}"), 1.2)
+            )
         else:
-            findings.append((_error("Value-Related Errors", "Value Mismatch", f"filter value differs from the question: {item}"), 2.0))
+            findings.append(
+                (
+                    _error("Value-Related Errors", "Value Mismatch", f"filter value differs from the question: {item}"),
+                    2.0,
+                )
+            )
     benign = set(alignment.benign_extra)
     for item in alignment.extra:
         if item not in benign:
-            findings.append((_error("Condition-Related Errors", "Explicit Condition Redundancy", f"filter not asked for: {item}"), 1.5))
+            findings.append(
+                (
+                    _error(
+                        "Condition-Related Errors", "Explicit Condition Redundancy", f"filter not asked for: {item}"
+                    ),
+                    1.5,
+                )
+            )
     return findings
 
 
@@ -144,7 +197,14 @@ def check_hint_columns(judge_input: JudgeInput) -> list[Finding]:
     for column in enriched.column_mentions:
         if column in used or column.replace(" ", "_") in used or column.replace("_", " ") in used:
             continue
-        findings.append((_error("Attribute-Related Errors", "Attribute Mismatch", f"Q_e names column `{column}`, S does not use it"), 0.7))
+        findings.append(
+            (
+                _error(
+                    "Attribute-Related Errors", "Attribute Mismatch", f"Q_e names column `{column}`, S does not use it"
+                ),
+                0.7,
+            )
+        )
     return findings
 
 
@@ -167,13 +227,36 @@ def check_aggregations(judge_input: JudgeInput) -> list[Finding]:
             continue
         if aggregation in {"COUNT", "SUM"} and used & {"COUNT", "SUM"}:
             continue
-        findings.append((_error("Function-Related Errors", "Aggregate Functions", f"Q_e asks for {aggregation}, S does not use it"), 0.8))
+        findings.append(
+            (
+                _error(
+                    "Function-Related Errors", "Aggregate Functions", f"Q_e asks for {aggregation}, S does not use it"
+                ),
+                0.8,
+            )
+        )
     measure_asked = wanted.count_asked or wanted.percentage or bool(set(wanted.aggregations) & {"COUNT", "SUM", "AVG"})
     if not measure_asked:
         for projection in spec.ranking_measures:
-            findings.append((_error("Attribute-Related Errors", "Attribute Redundancy", f"S returns the ranking measure {projection}; the question asks only for what it ranks"), 1.0))
+            findings.append(
+                (
+                    _error(
+                        "Attribute-Related Errors",
+                        "Attribute Redundancy",
+                        f"S returns the ranking measure {projection}; the question asks only for what it ranks",
+                    ),
+                    1.0,
+                )
+            )
     if wanted.count_asked and not used & {"COUNT", "SUM"} and not spec.window_functions:
-        findings.append((_error("Function-Related Errors", "Aggregate Functions", "the question asks how many, S counts nothing"), 0.8))
+        findings.append(
+            (
+                _error(
+                    "Function-Related Errors", "Aggregate Functions", "the question asks how many, S counts nothing"
+                ),
+                0.8,
+            )
+        )
     return findings
 
 
@@ -183,11 +266,29 @@ def check_formulas(judge_input: JudgeInput) -> list[Finding]:
     spec = judge_input.sql_spec
     findings: list[Finding] = []
     if "/" in judge_input.enriched_spec.formulas and "/" not in spec.arithmetic:
-        findings.append((_error("Function-Related Errors", "Math Functions", "Q_e defines a division, S divides nothing"), 0.8))
+        findings.append(
+            (_error("Function-Related Errors", "Math Functions", "Q_e defines a division, S divides nothing"), 0.8)
+        )
     if wanted.percentage and "/" in spec.arithmetic and not any(lit in {"100", "100.0"} for lit in spec.literals):
-        findings.append((_error("Function-Related Errors", "Math Functions", "a percentage is asked, S does not multiply by 100"), 0.6))
+        findings.append(
+            (
+                _error(
+                    "Function-Related Errors", "Math Functions", "a percentage is asked, S does not multiply by 100"
+                ),
+                0.6,
+            )
+        )
     if "/" in spec.arithmetic and spec.integer_divisions and spec.dialect in INTEGER_DIVISION_DIALECTS:
-        findings.append((_error("Function-Related Errors", "Conversion Functions", "integer division: no cast to a real type before '/'"), 0.6))
+        findings.append(
+            (
+                _error(
+                    "Function-Related Errors",
+                    "Conversion Functions",
+                    "integer division: no cast to a real type before '/'",
+                ),
+                0.6,
+            )
+        )
     return findings
 
 
@@ -199,11 +300,29 @@ def check_ordering(judge_input: JudgeInput) -> list[Finding]:
     directions = [direction for _, direction in spec.order_by]
     if wanted.ordering and directions and spec.limit is not None and wanted.top_k is None:
         if all(d != wanted.ordering for d in directions) and not (set(spec.aggregations) & {"MAX", "MIN"}):
-            findings.append((_error("Other Errors", "ASC/DESC", f"the question asks for {wanted.ordering} order, S sorts {directions[0]}"), 0.7))
+            findings.append(
+                (
+                    _error(
+                        "Other Errors",
+                        "ASC/DESC",
+                        f"the question asks for {wanted.ordering} order, S sorts {directions[0]}",
+                    ),
+                    0.7,
+                )
+            )
     if wanted.top_k is not None and spec.limit is not None and spec.limit != wanted.top_k:
-        findings.append((_error("Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S limits to {spec.limit}"), 1.5))
+        findings.append(
+            (
+                _error(
+                    "Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S limits to {spec.limit}"
+                ),
+                1.5,
+            )
+        )
     if wanted.top_k is not None and spec.limit is None and not spec.window_functions:
-        findings.append((_error("Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S has no LIMIT"), 0.8))
+        findings.append(
+            (_error("Clause-Related Errors", "Clause Missing", f"top {wanted.top_k} asked, S has no LIMIT"), 0.8)
+        )
     return findings
 
 
@@ -211,8 +330,15 @@ def check_distinct(judge_input: JudgeInput) -> list[Finding]:
     """DISTINCT asked ("different", "unique") but neither DISTINCT nor GROUP BY used."""
     wanted = judge_input.wanted
     spec = judge_input.sql_spec
-    if wanted.distinct and not spec.distinct and not spec.group_by and "DISTINCT" not in " ".join(spec.projections).upper():
-        return [(_error("Other Errors", "DISTINCT", "the question asks for distinct values, S may return duplicates"), 1.0)]
+    if (
+        wanted.distinct
+        and not spec.distinct
+        and not spec.group_by
+        and "DISTINCT" not in " ".join(spec.projections).upper()
+    ):
+        return [
+            (_error("Other Errors", "DISTINCT", "the question asks for distinct values, S may return duplicates"), 1.0)
+        ]
     return []
 
 
@@ -222,31 +348,129 @@ def check_structure(judge_input: JudgeInput) -> list[Finding]:
     wanted = judge_input.wanted
     findings: list[Finding] = []
     for condition in spec.join_key_mismatches:
-        findings.append((_error("Table-Related Errors", "Join Condition Mismatch", f"join equates keys of two different entities: {condition}"), 1.5))
+        findings.append(
+            (
+                _error(
+                    "Table-Related Errors",
+                    "Join Condition Mismatch",
+                    f"join equates keys of two different entities: {condition}",
+                ),
+                1.5,
+            )
+        )
     for column in spec.constant_projections:
-        findings.append((_error("Attribute-Related Errors", "Attribute Redundancy", f"projection {column} is fixed by an equality filter; it returns a value the question gave"), 0.8))
+        findings.append(
+            (
+                _error(
+                    "Attribute-Related Errors",
+                    "Attribute Redundancy",
+                    f"projection {column} is fixed by an equality filter; it returns a value the question gave",
+                ),
+                0.8,
+            )
+        )
     for table in spec.unused_tables:
-        findings.append((_error("Table-Related Errors", "Table Redundancy", f"table {table} is joined but none of its columns is used"), 0.3))
+        findings.append(
+            (
+                _error(
+                    "Table-Related Errors",
+                    "Table Redundancy",
+                    f"table {table} is joined but none of its columns is used",
+                ),
+                0.3,
+            )
+        )
     report = judge_input.schema_report
     if report is not None and report.count_fanouts:
-        findings += [(_error("Other Errors", "DISTINCT", f"COUNT over a join without DISTINCT counts rows twice: {item}"), 0.25) for item in report.count_fanouts]
+        findings += [
+            (_error("Other Errors", "DISTINCT", f"COUNT over a join without DISTINCT counts rows twice: {item}"), 0.25)
+            for item in report.count_fanouts
+        ]
     elif report is not None and report.counts_checked:
         pass  # every judged COUNT over a join lands on primary keys: no row is counted twice
-    elif (spec.count_join_safety != "safe" and "COUNT" in spec.aggregations and spec.joins
-          and not any("DISTINCT" in p.upper() for p in spec.projections) and not spec.distinct):
-        findings.append((_error("Other Errors", "DISTINCT", "COUNT over a join without DISTINCT may count rows of the joined table twice"), 0.25))
+    elif (
+        spec.count_join_safety != "safe"
+        and "COUNT" in spec.aggregations
+        and spec.joins
+        and not any("DISTINCT" in p.upper() for p in spec.projections)
+        and not spec.distinct
+    ):
+        findings.append(
+            (
+                _error(
+                    "Other Errors",
+                    "DISTINCT",
+                    "COUNT over a join without DISTINCT may count rows of the joined table twice",
+                ),
+                0.25,
+            )
+        )
     if spec.tautologies:
-        findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", "a predicate compares two constants (e.g. OR 1 = 1) and disables the filters"), 2.0))
+        findings.append(
+            (
+                _error(
+                    "Operator-Related Errors",
+                    "Logical Operator Mismatch",
+                    "a predicate compares two constants (e.g. OR 1 = 1) and disables the filters",
+                ),
+                2.0,
+            )
+        )
     for key in sort_keys_only_sorted(judge_input.question, spec):
-        findings.append((_error("Attribute-Related Errors", "Attribute Redundancy", f"S also returns the sort key {key}; the question only sorts by it"), 1.0))
+        findings.append(
+            (
+                _error(
+                    "Attribute-Related Errors",
+                    "Attribute Redundancy",
+                    f"S also returns the sort key {key}; the question only sorts by it",
+                ),
+                1.0,
+            )
+        )
     if spec.ungrouped_aggregate_order is not None:
-        findings.append((_error("Clause-Related Errors", "Clause Missing", f"ORDER BY {spec.ungrouped_aggregate_order} with no GROUP BY: the whole table is one group, the ranking ranks nothing"), 1.5))
+        findings.append(
+            (
+                _error(
+                    "Clause-Related Errors",
+                    "Clause Missing",
+                    f"ORDER BY {spec.ungrouped_aggregate_order} with no GROUP BY: the whole table is one group, the ranking ranks nothing",
+                ),
+                1.5,
+            )
+        )
     for condition in spec.precedence_slips:
-        findings.append((_error("Operator-Related Errors", "Logical Operator Mismatch", f"AND binds tighter than OR, the other conditions hold for one alternative only: {condition}"), 1.5))
+        findings.append(
+            (
+                _error(
+                    "Operator-Related Errors",
+                    "Logical Operator Mismatch",
+                    f"AND binds tighter than OR, the other conditions hold for one alternative only: {condition}",
+                ),
+                1.5,
+            )
+        )
     if spec.null_comparisons:
-        findings.append((_error("Operator-Related Errors", "Comparison Operator Mismatch", "comparison with = NULL is never true; use IS NULL"), 1.5))
+        findings.append(
+            (
+                _error(
+                    "Operator-Related Errors",
+                    "Comparison Operator Mismatch",
+                    "comparison with = NULL is never true; use IS NULL",
+                ),
+                1.5,
+            )
+        )
     if spec.limit is not None and wanted.top_k is None and not wanted.superlative and not wanted.ordering:
-        findings.append((_error("Clause-Related Errors", "Clause Redundancy", f"LIMIT {spec.limit} without a superlative or top-k in the question"), 0.6))
+        findings.append(
+            (
+                _error(
+                    "Clause-Related Errors",
+                    "Clause Redundancy",
+                    f"LIMIT {spec.limit} without a superlative or top-k in the question",
+                ),
+                0.6,
+            )
+        )
     return findings
 
 
@@ -286,10 +510,28 @@ def check_dates(judge_input: JudgeInput) -> list[Finding]:
     date part; a STRFTIME part compared with a value it never equals (Date/Time Functions; see
     :attr:`stef.models.SQLSpec.date_mismatches` and ``padded_part_mismatches``)."""
     return [
-        *((_error("Function-Related Errors", "Date/Time Functions", f"date column used as a year or month without extraction: {expression}"), 1.5)
-          for expression in judge_input.sql_spec.date_mismatches),
-        *((_error("Function-Related Errors", "Date/Time Functions", f"STRFTIME gives zero-padded text, never equal to this value: {expression}"), 1.5)
-          for expression in judge_input.sql_spec.padded_part_mismatches),
+        *(
+            (
+                _error(
+                    "Function-Related Errors",
+                    "Date/Time Functions",
+                    f"date column used as a year or month without extraction: {expression}",
+                ),
+                1.5,
+            )
+            for expression in judge_input.sql_spec.date_mismatches
+        ),
+        *(
+            (
+                _error(
+                    "Function-Related Errors",
+                    "Date/Time Functions",
+                    f"STRFTIME gives zero-padded text, never equal to this value: {expression}",
+                ),
+                1.5,
+            )
+            for expression in judge_input.sql_spec.padded_part_mismatches
+        ),
     ]
 
 
@@ -301,12 +543,30 @@ def check_null_handling(judge_input: JudgeInput) -> list[Finding]:
     findings: list[Finding] = []
     for column, operator in judge_input.enriched_spec.null_conditions:
         if (column, operator) not in applied:
-            findings.append((_error("Condition-Related Errors", "Implicit Condition Missing", f"Q_e requires {column} {operator}, S does not filter it"), 1.2))
+            findings.append(
+                (
+                    _error(
+                        "Condition-Related Errors",
+                        "Implicit Condition Missing",
+                        f"Q_e requires {column} {operator}, S does not filter it",
+                    ),
+                    1.2,
+                )
+            )
     non_null = set(judge_input.schema_report.non_null_order_keys) if judge_input.schema_report is not None else set()
     for column in spec.unguarded_null_order:
         if column.lower() in non_null:
             continue  # the schema says it cannot be NULL
-        findings.append((_error("Condition-Related Errors", "Implicit Condition Missing", f"ORDER BY {column} … LIMIT puts NULL {column} first; no IS NOT NULL filter"), 0.25))
+        findings.append(
+            (
+                _error(
+                    "Condition-Related Errors",
+                    "Implicit Condition Missing",
+                    f"ORDER BY {column} … LIMIT puts NULL {column} first; no IS NOT NULL filter",
+                ),
+                0.25,
+            )
+        )
     return findings
 
 
@@ -316,10 +576,28 @@ def check_subqueries(judge_input: JudgeInput) -> list[Finding]:
     spec = judge_input.sql_spec
     findings: list[Finding] = []
     if spec.single_row_ordering:
-        findings.append((_error("Subquery-Related Errors", "Subquery Missing", "ORDER BY on a query that aggregates to one row has no effect (nor has its LIMIT); the ranking needs a subquery"), 1.5))
+        findings.append(
+            (
+                _error(
+                    "Subquery-Related Errors",
+                    "Subquery Missing",
+                    "ORDER BY on a query that aggregates to one row has no effect (nor has its LIMIT); the ranking needs a subquery",
+                ),
+                1.5,
+            )
+        )
     nested = spec.subquery_count or spec.cte_names or spec.window_functions
     if judge_input.wanted.average_comparison and not nested:
-        findings.append((_error("Subquery-Related Errors", "Subquery Missing", "the question compares with an average, S computes no average to compare with (no subquery, CTE or window)"), 0.8))
+        findings.append(
+            (
+                _error(
+                    "Subquery-Related Errors",
+                    "Subquery Missing",
+                    "the question compares with an average, S computes no average to compare with (no subquery, CTE or window)",
+                ),
+                0.8,
+            )
+        )
     return findings
 
 
@@ -344,15 +622,57 @@ def check_enrichment(judge_input: JudgeInput) -> list[Finding]:
 
 SCHEMA_FINDINGS: tuple[tuple[str, str, str, str, float], ...] = (
     ("unknown_tables", "Table-Related Errors", "Table Mismatch", "S reads a table the schema does not have", 3.0),
-    ("unknown_columns", "Attribute-Related Errors", "Attribute Mismatch", "S uses a column the schema does not have", 2.5),
-    ("ambiguous_columns", "Attribute-Related Errors", "Attribute Mismatch", "unqualified column that several joined tables have (ambiguous)", 2.5),
-    ("non_key_joins", "Table-Related Errors", "Join Condition Mismatch", "join on columns that are not a declared key pair", 1.5),
-    ("join_type_mismatches", "Table-Related Errors", "Join Condition Mismatch", "join of columns of different types", 1.0),
+    (
+        "unknown_columns",
+        "Attribute-Related Errors",
+        "Attribute Mismatch",
+        "S uses a column the schema does not have",
+        2.5,
+    ),
+    (
+        "ambiguous_columns",
+        "Attribute-Related Errors",
+        "Attribute Mismatch",
+        "unqualified column that several joined tables have (ambiguous)",
+        2.5,
+    ),
+    (
+        "non_key_joins",
+        "Table-Related Errors",
+        "Join Condition Mismatch",
+        "join on columns that are not a declared key pair",
+        1.5,
+    ),
+    (
+        "join_type_mismatches",
+        "Table-Related Errors",
+        "Join Condition Mismatch",
+        "join of columns of different types",
+        1.0,
+    ),
     ("primary_key_joins", "Table-Related Errors", "Join Condition Mismatch", "join of two primary keys", 1.5),
-    ("literal_type_mismatches", "Value-Related Errors", "Value Mismatch", "literal that does not fit the column's type", 1.2),
+    (
+        "literal_type_mismatches",
+        "Value-Related Errors",
+        "Value Mismatch",
+        "literal that does not fit the column's type",
+        1.2,
+    ),
     ("text_aggregates", "Function-Related Errors", "Aggregate Functions", "SUM or AVG over a text column", 1.2),
-    ("named_columns_unused", "Attribute-Related Errors", "Attribute Mismatch", "column named by the question left out", 0.8),
-    ("impossible_null_tests", "Condition-Related Errors", "Explicit Condition Mismatch", "IS NULL that can never hold", 1.5),
+    (
+        "named_columns_unused",
+        "Attribute-Related Errors",
+        "Attribute Mismatch",
+        "column named by the question left out",
+        0.8,
+    ),
+    (
+        "impossible_null_tests",
+        "Condition-Related Errors",
+        "Explicit Condition Mismatch",
+        "IS NULL that can never hold",
+        1.5,
+    ),
 )
 """(:class:`SchemaReport` field, category, subcategory, evidence prefix, weight) of the schema findings."""
 
@@ -377,9 +697,21 @@ def check_observed(judge_input: JudgeInput) -> list[Finding]:
     if report is None:
         return []
     findings: list[Finding] = []
-    findings += [(_error("Table-Related Errors", "Table Mismatch", f"no earlier answer of this app reads table {t}"), 1.0) for t in report.unseen_tables]
-    findings += [(_error("Attribute-Related Errors", "Attribute Mismatch", f"no earlier answer of this app uses column {c}"), 0.5) for c in report.unseen_columns]
-    findings += [(_error("Table-Related Errors", "Join Condition Mismatch", f"join pair new to this app: {j}"), 1.0) for j in report.unseen_joins]
+    findings += [
+        (_error("Table-Related Errors", "Table Mismatch", f"no earlier answer of this app reads table {t}"), 1.0)
+        for t in report.unseen_tables
+    ]
+    findings += [
+        (
+            _error("Attribute-Related Errors", "Attribute Mismatch", f"no earlier answer of this app uses column {c}"),
+            0.5,
+        )
+        for c in report.unseen_columns
+    ]
+    findings += [
+        (_error("Table-Related Errors", "Join Condition Mismatch", f"join pair new to this app: {j}"), 1.0)
+        for j in report.unseen_joins
+    ]
     return findings
 
 
@@ -423,10 +755,14 @@ class SymbolicJudge:
 
     name = "symbolic"
 
-    def __init__(self, checks: tuple[Check, ...] = CHECKS, calibrator: Calibrator | None | str = DEFAULT_CALIBRATOR,
-                 schema_calibrator: Calibrator | None | str = SCHEMA_CALIBRATOR,
-                 observed_calibrator: Calibrator | None | str = OBSERVED_CALIBRATOR,
-                 schema_observed_calibrator: Calibrator | None | str = SCHEMA_OBSERVED_CALIBRATOR) -> None:
+    def __init__(
+        self,
+        checks: tuple[Check, ...] = CHECKS,
+        calibrator: Calibrator | str | None = DEFAULT_CALIBRATOR,
+        schema_calibrator: Calibrator | str | None = SCHEMA_CALIBRATOR,
+        observed_calibrator: Calibrator | str | None = OBSERVED_CALIBRATOR,
+        schema_observed_calibrator: Calibrator | str | None = SCHEMA_OBSERVED_CALIBRATOR,
+    ) -> None:
         """Args:
         checks: the checks to run, in order.
         calibrator: a :class:`stef.pipeline.judge.calibrate.Calibrator`, the name of an artifact in
@@ -468,7 +804,9 @@ class SymbolicJudge:
         """The calibrator of records checked against a schema and an observed catalog (``None``: :attr:`schema_calibrator`)."""
         if isinstance(self._schema_observed_calibrator, str):
             self._schema_observed_calibrator = load_calibrator(self._schema_observed_calibrator)
-        return self._schema_observed_calibrator if self._schema_observed_calibrator is not None else self.schema_calibrator
+        return (
+            self._schema_observed_calibrator if self._schema_observed_calibrator is not None else self.schema_calibrator
+        )
 
     def calibrator_for(self, judge_input: JudgeInput) -> Calibrator | None:
         """The calibrator that judges ``judge_input``, by what it was checked against: a schema,
@@ -476,7 +814,9 @@ class SymbolicJudge:
         if self._calibrator is None:
             return None
         if judge_input.schema_report is not None:
-            return self.schema_observed_calibrator if judge_input.observed_report is not None else self.schema_calibrator
+            return (
+                self.schema_observed_calibrator if judge_input.observed_report is not None else self.schema_calibrator
+            )
         return self.observed_calibrator if judge_input.observed_report is not None else self.calibrator
 
     def findings(self, judge_input: JudgeInput) -> list[Finding]:
@@ -496,12 +836,20 @@ class SymbolicJudge:
         errors = tuple(error for error, _ in findings)
         calibrator = self.calibrator_for(judge_input)
         if calibrator is not None:
-            probability = round(schema_capped(calibrator.probability(feature_vector(judge_input, findings)), judge_input), 4)
+            probability = round(
+                schema_capped(calibrator.probability(feature_vector(judge_input, findings)), judge_input), 4
+            )
             verdict, confidence = verdict_from_probability(probability)
             detail = "; ".join(e.evidence for e in errors[:6]) or "no semantic mismatch found"
             rationale = f"{verdict.value} (calibrated P(correct)={probability:.2f}, {calibrator.version}): {detail}"
-            return JudgeResult(verdict=verdict, confidence=confidence, rationale=rationale[:2000], judge=self.name, suspected_errors=errors,
-                               p_correct=probability)
+            return JudgeResult(
+                verdict=verdict,
+                confidence=confidence,
+                rationale=rationale[:2000],
+                judge=self.name,
+                suspected_errors=errors,
+                p_correct=probability,
+            )
         weight = sum(w for _, w in findings if w > WEAK_WEIGHT)
         weak = sum(1 for _, w in findings if w <= WEAK_WEIGHT)
         verdict = Verdict.CORRECT
@@ -515,7 +863,9 @@ class SymbolicJudge:
         else:
             checked = _evidence_count(judge_input)
             rationale = f"CORRECT: no semantic mismatch found across {checked} checked requirement(s)"
-        return JudgeResult(verdict=verdict, confidence=confidence, rationale=rationale[:2000], judge=self.name, suspected_errors=errors)
+        return JudgeResult(
+            verdict=verdict, confidence=confidence, rationale=rationale[:2000], judge=self.name, suspected_errors=errors
+        )
 
 
 def _evidence_count(judge_input: JudgeInput) -> int:

@@ -61,13 +61,28 @@ def judge_answer(body: dict[str, Any]) -> str:
     alignment = prompt_blocks(body.get("messages", []))["stef-record"]["filter_alignment"]
     clean = not alignment["missing"] and not alignment["wrong"]
     if clean:
-        return json.dumps({"verdict": "CORRECT", "confidence": 0.93, "rationale": "Every requested filter is applied.", "suspected_errors": []})
-    return json.dumps({
-        "verdict": "INCORRECT",
-        "confidence": 0.88,
-        "rationale": "A requested filter is missing or has another value.",
-        "suspected_errors": [{"category": "Condition-Related Errors", "subcategory": "Explicit Condition Missing", "evidence": "filter alignment"}],
-    })
+        return json.dumps(
+            {
+                "verdict": "CORRECT",
+                "confidence": 0.93,
+                "rationale": "Every requested filter is applied.",
+                "suspected_errors": [],
+            }
+        )
+    return json.dumps(
+        {
+            "verdict": "INCORRECT",
+            "confidence": 0.88,
+            "rationale": "A requested filter is missing or has another value.",
+            "suspected_errors": [
+                {
+                    "category": "Condition-Related Errors",
+                    "subcategory": "Explicit Condition Missing",
+                    "evidence": "filter alignment",
+                }
+            ],
+        }
+    )
 
 
 @dataclass
@@ -141,7 +156,7 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # headers and body go out in two writes: no 40 ms delayed-ACK stall
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - BaseHTTPRequestHandler's signature
+        def log_message(self, format: str, *args: Any) -> None:
             return
 
         def _send(self, status: int, payload: dict[str, Any], usage: str | None = None) -> None:
@@ -154,7 +169,7 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def do_POST(self) -> None:  # noqa: N802 - BaseHTTPRequestHandler's naming
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
@@ -169,7 +184,10 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
                 if planned != "ok":
                     status = int(planned)
                     kind = "rate_limit_exceeded" if status == 429 else "server_error"
-                    self._send(status, {"error": {"message": f"stub server: planned HTTP {status}", "type": kind, "code": kind}})
+                    self._send(
+                        status,
+                        {"error": {"message": f"stub server: planned HTTP {status}", "type": kind, "code": kind}},
+                    )
                     return
                 content = state.answer(body)
                 prompt_tokens = sum(len(str(m.get("content", ""))) for m in body.get("messages", [])) // 4
@@ -179,10 +197,16 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": body.get("model", "stub"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    ],
                 }
                 if state.usage is None:
-                    payload["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens}
+                    payload["usage"] = {
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion_tokens,
+                        "total_tokens": prompt_tokens + completion_tokens,
+                    }
                 self._send(200, payload, state.usage)
             finally:
                 state._leave()
@@ -231,21 +255,29 @@ def synthetic_records(count: int, agent_version: str = "v1") -> list[dict[str, A
         ("How many customers live in '{v}'?", "SELECT COUNT(*) FROM customers WHERE city = '{v}'"),
         ("List the names of customers who live in '{v}'.", "SELECT name FROM customers"),
         ("How many orders were shipped to '{v}'?", "SELECT COUNT(*) FROM orders WHERE ship_city = '{w}'"),
-        ("What is the average price of products sold in '{v}'?", "SELECT AVG(price) FROM products WHERE city = '{v}' AND discontinued = 0"),
-        ("What is the total amount of orders from '{v}' in 2024?", "SELECT SUM(amount) FROM orders WHERE city = '{v}' AND order_year = 2024"),
+        (
+            "What is the average price of products sold in '{v}'?",
+            "SELECT AVG(price) FROM products WHERE city = '{v}' AND discontinued = 0",
+        ),
+        (
+            "What is the total amount of orders from '{v}' in 2024?",
+            "SELECT SUM(amount) FROM orders WHERE city = '{v}' AND order_year = 2024",
+        ),
     )
     records = []
     for i in range(count):
         question, sql = shapes[i % len(shapes)]
         value = f"{CITIES[i % len(CITIES)]} {i}"
         other = f"{CITIES[(i + 1) % len(CITIES)]} {i}"
-        records.append({
-            "run_id": f"syn-{i:05d}",
-            "timestamp": "2026-11-20T09:00:00+00:00",
-            "agent_id": "bench-agent",
-            "agent_version": agent_version,
-            "question": question.format(v=value),
-            "sql": sql.format(v=value, w=other),
-            "dialect": "sqlite",
-        })
+        records.append(
+            {
+                "run_id": f"syn-{i:05d}",
+                "timestamp": "2026-11-20T09:00:00+00:00",
+                "agent_id": "bench-agent",
+                "agent_version": agent_version,
+                "question": question.format(v=value),
+                "sql": sql.format(v=value, w=other),
+                "dialect": "sqlite",
+            }
+        )
     return records

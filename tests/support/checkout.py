@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 """The repository root (the folder holding ``stef/``, ``flows/``, ``tasks/``, ``warehouse/``)."""
 
 
@@ -23,3 +23,7 @@ def checkout_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, **extra}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)
     return env
+
+
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+"""The test fixtures (agent logs, golden files, monitoring samples)."""

@@ -24,7 +24,7 @@ from stef.models import (
 )
 from stef.pipeline.score import band_for
 
-FIXTURES = Path(__file__).parent / "fixtures" / "monitoring"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "monitoring"
 BUGS_SAMPLE = FIXTURES / "nl2sql_bugs_sample.jsonl"
 """120 NL2SQL-BUGs records (60 correct, 60 incorrect); see fixtures/monitoring/README.md."""
 
@@ -58,8 +58,13 @@ def _line(number: int, answer: Answer, day: date) -> LogLine:
 
 def _evaluation(answer: Answer) -> Evaluation:
     if answer.score is None:
-        return Evaluation(run_id=answer.run_id, status=EvaluationStatus.PARSE_ERROR, status_reason="unparseable",
-                          agent_id=answer.agent_id, agent_version=answer.agent_version)
+        return Evaluation(
+            run_id=answer.run_id,
+            status=EvaluationStatus.PARSE_ERROR,
+            status_reason="unparseable",
+            agent_id=answer.agent_id,
+            agent_version=answer.agent_version,
+        )
     missing = ("region = region 1",) if answer.filter_status is FilterStatus.NOT_APPLIED else ()
     return Evaluation(
         run_id=answer.run_id,
@@ -73,8 +78,13 @@ def _evaluation(answer: Answer) -> Evaluation:
         agent_id=answer.agent_id,
         agent_version=answer.agent_version,
         alignment=AlignmentResult(status=answer.filter_status, missing=missing, extra=("id <> 1",)),
-        suspected_errors=(SuspectedError(category="Condition-Related Errors", subcategory="Explicit Condition Missing",
-                                         evidence="synthetic"),) if missing else (),
+        suspected_errors=(
+            SuspectedError(
+                category="Condition-Related Errors", subcategory="Explicit Condition Missing", evidence="synthetic"
+            ),
+        )
+        if missing
+        else (),
     )
 
 
@@ -87,7 +97,9 @@ def store_answers(conn: duckdb.DuckDBPyConnection, day: date, answers: Sequence[
     compute_daily_metrics(conn, day)
 
 
-def answers(prefix: str, agent_id: str, agent_version: str, scores: Iterable[float | None], **fields: Any) -> list[Answer]:
+def answers(
+    prefix: str, agent_id: str, agent_version: str, scores: Iterable[float | None], **fields: Any
+) -> list[Answer]:
     """``Answer`` objects with run ids ``<prefix>-0``, ``<prefix>-1`` …"""
     return [Answer(f"{prefix}-{i}", agent_id, agent_version, score, **fields) for i, score in enumerate(scores)]
 
@@ -117,7 +129,12 @@ def bugs_pools() -> dict[bool, tuple[tuple[str, float | None, str | None, str | 
     pools: dict[bool, list[tuple[str, float | None, str | None, str | None]]] = {True: [], False: []}
     for row, e in zip(rows, evaluations, strict=True):
         pools[bool(row["label"])].append(
-            (e.status.value, e.score, e.verdict.value if e.verdict else None, e.filter_status.value if e.filter_status else None)
+            (
+                e.status.value,
+                e.score,
+                e.verdict.value if e.verdict else None,
+                e.filter_status.value if e.filter_status else None,
+            )
         )
     return {label: tuple(rows) for label, rows in pools.items()}
 
