@@ -103,7 +103,7 @@ def _tables(sql: str) -> list[str]:
 
 def _wrong(q: dict[str, Any]) -> str:
     """A plausible wrong answer: another value for the question's variable, else MAX <-> MIN."""
-    sql = q["gold_sql"][-1]
+    sql: str = q["gold_sql"][-1]
     for value in q.get("variables", {}).values():
         other = "texas" if value != "texas" else "ohio"
         return sql.replace(f"'{value}'", f"'{other}'")

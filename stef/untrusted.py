@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from stef.pipeline.clean import dialect_instance
 

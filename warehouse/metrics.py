@@ -134,7 +134,7 @@ def read_daily_metrics(
         keys; columns as in ``daily_agent_metrics`` (log_date Date, counts Int64, coverage and
         scores Float64, computed_at Datetime).
     """
-    return conn.sql(
+    frame: pl.DataFrame = conn.sql(
         """
         SELECT * FROM daily_agent_metrics
         WHERE ($start::DATE IS NULL OR log_date >= $start)
@@ -144,6 +144,7 @@ def read_daily_metrics(
         """,
         params={"start": start, "end": end, "version": evaluator_version},
     ).pl()
+    return frame
 
 
 def day_is_done(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str = EVALUATOR_VERSION) -> bool:

@@ -1,0 +1,114 @@
+"""Tests of connection (moved from test_warehouse.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import warehouse
+import warehouse.connection
+import warehouse.migrate
+import warehouse.store
+from tests.warehouse.helpers import (
+    TABLES,
+    _hold,
+)
+from warehouse import (
+    WarehouseError,
+    WarehouseLockedError,
+    apply_migrations,
+    connect,
+    current_version,
+    resolve_path,
+)
+
+
+@pytest.mark.parametrize(
+    ("explicit", "env", "expected"),
+    [
+        pytest.param("/data/explicit.duckdb", "/data/env.duckdb", "/data/explicit.duckdb", id="explicit_beats_env"),
+        pytest.param(None, "/data/env.duckdb", "/data/env.duckdb", id="env_beats_default"),
+        pytest.param(None, None, "stef.duckdb", id="default_in_working_dir"),
+        pytest.param("", "/data/env.duckdb", "/data/env.duckdb", id="empty_string_means_not_given"),
+    ],
+)
+def test_resolve_path_precedence(
+    monkeypatch: pytest.MonkeyPatch, explicit: str | None, env: str | None, expected: str
+) -> None:
+    if env is None:
+        monkeypatch.delenv(warehouse.ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(warehouse.ENV_VAR, env)
+    assert resolve_path(explicit) == Path(expected)
+
+
+def test_connect_creates_folders_and_schema_then_migrating_again_is_a_no_op(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "folders" / "stef.duckdb"
+    first = connect(path)
+    try:
+        tables = {row[0] for row in first.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        assert tables >= TABLES
+        assert current_version(first) == warehouse.available_migrations()[-1].version
+        assert apply_migrations(first) == ()
+    finally:
+        first.close()
+    second = connect(path)  # a later process: migrations already applied
+    try:
+        rows = second.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+        assert [r[0] for r in rows] == [m.version for m in warehouse.available_migrations()]
+    finally:
+        second.close()
+    assert path.is_file()
+
+
+def test_connect_uses_env_var_when_no_path_given(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "from-env" / "wh.duckdb"
+    monkeypatch.setenv(warehouse.ENV_VAR, str(target))
+    connect(None).close()
+    assert target.is_file()
+
+
+def test_read_only_connection_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(WarehouseError, match=r"cannot open warehouse .*missing\.duckdb"):
+        connect(tmp_path / "missing.duckdb", read_only=True)
+
+
+def test_locked_file_raises_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "stef.duckdb"
+    connect(path).close()
+    holder = _hold(path, 30)
+    try:
+        with pytest.raises(WarehouseLockedError, match=r"another stef process writes to .*stef\.duckdb; retry later"):
+            connect(path, lock_timeout=0)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_connect_waits_for_the_lock_to_be_released(tmp_path: Path) -> None:
+    path = tmp_path / "stef.duckdb"
+    holder = _hold(path, 0.5)
+    try:
+        conn = connect(path, lock_timeout=20)
+        conn.close()
+    finally:
+        holder.wait()
+
+
+def test_locked_error_is_a_stef_error() -> None:
+    from stef.errors import StefError
+
+    assert issubclass(WarehouseLockedError, StefError)
+
+
+def test_duckdb_memory_limit_is_bounded_and_configurable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STEF_DUCKDB_MEMORY_LIMIT", raising=False)
+    with warehouse.connect(tmp_path / "a.duckdb") as conn:
+        assert conn.execute("SELECT current_setting('memory_limit')").fetchone() == ("244.1 MiB",)  # 256 MB
+    monkeypatch.setenv("STEF_DUCKDB_MEMORY_LIMIT", "1GB")
+    with warehouse.connect(tmp_path / "b.duckdb") as conn:
+        assert conn.execute("SELECT current_setting('memory_limit')").fetchone() == ("953.6 MiB",)
+    monkeypatch.setenv("STEF_DUCKDB_MEMORY_LIMIT", "lots")
+    with pytest.raises(WarehouseError, match="STEF_DUCKDB_MEMORY_LIMIT='lots' is not a DuckDB memory size"):
+        warehouse.connect(tmp_path / "c.duckdb")

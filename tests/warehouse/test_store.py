@@ -1,0 +1,221 @@
+"""Tests of store (moved from test_warehouse.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import warehouse
+import warehouse.connection
+import warehouse.migrate
+import warehouse.store
+from stef.logs import LogLine
+from stef.models import EVALUATOR_VERSION, Band, Evaluation, EvaluationStatus
+from tests.warehouse.helpers import (
+    DAY,
+    NEXT_DAY,
+    _fixture_day,
+    count,
+    line,
+    scored,
+)
+from warehouse import (
+    StoreSummary,
+    WarehouseError,
+    store_day,
+)
+
+
+def test_store_day_twice_replaces_and_never_duplicates(conn: duckdb.DuckDBPyConnection) -> None:
+    lines, evaluations = _fixture_day()
+    first = store_day(conn, DAY, lines, evaluations)
+    second = store_day(conn, DAY, lines, evaluations)
+    assert (
+        first
+        == second
+        == StoreSummary(
+            log_date=DAY,
+            evaluator_version=EVALUATOR_VERSION,
+            lines=8,
+            runs=6,
+            evaluations=7,
+            evaluated=6,
+            quarantined=2,
+            quarantined_without_evaluation=1,
+        )
+    )
+    assert count(conn, "SELECT count(*) FROM agent_runs") == 6
+    assert count(conn, "SELECT count(*) FROM evaluations") == 7
+    assert count(conn, "SELECT count(*) FROM quarantine") == 2
+    assert count(conn, "SELECT count(*) FROM stored_days") == 1
+
+
+def test_rerun_with_fewer_lines_removes_the_old_rows(conn: duckdb.DuckDBPyConnection) -> None:
+    lines, evaluations = _fixture_day()
+    store_day(conn, DAY, lines, evaluations)
+    kept = lines[:2]
+    store_day(conn, DAY, kept, [e for e in evaluations if e.run_id in {"sales-0001", "sales-0002"}])
+    assert sorted(r[0] for r in conn.execute("SELECT run_id FROM agent_runs").fetchall()) == [
+        "sales-0001",
+        "sales-0002",
+    ]
+    assert count(conn, "SELECT count(*) FROM evaluations") == 2
+    assert count(conn, "SELECT count(*) FROM quarantine") == 0
+
+
+def test_counting_rule_nothing_is_dropped(conn: duckdb.DuckDBPyConnection) -> None:
+    """lines == evaluations rows + quarantined lines without an evaluation row."""
+    lines, evaluations = _fixture_day()
+    summary = store_day(conn, DAY, lines, evaluations)
+    without_evaluation = count(
+        conn,
+        "SELECT count(*) FROM quarantine q WHERE q.run_id IS NULL "
+        "OR NOT EXISTS (SELECT 1 FROM evaluations e WHERE e.run_id = q.run_id AND e.log_date = q.log_date)",
+    )
+    assert summary.lines == count(conn, "SELECT count(*) FROM evaluations") + without_evaluation
+    assert summary.lines == count(conn, "SELECT count(*) FROM agent_runs") + count(
+        conn, "SELECT count(*) FROM quarantine"
+    )
+    rows = conn.execute(
+        "SELECT source_file, line_number, run_id, agent_id, reason FROM quarantine ORDER BY source_file"
+    ).fetchall()
+    assert [(Path(r[0]).name, r[1], r[2], r[3]) for r in rows] == [
+        ("sales-agent.jsonl", 5, None, None),
+        ("support-agent.jsonl", 4, "support-0003", "support-bot"),
+    ]
+    assert rows[0][4].startswith("not valid JSON")
+    assert rows[1][4] == "invalid record: field `sql`: Field required"
+    status = conn.execute(
+        "SELECT status, agent_id, agent_version FROM evaluations WHERE run_id = 'support-0003'"
+    ).fetchall()
+    assert status == [("invalid_input", "support-bot", "v1.0.0")]
+
+
+def test_stored_columns_come_from_the_record_and_the_evaluation(conn: duckdb.DuckDBPyConnection) -> None:
+    lines, evaluations = _fixture_day()
+    store_day(conn, DAY, lines, evaluations)
+    run = conn.execute(
+        "SELECT log_date, agent_id, agent_version, app_id, tokens->>'prompt', latency_ms, line_number, raw->>'run_id' "
+        "FROM agent_runs WHERE run_id = 'sales-0001'"
+    ).fetchall()
+    assert run == [(DAY, "sales-analyst", "v2.3.0", "example_sales", "812", 1834.5, 1, "sales-0001")]
+    evaluation = conn.execute(
+        "SELECT status, score, band, confidence, evidence->>'run_id', json_array_length(flags), evaluator_version "
+        "FROM evaluations WHERE run_id = 'sales-0001'"
+    ).fetchall()
+    assert evaluation == [("evaluated", 80.0, "good", 0.9, "sales-0001", 0, EVALUATOR_VERSION)]
+
+
+def test_a_run_id_stored_for_another_day_is_quarantined(conn: duckdb.DuckDBPyConnection) -> None:
+    store_day(conn, DAY, [line(1, run_id="r1")], [scored("r1", 50.0, Band.MARGINAL)])
+    summary = store_day(
+        conn,
+        NEXT_DAY,
+        [line(1, run_id="r1"), line(2, run_id="r2")],
+        [scored("r1", 60.0, Band.MARGINAL), scored("r2", 70.0, Band.MARGINAL)],
+    )
+    assert (summary.runs, summary.evaluations, summary.quarantined) == (1, 1, 1)
+    reason = conn.execute("SELECT reason FROM quarantine WHERE log_date = ?", [NEXT_DAY]).fetchall()
+    assert reason == [("duplicate run_id: already stored for log date 2026-11-20",)]
+    assert conn.execute("SELECT log_date, score FROM evaluations WHERE run_id = 'r1'").fetchall() == [(DAY, 50.0)]
+
+
+def test_other_evaluator_versions_are_kept(conn: duckdb.DuckDBPyConnection) -> None:
+    lines = [line(1, run_id="r1")]
+    store_day(conn, DAY, lines, [scored("r1", 50.0, Band.MARGINAL, evaluator_version="old-1")])
+    store_day(conn, DAY, lines, [scored("r1", 90.0, Band.EXCELLENT)])
+    rows = conn.execute("SELECT evaluator_version, score FROM evaluations ORDER BY score").fetchall()
+    assert rows == [("old-1", 50.0), (EVALUATOR_VERSION, 90.0)]
+
+
+@pytest.mark.parametrize(
+    ("lines", "evaluations", "match"),
+    [
+        pytest.param(
+            [line(1, run_id="r1")],
+            [],
+            r"1 valid record\(s\) have no evaluation, first run_id 'r1'",
+            id="missing_evaluation",
+        ),
+        pytest.param(
+            [line(1, run_id="r1")],
+            [scored("r1", 1.0, Band.POOR), scored("zz", 1.0, Band.POOR)],
+            r"'zz' matches no log line",
+            id="evaluation_without_line",
+        ),
+        pytest.param(
+            [line(1, run_id="r1"), line(2, run_id="r1")],
+            [scored("r1", 1.0, Band.POOR)],
+            r"'r1' is a valid record twice",
+            id="duplicate_valid_run_id",
+        ),
+        pytest.param(
+            [line(1, run_id="r1")],
+            [scored("r1", 1.0, Band.POOR), scored("r1", 2.0, Band.POOR)],
+            r"two evaluations for run_id 'r1'",
+            id="two_evaluations",
+        ),
+        pytest.param(
+            [line(1, run_id="r1"), line(2, run_id="r2")],
+            [scored("r1", 1.0, Band.POOR), scored("r2", 1.0, Band.POOR, evaluator_version="other")],
+            r"share one evaluator version",
+            id="mixed_evaluator_versions",
+        ),
+        pytest.param(
+            [line(1, run_id="r1")],
+            [Evaluation(run_id=None, status=EvaluationStatus.INVALID_INPUT)],
+            r"without run_id",
+            id="evaluation_without_run_id",
+        ),
+    ],
+)
+def test_store_day_rejects_broken_contracts(
+    conn: duckdb.DuckDBPyConnection, lines: list[LogLine], evaluations: list[Evaluation], match: str
+) -> None:
+    with pytest.raises(WarehouseError, match=match):
+        store_day(conn, DAY, lines, evaluations)
+    assert count(conn, "SELECT count(*) FROM agent_runs") == 0
+
+
+def test_a_failed_write_rolls_back_and_keeps_the_previous_day(conn: duckdb.DuckDBPyConnection) -> None:
+    good = line(1, run_id="r1")
+    store_day(conn, DAY, [good], [scored("r1", 80.0, Band.GOOD)])
+    corrupt = LogLine(good.source, 1, good.record, None, "this raw text is not JSON", "r1")
+    with pytest.raises(
+        WarehouseError, match=r"storing 2026-11-20 failed while staging its rows; nothing of the day changed"
+    ):
+        store_day(conn, DAY, [corrupt], [scored("r1", 10.0, Band.POOR)])
+    assert conn.execute("SELECT run_id, score FROM evaluations").fetchall() == [("r1", 80.0)]
+    assert count(conn, "SELECT count(*) FROM agent_runs") == 1
+
+
+def test_bulk_store_of_20k_rows(conn: duckdb.DuckDBPyConnection) -> None:
+    # Speed is measured by the benchmark (tests/benchmarks), not here; this checks the bulk path's output.
+    lines = [line(i, run_id=f"r{i}", agent_id="a", agent_version="v1") for i in range(1, 20_001)]
+    evaluations = [scored(f"r{i}", float(i % 100), Band.POOR) for i in range(1, 20_001)]
+    summary = store_day(conn, DAY, lines, evaluations)
+    assert summary.runs == summary.evaluations == 20_000
+    assert count(conn, "SELECT count(*) FROM evaluations") == 20_000
+    assert count(conn, "SELECT count(DISTINCT run_id) FROM agent_runs") == 20_000
+    assert conn.execute("SELECT sum(score) FROM evaluations").fetchone()[0] == sum(
+        float(i % 100) for i in range(1, 20_001)
+    )
+
+
+def test_compact_evaluations_store_the_same_rows_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The nightly flow stores CompactEvaluation rows, inserted in chunks: same table as full models."""
+    lines, evaluations = _fixture_day()
+    full = warehouse.connect(tmp_path / "full.duckdb")
+    store_day(full, DAY, lines, evaluations)
+    monkeypatch.setattr(warehouse.store, "INSERT_CHUNK_ROWS", 2)
+    compact = warehouse.connect(tmp_path / "compact.duckdb")
+    summary = store_day(compact, DAY, lines, [e.compact() for e in evaluations])
+    query = "SELECT * EXCLUDE (evaluated_at) FROM evaluations ORDER BY run_id"
+    assert summary.evaluations == 7
+    assert compact.execute(query).fetchall() == full.execute(query).fetchall()
+    runs = "SELECT * EXCLUDE (ingested_at) FROM agent_runs ORDER BY run_id"
+    assert compact.execute(runs).fetchall() == full.execute(runs).fetchall()
+    full.close()
+    compact.close()
