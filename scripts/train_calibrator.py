@@ -5,7 +5,7 @@ Usage (needs the `calibrate` extra: pip install '.[calibrate]'):
     python scripts/train_calibrator.py \
         --dataset bugs=../shared/data/nl2sql_bugs/dev_canonical.jsonl:../shared/data/nl2sql_bugs/schemas \
         --dataset spider=../shared/data/spider_multisys/dev.jsonl:../shared/data/spider_multisys/schemas \
-        --out-dir stef/calibrators
+        --out-dir stef/pipeline/judge/calibrators
 
 Trains two artifacts on every given development file together (NL2SQL-BUGs: Liu et al., KDD 2025,
 questions and SQL from BIRD, CC BY-SA 4.0; Spider multi-system answers: Spider 1.0, CC BY-SA 4.0,
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=FILE[:SCHEMA_DIR]",
         help="a development file in the NL2SQL-BUGs format, optionally with its folder of <db_id>.sql schemas",
     )
-    parser.add_argument("--out-dir", type=Path, default=Path("stef/calibrators"))
+    parser.add_argument("--out-dir", type=Path, default=Path("stef/pipeline/judge/calibrators"))
     parser.add_argument("--report", type=Path, help="also write the cross-validation figures as JSON here")
     args = parser.parse_args(argv)
 
