@@ -137,10 +137,11 @@ def store_campaign(
 
 def read_campaign_outcomes(conn: duckdb.DuckDBPyConnection, campaign_id: str | None = None) -> pl.DataFrame:
     """``campaign_outcomes`` rows (one campaign, or all), without the evidence column, ordered by campaign and run."""
-    return conn.sql(
+    frame: pl.DataFrame = conn.sql(
         "SELECT * EXCLUDE (evidence) FROM campaign_outcomes WHERE ($cid::VARCHAR IS NULL OR campaign_id = $cid) ORDER BY campaign_id, run_id",
         params={"cid": campaign_id},
     ).pl()
+    return frame
 
 
 def read_campaign_summaries(conn: duckdb.DuckDBPyConnection) -> dict[str, CampaignSummary]:
