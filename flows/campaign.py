@@ -10,7 +10,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.utilities.annotations import quote
 
-from stef.campaign.protocol import CampaignResult, CampaignSettings
+from stef.campaign.models import CampaignResult, CampaignSettings
 from tasks.campaign import classify_campaign, score_campaign, store_campaign_task
 
 
@@ -38,7 +38,7 @@ def campaign(
         store: write the warehouse.
 
     Returns:
-        The :class:`stef.campaign.protocol.CampaignResult`.
+        The :class:`stef.campaign.models.CampaignResult`.
     """
     settings = settings or CampaignSettings()
     result: CampaignResult = classify_campaign(runs, gold, db, settings, out, catalog)

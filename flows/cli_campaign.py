@@ -26,7 +26,7 @@ from stef.display import one_line, shorten
 from stef.errors import InputError
 
 if TYPE_CHECKING:
-    from stef.campaign.protocol import CalibrationReport, CampaignResult, CampaignSettings, CampaignSummary
+    from stef.campaign.models import CalibrationReport, CampaignResult, CampaignSettings, CampaignSummary
     from stef.models import Evaluation
 
 SAMPLE_DIR = Path(__file__).parent / "campaign_data"
@@ -65,7 +65,7 @@ def register(app: typer.Typer) -> None:
 def _settings(path: Path | None, dialect: str | None, timeout_s: float | None = None) -> CampaignSettings:
     from pydantic import ValidationError
 
-    from stef.campaign.protocol import CampaignSettings
+    from stef.campaign.models import CampaignSettings
 
     data: dict[str, Any] = {}
     if path is not None:
@@ -96,7 +96,9 @@ def _settings(path: Path | None, dialect: str | None, timeout_s: float | None = 
 def _run(
     runs: Path, gold: Path, db: Path, catalog: Path | None, settings: CampaignSettings, out: Path | None
 ) -> CampaignResult:
-    from stef.campaign.protocol import CampaignRunLog, GoldQuestion, load_catalog, read_jsonl, run_campaign
+    from stef.campaign.inputs import load_catalog, read_jsonl
+    from stef.campaign.models import CampaignRunLog, GoldQuestion
+    from stef.campaign.run import run_campaign
     from stef.campaign.sandbox import open_test_database
 
     run_logs = read_jsonl(runs, CampaignRunLog)
@@ -111,7 +113,7 @@ def _run(
 
 def _score(result: CampaignResult, settings: CampaignSettings) -> dict[tuple[str | None, str | None], Evaluation]:
     """STEF (schema-free) evaluations of every classified run, by ``(campaign_id, run_id)``."""
-    from stef.campaign.protocol import index_evaluations, stef_record
+    from stef.campaign.calibration import index_evaluations, stef_record
     from stef.pipeline.evaluate import evaluate_many
 
     records = [stef_record(r, settings.dialect) for r in result.results]
@@ -227,7 +229,8 @@ def compare(
     as_json: JsonOpt = False,
 ) -> None:
     """Print two campaigns side by side (e.g. ``mcp`` vs ``baseline-static``)."""
-    from stef.campaign.protocol import CampaignSummary, campaign_folder
+    from stef.campaign.evidence import campaign_folder
+    from stef.campaign.models import CampaignSummary
 
     with user_errors():
         found: dict[str, CampaignSummary] = {}
@@ -294,7 +297,7 @@ def calibrate(
     as_json: JsonOpt = False,
 ) -> None:
     """How well STEF's Φ (schema-free) predicts the campaign outcome: AUROC, confusion, mean Φ per class."""
-    from stef.campaign.protocol import calibration_report
+    from stef.campaign.calibration import calibration_report
 
     with user_errors():
         settings = _settings(settings_file, dialect)
@@ -316,7 +319,7 @@ def schema(
     name: Annotated[str, typer.Argument(help="run_log | gold_question | catalog | settings | run_result")],
 ) -> None:
     """Print the JSON Schema of one campaign input (or of the per-run result behind metrics.json)."""
-    from stef.campaign.protocol import json_schemas
+    from stef.campaign.inputs import json_schemas
 
     with user_errors():
         schemas = json_schemas()

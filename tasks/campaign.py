@@ -1,6 +1,6 @@
 """Prefect tasks of the campaign flow: classify the runs, score them with STEF, store (DESIGN.md §7).
 
-Thin wrappers over :mod:`stef.campaign.protocol` and :mod:`warehouse.campaign`; paths and settings are
+Thin wrappers over :mod:`stef.campaign` and :mod:`warehouse.campaign`; paths and settings are
 passed in, the database and the warehouse are opened inside the task (STYLE.md §12).
 """
 
@@ -11,17 +11,10 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from stef.campaign.protocol import (
-    CampaignResult,
-    CampaignRunLog,
-    CampaignSettings,
-    GoldQuestion,
-    index_evaluations,
-    load_catalog,
-    read_jsonl,
-    run_campaign,
-    stef_record,
-)
+from stef.campaign.calibration import index_evaluations, stef_record
+from stef.campaign.inputs import load_catalog, read_jsonl
+from stef.campaign.models import CampaignResult, CampaignRunLog, CampaignSettings, GoldQuestion
+from stef.campaign.run import run_campaign
 from stef.campaign.sandbox import open_test_database
 from stef.display import shorten
 from stef.models import Evaluation
@@ -35,7 +28,7 @@ from warehouse.campaign import CampaignStoreSummary, store_campaign
 def classify_campaign(
     runs: str, gold: str, db: str, settings: CampaignSettings, out: str | None = None, catalog: str | None = None
 ) -> CampaignResult:
-    """Audit the gold battery and classify every run (:func:`stef.campaign.protocol.run_campaign`).
+    """Audit the gold battery and classify every run (:func:`stef.campaign.run.run_campaign`).
 
     Args:
         runs: run log JSONL path.
@@ -46,7 +39,7 @@ def classify_campaign(
         catalog: canonical catalog JSON path, or ``None`` to derive it from ``db``.
 
     Returns:
-        The :class:`stef.campaign.protocol.CampaignResult`.
+        The :class:`stef.campaign.models.CampaignResult`.
 
     Raises:
         InputError: unreadable inputs.

@@ -12,14 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
-from stef.campaign.protocol import (
-    OUTCOME_CLASSES,
-    CampaignRunLog,
-    CampaignSettings,
-    GoldQuestion,
-    read_jsonl,
-    run_campaign,
-)
+from stef.campaign.inputs import read_jsonl
+from stef.campaign.models import OUTCOME_CLASSES, CampaignRunLog, CampaignSettings, GoldQuestion
+from stef.campaign.run import run_campaign
 from stef.campaign.sandbox import SQLiteTestDatabase
 
 SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"

@@ -821,7 +821,7 @@ def test_kill_9_of_stef_nightly_takes_its_temporary_prefect_server_with_it(tmp_p
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_campaign_catalog_and_settings_that_are_not_regular_files_are_refused(tmp_path: Path, kind: str) -> None:
     from flows.cli_campaign import _settings
-    from stef.campaign.protocol import load_catalog
+    from stef.campaign.inputs import load_catalog
     from stef.errors import InputError
 
     path = Path("/dev/zero") if kind == "device" else tmp_path / "catalog.json"
@@ -978,7 +978,8 @@ def test_a_broken_file_in_the_rules_dir_is_found_before_any_record_names_its_app
 
 
 def test_campaign_jsonl_with_invalid_utf8_names_the_line(tmp_path: Path) -> None:
-    from stef.campaign.protocol import GoldQuestion, read_jsonl
+    from stef.campaign.inputs import read_jsonl
+    from stef.campaign.models import GoldQuestion
     from stef.errors import InputError
 
     path = tmp_path / "gold.jsonl"

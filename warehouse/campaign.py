@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 import duckdb
 import polars as pl
 
-from stef.campaign.protocol import CampaignRunLog, CampaignRunResult, CampaignSettings, CampaignSummary, GoldAudit
+from stef.campaign.models import CampaignRunLog, CampaignRunResult, CampaignSettings, CampaignSummary, GoldAudit
 from stef.models import Evaluation
 from warehouse.transaction import transaction
 
@@ -47,7 +47,7 @@ def store_campaign(
         summaries: one per campaign.
         audit: the gold audit (stored with each campaign).
         settings: the protocol settings.
-        evaluations: ``(campaign_id, run_id)`` -> STEF evaluation (:func:`stef.campaign.protocol.index_evaluations`),
+        evaluations: ``(campaign_id, run_id)`` -> STEF evaluation (:func:`stef.campaign.calibration.index_evaluations`),
             when calibration was computed.
 
     Returns:

@@ -69,7 +69,7 @@ current directory on ``sys.path``)."""
 class TestDatabase(Protocol):
     """What the campaign needs from a test database."""
 
-    __test__ = False  # not a pytest test class
+    __test__: bool = False  # not a pytest test class
 
     def execute(self, sql: str, timeout_s: float, row_cap: int) -> ExecutionResult:
         """Run one read-only query under a deadline and a row cap."""

@@ -1,107 +1,127 @@
-"""Hostile campaign input (issue 13): the test database is a sandbox; evidence folders never collide.
+"""The sandboxed test database (issues 6 and 13): read-only, timeout, row cap, and hostile statements.
 
-Item 5: a DuckDB test database reads no host file and no statement re-opens access; byte and
-memory bombs (SQLite and DuckDB) are one statement's error and the campaign goes on. Item 17:
-run and campaign ids map to distinct, safe folder names. References: the bundled GeoQuery
-SQLite database, a DuckDB database and a host file made here.
+Item 5 of issue 13: a DuckDB test database reads no host file and no statement re-opens access;
+byte and memory bombs (SQLite and DuckDB) are one statement's error and the campaign goes on; a
+lost worker is replaced. References: Python's ``sqlite3`` on the bundled GeoQuery SQLite database,
+a DuckDB database and a host file made here.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from stef.campaign.protocol import (
-    FOLDER_NAME_MAX_BYTES,
-    CampaignRunLog,
-    CampaignSettings,
-    GoldQuestion,
-    audit_gold,
-    calibration_report,
-    campaign_folder,
-    folder_name,
-    index_evaluations,
-    run_campaign,
-)
+from stef.campaign.classify import classify_run
+from stef.campaign.gold_audit import audit_gold
+from stef.campaign.models import CanonicalCatalog, GoldQuestion
+from stef.campaign.run import run_campaign
 from stef.campaign.sandbox import DuckDBTestDatabase, ResourceLimits, SQLiteTestDatabase, open_test_database
-from stef.models import Evaluation, EvaluationStatus
-
-SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"
-DB = SAMPLE / "geography.sqlite"
-SECRET = "STEF-HOST-SECRET-4b1d"
-"""Content of the host file no statement may read."""
-
-CAPITAL = GoldQuestion(
-    question_id="q-capital",
-    question="what is the capital of texas",
-    gold_sql=["SELECT capital FROM state WHERE state_name = 'texas'"],
+from stef.errors import InputError
+from tests.stef.campaign.support import (
+    CAPITAL,
+    DB,
+    DUCKDB_SETTINGS,
+    GOLD,
+    RIGHT,
+    RIGHT_CAPITAL,
+    SECRET,
+    SETTINGS,
+    SLOW_CTE,
+    SQLITE_SETTINGS,
+    files_under,
+    reference_rows,
+    run_log,
+    sha256_of,
+    statement_run,
 )
-RIGHT = "SELECT capital FROM state WHERE state_name = 'texas'"
-SQLITE_SETTINGS = CampaignSettings(timeout_s=0.5, use_litellm_prices=False)
-DUCKDB_SETTINGS = CampaignSettings(timeout_s=0.5, dialect="duckdb", memory_mb=256, use_litellm_prices=False)
 
 
-def _run(statement: str, run_id: str = "bomb", campaign_id: str = "mcp") -> CampaignRunLog:
-    calls = [{"name": "catalog.describeTable", "arguments": {"table": "state"}}]
-    return CampaignRunLog(
-        run_id=run_id,
-        campaign_id=campaign_id,
-        question_id="q-capital",
-        question="what is the capital of texas",
-        statements=[statement],
-        tool_calls=calls,
-    )
+@pytest.mark.parametrize(
+    ("statement", "outcome"),
+    [
+        pytest.param("DROP TABLE state", "execution_error", id="drop"),
+        pytest.param("DELETE FROM city", "execution_error", id="delete"),
+        pytest.param("INSERT INTO state (state_name) VALUES ('atlantis')", "execution_error", id="insert"),
+        pytest.param("UPDATE city SET population = 0", "execution_error", id="update"),
+        pytest.param("PRAGMA query_only = OFF", "execution_error", id="pragma"),
+        pytest.param("CREATE TABLE t AS SELECT * FROM city", "structural_error", id="create_as_select_unknown_table"),
+    ],
+)
+def test_write_statements_never_modify_the_database(tmp_path: Path, statement: str, outcome: str) -> None:
+    copy = tmp_path / "geo.sqlite"
+    shutil.copyfile(DB, copy)
+    before, cities = sha256_of(copy), reference_rows("SELECT COUNT(*) FROM city", copy)
+    database = SQLiteTestDatabase(copy)
+    try:
+        raw = database.execute(statement, 1.0, 10)  # even straight to the engine, bypassing the SELECT-only check
+        result = run_campaign([run_log([statement, RIGHT_CAPITAL])], GOLD[:1], database, SETTINGS).results[0]
+    finally:
+        database.close()
+    assert raw.status == "error"
+    assert result.outcome == outcome and result.statements[0].execution_status in {"refused", None}
+    assert result.statements[1].outcome == "match"
+    assert sha256_of(copy) == before and reference_rows("SELECT COUNT(*) FROM city", copy) == cities == [(386,)]
 
 
-@pytest.fixture(scope="module")
-def host_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with a secret text file and a CSV next to it."""
-    folder = tmp_path_factory.mktemp("host")
-    (folder / "secret.txt").write_text(SECRET + "\n", encoding="utf-8")
-    (folder / "secret.csv").write_text(f"a,b\n{SECRET},2\n", encoding="utf-8")
-    return folder
+def test_slow_statement_is_stopped_by_the_timeout(
+    db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog
+) -> None:
+    quick = SETTINGS.model_copy(update={"timeout_s": 0.2})
+    started = time.perf_counter()
+    result = classify_run(run_log([SLOW_CTE]), audit, db, catalog, quick)
+    assert time.perf_counter() - started < 2.0
+    assert result.outcome == "execution_error" and result.statements[0].execution_status == "timeout"
+    assert "0.2 s statement timeout" in result.reason
 
 
-@pytest.fixture(scope="module")
-def duck_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def test_row_cap(db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog) -> None:
+    capped = SETTINGS.model_copy(update={"row_cap": 10})
+    result = classify_run(run_log(["SELECT city_name FROM city"]), audit, db, catalog, capped)
+    assert result.outcome == "execution_error" and result.statements[0].execution_status == "row_cap"
+    raw = db.execute("SELECT city_name FROM city", 1.0, 386)
+    assert raw.status == "ok" and len(raw.rows) == len(reference_rows("SELECT city_name FROM city")) == 386
+
+
+def test_duckdb_test_database_is_read_only(tmp_path: Path) -> None:
     import duckdb
 
-    path = tmp_path_factory.mktemp("duck") / "geo.duckdb"
+    path = tmp_path / "t.duckdb"
     with duckdb.connect(str(path)) as setup:
-        setup.execute(
-            "CREATE TABLE state AS SELECT * FROM (VALUES ('texas', 'austin'), ('ohio', 'columbus')) AS t(state_name, capital)"
-        )
-    return path
+        setup.execute("CREATE TABLE state AS SELECT 'texas' AS state_name, 'austin' AS capital")
+    database = open_test_database(path)
+    try:
+        assert isinstance(database, DuckDBTestDatabase)
+        assert database.catalog() == {"state": ["state_name", "capital"]}
+        assert database.execute("SELECT capital FROM state", 1.0, 10).rows == (("austin",),)
+        assert database.execute("DROP TABLE state", 1.0, 10).status == "error"
+        result = run_campaign([run_log([RIGHT_CAPITAL])], GOLD[:1], database, SETTINGS).results[0]
+        assert result.outcome == "success"
+    finally:
+        database.close()
 
 
-@pytest.fixture(scope="module")
-def duck(duck_path: Path) -> Any:
-    database = open_test_database(duck_path, DUCKDB_SETTINGS.resource_limits())
-    assert isinstance(database, DuckDBTestDatabase)
-    yield database
-    database.close()
-
-
-@pytest.fixture(scope="module")
-def lite() -> Any:
-    database = SQLiteTestDatabase(DB, SQLITE_SETTINGS.resource_limits())
-    yield database
-    database.close()
-
-
-def _files(folder: Path) -> set[Path]:
-    return set(folder.rglob("*"))
-
-
-# --------------------------------------------------------------------------- item 5: DuckDB reads no host file
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        pytest.param(None, "no such test database", id="missing"),
+        pytest.param(b"hello world, not a db", "neither a SQLite nor a DuckDB file", id="not_a_database"),
+    ],
+)
+def test_open_test_database_rejects(tmp_path: Path, content: bytes | None, message: str) -> None:
+    path = tmp_path / "x.db"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(InputError, match=message):
+        open_test_database(path)
 
 
 @pytest.mark.parametrize(
@@ -128,7 +148,7 @@ def test_duckdb_host_file_read_is_the_runs_execution_error(
     duck: DuckDBTestDatabase, host_dir: Path, template: str
 ) -> None:
     statement = template.format(dir=host_dir)
-    result = run_campaign([_run(statement), _run(RIGHT, "next")], [CAPITAL], duck, DUCKDB_SETTINGS)
+    result = run_campaign([statement_run(statement), statement_run(RIGHT, "next")], [CAPITAL], duck, DUCKDB_SETTINGS)
     hostile, following = result.results
     assert hostile.outcome == "execution_error"
     assert hostile.statements[0].execution_status == "error"
@@ -168,13 +188,13 @@ def test_duckdb_host_file_read_is_the_runs_execution_error(
 def test_duckdb_engine_refuses_host_access_and_setting_changes(
     duck: DuckDBTestDatabase, host_dir: Path, template: str, created: str | None
 ) -> None:
-    before = _files(host_dir)
+    before = files_under(host_dir)
     result = duck.execute(
         template.format(dir=host_dir), 1.0, 10
     )  # straight to the engine, bypassing the SELECT-only check
     assert result.status == "error" and result.rows == ()
     assert SECRET not in (result.message or "")
-    assert _files(host_dir) == before
+    assert files_under(host_dir) == before
     if created is not None:
         assert not (host_dir / created).exists()
     settings = duck.execute(
@@ -229,7 +249,7 @@ def test_duckdb_gold_reading_a_host_file_is_excluded_with_the_reason(duck: DuckD
 def test_duckdb_bomb_is_one_statements_error(
     duck: DuckDBTestDatabase, statement: str, status: str, message: str
 ) -> None:
-    result = run_campaign([_run(statement), _run(RIGHT, "next")], [CAPITAL], duck, DUCKDB_SETTINGS)
+    result = run_campaign([statement_run(statement), statement_run(RIGHT, "next")], [CAPITAL], duck, DUCKDB_SETTINGS)
     bomb, following = result.results
     assert bomb.outcome == "execution_error"
     assert bomb.statements[0].execution_status == status and message in (bomb.statements[0].message or "")
@@ -249,17 +269,14 @@ def test_duckdb_bomb_is_one_statements_error(
 def test_sqlite_engine_refuses_host_access(
     lite: SQLiteTestDatabase, host_dir: Path, template: str, created: str | None
 ) -> None:
-    before = _files(host_dir)
+    before = files_under(host_dir)
     result = lite.execute(
         template.format(dir=host_dir), 1.0, 10
     )  # straight to the engine, bypassing the SELECT-only check
     assert result.status == "error" and result.rows == () and SECRET not in (result.message or "")
-    assert _files(host_dir) == before
+    assert files_under(host_dir) == before
     if created is not None:
         assert not (host_dir / created).exists()
-
-
-# --------------------------------------------------------------------------- item 5: SQLite bombs
 
 
 @pytest.mark.parametrize(
@@ -306,7 +323,7 @@ def test_sqlite_engine_refuses_host_access(
 def test_sqlite_bomb_is_one_statements_error(
     lite: SQLiteTestDatabase, statement: str, status: str, message: str
 ) -> None:
-    result = run_campaign([_run(statement), _run(RIGHT, "next")], [CAPITAL], lite, SQLITE_SETTINGS)
+    result = run_campaign([statement_run(statement), statement_run(RIGHT, "next")], [CAPITAL], lite, SQLITE_SETTINGS)
     bomb, following = result.results
     assert bomb.outcome == "execution_error"
     assert bomb.statements[0].execution_status == status and message in (bomb.statements[0].message or "")
@@ -372,86 +389,6 @@ def test_worker_does_not_rerun_the_callers_script(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["script body ran", "((51,),)"]
-
-
-# --------------------------------------------------------------------------- item 17: evidence folders
-
-
-@pytest.mark.parametrize(
-    "ids",
-    [
-        pytest.param(("a/b", "a_b", "a?b", "a%2Fb", "a%252Fb", "a\\b"), id="separators_and_escapes"),
-        pytest.param((".", "..", "...", "%2E", "%2E%2E"), id="dots"),
-        pytest.param(("A", "a", "%41"), id="case"),
-        pytest.param(("/etc/passwd", "etc/passwd", "C:\\x", "~root"), id="absolute_and_home"),
-        pytest.param(("a\x00b", "a b", "a\tb", "a\nb", ""), id="control_characters"),
-        pytest.param(("x" * 300, "x" * 301, "x" * 254 + "é", "é" * 200, "x" * 255), id="longer_than_255_bytes"),
-        pytest.param(("ação", "acao", "açao", "a\u0301"), id="non_ascii"),
-        pytest.param(("summary.json", "summary_json", "metrics.json"), id="file_names_of_the_evidence"),
-        pytest.param(("\ud800", "\udfff", "?"), id="lone_surrogates"),
-    ],
-)
-def test_folder_names_are_distinct_and_safe(ids: tuple[str, ...]) -> None:
-    names = [folder_name(i) for i in ids]
-    assert len(set(names)) == len(ids)
-    assert len({n.lower() for n in names}) == len(ids)  # distinct on case-insensitive file systems too
-    for name in names:
-        assert name not in {"", ".", "..", "summary.json"} and name.isascii()
-        assert not any(c in name for c in "/\\\x00:") and Path(name).name == name
-        assert 0 < len(name.encode()) <= FOLDER_NAME_MAX_BYTES
-
-
-def test_evidence_of_colliding_ids_lands_in_distinct_folders(lite: SQLiteTestDatabase, tmp_path: Path) -> None:
-    out = tmp_path / "deep" / "out"
-    run_ids = ["a/b", "a_b", "a?b", "..", ".", "summary.json", "x" * 400, "/abs", "A"]
-    campaigns = ["mcp", "../escape", "mcp/sub", "MCP"]
-    runs = [_run(RIGHT, run_id, campaign_id) for campaign_id in campaigns for run_id in run_ids]
-    result = run_campaign(runs, [CAPITAL], lite, SQLITE_SETTINGS, out_dir=out)
-    assert len(result.results) == len(runs) and {r.outcome for r in result.results} == {"success"}
-    assert _files(tmp_path) - _files(out) == {tmp_path / "deep", out}  # nothing written outside OUT
-    metrics = sorted(out.rglob("metrics.json"))
-    assert len(metrics) == len(runs)
-    seen = set()
-    for path in metrics:
-        document = json.loads(path.read_text(encoding="utf-8"))
-        context = json.loads((path.parent / "context.json").read_text(encoding="utf-8"))
-        assert document["runId"] == context["runId"]
-        assert path.parent == campaign_folder(out, context["campaignId"]) / folder_name(context["runId"])
-        seen.add((context["campaignId"], context["runId"]))
-    assert seen == {(r.campaign_id, r.run_id) for r in runs}
-    for campaign_id in campaigns:
-        summary = json.loads((campaign_folder(out, campaign_id) / "summary.json").read_text(encoding="utf-8"))
-        assert summary["campaign_id"] == campaign_id and summary["runs"] == len(run_ids)
-
-
-def test_same_run_id_in_two_campaigns_keeps_its_own_score(lite: SQLiteTestDatabase, tmp_path: Path) -> None:
-    from warehouse import connect
-    from warehouse.campaign import read_campaign_outcomes, store_campaign
-
-    runs = [_run(RIGHT, "r1", "mcp"), _run("SELECT capital FROM state WHERE state_name = 'ohio'", "r1", "mcp-2")]
-    result = run_campaign(runs, [CAPITAL], lite, SQLITE_SETTINGS)
-    assert [(r.campaign_id, r.outcome) for r in result.results] == [("mcp", "success"), ("mcp-2", "execution_error")]
-    evaluations = [
-        Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=90.0, agent_id="campaign:mcp"),
-        Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=10.0, agent_id="campaign:mcp-2"),
-    ]
-    report = calibration_report(result.results, evaluations)
-    assert report.mean_score_by_outcome == {"execution_error": 10.0, "success": 90.0} and report.auroc == 1.0
-    with connect(str(tmp_path / "wh.duckdb")) as conn:
-        store_campaign(
-            conn,
-            result.runs,
-            result.results,
-            result.summaries,
-            result.audit,
-            SQLITE_SETTINGS,
-            index_evaluations(evaluations),
-        )
-        frame = read_campaign_outcomes(conn)
-    assert sorted(zip(frame["campaign_id"], frame["run_id"], frame["stef_score"], strict=True)) == [
-        ("mcp", "r1", 90.0),
-        ("mcp-2", "r1", 10.0),
-    ]
 
 
 def test_after_memory_bombs_a_fresh_worker_runs_the_next_statements(duck: DuckDBTestDatabase) -> None:

@@ -1,0 +1,1 @@
+"""Tests of :mod:`stef.campaign`, one module per module of the package."""
