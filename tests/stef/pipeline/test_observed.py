@@ -1,5 +1,6 @@
-"""Observed catalogs (issue 14): what an app's own answers say about its database, learned from
-logs or the warehouse and used when no schema is given."""
+"""Tests of the observed catalogs (stef.pipeline.observed): facts of a query, learning what an app
+uses, checking an answer against it, catalog files, the CLI and the nightly flow.
+"""
 
 from __future__ import annotations
 

@@ -1,0 +1,1 @@
+"""Tests of ``stef.pipeline.judge``: the symbolic judge and the calibration."""

@@ -1,0 +1,77 @@
+"""Tests of the calibration (stef.pipeline.judge.calibrate): the shipped calibrators, the verdict
+bands and the monotone map from P(correct) to verdict and Γ.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+
+from stef.models import AlignmentResult, FilterStatus, QuestionSpec, Verdict
+from stef.pipeline.extract_nl import extract_question_spec
+from stef.pipeline.extract_sql import extract_sql_spec
+from stef.pipeline.rules import default_rules
+from stef.pipeline.score import compute_score
+
+
+def test_shipped_calibrator_matches_the_feature_code() -> None:
+    """The artifact's feature names are exactly what feature_vector produces (no silent zeros)."""
+    from stef.pipeline.judge.calibrate import feature_vector, load_calibrator
+    from stef.pipeline.judge.symbolic import JudgeInput
+
+    calibrator = load_calibrator()
+    spec = extract_sql_spec(sqlglot.parse_one("SELECT COUNT(*) FROM users WHERE city = 'Rome'"))
+    judge_input = JudgeInput(
+        question="How many users live in 'Rome'?",
+        enriched_question=None,
+        sql="",
+        sql_spec=spec,
+        question_spec=extract_question_spec("How many users live in 'Rome'?"),
+        enriched_spec=QuestionSpec(),
+        alignment=AlignmentResult(status=FilterStatus.FULLY_APPLIED),
+        normalization_rules_applied=(),
+        grouping_required=False,
+        rules=default_rules(),
+    )
+    assert set(feature_vector(judge_input, [])) == set(calibrator.names)
+    cv = calibrator.metadata["cross_validation"]
+    assert cv["grouped_by"] == "dataset and question" and cv["folds"] == 5
+    assert {entry["file"] for entry in calibrator.metadata["trained_on"].values()} == {
+        "dev_canonical.jsonl",
+        "dev.jsonl",
+    }
+
+
+def test_shipped_schema_calibrator_counts_the_schema_findings() -> None:
+    from stef.pipeline.judge.calibrate import SCHEMA_CALIBRATOR, SCHEMA_FEATURES, load_calibrator
+
+    calibrator = load_calibrator(SCHEMA_CALIBRATOR)
+    assert {f"schema:{name}" for name in SCHEMA_FEATURES} <= set(calibrator.names)
+    assert calibrator.metadata["feature_set"] == "schema"
+
+
+def test_verdict_is_monotone_in_probability_and_gamma_is_the_side_probability() -> None:
+    """Every CORRECT has a higher p than every LIKELY_CORRECT, and so on down; γ = P(the verdict's
+    side is right); Φ ≥ 75 exactly when p ≥ 0.65 with the filters fully applied."""
+    from stef.pipeline.judge.calibrate import verdict_from_probability
+
+    order = [Verdict.INCORRECT, Verdict.POTENTIALLY_INCORRECT, Verdict.LIKELY_CORRECT, Verdict.CORRECT]
+    scoring = default_rules().scoring
+    previous = 0
+    for step in range(10001):
+        p = step / 10000
+        verdict, gamma = verdict_from_probability(p)
+        assert order.index(verdict) >= previous, (p, verdict)
+        previous = order.index(verdict)
+        assert gamma == pytest.approx(p if verdict in (Verdict.CORRECT, Verdict.LIKELY_CORRECT) else 1 - p, abs=1e-4)
+        score = compute_score(AlignmentResult(status=FilterStatus.FULLY_APPLIED), verdict, gamma, scoring).score
+        assert (score >= 75) == (p >= 0.65), p
+
+
+def test_a_judge_stated_verdict_and_confidence_map_into_the_verdicts_band() -> None:
+    from stef.pipeline.judge.calibrate import VERDICT_BANDS, probability_from_verdict
+
+    for verdict, (low, high) in VERDICT_BANDS.items():
+        for gamma in (0.0, 0.3, 0.5, 0.7, 0.9, 1.0):
+            p = probability_from_verdict(verdict, gamma)
+            assert low <= p <= high and (p < high or verdict is Verdict.CORRECT), (verdict, gamma, p)

@@ -1,0 +1,110 @@
+"""Tests of the boundary (stef.pipeline.clean): cleaning the raw SQL text, parsing it with a
+dialect fallback and the typed statuses of empty, unknown-dialect, non-SELECT and unparsable input.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stef.errors import UnknownDialectError
+from stef.models import AgentLogRecord, EvaluationStatus, Verdict
+from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
+from stef.pipeline.evaluate import evaluate
+from stef.pipeline.rules import parse_rules
+from tests.stef.pipeline.cases import read_jsonl
+from tests.stef.pipeline.stages import STAGES, Case, check_rejection, stage_cases
+from tests.support.checkout import FIXTURES
+
+REAL_WORLD = read_jsonl(FIXTURES / "clean" / "real_world_sql.jsonl")
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["title"].replace(" ", "_")) for c in REAL_WORLD])
+def test_real_world_sql_gets_a_typed_status(case: dict) -> None:
+    record = AgentLogRecord(
+        run_id="r", question="Show the names of the users", sql=case["sql"], dialect=case["dialect"] or None
+    )
+    evaluation = evaluate(record)
+    assert evaluation.status.value == case["status"]
+    parsed = parse_sql_with_fallback(case["sql"], resolve_dialect(case["dialect"] or None))
+    if case["flag"] is not None:
+        assert case["flag"] in evaluation.flags
+    if case["answer"] is None:
+        assert parsed.answer is None
+        assert evaluation.score is None and evaluation.status_reason
+    else:
+        assert parsed.answer is not None
+        assert parsed.answer.sql(dialect=parsed.dialect or None) == case["answer"]
+
+
+def test_non_select_statement_is_never_scored_clean() -> None:
+    record = AgentLogRecord(
+        run_id="r", question="Show the names of the users", sql="SELECT name FROM users; DROP TABLE users"
+    )
+    evaluation = evaluate(record)
+    assert evaluation.status is EvaluationStatus.EVALUATED
+    assert evaluation.verdict is Verdict.INCORRECT
+    assert evaluation.score is not None and evaluation.score < 75
+    assert any(e.evidence.startswith("S also runs non-SELECT") for e in evaluation.suspected_errors)
+
+
+def test_parse_error_keeps_the_parser_message() -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="q?", sql="SELECT a FROM WHERE", dialect="postgres"))
+    assert evaluation.status is EvaluationStatus.PARSE_ERROR
+    assert evaluation.status_reason is not None and "line 1" in evaluation.status_reason
+    assert "\x1b" not in evaluation.status_reason
+
+
+@pytest.mark.parametrize(
+    ("question", "sql", "reason"),
+    [
+        pytest.param("", "SELECT 1", "question is empty", id="empty_question"),
+        pytest.param("   ", "SELECT 1", "question is empty", id="blank_question"),
+        pytest.param("How many?", "", "SQL is empty", id="empty_sql"),
+        pytest.param("How many?", "```sql\n```", "SQL is empty", id="empty_fence"),
+    ],
+)
+def test_empty_inputs_are_invalid_input(question: str, sql: str, reason: str) -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question=question, sql=sql))
+    assert evaluation.status is EvaluationStatus.INVALID_INPUT
+    assert evaluation.status_reason == reason
+
+
+def test_unknown_dialect_in_a_record_is_invalid_input_naming_it() -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="How many?", sql="SELECT 1", dialect="klingon"))
+    assert evaluation.status is EvaluationStatus.INVALID_INPUT
+    assert "'klingon'" in (evaluation.status_reason or "")
+
+
+def test_unknown_dialect_setting_raises() -> None:
+    with pytest.raises(UnknownDialectError, match="unknown SQL dialect 'klingon'"):
+        resolve_dialect("klingon")
+
+
+def test_record_without_dialect_uses_rule_default() -> None:
+    rules = parse_rules({"app_id": "x", "default_dialect": "tsql"}, "rules/x.json")
+    evaluation = evaluate(
+        AgentLogRecord(run_id="r", question="Top 3 names", sql="SELECT TOP 3 name FROM t ORDER BY score DESC"), rules
+    )
+    assert evaluation.status is EvaluationStatus.EVALUATED
+    assert evaluation.dialect == "tsql"
+    assert evaluation.sql_spec is not None and evaluation.sql_spec.limit == 3
+
+
+@pytest.mark.parametrize("sql", ["select", "SELECT FROM pets", "  SELECT  ;"])
+def test_a_select_without_a_projection_is_a_parse_error(sql: str) -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="e", question="How many pets?", sql=sql, dialect="sqlite"))
+    assert evaluation.status is EvaluationStatus.PARSE_ERROR and "without a projection" in (
+        evaluation.status_reason or ""
+    )
+
+
+@pytest.mark.parametrize("case", stage_cases("clean"))
+def test_clean_golden(case: Case) -> None:
+    """stage A on each case of ``tests/fixtures/stages/clean.jsonl`` gives the recorded output."""
+    assert STAGES["clean"](case["input"]) == case["expected"]
+
+
+@pytest.mark.parametrize("case", stage_cases("clean", invalid=True))
+def test_clean_golden_rejections(case: Case) -> None:
+    """Each input of ``tests/fixtures/stages/clean__invalid.jsonl`` is rejected as recorded."""
+    check_rejection("clean", case)

@@ -1,0 +1,226 @@
+"""Tests of evaluate() and evaluate_many() (stef.pipeline.evaluate): the end-to-end golden file,
+one bad record never stopping a batch, the per-record time cap and size caps.
+
+Run ``python -m tests.stef.pipeline.test_evaluate --regenerate`` from the repository root to
+rewrite ``tests/fixtures/evaluate/expected.jsonl`` after a deliberate, reviewed change of the method.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from stef.models import AgentLogRecord, EvaluationStatus, Verdict
+from stef.pipeline.evaluate import evaluate, evaluate_many
+from tests.stef.pipeline.cases import read_jsonl
+from tests.support.checkout import FIXTURES
+
+
+def test_one_bad_record_never_stops_a_batch() -> None:
+    records = [
+        AgentLogRecord(run_id="ok1", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+        AgentLogRecord(run_id="bad", question="How many users?", sql="SELEC oops"),
+        AgentLogRecord(run_id="huge", question="q", sql="SELECT " + " + ".join(["1"] * 20000)),
+        AgentLogRecord(run_id="ok2", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
+    evaluations = evaluate_many(records)
+    assert [e.run_id for e in evaluations] == ["ok1", "bad", "huge", "ok2"]
+    assert evaluations[0].status is EvaluationStatus.EVALUATED
+    assert evaluations[1].status is EvaluationStatus.PARSE_ERROR
+    assert evaluations[2].status in {EvaluationStatus.EVALUATED, EvaluationStatus.PARSE_ERROR, EvaluationStatus.TIMEOUT}
+    assert evaluations[3].status is EvaluationStatus.EVALUATED
+
+
+GOLDEN_INPUT = FIXTURES / "evaluate" / "nl2sql_bugs_sample.jsonl"
+GOLDEN_EXPECTED = FIXTURES / "evaluate" / "expected.jsonl"
+GOLDEN_KEYS = ("run_id", "status", "score", "band", "filter_status", "verdict", "confidence", "p_correct")
+
+
+def _golden_rows() -> list[dict]:
+    from stef.monitor.benchmark import bugs_record_to_log
+
+    rows = read_jsonl(GOLDEN_INPUT)
+    evaluations = evaluate_many([bugs_record_to_log(row) for row in rows])
+    out = []
+    for row, evaluation in zip(rows, evaluations, strict=True):
+        dumped = evaluation.model_dump(mode="json")
+        out.append(
+            {
+                "title": row["title"],
+                **{k: dumped[k] for k in GOLDEN_KEYS},
+                "suspected": sorted({e["subcategory"] for e in dumped["suspected_errors"]}),
+            }
+        )
+    return out
+
+
+@pytest.fixture(scope="module")
+def golden_rows() -> dict[str, dict]:
+    """Today's golden rows of the whole sample (one batch, as ``stef evaluate`` runs it), by run_id."""
+    rows = _golden_rows()
+    assert [row["run_id"] for row in rows] == [row["run_id"] for row in read_jsonl(GOLDEN_EXPECTED)]
+    return {row["run_id"]: row for row in rows}
+
+
+@pytest.mark.parametrize("expected", [pytest.param(row, id=row["run_id"]) for row in read_jsonl(GOLDEN_EXPECTED)])
+def test_golden_evaluations_on_real_records(golden_rows: dict[str, dict], expected: dict) -> None:
+    assert golden_rows[expected["run_id"]] == expected
+
+
+def test_bench_judge_figures_match_a_hand_count() -> None:
+    """``stef bench-judge`` on the golden sample agrees with counting the golden file by hand."""
+
+    result = CliRunner().invoke(app, ["bench-judge", str(GOLDEN_INPUT), "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output)
+    labels = {str(row["id"]): bool(row["label"]) for row in read_jsonl(GOLDEN_INPUT)}
+    expected = read_jsonl(GOLDEN_EXPECTED)
+    hits = sum(1 for row in expected if (row["score"] >= 75) == labels[row["run_id"]])
+    assert figures["records"] == len(expected) == 24
+    assert figures["coverage"] == 1.0
+    assert figures["accuracy"] == pytest.approx(hits / len(expected))
+    true_negatives = sum(1 for row in expected if row["score"] < 75 and not labels[row["run_id"]])
+    assert figures["negative_recall"] == pytest.approx(true_negatives / sum(1 for v in labels.values() if not v))
+
+
+@pytest.mark.parametrize(
+    ("sql", "statuses"),
+    [
+        pytest.param("SELECT a FROM t WHERE b IN (" + ",".join(["'x'"] * 200_000) + ")", {"too_large"}, id="sql_1mb"),
+        pytest.param(
+            "SELECT a FROM " + "(SELECT a FROM " * 200 + "t" + ")" * 200,
+            {"evaluated", "parse_error", "timeout"},
+            id="nested_200_subqueries",
+        ),
+        pytest.param(
+            "SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(5000)),
+            {"evaluated", "timeout"},
+            id="or_5000_predicates",
+        ),
+        pytest.param("\x00\x01\x02garbage\xff", {"invalid_input"}, id="binary_junk"),
+    ],
+)
+def test_pathological_sql_gets_a_typed_status(sql: str, statuses: set[str]) -> None:
+    records = [
+        AgentLogRecord(run_id="odd", question="How many rows?", sql=sql),
+        AgentLogRecord(run_id="next", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
+    odd, following = evaluate_many(records)
+    assert odd.status.value in statuses
+    assert following.status is EvaluationStatus.EVALUATED
+
+
+def test_time_cap_gives_timeout_status_and_the_batch_goes_on() -> None:
+    records = [
+        AgentLogRecord(
+            run_id="slow",
+            question="How many rows?",
+            sql="SELECT a FROM t WHERE " + " OR ".join(f"b = {i}" for i in range(12000)),
+        ),
+        AgentLogRecord(run_id="fast", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
+    slow, fast = evaluate_many(records, time_cap_s=0.2)  # the slow record takes about 1 s
+    assert slow.status is EvaluationStatus.TIMEOUT
+    assert slow.status_reason == "evaluation exceeded the 0.2 s per-record cap"
+    assert fast.status is EvaluationStatus.EVALUATED
+
+
+def test_time_cap_interrupts_a_stage_that_never_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SIGALRM tick stops a stage stuck in Python code (no deadline check inside it), within
+    one tick of the cap; the next record is evaluated and the previous SIGALRM handler is back."""
+    import signal
+    import time as clock
+
+    import stef.pipeline.evaluate as pipeline
+
+    real_extract = pipeline.extract_question_spec
+
+    def stuck_on_one_question(text: str | None, *args: object, **kwargs: object) -> object:
+        give_up = clock.perf_counter() + 5.0  # without a working alarm the test fails, it does not hang
+        while text == "hang?" and clock.perf_counter() < give_up:
+            pass
+        return real_extract(text, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "extract_question_spec", stuck_on_one_question)
+    records = [
+        AgentLogRecord(run_id="stuck", question="hang?", sql="SELECT 1"),
+        AgentLogRecord(run_id="fine", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
+    handler_before = signal.getsignal(signal.SIGALRM)
+    started = clock.perf_counter()
+    stuck, fine = evaluate_many(records, time_cap_s=0.2)
+    elapsed = clock.perf_counter() - started
+    assert (stuck.status, stuck.status_reason) == (
+        EvaluationStatus.TIMEOUT,
+        "evaluation exceeded the 0.2 s per-record cap",
+    )
+    assert fine.status is EvaluationStatus.EVALUATED
+    assert 0.2 <= elapsed < 1.5
+    assert signal.getsignal(signal.SIGALRM) is handler_before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_nested_batch_gives_the_enclosing_batch_its_timer_back() -> None:
+    import signal
+
+    from stef.pipeline.evaluate import _RecordAlarm
+
+    with _RecordAlarm(1.0):
+        outer_handler = signal.getsignal(signal.SIGALRM)
+        with _RecordAlarm(0.4):
+            assert signal.getitimer(signal.ITIMER_REAL)[1] == pytest.approx(0.1)
+        assert signal.getsignal(signal.SIGALRM) == outer_handler
+        assert signal.getitimer(signal.ITIMER_REAL)[1] == pytest.approx(0.25)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_oversized_question_is_too_large_not_slow() -> None:
+    record = AgentLogRecord(run_id="big", question="word " * 10_000, sql="SELECT 1")
+    evaluation = evaluate(record)
+    assert evaluation.status is EvaluationStatus.TOO_LARGE
+    assert evaluation.status_reason == "question is 50000 characters, over the 20000 cap"
+
+
+def test_deadline_is_checked_between_stages_in_any_thread() -> None:
+    import threading
+    import time as clock
+
+    from stef.pipeline.evaluate import RecordTimeout
+
+    caught: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            evaluate(
+                AgentLogRecord(run_id="r", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+                deadline=clock.perf_counter() - 1,
+            )
+        except RecordTimeout as exc:
+            caught.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    assert len(caught) == 1
+
+
+def test_every_evaluated_row_of_the_golden_sample_has_p_correct_monotone_with_its_verdict() -> None:
+    from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
+
+    rows = read_bugs_file(FIXTURES / "evaluate" / "nl2sql_bugs_sample.jsonl")
+    evaluations = [
+        e for e in evaluate_many([bugs_record_to_log(row) for row in rows]) if e.status is EvaluationStatus.EVALUATED
+    ]
+    assert evaluations and all(e.p_correct is not None and 0.0 <= e.p_correct <= 1.0 for e in evaluations)
+    order = [Verdict.INCORRECT, Verdict.POTENTIALLY_INCORRECT, Verdict.LIKELY_CORRECT, Verdict.CORRECT]
+    ranked = sorted(evaluations, key=lambda e: e.p_correct or 0.0)
+    assert [order.index(e.verdict) for e in ranked] == sorted(order.index(e.verdict) for e in ranked)
+
+
+if __name__ == "__main__":  # regenerate the golden file after a reviewed change of the method
+    if sys.argv[1:] == ["--regenerate"]:
+        GOLDEN_EXPECTED.write_text("".join(json.dumps(r) + "\n" for r in _golden_rows()), encoding="utf-8")

@@ -1,0 +1,70 @@
+"""Tests of the application rules (stef.pipeline.rules): rule files, their errors naming the file
+and the field, the rule book's per-app lookup and the bundled examples.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from stef.errors import RulesError
+from stef.pipeline.rules import RuleBook, load_rules_file
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        pytest.param(
+            {"benign_filters": [{"operator": "="}]},
+            r"field `benign_filters\[0\]\.column` is missing",
+            id="missing_column",
+        ),
+        pytest.param({"column_mappings": {"a": 3}}, r"field `column_mappings\.a` is invalid", id="mapping_not_string"),
+        pytest.param(
+            {"scoring": {"gamma_high": 2}}, r"field `scoring\.gamma_high` is invalid", id="gamma_out_of_range"
+        ),
+        pytest.param({"colum_mappings": {}}, r"field `colum_mappings` is not allowed", id="misspelt_key"),
+        pytest.param(
+            {"normalization_rules": {"limit_tolerence": True}},
+            r"field `normalization_rules\.limit_tolerence` is not allowed",
+            id="misspelt_nested_key",
+        ),
+        pytest.param(
+            {"default_dialect": "klingon"},
+            r"field `default_dialect` is invalid: unknown SQL dialect .klingon.",
+            id="unknown_default_dialect",
+        ),
+    ],
+)
+def test_invalid_rule_file_names_file_and_field(tmp_path: Path, payload: dict, message: str) -> None:
+    path = tmp_path / "acme.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    with pytest.raises(RulesError, match=rf"acme\.json: {message}"):
+        load_rules_file(path)
+
+
+def test_rule_file_that_is_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(RulesError, match=r"broken\.json: not valid JSON \(line 1, column 2"):
+        load_rules_file(path)
+
+
+def test_rulebook_uses_app_file_then_default(tmp_path: Path) -> None:
+    (tmp_path / "sales.json").write_text(
+        json.dumps({"app_id": "sales", "column_mappings": {"territory": "region"}}), encoding="utf-8"
+    )
+    book = RuleBook(rules_dirs=(tmp_path,))
+    assert book.for_app("sales").canonical_column("Territory") == "region"
+    assert book.for_app("sales").safety_limit_threshold == 1000  # merged from default.json
+    assert book.for_app("unknown_app").app_id == "default"
+    assert book.for_app(None).app_id == "default"
+
+
+def test_bundled_example_rules_are_valid() -> None:
+    rules_dir = Path(__import__("rules").__file__).parent
+    for path in sorted(rules_dir.glob("*.json")):
+        if path.name != "schema.json":
+            assert load_rules_file(path).scoring.gamma_high == 0.85
