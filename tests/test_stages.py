@@ -1050,7 +1050,7 @@ def test_hint_null_conditions_read_through_parentheses_and_skip_disjunctions() -
 def test_unused_join_tables(sql: str, unused: tuple[str, ...]) -> None:
     import sqlglot
 
-    from stef.pipeline.extract_sql import unused_join_tables
+    from stef.pipeline.sql_evidence import unused_join_tables
 
     assert unused_join_tables(sqlglot.parse_one(sql, read="sqlite")) == unused
 

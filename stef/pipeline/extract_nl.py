@@ -32,7 +32,7 @@ from sqlglot.errors import SqlglotError
 
 from stef.models import QuestionSpec
 from stef.pipeline.clean import parse_statements
-from stef.pipeline.extract_sql import COMPARISON_TYPES, FLIPPED, column_name, normalize_value, parse_count
+from stef.pipeline.values import COMPARISON_TYPES, FLIPPED, column_name, normalize_value, parse_count
 from stef.pipeline.matching import STOPWORDS, is_grounded, phrase_overlap
 from stef.pipeline.rules import AppRules
 

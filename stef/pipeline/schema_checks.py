@@ -38,7 +38,7 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope
 
 from stef.models import SchemaReport
-from stef.pipeline.extract_sql import render, tree_scopes
+from stef.pipeline.sql_trees import render, tree_scopes
 from stef.pipeline.matching import STOPWORDS, contains_sequence, stem
 from stef.pipeline.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
 
