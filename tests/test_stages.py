@@ -12,7 +12,8 @@ import sqlglot
 from stef.errors import RulesError, UnknownDialectError
 from stef.models import AgentLogRecord, AlignmentResult, Band, EvaluationStatus, FilterStatus, QuestionSpec, Verdict
 from stef.pipeline.align import align_filters
-from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
+from stef.pipeline.clean import parse_sql_with_fallback
+from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.evaluate import evaluate, evaluate_many
 from stef.pipeline.extract_nl import extract_question_spec
 from stef.pipeline.hints import hint_definitions

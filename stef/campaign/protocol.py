@@ -40,7 +40,8 @@ from sqlglot.errors import OptimizeError, SqlglotError
 from stef.campaign.sandbox import ExecutionResult, ResourceLimits, TestDatabase
 from stef.errors import InputError
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus
-from stef.pipeline.clean import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes, parser_message
+from stef.pipeline.dialects import parser_message
+from stef.pipeline.statement_safety import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes
 
 PROTOCOL_SOURCE = "seeds/003_7e3f1b24b92db84a.txt (Protocolo de avaliação experimental)"
 """Where the protocol comes from; recorded in every ``context.json``."""

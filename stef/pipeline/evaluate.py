@@ -33,7 +33,8 @@ from stef.models import (
     Verdict,
 )
 from stef.pipeline.align import align_filters
-from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
+from stef.pipeline.clean import parse_sql_with_fallback
+from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.enrichment import validate_enrichment
 from stef.pipeline.extract_nl import extract_question_spec
 from stef.pipeline.extract_sql import extract_sql_spec

@@ -19,7 +19,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from stef.pipeline.clean import parse_statements
+from stef.pipeline.dialects import parse_statements
 from stef.pipeline.matching import STOPWORDS, is_grounded, phrase_overlap
 from stef.pipeline.rules import AppRules
 from stef.pipeline.values import COMPARISON_TYPES, FLIPPED, column_name, normalize_value

@@ -30,7 +30,8 @@ from sqlglot.optimizer.scope import Scope
 from stef.config_files import read_config_text
 from stef.errors import StefError, UnknownDialectError
 from stef.models import ObservedReport
-from stef.pipeline.clean import parse_sql, resolve_dialect
+from stef.pipeline.clean import parse_sql
+from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.sql_trees import render, tree_scopes
 from stef.pipeline.rules import is_rule_file_name
 

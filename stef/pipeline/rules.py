@@ -172,7 +172,7 @@ def _merged_rules(payload: dict[str, Any], source: str) -> AppRules:
     dialect = payload.get("default_dialect")
     if dialect is not None:
         from stef.errors import UnknownDialectError
-        from stef.pipeline.clean import resolve_dialect
+        from stef.pipeline.dialects import resolve_dialect
 
         try:
             resolve_dialect(dialect)
