@@ -363,7 +363,7 @@ def evaluate(
     With ``--judge MODEL`` or ``hybrid:MODEL`` each row also carries the judge, the fallback
     reason (if the model could not answer), cost and tokens; a judge summary is printed.
     """
-    from stef.pipeline.evaluate import configured_time_cap_s
+    from stef.time_cap import configured_time_cap_s
     from stef.pipeline.rules import RuleBook
 
     with user_errors():
@@ -655,7 +655,7 @@ def nightly(
     ] = False,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
-    from stef.pipeline.evaluate import configured_time_cap_s
+    from stef.time_cap import configured_time_cap_s
 
     with user_errors():
         validate_judge(
