@@ -35,7 +35,8 @@ from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.enrichment import validate_enrichment
 from stef.pipeline.extract_nl import extract_question_spec
 from stef.pipeline.extract_sql import extract_sql_spec
-from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
+from stef.pipeline.judge.models import Judge, JudgeInput
+from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.normalize import normalize
 from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
 from stef.pipeline.rules import AppRules, RuleBook, default_rules
