@@ -363,8 +363,8 @@ def evaluate(
     With ``--judge MODEL`` or ``hybrid:MODEL`` each row also carries the judge, the fallback
     reason (if the model could not answer), cost and tokens; a judge summary is printed.
     """
-    from stef.time_cap import configured_time_cap_s
     from stef.pipeline.rules import RuleBook
+    from stef.time_cap import configured_time_cap_s
 
     with user_errors():
         settings = validate_judge(

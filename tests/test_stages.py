@@ -16,8 +16,8 @@ from stef.pipeline.clean import parse_sql_with_fallback
 from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.evaluate import evaluate, evaluate_many
 from stef.pipeline.extract_nl import extract_question_spec
-from stef.pipeline.hints import hint_definitions
 from stef.pipeline.extract_sql import extract_sql_spec
+from stef.pipeline.hints import hint_definitions
 from stef.pipeline.normalize import normalize
 from stef.pipeline.rules import RuleBook, default_rules, load_rules_file, parse_rules
 from stef.pipeline.score import compute_score
