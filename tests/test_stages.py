@@ -333,7 +333,9 @@ def test_patterns_checked_after_their_first_character_match_the_plain_patterns(t
     plain = {
         question_phrases._QUOTED: re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”"),
         question_phrases._YEAR: re.compile(r"\b(1[89]\d\d|20\d\d)\b"),
-        question_phrases._CAPITALISED: re.compile(r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)"),
+        question_phrases._CAPITALISED: re.compile(
+            r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)"
+        ),
     }
     for pattern, reference in plain.items():
         assert pattern.findall(text) == reference.findall(text)
