@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.errors import ParseError, SqlglotError
-from sqlglot.tokens import TokenType
 
-from stef.pipeline.dialects import _parser_pair, parse_statements, parser_message, resolve_dialect
+from stef.pipeline.dialects import _parser_pair, parse_statements, parser_message
 from stef.pipeline.statement_safety import (
     NON_QUERY_STATEMENT_TYPES,
     QUERY_TYPES,
@@ -78,8 +77,8 @@ class ParsedSQL:
         error_message: the reason for ``error`` (the parser's message for ``parse_error``).
     """
 
-    answer: exp.Expression | None
-    statements: tuple[exp.Expression, ...]
+    answer: exp.Expr | None
+    statements: tuple[exp.Expr, ...]
     dialect: str
     flags: tuple[str, ...]
     error: str | None = None
@@ -276,7 +275,7 @@ def _fence_marker_in_code(text: str, dialect: str) -> bool:
     return False
 
 
-def _whole_text_statements(text: str, dialect: str) -> list[exp.Expression] | None:
+def _whole_text_statements(text: str, dialect: str) -> list[exp.Expr] | None:
     """The statements of ``text`` when it is SQL as a whole, else ``None`` (it is a message:
     markdown, prose).
 
@@ -419,7 +418,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
             "invalid_input",
             "SQL holds no statement (only comments or semicolons)",
         )
-    answer: exp.Expression | None = None
+    answer: exp.Expr | None = None
     statement_flags: list[str] = []
     for statement in statements:
         if isinstance(statement, QUERY_TYPES):

@@ -32,7 +32,7 @@ def dialect_instance(name: str) -> Dialect:
 _THREAD_PARSERS = threading.local()
 
 
-def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
+def parse_statements(text: str, dialect: str) -> list[exp.Expr | None]:
     """``sqlglot.parse(text, read=dialect)``, with a tokenizer and parser reused per thread and dialect.
 
     sqlglot builds a new tokenizer and parser for every ``sqlglot.parse`` call, about 15 % of

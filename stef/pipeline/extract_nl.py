@@ -172,7 +172,7 @@ def extract_question_spec(
             for column, _, _ in features.bindings
         )
         for (_definition, features), relevant in zip(analysed, relevance, strict=True):
-            def_bindings = features.bindings
+            def_bindings: tuple[tuple[str, str, str], ...] | list[tuple[str, str, str]] = features.bindings
             hint_values.extend(features.values)
             if not relevant:
                 optional_bindings.extend(def_bindings)
@@ -215,7 +215,7 @@ def extract_question_spec(
         optional_values=tuple(dict.fromkeys(v for v in optional_values if v)),
         formulas=tuple(dict.fromkeys(formulas)),
         top_k=top_k,
-        ordering=ordering,  # type: ignore[arg-type]
+        ordering=ordering,
         superlative=desc_hits
         or asc_hits
         or not UNDIRECTED_SUPERLATIVES.isdisjoint(word_set)

@@ -10,6 +10,7 @@ case- and whitespace-normalised.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import cast
 
 from sqlglot import exp
 
@@ -38,18 +39,18 @@ from stef.pipeline.sql_predicates import (
 from stef.pipeline.sql_trees import render
 from stef.pipeline.values import COMPARISON_TYPES, column_name, normalize_value, parse_count
 
-AGGREGATE_TYPES: tuple[type[exp.Expression], ...] = (exp.AggFunc,)
-WINDOW_TYPES: tuple[type[exp.Expression], ...] = (exp.Window,)
+AGGREGATE_TYPES: tuple[type[exp.Expr], ...] = (exp.AggFunc,)
+WINDOW_TYPES: tuple[type[exp.Expr], ...] = (exp.Window,)
 
 
-ARITHMETIC_TYPES: dict[type[exp.Expression], str] = {
+ARITHMETIC_TYPES: dict[type[exp.Expr], str] = {
     exp.Div: "/",
     exp.Mul: "*",
     exp.Add: "+",
     exp.Sub: "-",
     exp.Mod: "%",
 }
-SET_OPERATION_TYPES: dict[type[exp.Expression], str] = {
+SET_OPERATION_TYPES: dict[type[exp.Expr], str] = {
     exp.Union: "UNION",
     exp.Intersect: "INTERSECT",
     exp.Except: "EXCEPT",
@@ -106,7 +107,7 @@ def ranking_measures(select: exp.Select, order: exp.Order, dialect: str = "") ->
 
 
 @lru_cache(maxsize=1024)
-def _node_kind(node_type: type[exp.Expression]) -> str | None:
+def _node_kind(node_type: type[exp.Expr]) -> str | None:
     """The extractor's category of a node type (decided once per type, then a dict lookup)."""
     if issubclass(node_type, exp.Window):
         return "window"
@@ -140,7 +141,7 @@ def _node_kind(node_type: type[exp.Expression]) -> str | None:
 
 
 def extract_sql_spec(
-    tree: exp.Expression, dialect: str = "", rules: AppRules | None = None, flags: tuple[str, ...] = ()
+    tree: exp.Expr, dialect: str = "", rules: AppRules | None = None, flags: tuple[str, ...] = ()
 ) -> SQLSpec:
     """Extract the semantic features of one parsed query.
 
@@ -210,9 +211,9 @@ def extract_sql_spec(
     padded_mismatches: list[str] = []
     own_key_joins = 0
     table_names: dict[str, str] | None = None  # alias -> table of the SELECT of the last join seen
-    table_names_of: exp.Expression | None = None
+    table_names_of: exp.Expr | None = None
     for node in tree.walk():
-        kind = _node_kind(type(node))
+        kind = _node_kind(type(node))  # type: ignore[arg-type]  # lru_cache wants Hashable; mypy rejects sqlglot's Expr class
         if kind is None:
             continue
         if kind == "window":
@@ -223,14 +224,15 @@ def extract_sql_spec(
                 aggregations.append(node.key.upper() if not isinstance(node, exp.Anonymous) else str(node.this).upper())
         elif kind == "column":
             if node.name:
-                columns.append(column_name(node, rules))
+                columns.append(column_name(cast(exp.Column, node), rules))
         elif kind == "table":
             if node.name:
                 tables.append(node.name.lower())
         elif kind == "literal":
             literals.append(normalize_value(node.this, rules))
         elif kind == "join":
-            joins.append(" ".join(p for p in (node.side, node.kind) if p).upper() or "INNER")
+            join = cast(exp.Join, node)
+            joins.append(" ".join(p for p in (join.side, join.kind) if p).upper() or "INNER")
             on = node.args.get("on")
             if on is not None:
                 for predicate, negated in _predicates(on):
@@ -251,7 +253,8 @@ def extract_sql_spec(
                         if found is not None:
                             filters.append(found)
         elif kind == "clause":
-            clause = {exp.Where: "where", exp.Having: "having", exp.Qualify: "qualify"}[type(node)]
+            clause_names: dict[type[exp.Expr], str] = {exp.Where: "where", exp.Having: "having", exp.Qualify: "qualify"}
+            clause = clause_names[type(node)]
             precedence_slips.extend(unparenthesised_alternatives(node.this, dialect))
             for predicate, negated in _predicates(node.this):
                 found = _filter_from_predicate(predicate, negated, clause, rules, dialect)

@@ -57,7 +57,7 @@ MAX_LEADING_WORDS = 3
 
 
 @lru_cache(maxsize=8192)
-def _parse_hint_expression(text: str, dialect: str) -> exp.Expression | None:
+def _parse_hint_expression(text: str, dialect: str) -> exp.Expr | None:
     """Parse a hint right-hand side as a SQL expression.
 
     Tries the whole text first, then spans with up to :data:`MAX_LEADING_WORDS` leading and
@@ -215,7 +215,7 @@ class HintDefinition:
     """
 
     phrase: str
-    expression: exp.Expression
+    expression: exp.Expr
 
 
 def hint_definitions(text: str, dialect: str = "") -> list[HintDefinition]:
@@ -309,7 +309,7 @@ class HintFeatures:
     null_conditions: tuple[tuple[str, str], ...]
 
 
-def _comparison_sides(node: exp.Expression) -> tuple[exp.Expression, list[exp.Literal], bool]:
+def _comparison_sides(node: exp.Expr) -> tuple[exp.Expr, list[exp.Literal], bool]:
     """(compared expression, literals it is compared with, sides swapped) of a comparison.
 
     The literals are those on the other side (right side, IN list, BETWEEN bounds), never the
@@ -340,7 +340,7 @@ def _is_placeholder(column: exp.Column) -> bool:
     return len(column.name) == 1 and not column.table and not column.this.quoted
 
 
-def _hint_features(expression: exp.Expression, rules: AppRules | None) -> HintFeatures:
+def _hint_features(expression: exp.Expr, rules: AppRules | None) -> HintFeatures:
     columns: list[str] = []
     bindings: list[tuple[str, str, str]] = []
     aggregations: list[str] = []

@@ -104,12 +104,14 @@ def _rules_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def _schema() -> dict[str, Any]:
-    return json.loads((_rules_dir() / "schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads((_rules_dir() / "schema.json").read_text(encoding="utf-8"))
+    return schema
 
 
 @lru_cache(maxsize=1)
 def _default_payload() -> dict[str, Any]:
-    return json.loads((_rules_dir() / "default.json").read_text(encoding="utf-8"))
+    payload: dict[str, Any] = json.loads((_rules_dir() / "default.json").read_text(encoding="utf-8"))
+    return payload
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -248,7 +248,7 @@ def _comment_text(comments: Iterable[str] | None) -> str | None:
     return text or None
 
 
-def _identifier_names(nodes: Iterable[exp.Expression]) -> tuple[str, ...]:
+def _identifier_names(nodes: Iterable[exp.Expr]) -> tuple[str, ...]:
     return tuple(node.name for node in nodes)
 
 

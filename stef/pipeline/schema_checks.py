@@ -30,30 +30,32 @@ suspected errors, and the with-schema calibrator counts them.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import cast
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope
 
 from stef.models import SchemaReport
-from stef.pipeline.sql_trees import render, tree_scopes
 from stef.pipeline.matching import STOPWORDS, contains_sequence, stem
 from stef.pipeline.schema import ColumnSchema, DatabaseSchema, TableSchema, identifier_key
+from stef.pipeline.sql_trees import render, tree_scopes
 
 NUMERIC_FAMILIES = frozenset({"integer", "number"})
 DATE_FAMILIES = frozenset({"date", "datetime"})
-COMPARISON_TYPES: tuple[type[exp.Expression], ...] = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+COMPARISON_TYPES: tuple[type[exp.Expr], ...] = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 """Comparisons whose literal side is checked against the column's type."""
 
 
-def _clause_of(node: exp.Expression, stop: exp.Expression) -> str:
+def _clause_of(node: exp.Expr, stop: exp.Expr) -> str:
     """The clause of the SELECT ``stop`` that holds ``node`` (``WHERE``, ``JOIN ON`` ...)."""
-    current = node
+    current: exp.Expr | None = node
     while current is not None and current is not stop:
         parent = current.parent
-        key = current.arg_key
+        key = cast(str, current.arg_key)  # set on every node that has a parent
         if isinstance(parent, exp.Join) and key == "on":
             return "JOIN ON"
         if parent is stop:
@@ -172,7 +174,7 @@ def _literal_mismatch(column: ColumnSchema, literal: exp.Literal) -> str | None:
 
 
 def check_against_schema(
-    tree: exp.Expression,
+    tree: exp.Expr,
     schema: DatabaseSchema,
     question: str = "",
     table_names: tuple[str, ...] | None = None,
@@ -247,7 +249,7 @@ def check_against_schema(
                     tables_checked += 1
         aliases = frozenset(identifier_key(e.alias) for e in select.expressions if isinstance(e, exp.Alias))
         using_join = any(join.args.get("using") or join.args.get("method") for join in select.args.get("joins") or ())
-        resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]] = {}
+        resolved: dict[int, tuple[ColumnSchema, TableSchema | None]] = {}
         for column in scope.columns:
             if isinstance(column.this, exp.Star) or (nested and _scope_select(column) is not select):
                 continue  # sqlglot lists the columns of an IN (SELECT ...) subquery in the outer scope too
@@ -327,12 +329,12 @@ def check_against_schema(
             if id(key) in resolved:
                 found = resolved[id(key)][0]
             else:  # an ORDER BY name that is also a projection: sqlglot's scope lists it with the outputs
-                owners = [
+                key_owners = [
                     t.column(key.name)
                     for alias, t in tables.items()
                     if t is not None and (not key.table or identifier_key(key.table) == alias)
                 ]
-                hits = [c for c in owners if c is not None]
+                hits = [c for c in key_owners if c is not None]
                 found = hits[0] if len(hits) == 1 else None
             if found is not None and found.not_null:
                 non_null_order_keys.append(key.name.lower())
@@ -355,11 +357,11 @@ def check_against_schema(
             if (
                 isinstance(column, exp.Column)
                 and id(column) in resolved
-                and (found := resolved[id(column)][0]) is not None
-                and found.not_null
+                and (tested := resolved[id(column)][0]) is not None
+                and tested.not_null
             ):
                 null_tests.append(
-                    f"{_clause_of(test, select)} {render(test, dialect)} ({found.name} is NOT NULL or a primary key: never true)"
+                    f"{_clause_of(test, select)} {render(test, dialect)} ({tested.name} is NOT NULL or a primary key: never true)"
                 )
         for aggregate in own_nodes:
             if not isinstance(aggregate, (exp.Sum, exp.Avg)):
@@ -394,7 +396,7 @@ def check_against_schema(
     )
 
 
-def _scope_select(node: exp.Expression) -> exp.Expression | None:
+def _scope_select(node: exp.Expr) -> exp.Expr | None:
     """The nearest enclosing SELECT of ``node``."""
     parent = node.parent
     while parent is not None and not isinstance(parent, exp.Select):
@@ -433,7 +435,7 @@ def _ngrams(words: tuple[str, ...]) -> set[tuple[str, ...]]:
 
 
 def named_columns_unused(
-    tree: exp.Expression, schema: DatabaseSchema, question: str, table_names: tuple[str, ...] | None = None
+    tree: exp.Expr, schema: DatabaseSchema, question: str, table_names: tuple[str, ...] | None = None
 ) -> tuple[str, ...]:
     """Columns of the tables S reads that the question names word for word, which S never uses
     (Attribute Mismatch: "the song names of ..." answered with ``singer.name`` when the table
@@ -541,7 +543,7 @@ def _is_primary_key(column: ColumnSchema, table: TableSchema) -> bool:
 
 def _count_fanouts(
     select: exp.Select,
-    resolved: dict[int, tuple[ColumnSchema | None, TableSchema | None]],
+    resolved: Mapping[int, tuple[ColumnSchema | None, TableSchema | None]],
     own_counts: list[exp.Count] | None = None,
     equalities: list[exp.EQ] | None = None,
     dialect: str = "",
@@ -630,7 +632,7 @@ def _equalities(select: exp.Select, nested: bool = True) -> list[exp.EQ]:
     """Column equalities of a SELECT's own JOIN ON and WHERE clauses (implicit joins), not of
     its subqueries (``nested=False``: the caller knows the SELECT has none)."""
     found: list[exp.EQ] = []
-    places: list[exp.Expression] = [
+    places: list[exp.Expr] = [
         join.args["on"] for join in select.args.get("joins") or () if join.args.get("on") is not None
     ]
     where = select.args.get("where")

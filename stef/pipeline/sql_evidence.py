@@ -46,7 +46,7 @@ def is_date_column(column: exp.Column) -> bool:
     return bool(_CAMEL_DATE.search(name) or DATE_COLUMN_PATTERN.search(name.lower().replace(" ", "_")))
 
 
-def date_literal_mismatch(node: exp.Expression, dialect: str = "") -> str | None:
+def date_literal_mismatch(node: exp.Expr, dialect: str = "") -> str | None:
     """SQL of a comparison that matches a raw date column against a bare year or partial date.
 
     A date column compared, without a date function, with ``1980`` (an integer never equals a
@@ -85,7 +85,7 @@ _PADDED_WIDTH = {"%Y": 4, "%m": 2, "%d": 2, "%H": 2, "%M": 2, "%S": 2, "%j": 3}
 """Width of what SQLite's STRFTIME gives for a format made of one field: zero-padded text."""
 
 
-def _strftime_format(node: exp.Expression) -> str | None:
+def _strftime_format(node: exp.Expr) -> str | None:
     """The format of a ``STRFTIME(format, x)`` call (parsed as ``TimeToStr`` in SQLite, as an
     anonymous function in the generic dialect), else ``None``."""
     if isinstance(node, exp.TimeToStr):
@@ -97,7 +97,7 @@ def _strftime_format(node: exp.Expression) -> str | None:
     return fmt.this if isinstance(fmt, exp.Literal) and fmt.is_string else None
 
 
-def padded_part_mismatch(node: exp.Expression) -> str | None:
+def padded_part_mismatch(node: exp.Expr) -> str | None:
     """SQL of a comparison (or IN) of ``STRFTIME('%m', x)`` and the like with a value it can never
     equal: STRFTIME returns zero-padded *text* (``'09'``), so ``= '9'`` never holds, nor does
     ``= 9`` in SQLite (text never equals an integer). Returns ``None`` for anything else.
@@ -160,7 +160,7 @@ def _own_key(column: str, table: str) -> bool:
     return entity is not None and table in (entity, f"{entity}s", f"{entity}es")
 
 
-def _source_tables(select: exp.Expression | None) -> dict[str, str]:
+def _source_tables(select: exp.Expr | None) -> dict[str, str]:
     """alias -> table name of the tables a SELECT reads in its FROM and JOINs (no walk of the tree)."""
     if not isinstance(select, exp.Select):
         return {}
@@ -279,7 +279,7 @@ def keys_of_different_entities(left: str, right: str) -> bool:
     return left_entity not in right_entity and right_entity not in left_entity
 
 
-def _entity_key_joins(tree: exp.Expression, candidates: list[exp.EQ], dialect: str = "") -> tuple[str, ...]:
+def _entity_key_joins(tree: exp.Expr, candidates: list[exp.EQ], dialect: str = "") -> tuple[str, ...]:
     """SQL of the join equalities that pair keys of two different entities *of this query*:
     both entities name a table the query reads (``client_id`` ~ ``client``/``clients``) and the
     two columns come from different tables. Role-named keys (``manager_id = employee_id``,
@@ -302,7 +302,7 @@ def _entity_key_joins(tree: exp.Expression, candidates: list[exp.EQ], dialect: s
     return tuple(found)
 
 
-DATE_PART_TYPES: tuple[type[exp.Expression], ...] = (exp.TimeToStr, exp.Year, exp.Month, exp.Day, exp.Extract)
+DATE_PART_TYPES: tuple[type[exp.Expr], ...] = (exp.TimeToStr, exp.Year, exp.Month, exp.Day, exp.Extract)
 """sqlglot nodes that extract a part of a date (``STRFTIME('%Y', d)`` parses to TimeToStr)."""
 
 
@@ -373,7 +373,7 @@ def _has_float_evidence(division: exp.Div) -> bool:
     return False
 
 
-def unused_join_tables(tree: exp.Expression) -> tuple[str, ...]:
+def unused_join_tables(tree: exp.Expr) -> tuple[str, ...]:
     """Tables joined in a SELECT whose columns are used only in join conditions.
 
     Uses sqlglot's scope traversal to resolve table aliases per SELECT. Only qualified columns

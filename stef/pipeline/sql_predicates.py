@@ -28,9 +28,10 @@ NEGATED = {
 }
 
 
-def _literal_text(node: exp.Expression) -> str | None:
+def _literal_text(node: exp.Expr | None) -> str | None:
     if isinstance(node, exp.Literal):
-        return node.this
+        text: str = node.this
+        return text
     if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal):
         return f"-{node.this.this}"
     if isinstance(node, exp.Boolean):
@@ -42,7 +43,7 @@ def _literal_text(node: exp.Expression) -> str | None:
     return None
 
 
-def _quoted_name_value(node: exp.Expression, other: exp.Expression) -> str | None:
+def _quoted_name_value(node: exp.Expr, other: exp.Expr) -> str | None:
     """The text of a double-quoted name compared with a column (``Citizenship != "France"``).
 
     In SQLite a double-quoted token that names no column is a string literal, and agents write
@@ -73,7 +74,7 @@ def _quoted_name_value(node: exp.Expression, other: exp.Expression) -> str | Non
     return name
 
 
-def unparenthesised_alternatives(condition: exp.Expression, dialect: str = "") -> list[str]:
+def unparenthesised_alternatives(condition: exp.Expr, dialect: str = "") -> list[str]:
     """ORs of a filter with an unparenthesised AND on one side whose other side tests a column
     of that AND: ``sex = 'M' AND alb < 3.5 OR alb >= 5.5`` reads ``(sex = 'M' AND alb < 3.5) OR
     alb >= 5.5`` (AND binds tighter), so ``sex = 'M'`` holds for one alternative only. Returns
@@ -104,16 +105,16 @@ def unparenthesised_alternatives(condition: exp.Expression, dialect: str = "") -
     return found
 
 
-def _first_column(node: exp.Expression) -> exp.Column | None:
+def _first_column(node: exp.Expr) -> exp.Column | None:
     if isinstance(node, exp.Column):
         return node
     return next(iter(node.find_all(exp.Column)), None)
 
 
-def _predicates(condition: exp.Expression) -> list[tuple[exp.Expression, bool]]:
+def _predicates(condition: exp.Expr) -> list[tuple[exp.Expr, bool]]:
     """Flatten AND/OR/NOT into (predicate, negated) pairs without copying."""
-    out: list[tuple[exp.Expression, bool]] = []
-    stack: list[tuple[exp.Expression, bool]] = [(condition, False)]
+    out: list[tuple[exp.Expr, bool]] = []
+    stack: list[tuple[exp.Expr, bool]] = [(condition, False)]
     while stack:
         node, negated = stack.pop()
         if isinstance(node, exp.Paren):
@@ -129,10 +130,10 @@ def _predicates(condition: exp.Expression) -> list[tuple[exp.Expression, bool]]:
 
 
 def _filter_from_predicate(
-    node: exp.Expression, negated: bool, clause: str, rules: AppRules | None, dialect: str
+    node: exp.Expr, negated: bool, clause: str, rules: AppRules | None, dialect: str
 ) -> FilterPredicate | None:
     operator: str | None = None
-    left: exp.Expression | None = None
+    left: exp.Expr | None = None
     values: list[str] = []
     quoted_raw: list[str] = []
     for node_type, symbol in COMPARISON_TYPES.items():
@@ -187,7 +188,7 @@ def _filter_from_predicate(
         operator=operator,
         value=values[0] if len(values) == 1 else None,
         values=tuple(values),
-        clause=clause,  # type: ignore[arg-type]
+        clause=clause,
         negated=negated,
         sql=render(node, dialect)[:500],
     )

@@ -14,7 +14,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-RENDER_COPIES: tuple[type[exp.Expression], ...] = (
+RENDER_COPIES: tuple[type[exp.Expr], ...] = (
     exp.Query,
     exp.Subquery,
     exp.Values,
@@ -36,7 +36,7 @@ under them, ``CONCAT_WS`` gains a flag ...): a sub-tree holding one is copied be
 Found by rendering both dev files' SQL transpiled to seven dialects (tests/test_evidence.py)."""
 
 
-def render(node: exp.Expression, dialect: str = "") -> str:
+def render(node: exp.Expr, dialect: str = "") -> str:
     """SQL text of a sub-tree for evidence, in the dialect S was parsed in, leaving the tree as
     parsed.
 
@@ -48,7 +48,8 @@ def render(node: exp.Expression, dialect: str = "") -> str:
     a node of :data:`RENDER_COPIES` (subqueries, UNNEST, ...: rewritten even in their own dialect)
     is copied first. ``dialect=""``: sqlglot's generic dialect (for trees it parsed).
     """
-    return _generator(dialect).generate(node, copy=node.find(*RENDER_COPIES) is not None)
+    text: str = _generator(dialect).generate(node, copy=node.find(*RENDER_COPIES) is not None)
+    return text
 
 
 @lru_cache(maxsize=64)
@@ -63,7 +64,7 @@ def _generator(dialect: str) -> Any:
 _LAST_SCOPES = threading.local()
 
 
-def tree_scopes(tree: exp.Expression) -> list[Scope]:
+def tree_scopes(tree: exp.Expr) -> list[Scope]:
     """``sqlglot.optimizer.scope.traverse_scope(tree)``, traversed once per tree.
 
     Stage B, the schema checks and the observed-catalog checks all read the same answer's
@@ -81,7 +82,8 @@ def tree_scopes(tree: exp.Expression) -> list[Scope]:
     """
     cached = getattr(_LAST_SCOPES, "entry", None)
     if cached is not None and cached[0] is tree:
-        return cached[1]
-    scopes = traverse_scope(tree)
+        remembered: list[Scope] = cached[1]
+        return remembered
+    scopes: list[Scope] = traverse_scope(tree)
     _LAST_SCOPES.entry = (tree, scopes)
     return scopes

@@ -16,11 +16,11 @@ from sqlglot.errors import SqlglotError
 
 from stef.pipeline.dialects import _parser_pair, dialect_instance, parse_statements
 
-QUERY_TYPES: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
+QUERY_TYPES: tuple[type[exp.Expr], ...] = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
 """Statement node types that count as a read-only query answer."""
 
 
-def _statement_types() -> tuple[type[exp.Expression], ...]:
+def _statement_types() -> tuple[type[exp.Expr], ...]:
     names = (
         "Drop",
         "Delete",
@@ -68,11 +68,11 @@ def _statement_types() -> tuple[type[exp.Expression], ...]:
     return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
 
 
-NON_QUERY_STATEMENT_TYPES: tuple[type[exp.Expression], ...] = _statement_types()
+NON_QUERY_STATEMENT_TYPES: tuple[type[exp.Expr], ...] = _statement_types()
 """Statement node types that are real statements but not queries (DDL, DML, session commands)."""
 
 
-WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
+WRITE_TYPES: tuple[type[exp.Expr], ...] = tuple(
     t
     for t in (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Create, exp.Drop, getattr(exp, "TruncateTable", None))
     if isinstance(t, type)
@@ -117,7 +117,7 @@ def _may_write(text: str, dialect: str) -> bool:
     return any(word in upper for word in _write_words(dialect))
 
 
-def embedded_writes(query: exp.Expression) -> list[str]:
+def embedded_writes(query: exp.Expr) -> list[str]:
     """Writes inside a query statement: ``SELECT ... INTO t`` and data-modifying CTEs.
 
     >>> import sqlglot
@@ -136,7 +136,7 @@ def embedded_writes(query: exp.Expression) -> list[str]:
     return writes + into
 
 
-HIDDEN_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
+HIDDEN_WRITE_TYPES: tuple[type[exp.Expr], ...] = tuple(
     t
     for t in (
         exp.Drop,
@@ -205,7 +205,7 @@ MAX_HIDDEN_CANDIDATES = 64
 the rest is reported unchecked (and the record counts as holding a non-SELECT statement)."""
 
 
-def _complete_write(statement: exp.Expression) -> bool:
+def _complete_write(statement: exp.Expr) -> bool:
     """Whether a parsed write is a whole statement, not prose that happens to parse ("Update the
     table" parses as an UPDATE without SET)."""
     if isinstance(statement, exp.Update):
@@ -217,7 +217,7 @@ def _complete_write(statement: exp.Expression) -> bool:
     return True  # DROP, CREATE, ALTER ... parsed as themselves (not as sqlglot's Command fallback)
 
 
-def _write_kinds(statements: list[exp.Expression | None]) -> list[str]:
+def _write_kinds(statements: list[exp.Expr | None]) -> list[str]:
     kinds: list[str] = []
     for statement in statements:
         if statement is None or isinstance(statement, exp.Semicolon):
@@ -307,7 +307,7 @@ _ALONE_STATEMENTS = frozenset({"VACUUM", "CHECKPOINT", "REINDEX"})
 """Keywords that are a whole statement by themselves (``VACUUM;``)."""
 
 
-_LOOSE_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
+_LOOSE_WRITE_TYPES: tuple[type[exp.Expr], ...] = tuple(
     t for t in (getattr(exp, n, None) for n in ("Execute", "ExecuteSql", "Comment")) if isinstance(t, type)
 )
 """Statements sqlglot also reads out of prose ("Execute the query below", "Comment on this"):
@@ -450,7 +450,7 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[
     return kinds
 
 
-def executable_comment_writes(statements: tuple[exp.Expression, ...], dialect: str) -> list[str]:
+def executable_comment_writes(statements: tuple[exp.Expr, ...], dialect: str) -> list[str]:
     """Write statements inside MySQL/MariaDB executable comments (``/*! ... */``,
     ``/*!50001 ... */``, MariaDB's ``/*M! ... */``): those servers run the comment's text,
     sqlglot keeps it as a comment.

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from stef.pipeline.rules import AppRules
 
-COMPARISON_TYPES: dict[type[exp.Expression], str] = {
+COMPARISON_TYPES: dict[type[exp.Expr], str] = {
     exp.EQ: "=",
     exp.NEQ: "!=",
     exp.GT: ">",
@@ -70,7 +70,8 @@ def normalize_value(value: str, rules: AppRules | None = None) -> str:
         text = text.lower()
     text = _canonical_date(_canonical_number(text))
     aliases = options.get("value_aliases") or {}
-    return aliases.get(text, text)
+    normalized: str = aliases.get(text, text)
+    return normalized
 
 
 _YMD = re.compile(r"^(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})$")
