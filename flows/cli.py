@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from stef.models import Evaluation
     from stef.pipeline.observed import ObservedCatalogBook
     from stef.pipeline.rules import RuleBook
-    from stef.pipeline.schema import SchemaBook
+    from stef.pipeline.schema_book import SchemaBook
 
 JUDGES = ("symbolic", "MODEL", "hybrid:MODEL")
 """Forms of ``--judge``: the deterministic judge, any litellm model string, or hybrid (STEF paper §2.D)."""
@@ -860,7 +860,7 @@ def bench_judge(
         except (ValueError, KeyError) as exc:
             raise InputError(f"{labelled_file}: not an NL2SQL-BUGs-format file ({exc})") from exc
         from stef.pipeline.observed import load_observed_catalogs
-        from stef.pipeline.schema import SchemaBook
+        from stef.pipeline.schema_book import SchemaBook
 
         schemas = SchemaBook(schema_dir) if schema_dir is not None else None
         observed = load_observed_catalogs(observed_catalog) if observed_catalog is not None else None

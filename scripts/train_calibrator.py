@@ -88,7 +88,7 @@ def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
     from stef.pipeline.judge.calibrate import feature_vector
     from stef.pipeline.judge.models import JudgeInput
     from stef.pipeline.judge.symbolic import SymbolicJudge
-    from stef.pipeline.schema import SchemaBook
+    from stef.pipeline.schema_book import SchemaBook
 
     class Recorder:
         name = "symbolic"

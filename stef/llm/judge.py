@@ -62,7 +62,8 @@ from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
 from stef.pipeline.judge.models import Judge, JudgeInput
 from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
-from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema, SchemaBook
+from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema
+from stef.pipeline.schema_book import SchemaBook
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments
 
 if TYPE_CHECKING:
@@ -802,7 +803,7 @@ class JudgeSettings:
         return f"{base}+judge={self.name};prompt={PROMPT_VERSION}"
 
     def schemas(self) -> SchemaBook | None:
-        """The :class:`stef.pipeline.schema.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
+        """The :class:`stef.pipeline.schema_book.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
         return SchemaBook(self.schema_dir) if self.schema_dir else None
 
     def observed(self) -> ObservedCatalogBook | None:

@@ -40,7 +40,8 @@ from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.normalize import normalize
 from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
 from stef.pipeline.rules import AppRules, RuleBook, default_rules
-from stef.pipeline.schema import DatabaseSchema, SchemaBook, SchemaError
+from stef.pipeline.schema import DatabaseSchema, SchemaError
+from stef.pipeline.schema_book import SchemaBook
 from stef.pipeline.schema_checks import check_against_schema
 from stef.pipeline.score import compute_score
 from stef.time_cap import RecordTimeout, _check_deadline, _RecordAlarm, configured_time_cap_s
