@@ -357,7 +357,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     Args:
         sql_text: the SQL as logged (may hold fences, prose, comments, several statements).
         dialect: a sqlglot dialect name, or ``None``/``""`` for the generic dialect. Must be
-            resolved already (see :func:`resolve_dialect`).
+            resolved already (see :func:`stef.pipeline.dialects.resolve_dialect`).
 
     Returns:
         A :class:`ParsedSQL`; ``error`` is set for empty text (``invalid_input``), text over

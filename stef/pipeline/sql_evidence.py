@@ -266,7 +266,7 @@ def keys_of_different_entities(left: str, right: str) -> bool:
     Schema-free: only names that follow the ``<entity>_id`` / ``<entity>_code`` / ``<entity>_key`` /
     ``link_to_<entity>`` conventions count, a bare ``id`` never does, and one entity name
     containing the other (``player_id`` / ``home_player_id``) is taken as the same entity.
-    (:func:`extract_sql_spec` also requires both entities to be tables of the query.)
+    (:func:`stef.pipeline.extract_sql.extract_sql_spec` also requires both entities to be tables of the query.)
 
     >>> keys_of_different_entities("client_id", "card_id"), keys_of_different_entities("driver_id", "driver_id")
     (True, False)

@@ -1,8 +1,9 @@
 """Stage D: the semantic verdict (STEF paper §2.D).
 
-A :class:`Judge` turns the evidence of the earlier stages into one of four verdicts, a
-confidence γ ∈ [0, 1] and a short rationale. :class:`SymbolicJudge` is deterministic, needs no
-network and is the default; an LLM judge (litellm) implements the same protocol.
+A :class:`stef.pipeline.judge.models.Judge` turns the evidence of the earlier stages into one of
+four verdicts, a confidence γ ∈ [0, 1] and a short rationale. :class:`SymbolicJudge` is
+deterministic, needs no network and is the default; an LLM judge (litellm) implements the same
+protocol.
 
 How the symbolic verdict follows from the evidence
 --------------------------------------------------
