@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from stef.models import Evaluation
     from stef.pipeline.observed import ObservedCatalogBook
     from stef.pipeline.rules import RuleBook
-    from stef.pipeline.schema import SchemaBook
+    from stef.pipeline.schema_book import SchemaBook
 
 JUDGES = ("symbolic", "MODEL", "hybrid:MODEL")
 """Forms of ``--judge``: the deterministic judge, any litellm model string, or hybrid (STEF paper §2.D)."""
@@ -363,8 +363,8 @@ def evaluate(
     With ``--judge MODEL`` or ``hybrid:MODEL`` each row also carries the judge, the fallback
     reason (if the model could not answer), cost and tokens; a judge summary is printed.
     """
-    from stef.pipeline.evaluate import configured_time_cap_s
     from stef.pipeline.rules import RuleBook
+    from stef.time_cap import configured_time_cap_s
 
     with user_errors():
         settings = validate_judge(
@@ -655,7 +655,7 @@ def nightly(
     ] = False,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
-    from stef.pipeline.evaluate import configured_time_cap_s
+    from stef.time_cap import configured_time_cap_s
 
     with user_errors():
         validate_judge(
@@ -860,7 +860,7 @@ def bench_judge(
         except (ValueError, KeyError) as exc:
             raise InputError(f"{labelled_file}: not an NL2SQL-BUGs-format file ({exc})") from exc
         from stef.pipeline.observed import load_observed_catalogs
-        from stef.pipeline.schema import SchemaBook
+        from stef.pipeline.schema_book import SchemaBook
 
         schemas = SchemaBook(schema_dir) if schema_dir is not None else None
         observed = load_observed_catalogs(observed_catalog) if observed_catalog is not None else None

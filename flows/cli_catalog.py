@@ -45,7 +45,7 @@ def show(
     dialect: Annotated[str, typer.Option("--dialect", help="sqlglot dialect of the DDL.")] = "generic",
 ) -> None:
     """Read one schema file as --schema-dir would and print its tables, keys and described columns."""
-    from stef.pipeline.schema import load_schema_file
+    from stef.pipeline.schema_book import load_schema_file
 
     with user_errors():
         resolved = validate_dialect(dialect)

@@ -129,7 +129,7 @@ def _quiet_stef_tracebacks() -> None:
 
 
 def validate_dialect(name: str) -> str:
-    """Check a ``--dialect`` value with :func:`stef.pipeline.clean.resolve_dialect`; return its normal form.
+    """Check a ``--dialect`` value with :func:`stef.pipeline.dialects.resolve_dialect`; return its normal form.
 
     >>> validate_dialect("SQLite")
     'sqlite'
@@ -138,7 +138,7 @@ def validate_dialect(name: str) -> str:
         UnknownDialectError: sqlglot does not know the dialect (the message names it and lists
             the known ones).
     """
-    from stef.pipeline.clean import resolve_dialect
+    from stef.pipeline.dialects import resolve_dialect
 
     try:
         return resolve_dialect(name) or "generic"

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from stef.logs import LogLine
     from stef.pipeline.observed import ObservedCatalogBook
     from stef.pipeline.rules import RuleBook
-    from stef.pipeline.schema import SchemaBook
+    from stef.pipeline.schema_book import SchemaBook
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,8 +86,9 @@ def collect(datasets: list[tuple[str, Path, Path | None]]) -> list[Row]:
     from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
     from stef.pipeline.evaluate import evaluate
     from stef.pipeline.judge.calibrate import feature_vector
-    from stef.pipeline.judge.symbolic import JudgeInput, SymbolicJudge
-    from stef.pipeline.schema import SchemaBook
+    from stef.pipeline.judge.models import JudgeInput
+    from stef.pipeline.judge.symbolic import SymbolicJudge
+    from stef.pipeline.schema_book import SchemaBook
 
     class Recorder:
         name = "symbolic"

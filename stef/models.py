@@ -288,7 +288,7 @@ class SuspectedError(_Frozen):
 
 
 class JudgeResult(_Frozen):
-    """Output of a :class:`stef.pipeline.judge.symbolic.Judge` (STEF paper §2.D).
+    """Output of a :class:`stef.pipeline.judge.models.Judge` (STEF paper §2.D).
 
     ``p_correct`` is the calibrated P(answer correct); the verdict is monotone in it and γ is
     the probability that the verdict's side (correct or not) is right (:func:`stef.pipeline.judge.calibrate.verdict_from_probability`).

@@ -26,7 +26,7 @@ from typing import Any
 from sqlglot.errors import SqlglotError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from stef.pipeline.clean import dialect_instance
+from stef.pipeline.dialects import dialect_instance
 
 ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 """Unicode categories written as ``\\uXXXX`` inside a data block: controls, format characters

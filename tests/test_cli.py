@@ -323,7 +323,7 @@ def test_worker_processes_give_the_same_rows_in_the_same_order(tmp_path: Path) -
 
 @pytest.mark.parametrize(("raw", "cap"), [("", 2.0), ("0", None), ("0.5", 0.5), (" 3 ", 3.0)])
 def test_time_cap_comes_from_the_environment(raw: str, cap: float | None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from stef.pipeline.evaluate import configured_time_cap_s
+    from stef.time_cap import configured_time_cap_s
 
     monkeypatch.setenv("STEF_TIME_CAP_S", raw)
     assert configured_time_cap_s() == cap

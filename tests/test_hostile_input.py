@@ -25,9 +25,10 @@ import stef.logs
 from flows.cli import app
 from stef.logs import MAX_JSON_DEPTH, capped_lines, log_files, parse_line
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus
-from stef.pipeline.clean import hidden_statements, parse_sql, split_message
+from stef.pipeline.clean import parse_sql, split_message
 from stef.pipeline.evaluate import evaluate, evaluate_many
 from stef.pipeline.rules import RuleBook, is_rule_file_name
+from stef.pipeline.statement_safety import hidden_statements
 
 GOOD = {
     "question": "How many schools have more than 500 students?",

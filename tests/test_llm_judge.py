@@ -434,7 +434,7 @@ def test_records_without_a_verdict_keep_their_typed_status_and_ask_no_model() ->
 
 
 def test_the_judge_protocol_method_judges_one_record() -> None:
-    from stef.pipeline.judge.symbolic import Judge
+    from stef.pipeline.judge.models import Judge
 
     completion, _ = scripted(MODEL_ANSWER)
     judge: Judge = LLMJudge(MODEL, completion=completion, timeout_s=0.05)

@@ -37,7 +37,7 @@ from stef.llm.judge import (
 from stef.llm.usage import USAGE_FLAG, read_usage
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict
 from stef.pipeline.evaluate import Prepared, evaluate, prepare
-from stef.pipeline.judge.symbolic import JudgeInput
+from stef.pipeline.judge.models import JudgeInput
 from stef.untrusted import strip_sql_comments
 from tests.support.llm_server import prompt_blocks, stub_llm_server, synthetic_records
 

@@ -34,7 +34,8 @@ from stef.campaign.models import (
 )
 from stef.campaign.sandbox import ExecutionResult, TestDatabase
 from stef.errors import InputError
-from stef.pipeline.clean import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes, parser_message
+from stef.pipeline.dialects import parser_message
+from stef.pipeline.statement_safety import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes
 
 CATALOG_TOOLS = ("catalog.listTables", "catalog.describeTable", "catalog.listRelationships")
 """The three basic MCP catalog tools of the seed ("as três basais")."""

@@ -28,7 +28,8 @@ from stef.llm.judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcom
 from stef.llm.usage import USAGE_FLAG
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, Verdict
 from stef.pipeline.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
-from stef.pipeline.judge.symbolic import Judge, SymbolicJudge
+from stef.pipeline.judge.models import Judge
+from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.observed import ObservedCatalogBook
 from stef.pipeline.rules import RuleBook
 

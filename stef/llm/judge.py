@@ -59,9 +59,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from stef.errors import StefError
 from stef.llm.usage import UsageReading, check_cost, check_count, read_usage
 from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
-from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
+from stef.pipeline.judge.models import Judge, JudgeInput
+from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
-from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema, SchemaBook
+from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema
+from stef.pipeline.schema_book import SchemaBook
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments
 
 if TYPE_CHECKING:
@@ -801,7 +803,7 @@ class JudgeSettings:
         return f"{base}+judge={self.name};prompt={PROMPT_VERSION}"
 
     def schemas(self) -> SchemaBook | None:
-        """The :class:`stef.pipeline.schema.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
+        """The :class:`stef.pipeline.schema_book.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
         return SchemaBook(self.schema_dir) if self.schema_dir else None
 
     def observed(self) -> ObservedCatalogBook | None:
@@ -1245,7 +1247,7 @@ def _kind(exc: BaseException) -> str:
 
 @dataclass
 class LLMJudge:
-    """A :class:`stef.pipeline.judge.symbolic.Judge` that asks a language model through litellm (STEF paper §2.D).
+    """A :class:`stef.pipeline.judge.models.Judge` that asks a language model through litellm (STEF paper §2.D).
 
     Use :meth:`judge_many` for batches (concurrency, cache, budget, fallback reasons); the
     :meth:`judge` method of the ``Judge`` protocol judges one record without a cache.
@@ -1307,7 +1309,7 @@ class LLMJudge:
         return cls(**{**params, **overrides})
 
     def judge(self, judge_input: JudgeInput) -> JudgeResult:
-        """Judge one record (the :class:`stef.pipeline.judge.symbolic.Judge` protocol); no cache, no budget.
+        """Judge one record (the :class:`stef.pipeline.judge.models.Judge` protocol); no cache, no budget.
 
         When the model cannot answer, the fallback verdict is returned with the reason at the
         start of its rationale.

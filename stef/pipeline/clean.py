@@ -10,73 +10,22 @@ Later stages receive the parsed tree; nothing downstream parses SQL again.
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
+from sqlglot import TokenType, exp
 from sqlglot.errors import ParseError, SqlglotError
-from sqlglot.parser import Parser
-from sqlglot.tokens import Tokenizer, TokenType
 
-from stef.errors import UnknownDialectError
-
-QUERY_TYPES: tuple[type[exp.Expression], ...] = (exp.Select, exp.SetOperation, exp.Subquery, exp.Values)
-"""Statement node types that count as a read-only query answer."""
-
-
-def _statement_types() -> tuple[type[exp.Expression], ...]:
-    names = (
-        "Drop",
-        "Delete",
-        "Insert",
-        "Update",
-        "Create",
-        "Alter",
-        "Merge",
-        "Command",
-        "TruncateTable",
-        "Grant",
-        "Revoke",
-        "Use",
-        "Set",
-        "Pragma",
-        "Transaction",
-        "Commit",
-        "Rollback",
-        "Copy",
-        "Describe",
-        "Analyze",
-        "Cache",
-        "Uncache",
-        "LoadData",
-        "Refresh",
-        "Attach",
-        "Detach",
-        "Install",
-        "Kill",
-        "Export",
-        "Execute",
-        "ExecuteSql",
-        "Comment",
-        "Lock",
-        "Show",
-        "Declare",
-        "Cluster",
-        "Undrop",
-        "Put",
-        "Get",
-        "StoredProcedure",
-        "Return",
-        "Summarize",
-    )
-    return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
-
-
-NON_QUERY_STATEMENT_TYPES: tuple[type[exp.Expression], ...] = _statement_types()
-"""Statement node types that are real statements but not queries (DDL, DML, session commands)."""
+from stef.pipeline.dialects import _parser_pair, parse_statements, parser_message
+from stef.pipeline.statement_safety import (
+    NON_QUERY_STATEMENT_TYPES,
+    QUERY_TYPES,
+    _may_write,
+    embedded_writes,
+    executable_comment_writes,
+    hidden_statements,
+)
 
 STATEMENT_START_WORDS = frozenset(
     {
@@ -112,7 +61,6 @@ SQL_FENCE_LANGUAGES = frozenset(
     {"", "sql", "sqlite", "postgres", "postgresql", "mysql", "tsql", "bigquery", "snowflake", "hive", "spark", "duckdb"}
 )
 """Fence language tags taken as SQL (the other fences are used only when no fence has one of these)."""
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,94 +77,14 @@ class ParsedSQL:
         error_message: the reason for ``error`` (the parser's message for ``parse_error``).
     """
 
-    answer: exp.Expression | None
-    statements: tuple[exp.Expression, ...]
+    answer: exp.Expr | None
+    statements: tuple[exp.Expr, ...]
     dialect: str
     flags: tuple[str, ...]
     error: str | None = None
     error_message: str | None = None
     text: str = ""
     """The cleaned SQL text (fences and prose removed) that was parsed."""
-
-
-@lru_cache(maxsize=64)
-def dialect_instance(name: str) -> Dialect:
-    """A reusable dialect instance (looking a dialect up by name on every parse costs time)."""
-    return Dialect.get_or_raise(name or None)
-
-
-_THREAD_PARSERS = threading.local()
-
-
-def parse_statements(text: str, dialect: str) -> list[exp.Expression | None]:
-    """``sqlglot.parse(text, read=dialect)``, with a tokenizer and parser reused per thread and dialect.
-
-    sqlglot builds a new tokenizer and parser for every ``sqlglot.parse`` call, about 15 % of
-    parsing a typical query; both reset their state at the start of each call, so one pair per
-    thread (they are not thread-safe) serves every record.
-
-    Args:
-        text: SQL text (one or more statements).
-        dialect: a resolved sqlglot dialect name (``""``: the generic dialect).
-
-    Returns:
-        One tree per statement (``None`` for an empty statement), as ``sqlglot.parse``.
-
-    Raises:
-        sqlglot.errors.SqlglotError: the text does not tokenize or parse.
-
-    >>> [tree.sql() for tree in parse_statements("SELECT 1; SELECT 2", "sqlite")]
-    ['SELECT 1', 'SELECT 2']
-    """
-    tokenizer, parser = _parser_pair(dialect)
-    return parser.parse(tokenizer.tokenize(text), text)
-
-
-def _parser_pair(dialect: str) -> tuple[Tokenizer, Parser]:
-    """This thread's tokenizer and parser of ``dialect`` (see :func:`parse_statements`)."""
-    pairs: dict[str, tuple[Tokenizer, Parser]] | None = getattr(_THREAD_PARSERS, "by_dialect", None)
-    if pairs is None:
-        pairs = _THREAD_PARSERS.by_dialect = {}
-    pair = pairs.get(dialect)
-    if pair is None:
-        instance = dialect_instance(dialect)
-        pair = pairs[dialect] = (instance.tokenizer(), instance.parser())
-    return pair
-
-
-@lru_cache(maxsize=256)
-def resolve_dialect(name: str | None) -> str:
-    """Normalise a dialect name to one sqlglot knows (``""`` = generic dialect); cached (sqlglot
-    builds a dialect object on every lookup).
-
-    Raises:
-        UnknownDialectError: sqlglot has no dialect of that name.
-
-    >>> resolve_dialect("SQLite")
-    'sqlite'
-    >>> resolve_dialect(None)
-    ''
-    """
-    if name is None:
-        return ""
-    cached = _RESOLVED_DIALECTS.get(name)
-    if cached is not None:
-        return cached
-    if not name.strip() or name.strip().lower() in {"generic", "sqlglot", "ansi"}:
-        key = ""
-    else:
-        key = name.strip().lower()
-        try:
-            Dialect.get_or_raise(key)
-        except (ValueError, KeyError) as exc:
-            known = ", ".join(sorted(d for d in Dialect.classes if d))
-            raise UnknownDialectError(f"unknown SQL dialect {name!r}; known dialects: {known}") from exc
-    if len(_RESOLVED_DIALECTS) < 1024:  # names as records spell them; unknown names are never kept
-        _RESOLVED_DIALECTS[name] = key
-    return key
-
-
-_RESOLVED_DIALECTS: dict[str, str] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,83 +249,6 @@ def _starts_statement(line: str) -> bool:
     return first in STATEMENT_START_WORDS or first.startswith(("(SELECT", "--", "/*"))
 
 
-def parser_message(error: SqlglotError) -> str:
-    """A one-line, colour-free parser message (sqlglot underlines the token with ANSI codes)."""
-    details = getattr(error, "errors", None)
-    if details:
-        first = details[0]
-        description = first.get("description") or "syntax error"
-        highlight = first.get("highlight")
-        where = f" at line {first.get('line')}, column {first.get('col')}"
-        near = f" near {highlight!r}" if highlight else ""
-        return f"{description}{where}{near}"
-    return _ANSI.sub("", str(error)).splitlines()[0] if str(error) else type(error).__name__
-
-
-WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
-    t
-    for t in (exp.Insert, exp.Delete, exp.Update, exp.Merge, exp.Create, exp.Drop, getattr(exp, "TruncateTable", None))
-    if isinstance(t, type)
-)
-"""Write statements that can hide inside a query (a data-modifying CTE)."""
-WRITE_WORDS = (
-    "INSERT",
-    "INTO",
-    "DELETE",
-    "UPDATE",
-    "MERGE",
-    "CREATE",
-    "DROP",
-    "TRUNCATE",
-    "REPLACE",
-    "UPSERT",
-    "OVERWRITE",
-)
-"""Keywords a write needs (SELECT INTO needs INTO); a dialect's own spellings are added from its
-tokenizer (:func:`_write_words`). A query whose text holds none of them has no write in its
-tree, which is then not walked for :func:`embedded_writes`."""
-_WRITE_TOKEN_NAMES = frozenset(
-    {"INSERT", "DELETE", "UPDATE", "MERGE", "CREATE", "DROP", "REPLACE", "INTO", "TRUNCATE", "OVERWRITE"}
-)
-
-
-@lru_cache(maxsize=64)
-def _write_words(dialect: str) -> tuple[str, ...]:
-    """:data:`WRITE_WORDS` plus every keyword the dialect's tokenizer maps to a write token
-    (Teradata's ``DEL``, ``INS``, ``UPD``)."""
-    keywords = dialect_instance(dialect).tokenizer_class.KEYWORDS
-    own = sorted(
-        word for word, token in keywords.items() if token.name in _WRITE_TOKEN_NAMES and word not in WRITE_WORDS
-    )
-    return (*WRITE_WORDS, *own)
-
-
-def _may_write(text: str, dialect: str) -> bool:
-    """Pre-check before walking the tree: does the text hold a write keyword of the dialect
-    anywhere (case-insensitive)? A superset test: the tree, not this, decides what is flagged."""
-    upper = text.upper()
-    return any(word in upper for word in _write_words(dialect))
-
-
-def embedded_writes(query: exp.Expression) -> list[str]:
-    """Writes inside a query statement: ``SELECT ... INTO t`` and data-modifying CTEs.
-
-    >>> import sqlglot
-    >>> embedded_writes(sqlglot.parse_one("SELECT * INTO backup FROM users"))
-    ['SELECT INTO']
-    >>> embedded_writes(sqlglot.parse_one("WITH d AS (DELETE FROM users RETURNING *) SELECT COUNT(*) FROM d", read="postgres"))
-    ['DELETE (inside the query)']
-    """
-    writes: list[str] = []
-    into: list[str] = []
-    for node in query.walk():  # one walk for both kinds
-        if isinstance(node, WRITE_TYPES):
-            writes.append(f"{node.key.upper()} (inside the query)")
-        elif isinstance(node, exp.Select) and node.args.get("into") is not None:
-            into.append("SELECT INTO")
-    return writes + into
-
-
 _STRING_TOKENS = frozenset(
     t for name, t in TokenType.__members__.items() if name.endswith("STRING") and "LINESTRING" not in name
 )
@@ -484,7 +275,7 @@ def _fence_marker_in_code(text: str, dialect: str) -> bool:
     return False
 
 
-def _whole_text_statements(text: str, dialect: str) -> list[exp.Expression] | None:
+def _whole_text_statements(text: str, dialect: str) -> list[exp.Expr] | None:
     """The statements of ``text`` when it is SQL as a whole, else ``None`` (it is a message:
     markdown, prose).
 
@@ -554,346 +345,6 @@ EXTENDED_START_WORDS = frozenset(
 it parses into real statements (sqlglot's Command fallback would also read prose that starts so)."""
 
 
-HIDDEN_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
-    t
-    for t in (
-        exp.Drop,
-        exp.Delete,
-        exp.Insert,
-        exp.Update,
-        exp.Merge,
-        exp.Create,
-        exp.Alter,
-        exp.Copy,
-        *(
-            getattr(exp, name, None)
-            for name in (
-                "TruncateTable",
-                "Grant",
-                "Revoke",
-                "Attach",
-                "Detach",
-                "Install",
-                "Kill",
-                "Execute",
-                "ExecuteSql",
-                "Comment",
-                "Put",
-                "Undrop",
-            )
-        ),
-    )
-    if isinstance(t, type)
-)
-"""Statements looked for in the parts of a message left out of its SQL (prose, other code
-blocks). sqlglot's ``Command`` fallback is not among them: prose such as "Drop the filter" parses
-as one."""
-HIDDEN_START_WORDS = frozenset(
-    {
-        "DROP",
-        "DELETE",
-        "INSERT",
-        "UPDATE",
-        "MERGE",
-        "CREATE",
-        "ALTER",
-        "TRUNCATE",
-        "REPLACE",
-        "GRANT",
-        "REVOKE",
-        "COPY",
-        "UPSERT",
-        "WITH",
-        "SELECT",
-        "ATTACH",
-        "DETACH",
-        "INSTALL",
-        "KILL",
-        "EXEC",
-        "EXECUTE",
-        "COMMENT",
-        "PUT",
-        "UNDROP",
-    }
-)
-"""First words of a line that may start a hidden write (``WITH`` and ``SELECT``: a
-data-modifying CTE, ``SELECT ... INTO``), besides the dialect's own write keywords."""
-MAX_HIDDEN_CANDIDATES = 64
-"""Lines left out of the SQL that are parsed as possible statements, per record; past this many
-the rest is reported unchecked (and the record counts as holding a non-SELECT statement)."""
-
-
-def _complete_write(statement: exp.Expression) -> bool:
-    """Whether a parsed write is a whole statement, not prose that happens to parse ("Update the
-    table" parses as an UPDATE without SET)."""
-    if isinstance(statement, exp.Update):
-        return bool(statement.args.get("expressions"))
-    if isinstance(statement, exp.Insert):
-        return statement.expression is not None
-    if isinstance(statement, exp.Copy):
-        return bool(statement.args.get("files"))
-    return True  # DROP, CREATE, ALTER ... parsed as themselves (not as sqlglot's Command fallback)
-
-
-def _write_kinds(statements: list[exp.Expression | None]) -> list[str]:
-    kinds: list[str] = []
-    for statement in statements:
-        if statement is None or isinstance(statement, exp.Semicolon):
-            continue
-        if isinstance(statement, HIDDEN_WRITE_TYPES) and _complete_write(statement):
-            kinds.append(statement.key.upper())
-        elif isinstance(statement, QUERY_TYPES):
-            kinds.extend(embedded_writes(statement))
-    return kinds
-
-
-_NEXT_WORD_STATEMENTS: dict[str, frozenset[str]] = {
-    "DROP": frozenset(
-        {
-            "TABLE",
-            "VIEW",
-            "INDEX",
-            "DATABASE",
-            "SCHEMA",
-            "COLUMN",
-            "TRIGGER",
-            "PROCEDURE",
-            "FUNCTION",
-            "USER",
-            "ROLE",
-            "SEQUENCE",
-            "EXTENSION",
-            "TEMP",
-            "TEMPORARY",
-            "IF",
-            "MATERIALIZED",
-            "TYPE",
-        }
-    ),
-    "CREATE": frozenset(
-        {
-            "TABLE",
-            "VIEW",
-            "INDEX",
-            "DATABASE",
-            "SCHEMA",
-            "TRIGGER",
-            "PROCEDURE",
-            "FUNCTION",
-            "USER",
-            "ROLE",
-            "SEQUENCE",
-            "EXTENSION",
-            "TEMP",
-            "TEMPORARY",
-            "OR",
-            "UNIQUE",
-            "MATERIALIZED",
-            "VIRTUAL",
-            "TYPE",
-        }
-    ),
-    "ALTER": frozenset(
-        {"TABLE", "VIEW", "INDEX", "DATABASE", "SCHEMA", "USER", "ROLE", "SEQUENCE", "SYSTEM", "SESSION"}
-    ),
-    "TRUNCATE": frozenset({"TABLE"}),
-    "RENAME": frozenset({"TABLE", "COLUMN", "USER"}),
-    "UNDROP": frozenset({"TABLE", "SCHEMA", "DATABASE"}),
-    "COMMENT": frozenset({"ON"}),
-    "DELETE": frozenset({"FROM"}),
-    "INSERT": frozenset({"INTO", "OVERWRITE", "IGNORE", "OR"}),
-    "REPLACE": frozenset({"INTO"}),
-    "UPSERT": frozenset({"INTO"}),
-    "MERGE": frozenset({"INTO"}),
-    "ATTACH": frozenset({"DATABASE", "PARTITION"}),
-    "DETACH": frozenset({"DATABASE", "PARTITION"}),
-    "LOAD": frozenset({"DATA", "EXTENSION"}),
-    "GRANT": frozenset({"ALL", "SELECT", "INSERT", "UPDATE", "DELETE", "USAGE", "EXECUTE", "CREATE"}),
-    "REVOKE": frozenset({"ALL", "SELECT", "INSERT", "UPDATE", "DELETE", "USAGE", "EXECUTE", "CREATE"}),
-    "EXECUTE": frozenset({"IMMEDIATE", "PROCEDURE"}),
-    "EXEC": frozenset({"IMMEDIATE", "PROCEDURE"}),
-    "INSTALL": frozenset({"PLUGIN", "EXTENSION"}),
-}
-"""Write keywords that start a statement when the next word is one of these (``DROP TABLE``,
-``DELETE FROM``): prose such as "Drop the filter" or "Delete the rows" has another word there."""
-_CALL_STATEMENTS = frozenset({"CALL", "EXEC", "EXECUTE", "DO"})
-"""Keywords that run a procedure or a code block: a statement when followed by a name and ``(``,
-a string or a dollar-quoted block."""
-_ASSIGNMENT_STATEMENTS = frozenset({"SET", "PRAGMA"})
-"""Keywords that change a setting: a statement when an ``=`` (or ``:=``) follows within three words."""
-_ALONE_STATEMENTS = frozenset({"VACUUM", "CHECKPOINT", "REINDEX"})
-"""Keywords that are a whole statement by themselves (``VACUUM;``)."""
-
-
-_LOOSE_WRITE_TYPES: tuple[type[exp.Expression], ...] = tuple(
-    t for t in (getattr(exp, n, None) for n in ("Execute", "ExecuteSql", "Comment")) if isinstance(t, type)
-)
-"""Statements sqlglot also reads out of prose ("Execute the query below", "Comment on this"):
-in a message part they count only when :func:`_looks_like_statement` agrees."""
-
-
-def _tokens_of(part: str, dialect: str) -> list[tuple[str, str, int, int]]:
-    """``(upper-case text, token type name, start, end)`` of a message part, with the dialect's
-    tokenizer (comments and whitespace dropped, a string or quoted name one token); a line the
-    tokenizer rejects (prose with a stray quote) is split into plain words instead."""
-    tokenizer = _parser_pair(dialect)[0]
-    try:
-        return [(t.text.upper(), t.token_type.name, t.start, t.end + 1) for t in tokenizer.tokenize(part)]
-    except (SqlglotError, RecursionError):
-        pass
-    found: list[tuple[str, str, int, int]] = []
-    offset = 0
-    for line in part.splitlines(keepends=True):
-        try:
-            found += [
-                (t.text.upper(), t.token_type.name, offset + t.start, offset + t.end + 1)
-                for t in tokenizer.tokenize(line)
-            ]
-        except (SqlglotError, RecursionError):
-            position = 0
-            for word in line.split():
-                position = line.index(word, position)
-                found.append((word.upper().strip(";,.:!?()"), "VAR", offset + position, offset + position + len(word)))
-                position += len(word)
-        offset += len(line)
-    return found
-
-
-def _looks_like_statement(tokens: list[tuple[str, str, int, int]], index: int, part: str) -> bool:
-    """Whether the write keyword at ``index`` of ``part`` starts a statement by the words after it."""
-    word = tokens[index][0]
-    after = tokens[index + 1 : index + 5]
-    following = [text for text, _, _, _ in after]
-    if tokens[index][1] == "COMMAND" or (after and after[0][1] == "STRING" and word not in _CALL_STATEMENTS):
-        # the tokenizer kept the rest of the statement as one raw string: read its words instead
-        end = next((t[2] for t in tokens[index + 1 :] if t[1] == "SEMICOLON"), len(part))
-        following = [w.upper().strip("();,") for w in part[tokens[index][3] : end].split()[:4]]
-    if word == "COMMENT":  # COMMENT ON TABLE … IS …; "Comment on this query" is prose
-        return following[:1] == ["ON"] and len(following) > 1 and following[1] in _NEXT_WORD_STATEMENTS["DROP"]
-    if word in _NEXT_WORD_STATEMENTS and following and following[0] in _NEXT_WORD_STATEMENTS[word]:
-        return True
-    if word == "UPDATE" and "SET" in following[1:4]:
-        return True
-    if word in _ASSIGNMENT_STATEMENTS and any(text in ("=", ":=") for text in following[:3]):
-        return True
-    if word in _CALL_STATEMENTS:
-        # judged on the raw text after the keyword: the tokenizer keeps a command's arguments as one string
-        end = next((t[2] for t in tokens[index + 1 :] if t[1] == "SEMICOLON"), len(part))
-        return _runs_code(part[tokens[index][3] : end])
-    if word in _ALONE_STATEMENTS and (not following or following[0] in (";", "INTO", "FULL", "ANALYZE")):
-        return True
-    return False
-
-
-def _runs_code(arguments: str) -> bool:
-    """Whether the arguments of CALL / EXEC / EXECUTE / DO name code to run: a string or a
-    dollar-quoted block, ``IMMEDIATE``, or a name followed by ``(`` ("the query below" is none)."""
-    text = arguments.strip()
-    if not text:
-        return False
-    if text[0] in "'\"$":
-        return True
-    name = text.split(None, 1)[0]
-    if name.upper() == "IMMEDIATE":
-        return True
-    head = text.split("(", 1)[0]
-    return (
-        "(" in text
-        and head.strip() != ""
-        and " " not in head.strip()
-        and all(c.isalnum() or c in '_.[]`"' for c in head.strip())
-    )
-
-
-def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[str]:
-    """Non-SELECT statements in the parts of a message that are not its SQL (prose, other code blocks).
-
-    A message may carry a statement outside its code block (``DROP TABLE t;`` before the fence,
-    after a line of prose, behind a comment or a list marker) that a harness which runs the
-    message's SQL lines would run too. Each part is read with the dialect's tokenizer (so
-    comments never hide a keyword and a keyword inside a string is no keyword); at every write
-    keyword the text up to the next ``;`` is parsed, and a complete write statement is reported
-    with its kind; one that does not parse is still reported when the words after the keyword
-    make it a statement (``DROP TABLE``, ``DELETE FROM``, ``UPDATE … SET``, ``SET x = …``,
-    ``CALL p(…)``, ``VACUUM;``), so text that no parser reads cannot hide it either.
-
-    Args:
-        parts: :attr:`MessageParts.discarded`, and the prose cut after the SQL.
-        dialect: a resolved sqlglot dialect name.
-
-    Returns:
-        Statement kinds in order (``"DROP"``, ``"DELETE (inside the query)"`` ...); ``"UNCHECKED"``
-        once more than :data:`MAX_HIDDEN_CANDIDATES` keywords were tried.
-
-    >>> hidden_statements(["Run this first:\\nDROP TABLE schools;", "Hope it helps"], "sqlite")
-    ['DROP']
-    >>> hidden_statements(["1. /* tidy up */ DROP/**/TABLE schools; 2. VACUUM;"], "sqlite")
-    ['DROP', 'VACUUM']
-    >>> hidden_statements(["Drop the filter on year, then update the table."], "sqlite")
-    []
-    """
-    words = (
-        HIDDEN_START_WORDS
-        | set(_write_words(dialect))
-        | set(_NEXT_WORD_STATEMENTS)
-        | _CALL_STATEMENTS
-        | _ASSIGNMENT_STATEMENTS
-        | _ALONE_STATEMENTS
-    )
-    kinds: list[str] = []
-    tried = 0
-    for part in parts:
-        tokens = _tokens_of(part, dialect)
-        index = 0
-        while index < len(tokens):
-            word, kind, begin, _ = tokens[index]
-            if word not in words or "STRING" in kind:
-                index += 1
-                continue
-            tried += 1
-            if tried > MAX_HIDDEN_CANDIDATES:
-                return [*kinds, "UNCHECKED"]
-            stop = next((j for j in range(index + 1, len(tokens)) if tokens[j][0] == ";"), len(tokens))
-            end = tokens[stop - 1][3] if stop > index else len(part)
-            try:
-                statements = parse_statements(part[begin:end], dialect)
-            except (SqlglotError, RecursionError):
-                statements = []
-            loose = [s for s in statements if isinstance(s, _LOOSE_WRITE_TYPES)]
-            found = [] if loose and not _looks_like_statement(tokens, index, part) else _write_kinds(statements)
-            if not found and _looks_like_statement(tokens, index, part):
-                found = [word]
-            kinds.extend(found)
-            index = stop if found else index + 1
-    return kinds
-
-
-def executable_comment_writes(statements: tuple[exp.Expression, ...], dialect: str) -> list[str]:
-    """Write statements inside MySQL/MariaDB executable comments (``/*! ... */``,
-    ``/*!50001 ... */``, MariaDB's ``/*M! ... */``): those servers run the comment's text,
-    sqlglot keeps it as a comment.
-
-    Returns:
-        Statement kinds, as :func:`hidden_statements`.
-
-    >>> import sqlglot
-    >>> executable_comment_writes(tuple(sqlglot.parse("SELECT 1 /*!50001 ; DROP TABLE t */", read="mysql")), "mysql")
-    ['DROP']
-    """
-    kinds: list[str] = []
-    for statement in statements:
-        for node in statement.walk():
-            for comment in node.comments or ():
-                if not comment.startswith(("!", "M!")):
-                    continue
-                body = comment.split("!", 1)[1].lstrip("0123456789")
-                try:
-                    kinds.extend(_write_kinds(parse_statements(body, dialect)))
-                except (SqlglotError, RecursionError):
-                    kinds.append("UNPARSED")
-    return kinds
-
-
 def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     """Clean, parse and split one SQL text; never raises for bad SQL.
 
@@ -906,7 +357,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     Args:
         sql_text: the SQL as logged (may hold fences, prose, comments, several statements).
         dialect: a sqlglot dialect name, or ``None``/``""`` for the generic dialect. Must be
-            resolved already (see :func:`resolve_dialect`).
+            resolved already (see :func:`stef.pipeline.dialects.resolve_dialect`).
 
     Returns:
         A :class:`ParsedSQL`; ``error`` is set for empty text (``invalid_input``), text over
@@ -967,7 +418,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
             "invalid_input",
             "SQL holds no statement (only comments or semicolons)",
         )
-    answer: exp.Expression | None = None
+    answer: exp.Expr | None = None
     statement_flags: list[str] = []
     for statement in statements:
         if isinstance(statement, QUERY_TYPES):
@@ -1058,11 +509,8 @@ __all__ = [
     "MessageParts",
     "ParseError",
     "ParsedSQL",
-    "hidden_statements",
     "parse_sql",
     "parse_sql_with_fallback",
-    "parser_message",
-    "resolve_dialect",
     "split_message",
     "strip_markdown",
 ]

@@ -9,15 +9,12 @@ and its reason (``invalid_input``, ``parse_error``, ``non_select``, ``too_large`
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal, TypeVar, overload
 
-from stef.errors import ConfigError, RulesError, UnknownDialectError
+from stef.errors import RulesError, UnknownDialectError
 from stef.models import (
     EVALUATOR_VERSION,
     AgentLogRecord,
@@ -33,101 +30,26 @@ from stef.models import (
     Verdict,
 )
 from stef.pipeline.align import align_filters
-from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
+from stef.pipeline.clean import parse_sql_with_fallback
+from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.enrichment import validate_enrichment
 from stef.pipeline.extract_nl import extract_question_spec
 from stef.pipeline.extract_sql import extract_sql_spec
-from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
+from stef.pipeline.judge.models import Judge, JudgeInput
+from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.normalize import normalize
 from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
 from stef.pipeline.rules import AppRules, RuleBook, default_rules
-from stef.pipeline.schema import DatabaseSchema, SchemaBook, SchemaError
+from stef.pipeline.schema import DatabaseSchema, SchemaError
+from stef.pipeline.schema_book import SchemaBook
 from stef.pipeline.schema_checks import check_against_schema
 from stef.pipeline.score import compute_score
+from stef.time_cap import RecordTimeout, _check_deadline, _RecordAlarm, configured_time_cap_s
 
 _DEFAULT_JUDGE = SymbolicJudge()
 
 MAX_TEXT_CHARS = 20_000
 """Q_u or Q_e longer than this is not analysed (status ``too_large``)."""
-DEFAULT_TIME_CAP_S = 2.0
-"""Per-record evaluation time cap in seconds (``None`` or 0 switches it off)."""
-MIN_TIME_CAP_S = 0.001
-"""Smallest per-record cap accepted from the environment (1 ms): the cap's timer ticks at a quarter of it."""
-TIME_CAP_ENV_VAR = "STEF_TIME_CAP_S"
-"""Environment variable overriding :data:`DEFAULT_TIME_CAP_S` (seconds; ``0``: no cap)."""
-
-
-def configured_time_cap_s() -> float | None:
-    """The per-record time cap: ``$STEF_TIME_CAP_S`` seconds, else :data:`DEFAULT_TIME_CAP_S`;
-    ``None`` when the variable is ``0`` (no cap).
-
-    Raises:
-        ConfigError: the variable is not a number of seconds >= 0.
-    """
-    raw = os.environ.get(TIME_CAP_ENV_VAR, "").strip()
-    if not raw:
-        return DEFAULT_TIME_CAP_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not (value == 0.0 or MIN_TIME_CAP_S <= value < float("inf")):  # also rejects nan
-        raise ConfigError(
-            f"{TIME_CAP_ENV_VAR}={raw!r} is not a number of seconds >= {MIN_TIME_CAP_S:g} (0 switches the per-record cap off)"
-        )
-    return value or None
-
-
-class RecordTimeout(Exception):
-    """Raised inside :func:`evaluate` when the per-record time cap expires."""
-
-
-def _check_deadline(deadline: float | None) -> None:
-    if deadline is not None and time.perf_counter() > deadline:
-        raise RecordTimeout
-
-
-class _RecordAlarm:
-    """The per-record time cap: a SIGALRM interval timer that raises :class:`RecordTimeout` in
-    the record that passed its deadline.
-
-    The handler and a periodic timer (a tick of a quarter of the cap, 0.25 ms to 0.25 s) are set up
-    once for a whole batch; each record only sets :attr:`deadline`, so no system call is made per
-    record. A record is interrupted at most one tick after its cap. Signals can only be handled in
-    the main thread of a process, so the timer interrupts work there (``stef evaluate``,
-    process-pool workers); in other threads (the nightly flow's thread pool) it does nothing: the
-    deadline is checked between stages, and the size caps (:data:`stef.pipeline.clean.MAX_SQL_CHARS`,
-    :data:`MAX_TEXT_CHARS`) bound each stage.
-    """
-
-    def __init__(self, seconds: float | None) -> None:
-        self.seconds = seconds
-        self.usable = (
-            bool(seconds) and hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-        )
-        self.deadline: float | None = None
-        """``time.perf_counter()`` value after which the current record is interrupted (``None``: no record running)."""
-        self._previous: object = None
-        self._previous_timer: tuple[float, float] = (0.0, 0.0)
-
-    def _on_tick(self, signum: int, frame: object) -> None:
-        deadline = self.deadline
-        if deadline is not None and time.perf_counter() > deadline:
-            raise RecordTimeout  # again at every tick until the record is abandoned (the loop clears the deadline)
-
-    def __enter__(self) -> _RecordAlarm:
-        if self.usable:
-            tick = max(0.00025, min(0.25, self.seconds / 4))  # type: ignore[operator]
-            self._previous = signal.signal(signal.SIGALRM, self._on_tick)
-            self._previous_timer = signal.setitimer(signal.ITIMER_REAL, tick, tick)
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.usable:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self._previous)  # type: ignore[arg-type]
-            if any(self._previous_timer):  # an enclosing batch's timer: running again
-                signal.setitimer(signal.ITIMER_REAL, *self._previous_timer)
 
 
 def _failure(
@@ -486,7 +408,7 @@ def evaluate_many(
     An unexpected exception inside STEF for one record becomes an ``internal_error``
     evaluation naming the exception, and a record that runs past ``time_cap_s`` seconds gets
     the ``timeout`` status (SIGALRM in the main thread, else the deadline between stages, see
-    :class:`_RecordAlarm`); the batch goes on. An invalid rule file
+    :class:`stef.time_cap._RecordAlarm`); the batch goes on. An invalid rule file
     (:class:`stef.errors.RulesError`) is a configuration error and is raised.
 
     Args:
@@ -495,7 +417,7 @@ def evaluate_many(
         judge: the semantic judge (``None``: :class:`SymbolicJudge`).
         default_dialect: dialect for records that name none.
         time_cap_s: per-record cap in seconds (``None`` or 0: no cap); ``"configured"``:
-            :func:`configured_time_cap_s` (``$STEF_TIME_CAP_S``, default 2 s).
+            :func:`stef.time_cap.configured_time_cap_s` (``$STEF_TIME_CAP_S``, default 2 s).
         schemas: the apps' schemas (``--schema-dir``); an app without one is judged schema-free.
             Every evaluation of the batch then carries the evaluator version with ``+schema``.
         observed: the apps' observed catalogs (``--observed-catalog``), for apps without a

@@ -30,9 +30,10 @@ from sqlglot.optimizer.scope import Scope
 from stef.config_files import read_config_text
 from stef.errors import StefError, UnknownDialectError
 from stef.models import ObservedReport
-from stef.pipeline.clean import parse_sql, resolve_dialect
-from stef.pipeline.extract_sql import render, tree_scopes
+from stef.pipeline.clean import parse_sql
+from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.rules import is_rule_file_name
+from stef.pipeline.sql_trees import render, tree_scopes
 
 CATALOG_FORMAT = "stef-observed-catalog"
 """``format`` of an observed catalog file."""
@@ -68,7 +69,7 @@ class SqlFacts:
     values: tuple[tuple[str, str, str], ...]
 
 
-def sql_facts(tree: exp.Expression) -> SqlFacts:
+def sql_facts(tree: exp.Expr) -> SqlFacts:
     """The facts of a parsed answer (see the module docstring for how columns are attributed).
 
     >>> import sqlglot
@@ -133,7 +134,7 @@ def sql_facts(tree: exp.Expression) -> SqlFacts:
     return SqlFacts(frozenset(tables), frozenset(columns), joins, tuple(values))
 
 
-def _select_of(node: exp.Expression) -> exp.Expression | None:
+def _select_of(node: exp.Expr) -> exp.Expr | None:
     parent = node.parent
     while parent is not None and not isinstance(parent, exp.Select):
         parent = parent.parent
@@ -216,7 +217,7 @@ def learn_catalog(app_id: str, sql_texts: Iterable[tuple[str, str | None]], sour
     )
 
 
-def check_against_observed(tree: exp.Expression, catalog: ObservedCatalog) -> ObservedReport:
+def check_against_observed(tree: exp.Expr, catalog: ObservedCatalog) -> ObservedReport:
     """Compare one answer with its app's observed catalog.
 
     Findings (each needs the tables involved used in :data:`MIN_TABLE_USES` answers or more):

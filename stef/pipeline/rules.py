@@ -104,12 +104,14 @@ def _rules_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def _schema() -> dict[str, Any]:
-    return json.loads((_rules_dir() / "schema.json").read_text(encoding="utf-8"))
+    schema: dict[str, Any] = json.loads((_rules_dir() / "schema.json").read_text(encoding="utf-8"))
+    return schema
 
 
 @lru_cache(maxsize=1)
 def _default_payload() -> dict[str, Any]:
-    return json.loads((_rules_dir() / "default.json").read_text(encoding="utf-8"))
+    payload: dict[str, Any] = json.loads((_rules_dir() / "default.json").read_text(encoding="utf-8"))
+    return payload
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -172,7 +174,7 @@ def _merged_rules(payload: dict[str, Any], source: str) -> AppRules:
     dialect = payload.get("default_dialect")
     if dialect is not None:
         from stef.errors import UnknownDialectError
-        from stef.pipeline.clean import resolve_dialect
+        from stef.pipeline.dialects import resolve_dialect
 
         try:
             resolve_dialect(dialect)
@@ -208,7 +210,7 @@ def default_rules() -> AppRules:
     """The built-in ``rules/default.json`` (parsed once; the model is frozen).
 
     pydantic validates it here; the JSON Schema check is left to the test suite
-    (``tests/test_stages.py::test_bundled_example_rules_are_valid``), as the file ships with the
+    (``tests/stef/pipeline/test_rules.py::test_bundled_example_rules_are_valid``), as the file ships with the
     package: importing jsonschema would cost every ``stef`` run about 60 ms.
     """
     return _merged_rules(_default_payload(), "rules/default.json")

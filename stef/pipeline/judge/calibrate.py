@@ -36,13 +36,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stef.models import SuspectedError, Verdict
+from stef.pipeline.judge.models import JudgeInput
 from stef.pipeline.matching import name_is_grounded
-
-if TYPE_CHECKING:
-    from stef.pipeline.judge.symbolic import JudgeInput
 
 DEFAULT_CALIBRATOR = "symbolic-v2.json"
 """Artifact shipped in ``stef/pipeline/judge/calibrators/`` and used by the default symbolic judge (no schema)."""

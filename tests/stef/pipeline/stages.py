@@ -19,7 +19,8 @@ import pytest
 from stef import errors
 from stef.models import AgentLogRecord, AlignmentResult, FilterStatus, Verdict
 from stef.pipeline.align import align_filters
-from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
+from stef.pipeline.clean import parse_sql_with_fallback
+from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.enrichment import validate_enrichment
 from stef.pipeline.evaluate import evaluate
 from stef.pipeline.extract_nl import extract_question_spec

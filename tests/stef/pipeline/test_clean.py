@@ -8,7 +8,8 @@ import pytest
 
 from stef.errors import UnknownDialectError
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict
-from stef.pipeline.clean import parse_sql_with_fallback, resolve_dialect
+from stef.pipeline.clean import parse_sql_with_fallback
+from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.evaluate import evaluate
 from stef.pipeline.rules import parse_rules
 from tests.stef.pipeline.cases import read_jsonl

@@ -167,7 +167,7 @@ def test_time_cap_interrupts_a_stage_that_never_returns(monkeypatch: pytest.Monk
 def test_a_nested_batch_gives_the_enclosing_batch_its_timer_back() -> None:
     import signal
 
-    from stef.pipeline.evaluate import _RecordAlarm
+    from stef.time_cap import _RecordAlarm
 
     with _RecordAlarm(1.0):
         outer_handler = signal.getsignal(signal.SIGALRM)
@@ -189,7 +189,7 @@ def test_deadline_is_checked_between_stages_in_any_thread() -> None:
     import threading
     import time as clock
 
-    from stef.pipeline.evaluate import RecordTimeout
+    from stef.time_cap import RecordTimeout
 
     caught: list[BaseException] = []
 

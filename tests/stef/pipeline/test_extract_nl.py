@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from stef.pipeline.extract_nl import extract_question_spec, hint_definitions
+from stef.pipeline.extract_nl import extract_question_spec
+from stef.pipeline.hints import hint_definitions
 from stef.pipeline.rules import default_rules, parse_rules
 from tests.stef.pipeline.stages import STAGES, Case, check_rejection, stage_cases
 
@@ -71,7 +72,7 @@ def test_question_lexicon(text: str, field: str, expected: object) -> None:
 def test_top_k_fast_path_matches_the_case_insensitive_pattern(text: str) -> None:
     """The ASCII fast path finds exactly what the IGNORECASE pattern finds (also on the four
     non-ASCII letters IGNORECASE folds to ASCII)."""
-    from stef.pipeline.extract_nl import _TOP_K, _top_k_token
+    from stef.pipeline.question_phrases import _TOP_K, _top_k_token
 
     match = _TOP_K.search(text)
     assert _top_k_token(text) == (match.group(1).lower() if match else None)
@@ -107,17 +108,19 @@ def test_patterns_checked_after_their_first_character_match_the_plain_patterns(t
     what the plain patterns find."""
     import re
 
-    from stef.pipeline import extract_nl
+    from stef.pipeline import hints, question_phrases
 
     plain = {
-        extract_nl._QUOTED: re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”"),
-        extract_nl._YEAR: re.compile(r"\b(1[89]\d\d|20\d\d)\b"),
-        extract_nl._CAPITALISED: re.compile(r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)"),
+        question_phrases._QUOTED: re.compile(r"(?<![\w'])'([^']{1,200}?)'(?![\w'])|\"([^\"]{1,200})\"|“([^”]{1,200})”"),
+        question_phrases._YEAR: re.compile(r"\b(1[89]\d\d|20\d\d)\b"),
+        question_phrases._CAPITALISED: re.compile(
+            r"\b([A-Z][\w'.-]*(?:\s+(?:(?:of|de|la|the|and)\s+)?[A-Z][\w'.-]*)*)"
+        ),
     }
     for pattern, reference in plain.items():
         assert pattern.findall(text) == reference.findall(text)
         assert pattern.sub(" ", text) == reference.sub(" ", text)
-    assert extract_nl._CLAUSE_BREAK.split(text) == re.split(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n", text)
+    assert hints._CLAUSE_BREAK.split(text) == re.split(r";|(?<=[A-Za-z0-9)'\"`])[.?!]\s+|\n", text)
 
 
 @pytest.mark.parametrize(
@@ -127,7 +130,7 @@ def test_patterns_checked_after_their_first_character_match_the_plain_patterns(t
 def test_phrase_search_matches_the_bounded_pattern(text: str, phrase: str) -> None:
     import re
 
-    from stef.pipeline.extract_nl import _has_phrase, _phrase_ends
+    from stef.pipeline.question_phrases import _has_phrase, _phrase_ends
 
     reference = [m.end() for m in re.finditer(rf"(?<![a-z]){re.escape(phrase.strip())}(?![a-z])", text)]
     assert list(_phrase_ends(text, phrase)) == reference
@@ -162,7 +165,7 @@ def test_a_hint_naming_a_column_and_its_table_keeps_the_column() -> None:
 def test_hint_features_are_remembered_per_rule_set() -> None:
     """A clause's features are remembered per rule set: the same clause under another column
     mapping gives that mapping's column, and a repeat gives the remembered result."""
-    from stef.pipeline.extract_nl import analysed_definitions
+    from stef.pipeline.hints import analysed_definitions
 
     clause = "male refers to gender = 'M'"
     base = default_rules()

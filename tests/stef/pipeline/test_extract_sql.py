@@ -140,7 +140,7 @@ def test_correct_shapes_raise_no_structural_error(sql: str) -> None:
 def test_unused_join_tables(sql: str, unused: tuple[str, ...]) -> None:
     import sqlglot
 
-    from stef.pipeline.extract_sql import unused_join_tables
+    from stef.pipeline.sql_evidence import unused_join_tables
 
     assert unused_join_tables(sqlglot.parse_one(sql, read="sqlite")) == unused
 

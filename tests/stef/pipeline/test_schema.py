@@ -14,14 +14,8 @@ from typer.testing import CliRunner
 from flows.cli import app
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus
 from stef.pipeline.evaluate import evaluate_many
-from stef.pipeline.schema import (
-    SCHEMA_VERSION_SUFFIX,
-    SchemaBook,
-    SchemaError,
-    load_schema_file,
-    parse_catalog,
-    parse_ddl,
-)
+from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, SchemaError, parse_catalog, parse_ddl
+from stef.pipeline.schema_book import SchemaBook, load_schema_file
 from tests.stef.pipeline.schemas import PETS_DDL
 from tests.support.checkout import REPO_ROOT
 

@@ -17,7 +17,7 @@ from stef.pipeline.score import compute_score
 def test_shipped_calibrator_matches_the_feature_code() -> None:
     """The artifact's feature names are exactly what feature_vector produces (no silent zeros)."""
     from stef.pipeline.judge.calibrate import feature_vector, load_calibrator
-    from stef.pipeline.judge.symbolic import JudgeInput
+    from stef.pipeline.judge.models import JudgeInput
 
     calibrator = load_calibrator()
     spec = extract_sql_spec(sqlglot.parse_one("SELECT COUNT(*) FROM users WHERE city = 'Rome'"))
