@@ -13,22 +13,13 @@ from pydantic import ValidationError
 from scipy import stats
 
 import stef.monitor.drift
-from stef.monitor.drift import (
-    DriftDirection,
-    DriftError,
-    DriftSample,
-    DriftThresholds,
-    DriftVerdict,
-    bootstrap_delta,
-    category_test,
-    compare,
-    order_versions,
-    previous_window,
-    psi,
-    score_histogram,
-    trailing_window,
-    version_sort_key,
-)
+import stef.monitor.models
+import stef.monitor.statistics
+import stef.monitor.windows
+from stef.monitor.drift import compare
+from stef.monitor.models import DriftDirection, DriftError, DriftSample, DriftThresholds, DriftVerdict
+from stef.monitor.statistics import bootstrap_delta, category_test, psi, score_histogram
+from stef.monitor.windows import order_versions, previous_window, trailing_window, version_sort_key
 from tests.support.monitoring_support import bugs_pools, draw
 
 FAST = DriftThresholds(n_resamples=500)
@@ -77,7 +68,7 @@ def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
     rng = np.random.default_rng(3)
     baseline = rng.choice([0.0, 16.0, 56.0, 72.0, 80.0, 100.0], 300)
     candidate = rng.choice([0.0, 16.0, 56.0, 72.0, 80.0, 100.0], 250)
-    delta = bootstrap_delta(baseline, candidate, stef.monitor.drift._mean, FAST)
+    delta = bootstrap_delta(baseline, candidate, stef.monitor.statistics.mean, FAST)
     expected = stats.bootstrap(
         (baseline, candidate),
         lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
@@ -95,13 +86,13 @@ def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
 
 
 def test_bootstrap_of_tied_values_gives_a_point_interval() -> None:
-    delta = bootstrap_delta([80.0] * 50, [80.0] * 60, stef.monitor.drift._p90, FAST)
+    delta = bootstrap_delta([80.0] * 50, [80.0] * 60, stef.monitor.statistics.p90, FAST)
     assert (delta.delta, delta.ci_low, delta.ci_high, delta.excludes_zero) == (0.0, 0.0, 0.0, False)
 
 
 def test_bootstrap_needs_two_values_per_side() -> None:
     with pytest.raises(DriftError, match=r"two values per side, got 1 and 3"):
-        bootstrap_delta([1.0], [1.0, 2.0, 3.0], stef.monitor.drift._mean)
+        bootstrap_delta([1.0], [1.0, 2.0, 3.0], stef.monitor.statistics.mean)
 
 
 def test_category_test_matches_chi2_contingency() -> None:
@@ -355,7 +346,8 @@ def test_version_sort_key_is_natural() -> None:
 
 
 def test_drift_doctests() -> None:
-    assert doctest.testmod(stef.monitor.drift).failed == 0
+    for module in (stef.monitor.drift, stef.monitor.models, stef.monitor.statistics, stef.monitor.windows):
+        assert doctest.testmod(module).failed == 0, module.__name__
 
 
 # --------------------------------------------------------------------------- real records

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from stef.models import EVALUATOR_VERSION
-from tasks.drift import DRIFT_ARTIFACT_KEY, DRIFT_EVENT
+from stef.monitor.alerts import DRIFT_EVENT
+from tasks.drift import DRIFT_ARTIFACT_KEY
 from tasks.report import REPORT_ARTIFACT_KEY
 from tests.support.monitoring_support import write_log_day
 from warehouse import connect, day_is_done

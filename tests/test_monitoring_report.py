@@ -17,23 +17,18 @@ import pytest
 import yaml
 
 import flows.deployments
+import stef.monitor.charts
+import stef.monitor.rendering
+import stef.monitor.report
 import tasks.report
 from stef.display import md_code_block, md_text
 from stef.errors import InputError
 from stef.models import EVALUATOR_VERSION, FilterStatus, Verdict
-from tasks.drift import plan_version_check, run_check
-from tasks.report import (
-    BIN_LABELS,
-    ReportData,
-    collect,
-    headline_table,
-    parse_week,
-    render_charts,
-    render_html,
-    render_markdown,
-    report_paths,
-    write_report,
-)
+from stef.monitor.charts import render_charts
+from stef.monitor.rendering import render_html, render_markdown
+from stef.monitor.report import BIN_LABELS, ReportData, headline_table, parse_week
+from tasks.drift_checks import plan_version_check, run_check
+from tasks.report import collect, report_paths, write_report
 from tests.support.monitoring_support import answers, store_answers
 from warehouse import connect
 from warehouse.monitoring import store_drift_checks
@@ -61,7 +56,7 @@ def week_conn() -> Iterator[duckdb.DuckDBPyConnection]:
             )
         store_answers(conn, day, batch)
     plan = plan_version_check(conn, "bird", EVALUATOR_VERSION, end=MONDAY + timedelta(days=6))
-    from stef.monitor.drift import DriftThresholds
+    from stef.monitor.models import DriftThresholds
 
     store_drift_checks(conn, [run_check(conn, plan, DriftThresholds(min_samples=5, n_resamples=200)).row("nightly")])
     yield conn
@@ -262,7 +257,8 @@ def test_report_paths(tmp_path: Path) -> None:
 
 
 def test_report_doctests() -> None:
-    assert doctest.testmod(tasks.report).failed == 0
+    for module in (tasks.report, stef.monitor.report, stef.monitor.charts, stef.monitor.rendering):
+        assert doctest.testmod(module).failed == 0, module.__name__
     assert doctest.testmod(flows.deployments).failed == 0
 
 

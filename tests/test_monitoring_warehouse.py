@@ -14,21 +14,17 @@ import duckdb
 import numpy as np
 import pytest
 
+import stef.monitor.alerts
+import stef.monitor.formatting
 import tasks.backfill
 import tasks.drift
+import tasks.drift_checks
 from stef.models import EVALUATOR_VERSION, FilterStatus, Verdict
-from stef.monitor.drift import DriftError, DriftKind, DriftThresholds
-from tasks.drift import (
-    DRIFT_EVENT,
-    check_drift,
-    drift_event,
-    drift_markdown,
-    nightly_plans,
-    plan_temporal_check,
-    plan_version_check,
-    run_drift_check,
-    thresholds_from_env,
-)
+from stef.monitor.alerts import DRIFT_EVENT, drift_event, drift_markdown
+from stef.monitor.drift import thresholds_from_env
+from stef.monitor.models import DriftError, DriftKind, DriftThresholds
+from tasks.drift import check_drift
+from tasks.drift_checks import nightly_plans, plan_temporal_check, plan_version_check, run_drift_check
 from tests.support.monitoring_support import answers, store_answers
 from warehouse import WarehouseError, connect
 from warehouse.monitoring import (
@@ -393,7 +389,7 @@ def test_drift_markdown_has_one_row_per_check(rollout: Path) -> None:
 
 
 def test_task_module_doctests() -> None:
-    for module in (tasks.drift, tasks.backfill):
+    for module in (tasks.drift, tasks.drift_checks, tasks.backfill, stef.monitor.alerts, stef.monitor.formatting):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 
