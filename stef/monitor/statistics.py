@@ -84,6 +84,7 @@ def mean(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
 def p90(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
     """90th percentile of ``x`` along ``axis``, numpy's linear interpolation (vectorised, :func:`bootstrap_delta`).
 
+    >>> import numpy as np
     >>> float(p90(np.asarray([10.0, 20.0, 30.0, 40.0, 50.0])))
     46.0
     """
