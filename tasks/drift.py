@@ -1,11 +1,10 @@
-"""Drift checks over the warehouse: run, store, alert (DESIGN.md §6, issue 5).
+"""The nightly drift tasks: run and store the night's checks, alert (DESIGN.md §6, issue 5).
 
 The plain functions of :mod:`tasks.drift_checks` do the work without a Prefect run (``stef drift``
-starts no Prefect API). The tasks wrap them for the nightly flow: :func:`check_drift` runs every check of a night and stores it, :func:`publish_drift`
-writes the markdown artifact and emits the ``stef.drift.detected`` event for every check that
-drifted for the worse (texts from :mod:`stef.monitor.alerts`), and :func:`nightly_drift_step`
-runs both so that a failing check never fails the night (its data is stored before the check runs).
-"""
+starts no Prefect API). The tasks wrap them for the nightly flow: :func:`check_drift` runs every check of a night and stores it,
+:func:`publish_drift` writes the markdown artifact and emits the ``stef.drift.detected`` event for every
+check that drifted for the worse (texts from :mod:`stef.monitor.alerts`), and :func:`nightly_drift_step`
+runs both so that a failing check never fails the night (its data is stored before the check runs)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Fixtures of the tests in tests/tasks: a warehouse holding one report week (W48 of agent ``bird``) and its report data."""
+"""Fixtures of the tests in tests/tasks: a warehouse holding one report week (W48 of agent ``bird``) and its report
+data."""
 
 from __future__ import annotations
 

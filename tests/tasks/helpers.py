@@ -1,4 +1,5 @@
-"""Helpers of the tests in tests/tasks: the report week's Monday, an HTML collector, log records and the drift-event wait of the flow tests, log lines of the task tests."""
+"""Helpers of the tests in tests/tasks: the report week's Monday, an HTML collector, log records and the
+drift-event wait of the flow tests, log lines of the task tests."""
 
 from __future__ import annotations
 

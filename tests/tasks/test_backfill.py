@@ -1,4 +1,5 @@
-"""Flow test of tasks/backfill.py under the session's Prefect test harness: an interrupted and resumed backfill through ``stef backfill``."""
+"""Flow test of tasks/backfill.py under the session's Prefect test harness: an interrupted and resumed backfill
+through ``stef backfill``."""
 
 from __future__ import annotations
 

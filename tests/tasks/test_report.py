@@ -1,4 +1,5 @@
-"""Tests of the weekly report tasks (tasks/report.py): the data read from the warehouse, the HTML and Markdown written from the templates; no Prefect run."""
+"""Tests of the weekly report tasks (tasks/report.py): the data read from the warehouse, the HTML and Markdown
+written from the templates; no Prefect run."""
 
 from __future__ import annotations
 

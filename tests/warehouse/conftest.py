@@ -1,4 +1,5 @@
-"""Fixtures of the monitoring tests: an empty in-memory warehouse, the rollout warehouse (agent ``bird`` v1 → v2.0, agent ``solo``)."""
+"""Fixtures of the monitoring tests: an empty in-memory warehouse, the rollout warehouse (agent ``bird`` v1 → v2.0,
+agent ``solo``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests of warehouse/monitoring.py: the drift-check columns, the reads of versions, days, samples and lowest scores, the drift-check writes."""
+"""Tests of warehouse/monitoring.py: the drift-check columns, the reads of versions, days, samples and lowest
+scores, the drift-check writes."""
 
 from __future__ import annotations
 

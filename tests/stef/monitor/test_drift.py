@@ -1,4 +1,5 @@
-"""Tests of stef/monitor/drift.py: the statistics a comparison reports, the decision rule, and the rule on real NL2SQL-BUGs scores (bundled sample)."""
+"""Tests of stef/monitor/drift.py: the statistics a comparison reports, the decision rule, and the rule on real
+NL2SQL-BUGs scores (bundled sample)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests of stef/monitor/statistics.py: PSI, histogram, bootstrap deltas and chi-square tests against scipy and hand-computed values."""
+"""Tests of stef/monitor/statistics.py: PSI, histogram, bootstrap deltas and chi-square tests against scipy and
+hand-computed values."""
 
 from __future__ import annotations
 
