@@ -18,9 +18,9 @@ from prefect import flow
 
 from flows.nightly import NightlySummary, nightly, resolve_log_date
 from stef.llm.judge import SYMBOLIC, JudgeSettings
+from stef.models import BATCH_SIZE
 from tasks._runtime import run_logger
 from tasks.backfill import day_has_logs, days_in_range, plan_backfill
-from tasks.evaluate import DEFAULT_BATCH_SIZE
 from warehouse import resolve_path
 
 DayStatus = Literal["done", "skipped", "no_logs"]
@@ -74,7 +74,7 @@ def backfill(
     force: bool = False,
     rules_dir: str | None = None,
     max_bad_share: float = 0.05,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int = BATCH_SIZE,
     judge: str = SYMBOLIC,
     on_day: Callable[[BackfillDay], None] | None = None,
     schema_dir: str | None = None,

@@ -45,7 +45,7 @@ from flows.cli_monitoring import register as _register_monitoring
 from flows.parallel import OutputRow
 from stef.display import one_line, shorten
 from stef.errors import InputError
-from stef.models import Band, EvaluationStatus, FilterStatus, Verdict
+from stef.models import BATCH_SIZE, Band, EvaluationStatus, FilterStatus, Verdict
 
 if TYPE_CHECKING:
     from stef.llm.evaluate import JudgeRunStats
@@ -77,8 +77,6 @@ BREAKER_HELP = (
     "Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
     "symbolic verdict without calling the model, and each such record says so (0: never)."
 )
-BATCH_SIZE = 500
-"""Records evaluated per call of :func:`stef.pipeline.evaluate.evaluate_many` by ``stef evaluate``."""
 PROGRESS_EVERY = 100
 """``stef evaluate`` refreshes its progress line every this many records."""
 DEMO_DIR = "stef-demo"

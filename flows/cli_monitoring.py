@@ -19,11 +19,12 @@ from rich.text import Text
 
 from flows.cli_common import CliError, console, err_console, running_flows, summary_line, user_errors, validate_judge
 from stef.display import DISPLAY_WIDTH, one_line, shorten
-from stef.monitor.drift import DEFAULT_WINDOW_DAYS, DriftThresholds
+from stef.models import BATCH_SIZE
+from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds
 
 if TYPE_CHECKING:
     from flows.backfill import BackfillDay
-    from tasks.drift import DriftCheck
+    from stef.monitor.models import DriftCheck
 
 _DEFAULTS = DriftThresholds()
 _DATE = ["%Y-%m-%d"]
@@ -178,7 +179,7 @@ def drift(
     """
 
     with user_errors():
-        from tasks.drift import run_drift_check
+        from tasks.drift_checks import run_drift_check
 
         thresholds = DriftThresholds(
             min_samples=min_samples,
@@ -251,7 +252,7 @@ def backfill(
             "--max-bad-share", min=0.0, max=1.0, help="Per day: fail when more than this share of lines is quarantined."
         ),
     ] = 0.05,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = 500,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = BATCH_SIZE,
     judge: Annotated[
         str,
         typer.Option(
@@ -343,7 +344,7 @@ def backfill(
 
 
 def headline_rich_table(rows: list[dict[str, Any]], week: str) -> Table:
-    """The report's headline table for the terminal (rows of :func:`tasks.report.headline_table`).
+    """The report's headline table for the terminal (rows of :func:`stef.monitor.report.headline_table`).
 
     Names are :class:`rich.text.Text`, shortened (:func:`stef.display.shorten`): a long agent id
     does not push the numbers off the screen.
@@ -403,7 +404,7 @@ def report(
 
     with user_errors():
         from flows.weekly_report import weekly_report
-        from tasks.report import parse_week
+        from stef.monitor.report import parse_week
         from warehouse import WarehouseError, resolve_path
 
         label, _, _ = parse_week(week)  # check before Prefect starts

@@ -29,7 +29,7 @@ from stef.llm.judge import (
     preflight,
     release_breaker,
 )
-from stef.models import EVALUATOR_VERSION, CompactEvaluation
+from stef.models import BATCH_SIZE, EVALUATOR_VERSION, CompactEvaluation
 from tasks import (
     check_warehouse,
     compute_metrics,
@@ -41,7 +41,7 @@ from tasks import (
     validate_logs,
 )
 from tasks.drift import nightly_drift_step
-from tasks.evaluate import DEFAULT_BATCH_SIZE, RecordBatch, batches, rulebook
+from tasks.evaluate import RecordBatch, batches, rulebook
 from warehouse import resolve_path
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
@@ -64,7 +64,7 @@ class NightlySummary:
         evaluator_version: the evaluator version of the stored evaluations.
         warehouse: the DuckDB file written.
         judge: the judge setting (``symbolic``, a model, or ``hybrid:MODEL``).
-        drift_checks: one summary per drift check of the night (:meth:`tasks.drift.DriftCheck.summary`).
+        drift_checks: one summary per drift check of the night (:meth:`stef.monitor.models.DriftCheck.summary`).
         drift_error: why the drift step failed, or ``None`` (the day is stored either way).
         judge_breaker: what the run's circuit breaker did when it opened (after how many
             records, why, how many records then got the symbolic verdict without a request);
@@ -155,7 +155,7 @@ def nightly(
     warehouse: str | None = None,
     rules_dir: str | None = None,
     max_bad_share: float = 0.05,
-    batch_size: int = DEFAULT_BATCH_SIZE,
+    batch_size: int = BATCH_SIZE,
     judge: str = SYMBOLIC,
     api_base: str | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from stef.errors import InputError
-from stef.models import AgentLogRecord, Band, Evaluation, EvaluationStatus, FilterStatus, Verdict
+from stef.models import BATCH_SIZE, AgentLogRecord, Band, Evaluation, EvaluationStatus, FilterStatus, Verdict
 
 if TYPE_CHECKING:
     from stef.logs import LogLine
@@ -169,7 +169,7 @@ def evaluate_files_in_processes(
     rulebook: RuleBook,
     workers: int,
     dialect: str | None = None,
-    batch_size: int = 500,
+    batch_size: int = BATCH_SIZE,
     schemas: SchemaBook | None = None,
     observed: ObservedCatalogBook | None = None,
 ) -> Iterator[OutputRow]:

@@ -9,12 +9,7 @@ from __future__ import annotations
 from prefect import flow
 from prefect.utilities.annotations import quote
 
-from tasks.report import (
-    ReportFiles,
-    collect_report_data,
-    publish_report_artifact,
-    write_report,
-)
+from tasks.report import ReportFiles, collect_report_data, publish_report_artifact, write_report
 
 
 @flow(name="stef-weekly-report")

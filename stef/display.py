@@ -13,7 +13,7 @@ module holds the text side of that rule, with no dependency beyond the standard 
   code span. Their results are :class:`Markdown` strings, which the escaping functions pass through
   unchanged, so Markdown built by STEF is never escaped twice.
 
-The HTML side is Jinja's autoescape (``tasks/report.py``); the terminal side is a rich console
+The HTML side is Jinja's autoescape (``stef/monitor/rendering.py``); the terminal side is a rich console
 with markup and emoji codes off (``flows/cli.py``).
 """
 

@@ -17,6 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 EVALUATOR_VERSION = "stef-0.2.0+symbolic-7"
 """Version of the evaluation method; part of the key of stored evaluations."""
+BATCH_SIZE = 500
+"""Records per evaluation batch: per :func:`tasks.evaluate.evaluate_batch` task run (large enough that
+Prefect's per-task cost, milliseconds, is noise, small enough to spread a day over the task runner's
+workers), per ``stef evaluate`` call of :func:`stef.pipeline.evaluate.evaluate_many`, per ``--batch-size`` default."""
 
 
 class FilterStatus(str, Enum):

@@ -5,11 +5,8 @@ from __future__ import annotations
 from datetime import date, timedelta
 from pathlib import Path
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
 from stef.errors import InputError
-from tasks._runtime import retry_on_io_error
+from tasks._runtime import io_task
 from warehouse import connect
 from warehouse.monitoring import done_days
 
@@ -39,7 +36,7 @@ def day_has_logs(logs_root: str, log_date: date) -> bool:
     """Whether ``<logs_root>/<YYYY-MM-DD>/`` exists and holds a ``*.jsonl`` file (local folder or fsspec URL)."""
     day = log_date.isoformat()
     if "://" in logs_root:
-        import fsspec
+        import fsspec  # type: ignore[import-untyped]
 
         fs, root = fsspec.core.url_to_fs(logs_root)
         remote = f"{root.rstrip('/')}/{day}"
@@ -48,14 +45,7 @@ def day_has_logs(logs_root: str, log_date: date) -> bool:
     return folder.is_dir() and any(folder.glob("*.jsonl"))
 
 
-@task(
-    name="plan-backfill",
-    retries=2,
-    retry_delay_seconds=5,
-    retry_condition_fn=retry_on_io_error,
-    cache_policy=NO_CACHE,
-    persist_result=False,
-)
+@io_task("plan-backfill", retries=2, retry_delay_seconds=5)
 def plan_backfill(warehouse_path: str | None, start: date, end: date, evaluator_version: str) -> list[date]:
     """The days in ``start … end`` already done with ``evaluator_version`` (stored, metrics computed).
 

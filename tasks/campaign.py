@@ -19,7 +19,7 @@ from stef.campaign.sandbox import open_test_database
 from stef.display import shorten
 from stef.models import Evaluation
 from stef.pipeline.evaluate import evaluate_many
-from tasks._runtime import retry_on_io_error, run_logger
+from tasks._runtime import io_task, run_logger
 from warehouse import connect
 from warehouse.campaign import CampaignStoreSummary, store_campaign
 
@@ -67,14 +67,7 @@ def score_campaign(result: CampaignResult, dialect: str | None) -> list[Evaluati
     return evaluate_many([stef_record(r, dialect) for r in result.results])
 
 
-@task(
-    name="campaign-store",
-    cache_policy=NO_CACHE,
-    persist_result=False,
-    retries=2,
-    retry_delay_seconds=2,
-    retry_condition_fn=retry_on_io_error,
-)
+@io_task("campaign-store", retries=2, retry_delay_seconds=2)
 def store_campaign_task(
     result: CampaignResult, settings: CampaignSettings, evaluations: list[Evaluation], warehouse: str | None = None
 ) -> CampaignStoreSummary:

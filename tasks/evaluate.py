@@ -11,17 +11,13 @@ from prefect.cache_policies import NO_CACHE
 
 from stef.errors import RulesError
 from stef.llm.judge import JudgeSettings
-from stef.models import AgentLogRecord, CompactEvaluation, Evaluation
+from stef.models import BATCH_SIZE, AgentLogRecord, CompactEvaluation, Evaluation
 from stef.pipeline.evaluate import evaluate_many
 from stef.pipeline.observed import ObservedCatalogBook
 from stef.pipeline.rules import RuleBook
 
-DEFAULT_BATCH_SIZE = 500
-"""Records per :func:`evaluate_batch` task run: large enough that Prefect's per-task cost
-(milliseconds) is noise, small enough to spread a day over the task runner's workers."""
 
-
-def batches(records: list[AgentLogRecord], size: int = DEFAULT_BATCH_SIZE) -> list[list[AgentLogRecord]]:
+def batches(records: list[AgentLogRecord], size: int = BATCH_SIZE) -> list[list[AgentLogRecord]]:
     """Split ``records`` into consecutive batches of at most ``size``.
 
     Raises:
@@ -98,7 +94,7 @@ def evaluate_batch(
     makes no model call; ``judge.max_cost_usd`` is this batch's share of the run's budget.
 
     Args:
-        records: the batch (usually :data:`DEFAULT_BATCH_SIZE` records; a :class:`RecordBatch`
+        records: the batch (usually :data:`stef.models.BATCH_SIZE` records; a :class:`RecordBatch`
             from a flow).
         rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
         judge: judge settings (``None``: symbolic), with the schema folder (``schema_dir``) if any.

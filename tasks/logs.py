@@ -15,10 +15,10 @@ from prefect.cache_policies import NO_CACHE
 
 from stef.errors import InputError, StefError
 from stef.logs import LogLine, capped_lines, log_files, parse_line, read_log_file
-from tasks._runtime import retry_on_io_error, run_logger
+from tasks._runtime import io_task, run_logger
 
 if TYPE_CHECKING:
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
 GX_COLUMNS = ("run_id", "agent_id", "agent_version", "question", "sql", "timestamp")
 """Record fields handed to Great Expectations (one pandas row per valid record)."""
@@ -30,7 +30,7 @@ class LogQualityError(StefError):
 
 def _read_remote(logs_root: str, day: str) -> list[LogLine]:
     """Lines of ``<logs_root>/<day>/*.jsonl`` for an fsspec URL (``s3://``, ``gs://``, ``file://``...)."""
-    import fsspec
+    import fsspec  # type: ignore[import-untyped]
 
     try:
         fs, root = fsspec.core.url_to_fs(logs_root)
@@ -61,14 +61,7 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
     return lines
 
 
-@task(
-    name="load-logs",
-    retries=2,
-    retry_delay_seconds=5,
-    retry_condition_fn=retry_on_io_error,
-    cache_policy=NO_CACHE,
-    persist_result=False,
-)
+@io_task("load-logs", retries=2, retry_delay_seconds=5)
 def load_logs(logs_root: str, log_date: date) -> list[LogLine]:
     """Read every line of ``<logs_root>/<YYYY-MM-DD>/*.jsonl`` (files in name order).
 
@@ -119,14 +112,20 @@ def _frame(lines: Sequence[LogLine]) -> pd.DataFrame:
 
 
 def _expectations() -> list[Any]:
-    import great_expectations as gx
+    from great_expectations.expectations.core.expect_column_values_to_be_dateutil_parseable import (
+        ExpectColumnValuesToBeDateutilParseable,
+    )
+    from great_expectations.expectations.core.expect_column_values_to_be_unique import ExpectColumnValuesToBeUnique
+    from great_expectations.expectations.core.expect_column_values_to_not_be_null import (
+        ExpectColumnValuesToNotBeNull,
+    )
 
     expectations: list[Any] = [
-        gx.expectations.ExpectColumnValuesToNotBeNull(column=column)
+        ExpectColumnValuesToNotBeNull(column=column)
         for column in ("run_id", "agent_id", "agent_version", "question", "sql")
     ]
-    expectations.append(gx.expectations.ExpectColumnValuesToBeUnique(column="run_id"))
-    expectations.append(gx.expectations.ExpectColumnValuesToBeDateutilParseable(column="timestamp"))
+    expectations.append(ExpectColumnValuesToBeUnique(column="run_id"))
+    expectations.append(ExpectColumnValuesToBeDateutilParseable(column="timestamp"))
     return expectations
 
 

@@ -13,7 +13,7 @@ from stef.logs import LogLine
 from stef.models import EVALUATOR_VERSION, Evaluation, StoredEvaluation
 from stef.pipeline.evaluate import rejected_evaluation
 from stef.pipeline.observed import ObservedCatalogBook
-from tasks._runtime import retry_on_io_error, run_logger
+from tasks._runtime import io_task, run_logger
 from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
 
 
@@ -106,14 +106,7 @@ def learn_observed_catalogs(warehouse_path: str | None, log_date: date) -> Obser
     return book
 
 
-@task(
-    name="store-results",
-    retries=2,
-    retry_delay_seconds=10,
-    retry_condition_fn=retry_on_io_error,
-    cache_policy=NO_CACHE,
-    persist_result=False,
-)
+@io_task("store-results", retries=2, retry_delay_seconds=10)
 def store_results(
     warehouse_path: str | None,
     log_date: date,
@@ -159,14 +152,7 @@ def store_results(
     return summary
 
 
-@task(
-    name="compute-metrics",
-    retries=2,
-    retry_delay_seconds=10,
-    retry_condition_fn=retry_on_io_error,
-    cache_policy=NO_CACHE,
-    persist_result=False,
-)
+@io_task("compute-metrics", retries=2, retry_delay_seconds=10)
 def compute_metrics(
     warehouse_path: str | None,
     log_date: date,

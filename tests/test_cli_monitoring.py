@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 from stef.models import FilterStatus, Verdict
-from tasks.drift import run_drift_check
+from tasks.drift_checks import run_drift_check
 from tests.support.monitoring_support import answers, store_answers
 from warehouse import connect
 from warehouse.monitoring import read_drift_checks

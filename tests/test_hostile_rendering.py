@@ -22,7 +22,7 @@ import pytest
 from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
-import tasks.report
+import stef.monitor.charts
 from flows.cli import app
 from stef.display import (
     DISPLAY_WIDTH,
@@ -37,10 +37,14 @@ from stef.display import (
 )
 from stef.logs import parse_line
 from stef.models import AlignmentResult, Evaluation, EvaluationStatus, FilterStatus, SuspectedError, Verdict
-from stef.monitor.drift import order_versions, version_sort_key
+from stef.monitor.alerts import drift_markdown
+from stef.monitor.charts import Chart, render_charts
+from stef.monitor.rendering import render_html, render_markdown
+from stef.monitor.report import ReportData
+from stef.monitor.windows import order_versions, version_sort_key
 from stef.pipeline.score import band_for
-from tasks.drift import drift_markdown, plan_version_check, run_check
-from tasks.report import Chart, ReportData, collect, render_charts, render_html, render_markdown
+from tasks.drift_checks import plan_version_check, run_check
+from tasks.report import collect
 from tests.support.monitoring_support import write_log_day
 from warehouse import compute_daily_metrics, connect, store_day
 from warehouse.monitoring import store_drift_checks
@@ -312,7 +316,7 @@ def _store(
 def _hostile_week(conn: duckdb.DuckDBPyConnection, value: str) -> None:
     """Agent ``value``: version ``value`` all week (70/90), version ``value + "+1"`` from Thursday
     (40/60, a missing filter); run ids start with ``value``; a stored version check."""
-    from stef.monitor.drift import DriftThresholds
+    from stef.monitor.models import DriftThresholds
 
     for offset in range(7):
         rows = [(f"{value}-a{offset}-{i}", value, value, score, False) for i, score in enumerate([70.0, 90.0] * 2)]
@@ -472,7 +476,7 @@ def captured_figures(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         figures.append(figure)
         return "data:image/png;base64,"
 
-    monkeypatch.setattr(tasks.report, "_data_uri", keep)
+    monkeypatch.setattr(stef.monitor.charts, "_data_uri", keep)
     return figures
 
 

@@ -2,7 +2,7 @@
 
 Typed functions over the tables of DESIGN.md §4; they take an open connection (a read-only one
 is fine except for :func:`store_drift_checks`) and return plain Python values or polars frames.
-Only :mod:`stef` models are imported: the statistics live in :mod:`stef.monitor.drift`, the callers
+Only :mod:`stef` models are imported: the statistics live in :mod:`stef.monitor.statistics`, the callers
 turn the rows read here into its samples.
 """
 
@@ -189,7 +189,7 @@ def read_drift_sample_rows(
 
     Returns:
         One tuple per evaluation (scored or not), ordered by day and run id; the rows of
-        :meth:`stef.monitor.drift.DriftSample.from_rows`.
+        :meth:`stef.monitor.models.DriftSample.from_rows`.
     """
     rows = conn.execute(
         """

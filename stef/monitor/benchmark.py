@@ -115,7 +115,7 @@ class JudgeBenchmark:
     share_correct: float = float("nan")
 
 
-def _ratio(numerator: int, denominator: int) -> float:
+def _ratio(numerator: float, denominator: int) -> float:
     return numerator / denominator if denominator else float("nan")
 
 

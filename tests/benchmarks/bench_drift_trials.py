@@ -18,7 +18,7 @@ trial printed:
 * ``thirty``:    30 answers per side (the worse scenario) — ``insufficient_data``.
 
 ``--sweep`` adds the share of ``drift`` verdicts of the first two scenarios at other sample sizes.
-Uses the default :class:`stef.monitor.drift.DriftThresholds` (the ones ``stef drift`` and the nightly flow use).
+Uses the default :class:`stef.monitor.models.DriftThresholds` (the ones ``stef drift`` and the nightly flow use).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
-from stef.monitor.drift import DriftResult, DriftSample, DriftThresholds, compare
+from stef.monitor.drift import compare
+from stef.monitor.models import DriftResult, DriftSample, DriftThresholds
 from stef.pipeline.evaluate import evaluate_many
 
 Row = tuple[str, "float | None", "str | None", "str | None"]

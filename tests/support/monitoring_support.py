@@ -119,7 +119,7 @@ def bugs_pools() -> dict[bool, tuple[tuple[str, float | None, str | None, str | 
 
     Returns:
         ``{True: rows of correct SQL, False: rows of incorrect SQL}``, each row
-        ``(status, score, verdict, filter_status)`` as :meth:`stef.monitor.drift.DriftSample.from_rows` takes.
+        ``(status, score, verdict, filter_status)`` as :meth:`stef.monitor.models.DriftSample.from_rows` takes.
     """
     from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
     from stef.pipeline.evaluate import evaluate_many
@@ -145,9 +145,9 @@ def draw(
     incorrect_share: float,
     rng: Any,
 ) -> Any:
-    """A :class:`stef.monitor.drift.DriftSample` of ``n`` answers: each incorrect with probability
+    """A :class:`stef.monitor.models.DriftSample` of ``n`` answers: each incorrect with probability
     ``incorrect_share`` (then drawn from the incorrect pool, else from the correct one), with replacement."""
-    from stef.monitor.drift import DriftSample
+    from stef.monitor.models import DriftSample
 
     incorrect = rng.random(n) < incorrect_share
     rows = [pools[not bad][int(rng.integers(len(pools[not bad])))] for bad in incorrect]

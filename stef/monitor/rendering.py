@@ -1,0 +1,109 @@
+"""The weekly report as one self-contained HTML file and its Markdown twin (Jinja2 templates).
+
+The HTML embeds the charts as PNG ``data:`` URIs with inline CSS (no network needed to view it);
+the Markdown twin holds the same tables, no charts. The templates are in ``stef/monitor/templates/``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from stef.display import DISPLAY_WIDTH, Markdown, md_code, md_code_block, md_text, one_line, shorten
+from stef.models import Band, FilterStatus, Verdict
+from stef.monitor.charts import Chart
+from stef.monitor.formatting import fmt_ci
+from stef.monitor.report import BIN_LABELS, ReportData
+
+
+def _num(value: Any, spec: str = ".1f") -> Markdown:
+    return Markdown("–" if value is None else format(value, spec))
+
+
+def _pct(value: Any) -> Markdown:
+    return Markdown("–" if value is None else f"{100 * value:.1f} %")
+
+
+def _delta(value: Any, interval: Any) -> Markdown:
+    """A delta with its interval (``-7.56 [-11.80, -3.43]``), or ``–``.
+
+    >>> _delta(-7.5612, [-11.8, -3.43]), _delta(None, None)
+    ('-7.56 [-11.80, -3.43]', '–')
+    """
+    return Markdown("–" if value is None else f"{value:+.2f} {fmt_ci(interval)}")
+
+
+def html_name(value: object, width: int = DISPLAY_WIDTH) -> Markup:
+    """A name (agent id, version, run id) for the HTML report: escaped, on one line, shortened to
+    ``width`` characters; a shortened name keeps the whole one in a ``title`` attribute (tooltip).
+
+    >>> html_name("<b>bird</b>")
+    Markup('&lt;b&gt;bird&lt;/b&gt;')
+    >>> html_name("a" * 60, 10)
+    Markup('<span class="name" title="aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa">aaaaaaaaa…</span>')
+    """
+    full, short = one_line(value), shorten(value, width)
+    if short == full:
+        return escape(full)
+    return Markup('<span class="name" title="{}">{}</span>').format(full, short)
+
+
+def md_name(value: object, width: int = DISPLAY_WIDTH) -> Markdown:
+    """A name for the Markdown twin: :func:`stef.display.shorten` then :func:`stef.display.md_text`."""
+    return md_text(shorten(value, width))
+
+
+def _md_finalize(value: Any) -> Markdown:
+    """Jinja ``finalize`` of the Markdown twin: every ``{{ … }}`` goes through :func:`stef.display.md_text`
+    unless a filter already made it Markdown (:func:`stef.display.md_code`, ``num`` …), so a new
+    field in the template is escaped without anyone remembering to."""
+    return md_text(value)
+
+
+def _environment(markdown: bool) -> Any:
+    """The Jinja environment of the HTML report (autoescape) or of its Markdown twin (:func:`_md_finalize`)."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    options: dict[str, Any] = {"finalize": _md_finalize} if markdown else {"autoescape": True}
+    environment = Environment(
+        loader=PackageLoader("stef.monitor", "templates"),
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        **options,
+    )
+    environment.filters.update(num=_num, pct=_pct, delta=_delta)
+    if markdown:
+        environment.filters.update(name=md_name, md=md_text, code=md_code, code_block=md_code_block)
+    else:
+        environment.filters.update(name=html_name)
+    return environment
+
+
+def _context(data: ReportData) -> dict[str, Any]:
+    return {
+        "data": data,
+        "bins": BIN_LABELS,
+        "filter_statuses": [m.value for m in FilterStatus],
+        "verdicts": [m.value for m in Verdict],
+        "bands": [m.value for m in Band],
+    }
+
+
+def render_html(data: ReportData, charts: Sequence[Chart]) -> str:
+    """The self-contained HTML report (template ``weekly_report.html.j2``; charts as ``data:`` URIs)."""
+    by_agent: dict[str, dict[str, Chart]] = defaultdict(dict)
+    for chart in charts:
+        by_agent[chart.agent_id][chart.kind] = chart
+    return str(
+        _environment(markdown=False).get_template("weekly_report.html.j2").render(charts=by_agent, **_context(data))
+    )
+
+
+def render_markdown(data: ReportData) -> str:
+    """The Markdown twin (template ``weekly_report.md.j2``): the same tables, no charts."""
+    return str(_environment(markdown=True).get_template("weekly_report.md.j2").render(**_context(data)))

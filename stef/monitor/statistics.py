@@ -1,0 +1,193 @@
+"""Statistics of a drift check: score histogram, PSI, bootstrap deltas, chi-square tests (DESIGN.md §6).
+
+Pure: numpy and scipy only (imported when a statistic is computed). :func:`p90` is the P90 of the
+drift checks (numpy's linear interpolation).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from stef.monitor.models import (
+    PSI_EPSILON,
+    SCORE_BIN_EDGES,
+    CategoryTest,
+    Delta,
+    DriftError,
+    DriftSample,
+    DriftThresholds,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+def score_histogram(scores: Sequence[float] | npt.NDArray[np.float64]) -> tuple[int, ...]:
+    """Counts of ``scores`` per fixed 10-point bin (:data:`SCORE_BIN_EDGES`, 100 in the last bin).
+
+    >>> score_histogram([0.0, 9.99, 10.0, 55.0, 90.0, 100.0])
+    (2, 1, 0, 0, 0, 1, 0, 0, 0, 2)
+    """
+    import numpy as np
+
+    counts, _ = np.histogram(np.asarray(scores, dtype=float), bins=np.asarray(SCORE_BIN_EDGES))
+    return tuple(int(c) for c in counts)
+
+
+def psi(
+    baseline: Sequence[float] | npt.NDArray[np.float64],
+    candidate: Sequence[float] | npt.NDArray[np.float64],
+    epsilon: float = PSI_EPSILON,
+) -> float:
+    """Population stability index of ``candidate`` against ``baseline`` over the 10-point bins.
+
+    ``PSI = Σ (c_i − b_i) · ln(c_i / b_i)`` over the bins, with ``b_i``, ``c_i`` the shares of
+    each side in bin ``i`` and an empty bin's share replaced by ``epsilon``. Rules of thumb:
+    < 0.1 stable, 0.1–0.25 moderate shift, > 0.25 major shift.
+
+    Args:
+        baseline: baseline scores in [0, 100].
+        candidate: candidate scores in [0, 100].
+        epsilon: share used for an empty bin.
+
+    Returns:
+        The PSI (≥ 0).
+
+    Raises:
+        DriftError: a side is empty.
+
+    >>> round(psi([5.0, 15.0], [5.0, 5.0]), 4)  # (1 - .5) ln(1 / .5) + (1e-4 - .5) ln(1e-4 / .5)
+    4.6043
+    """
+    import numpy as np
+
+    b_counts = np.asarray(score_histogram(baseline), dtype=float)
+    c_counts = np.asarray(score_histogram(candidate), dtype=float)
+    if b_counts.sum() == 0 or c_counts.sum() == 0:
+        raise DriftError("PSI needs at least one score on each side")
+    b_share = np.where(b_counts > 0, b_counts / b_counts.sum(), epsilon)
+    c_share = np.where(c_counts > 0, c_counts / c_counts.sum(), epsilon)
+    return float(np.sum((c_share - b_share) * np.log(c_share / b_share)))
+
+
+def mean(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
+    """Mean of ``x`` along ``axis`` (vectorised statistic of :func:`bootstrap_delta`)."""
+    import numpy as np
+
+    return np.asarray(np.mean(x, axis=axis), dtype=float)
+
+
+def p90(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
+    """90th percentile of ``x`` along ``axis``, numpy's linear interpolation (vectorised, :func:`bootstrap_delta`).
+
+    >>> import numpy as np
+    >>> float(p90(np.asarray([10.0, 20.0, 30.0, 40.0, 50.0])))
+    46.0
+    """
+    import numpy as np
+
+    return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # linear interpolation, as DuckDB's quantile_cont
+
+
+def bootstrap_delta(
+    baseline: Sequence[float] | npt.NDArray[np.float64],
+    candidate: Sequence[float] | npt.NDArray[np.float64],
+    statistic: Callable[..., Any],
+    thresholds: DriftThresholds | None = None,
+) -> Delta:
+    """``statistic(candidate) − statistic(baseline)`` with a bootstrap confidence interval.
+
+    Both samples are resampled independently (``scipy.stats.bootstrap`` with
+    ``paired=False``), ``thresholds.n_resamples`` times, at ``thresholds.confidence_level``,
+    with ``thresholds.ci_method`` and a generator seeded with ``thresholds.seed``. When every
+    resample gives the same value (e.g. the P90 of tied scores) the interval is that value.
+
+    Args:
+        baseline: baseline values (at least two).
+        candidate: candidate values (at least two).
+        statistic: vectorised statistic ``f(x, axis=-1)`` (``numpy.mean`` …).
+        thresholds: bootstrap settings (default :class:`DriftThresholds`).
+
+    Returns:
+        A :class:`Delta`.
+
+    Raises:
+        DriftError: a side has fewer than two values.
+    """
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    limits = thresholds or DriftThresholds()
+    b = np.asarray(baseline, dtype=float)
+    c = np.asarray(candidate, dtype=float)
+    if b.size < 2 or c.size < 2:
+        raise DriftError(f"a bootstrap interval needs two values per side, got {b.size} and {c.size}")
+    b_value = float(statistic(b, axis=-1))
+    c_value = float(statistic(c, axis=-1))
+
+    def difference(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
+        return np.asarray(statistic(y, axis=axis) - statistic(x, axis=axis))
+
+    batch = max(1, 4_000_000 // max(b.size, c.size))  # bounds the memory of one vectorised call
+    result = bootstrap(
+        (b, c),
+        difference,
+        paired=False,
+        vectorized=True,
+        n_resamples=limits.n_resamples,
+        batch=batch,
+        confidence_level=limits.confidence_level,
+        method=limits.ci_method,
+        rng=np.random.default_rng(limits.seed),
+    )
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    if not (math.isfinite(low) and math.isfinite(high)):  # degenerate bootstrap distribution
+        spread = np.asarray(result.bootstrap_distribution, dtype=float)
+        low, high = float(spread.min()), float(spread.max())
+    return Delta(baseline=b_value, candidate=c_value, delta=c_value - b_value, ci_low=low, ci_high=high)
+
+
+def category_test(baseline: Sequence[str], candidate: Sequence[str]) -> CategoryTest | None:
+    """Chi-square test of independence of the category counts of two samples.
+
+    Args:
+        baseline: one category per baseline record.
+        candidate: one category per candidate record.
+
+    Returns:
+        A :class:`CategoryTest` (``scipy.stats.chi2_contingency`` on the 2 × k table of the
+        categories present), or ``None`` when a side is empty or fewer than two categories occur.
+
+    >>> category_test(["A"] * 30 + ["B"] * 10, ["A"] * 10 + ["B"] * 30).dof
+    1
+    """
+    import numpy as np
+    from scipy.stats import chi2_contingency
+
+    if not baseline or not candidate:
+        return None
+    b_counts, c_counts = Counter(baseline), Counter(candidate)
+    categories = tuple(sorted(set(b_counts) | set(c_counts)))
+    if len(categories) < 2:
+        return None
+    table = np.array([[b_counts[k] for k in categories], [c_counts[k] for k in categories]])
+    result = chi2_contingency(table)
+    statistic = float(result.statistic)
+    return CategoryTest(
+        categories=categories,
+        baseline_counts=tuple(int(v) for v in table[0]),
+        candidate_counts=tuple(int(v) for v in table[1]),
+        statistic=statistic,
+        pvalue=float(result.pvalue),
+        dof=int(result.dof),
+        cramers_v=math.sqrt(statistic / float(table.sum())),
+    )
+
+
+def coverage_indicators(sample: DriftSample) -> list[float]:
+    """One ``1.0`` per scored record and one ``0.0`` per unscored record of ``sample`` (their mean is the coverage)."""
+    return [1.0] * sample.n + [0.0] * (sample.records - sample.n)

@@ -1,0 +1,294 @@
+"""Drift checks over the warehouse without Prefect: plan (versions, windows), run, store (DESIGN.md §6, issue 5).
+
+Plain functions over an open connection (:func:`plan_version_check`, :func:`plan_temporal_check`,
+:func:`nightly_plans`, :func:`run_check`) and :func:`run_drift_check` (what ``stef drift`` does):
+no Prefect run needed, so ``stef drift`` starts no Prefect API. The nightly tasks are in :mod:`tasks.drift`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from stef.display import shorten
+from stef.monitor.drift import compare
+from stef.monitor.models import (
+    DEFAULT_WINDOW_DAYS,
+    DriftCheck,
+    DriftError,
+    DriftKind,
+    DriftPlan,
+    DriftSample,
+    DriftThresholds,
+)
+from stef.monitor.windows import order_versions, previous_window, trailing_window
+from warehouse import WarehouseError, connect, resolve_path
+from warehouse.monitoring import (
+    agents_on_day,
+    known_agents,
+    last_day,
+    latest_evaluator_version,
+    read_drift_sample_rows,
+    store_drift_checks,
+    version_first_days,
+)
+
+
+def _window(
+    conn: Any,
+    agent_id: str,
+    evaluator_version: str,
+    version: str,
+    start: date | None,
+    end: date | None,
+    window_days: int,
+) -> tuple[date, date]:
+    """The candidate window: ``start … end`` as given; a missing end is the version's newest day."""
+    if end is None:
+        newest = last_day(conn, agent_id, evaluator_version, version)
+        if newest is None:
+            raise DriftError(
+                f"agent {agent_id!r} version {version!r} has no evaluations of evaluator version {evaluator_version}"
+            )
+        end = newest if start is None else max(newest, start)
+    if start is None:
+        start, end = trailing_window(end, window_days)
+    if end < start:
+        raise DriftError(f"window end {end.isoformat()} is before its start {start.isoformat()}")
+    return start, end
+
+
+def _listing(names: Sequence[str]) -> str:
+    """Names for an error message: comma-separated, each on one line and shortened (:func:`stef.display.shorten`)."""
+    return ", ".join(shorten(name) for name in names)
+
+
+def _versions(conn: Any, agent_id: str, evaluator_version: str, until: date | None) -> list[str]:
+    first_days = version_first_days(conn, agent_id, evaluator_version, until=until)
+    if not first_days:
+        agents = known_agents(conn, evaluator_version)
+        known = _listing(agents[:20]) or "none"
+        raise DriftError(
+            f"agent {agent_id!r} has no evaluations of evaluator version {evaluator_version}"
+            + (f" up to {until.isoformat()}" if until else "")
+            + f" (agents with evaluations: {known})"
+        )
+    return order_versions(first_days)
+
+
+def plan_version_check(
+    conn: Any,
+    agent_id: str,
+    evaluator_version: str,
+    *,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    start: date | None = None,
+    end: date | None = None,
+    window_days: int = DEFAULT_WINDOW_DAYS,
+) -> DriftPlan:
+    """Plan a candidate-version vs baseline-version check.
+
+    Versions are ordered by the first day each has evaluations (then by natural name order,
+    :func:`stef.monitor.windows.order_versions`), counting only days up to ``end`` when given. By default
+    the candidate is the newest version and the baseline the one before it.
+
+    Windows: with ``start`` and ``end`` both sides use ``start … end``. Otherwise the candidate
+    window is the ``window_days`` days ending at ``end`` (default: the candidate's newest day),
+    and the baseline window the ``window_days`` days ending at the baseline's newest day up to
+    that end — the same window while both versions run side by side, the baseline's last week
+    when the candidate replaced it.
+
+    Args:
+        conn: a warehouse connection.
+        agent_id: the agent.
+        evaluator_version: whose evaluations to compare.
+        baseline: the baseline version (default: the version before the candidate).
+        candidate: the candidate version (default: the newest).
+        start: first day of the window.
+        end: last day of the window.
+        window_days: window length when ``start`` is not given.
+
+    Returns:
+        A :class:`DriftPlan` of kind ``version``.
+
+    Raises:
+        DriftError: unknown agent or version, a single version with no baseline given, equal
+            versions, or an empty window.
+    """
+    versions = _versions(conn, agent_id, evaluator_version, end)
+    for name, value in (("baseline", baseline), ("candidate", candidate)):
+        if value is not None and value not in versions:
+            raise DriftError(
+                f"agent {agent_id!r} has no {name} version {value!r} (its versions, oldest first: {_listing(versions)})"
+            )
+    candidate = candidate or versions[-1]
+    if baseline is None:
+        position = versions.index(candidate)
+        if position == 0:
+            raise DriftError(
+                f"agent {agent_id!r} has no version before {candidate!r} to compare with "
+                f"(versions, oldest first: {_listing(versions)}); give --baseline, or check it against its own past with --temporal"
+            )
+        baseline = versions[position - 1]
+    if baseline == candidate:
+        raise DriftError(
+            f"baseline and candidate are the same version {candidate!r}; use --temporal to compare a version with its own past"
+        )
+    candidate_window = _window(conn, agent_id, evaluator_version, candidate, start, end, window_days)
+    if start is not None and end is not None:
+        baseline_window = candidate_window
+    else:
+        baseline_end = last_day(conn, agent_id, evaluator_version, baseline, until=candidate_window[1])
+        baseline_window = trailing_window(baseline_end, window_days) if baseline_end else candidate_window
+    return DriftPlan(
+        agent_id, DriftKind.VERSION, baseline, candidate, baseline_window, candidate_window, evaluator_version
+    )
+
+
+def plan_temporal_check(
+    conn: Any,
+    agent_id: str,
+    evaluator_version: str,
+    *,
+    version: str | None = None,
+    start: date | None = None,
+    end: date | None = None,
+    window_days: int = DEFAULT_WINDOW_DAYS,
+) -> DriftPlan:
+    """Plan a check of one version against its own previous window (temporal drift).
+
+    Args:
+        conn: a warehouse connection.
+        agent_id: the agent.
+        evaluator_version: whose evaluations to compare.
+        version: the agent version (default: the newest).
+        start: first day of the candidate window.
+        end: last day of the candidate window (default: the version's newest day).
+        window_days: window length when ``start`` is not given.
+
+    Returns:
+        A :class:`DriftPlan` of kind ``temporal``: the baseline window is the window of the same
+        length just before the candidate's.
+
+    Raises:
+        DriftError: unknown agent or version, or an empty window.
+    """
+    versions = _versions(conn, agent_id, evaluator_version, end)
+    if version is not None and version not in versions:
+        raise DriftError(
+            f"agent {agent_id!r} has no version {version!r} (its versions, oldest first: {_listing(versions)})"
+        )
+    version = version or versions[-1]
+    candidate_window = _window(conn, agent_id, evaluator_version, version, start, end, window_days)
+    baseline_window = previous_window(*candidate_window)
+    return DriftPlan(
+        agent_id, DriftKind.TEMPORAL, version, version, baseline_window, candidate_window, evaluator_version
+    )
+
+
+def nightly_plans(
+    conn: Any, log_date: date, evaluator_version: str, window_days: int = DEFAULT_WINDOW_DAYS
+) -> list[DriftPlan]:
+    """The checks of one night: per agent with data that day, newest version vs the one before
+    (when there is one) and the newest version vs its own previous window; windows end at ``log_date``."""
+    plans: list[DriftPlan] = []
+    for agent_id in agents_on_day(conn, log_date, evaluator_version):
+        versions = order_versions(version_first_days(conn, agent_id, evaluator_version, until=log_date))
+        if len(versions) >= 2:
+            plans.append(plan_version_check(conn, agent_id, evaluator_version, end=log_date, window_days=window_days))
+        plans.append(plan_temporal_check(conn, agent_id, evaluator_version, end=log_date, window_days=window_days))
+    return plans
+
+
+def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = None) -> DriftCheck:
+    """Read both samples of ``plan`` from the warehouse and compare them (:func:`stef.monitor.drift.compare`)."""
+
+    def sample(version: str, window: tuple[date, date]) -> DriftSample:
+        rows = read_drift_sample_rows(conn, plan.agent_id, version, window[0], window[1], plan.evaluator_version)
+        return DriftSample.from_rows(rows)
+
+    result = compare(
+        sample(plan.baseline_version, plan.baseline_window),
+        sample(plan.candidate_version, plan.candidate_window),
+        thresholds,
+    )
+    return DriftCheck(plan, result)
+
+
+def run_drift_check(
+    warehouse_path: str | Path | None,
+    agent_id: str,
+    *,
+    baseline: str | None = None,
+    candidate: str | None = None,
+    start: date | None = None,
+    end: date | None = None,
+    temporal: bool = False,
+    window_days: int = DEFAULT_WINDOW_DAYS,
+    thresholds: DriftThresholds | None = None,
+    evaluator_version: str | None = None,
+    store: bool = True,
+    source: str = "cli",
+) -> DriftCheck:
+    """Plan, run and (by default) store one check: what ``stef drift`` does, without Prefect.
+
+    Args:
+        warehouse_path: the DuckDB file (must exist).
+        agent_id: the agent.
+        baseline: baseline version (version check only).
+        candidate: candidate version (for ``temporal``: the version to check).
+        start: first day of the window.
+        end: last day of the window.
+        temporal: check ``candidate`` (default the newest version) against its previous window.
+        window_days: window length when ``start`` is not given.
+        thresholds: decision thresholds (default :class:`stef.monitor.models.DriftThresholds`).
+        evaluator_version: whose evaluations (default: the newest stored for the agent).
+        store: write the result to ``drift_checks``.
+        source: the ``source`` column of the stored row.
+
+    Returns:
+        The :class:`DriftCheck`.
+
+    Raises:
+        DriftError: the check cannot be planned (see the planners).
+        WarehouseError: the file is missing, locked or cannot be written.
+    """
+    target = resolve_path(warehouse_path)
+    if not target.is_file():
+        raise WarehouseError(
+            f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
+        )
+    conn = connect(target, read_only=not store)
+    try:
+        version = evaluator_version or latest_evaluator_version(conn, agent_id)
+        if version is None:
+            known = _listing(known_agents(conn)[:20]) or "none"
+            raise DriftError(f"agent {agent_id!r} has no evaluations in {target} (agents with evaluations: {known})")
+        if temporal:
+            if baseline is not None:
+                raise DriftError(
+                    "--baseline does not apply to --temporal: the baseline is the version's previous window"
+                )
+            plan = plan_temporal_check(
+                conn, agent_id, version, version=candidate, start=start, end=end, window_days=window_days
+            )
+        else:
+            plan = plan_version_check(
+                conn,
+                agent_id,
+                version,
+                baseline=baseline,
+                candidate=candidate,
+                start=start,
+                end=end,
+                window_days=window_days,
+            )
+        check = run_check(conn, plan, thresholds)
+        if store:
+            store_drift_checks(conn, [check.row(source)])
+    finally:
+        conn.close()
+    return check

@@ -1,0 +1,191 @@
+"""Tests of stef/monitor/drift.py: the statistics a comparison reports, the decision rule, and the rule on real
+NL2SQL-BUGs scores (bundled sample)."""
+
+from __future__ import annotations
+
+import doctest
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import stef.monitor.drift
+import stef.monitor.models
+import stef.monitor.statistics
+import stef.monitor.windows
+from stef.monitor.drift import compare
+from stef.monitor.models import DriftDirection, DriftSample, DriftVerdict
+from stef.monitor.statistics import psi, score_histogram
+from tests.stef.monitor.drift_helpers import FAST, cycle, sample
+from tests.support.monitoring_support import draw
+
+
+def test_compare_reports_the_scipy_statistics() -> None:
+    rng = np.random.default_rng(11)
+    b = rng.choice([16.0, 56.0, 72.0, 80.0, 100.0], 400).tolist()
+    c = rng.choice([16.0, 56.0, 72.0, 80.0, 100.0], 300, p=[0.2, 0.2, 0.2, 0.2, 0.2]).tolist()
+    verdicts_b = ("CORRECT",) * 300 + ("INCORRECT",) * 100
+    verdicts_c = ("CORRECT",) * 150 + ("INCORRECT",) * 150
+    result = compare(sample(b, unscored=10, verdicts=verdicts_b), sample(c, unscored=30, verdicts=verdicts_c), FAST)
+    ks = stats.ks_2samp(b, c, method="asymp")
+    distance = stats.wasserstein_distance(b, c)
+    assert (result.ks_statistic, result.ks_pvalue) == (pytest.approx(ks.statistic), pytest.approx(ks.pvalue))
+    assert result.wasserstein == pytest.approx(distance)
+    assert result.wasserstein_norm == pytest.approx(distance / np.std(b, ddof=1))
+    assert result.psi == pytest.approx(psi(b, c))
+    assert result.p90 is not None and result.p90.delta == pytest.approx(np.percentile(c, 90) - np.percentile(b, 90))
+    assert result.coverage is not None
+    assert (result.coverage.baseline, result.coverage.candidate) == (pytest.approx(400 / 410), pytest.approx(300 / 330))
+    assert result.verdict_test is not None
+    assert result.verdict_test.statistic == pytest.approx(stats.chi2_contingency([[300, 100], [150, 150]]).statistic)
+    assert result.filter_status_test is None  # no filter statuses given
+    assert (result.n_baseline, result.n_candidate, result.records_baseline, result.records_candidate) == (
+        400,
+        300,
+        410,
+        330,
+    )
+    assert result.baseline_histogram == score_histogram(b)
+    summary = result.summary()
+    assert summary["mean_delta"] == pytest.approx(np.mean(c) - np.mean(b))
+    assert summary["mean_delta_ci"] == [result.mean.ci_low, result.mean.ci_high]  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate", "verdict", "direction", "fired"),
+    [
+        pytest.param(
+            sample(cycle([60.0, 80.0, 100.0], 300)),
+            sample(cycle([50.0, 70.0, 90.0], 300)),
+            DriftVerdict.DRIFT,
+            DriftDirection.WORSE,
+            "mean",
+            id="ten_points_lower_is_worse",
+        ),
+        pytest.param(
+            sample(cycle([50.0, 70.0, 90.0], 300)),
+            sample(cycle([60.0, 80.0, 100.0], 300)),
+            DriftVerdict.DRIFT,
+            DriftDirection.BETTER,
+            "mean",
+            id="ten_points_higher_is_better",
+        ),
+        pytest.param(
+            sample(cycle([40.0, 80.0, 100.0], 300)),
+            sample(cycle([40.0, 80.0, 100.0], 300)),
+            DriftVerdict.NO_DRIFT,
+            None,
+            None,
+            id="same_scores",
+        ),
+        # 0.3 points lower at n = 20,000 per side: the interval excludes 0, the effect is trivial
+        pytest.param(
+            sample(cycle([60.0, 80.0], 20_000)),
+            sample(cycle([59.7, 79.7], 20_000)),
+            DriftVerdict.NO_DRIFT,
+            None,
+            None,
+            id="trivial_shift_at_large_n",
+        ),
+        # only 50 of 400 candidate records scored: coverage collapses, too few scores for the rest
+        pytest.param(
+            sample(cycle([60.0, 80.0], 400)),
+            sample(cycle([60.0, 80.0], 50), unscored=350),
+            DriftVerdict.DRIFT,
+            DriftDirection.WORSE,
+            "coverage",
+            id="coverage_collapse_with_few_scores",
+        ),
+        # scores up, coverage down
+        pytest.param(
+            sample(cycle([50.0, 70.0], 400)),
+            sample(cycle([70.0, 90.0], 300), unscored=100),
+            DriftVerdict.DRIFT,
+            DriftDirection.MIXED,
+            "mean",
+            id="mixed_directions",
+        ),
+    ],
+)
+def test_decision_rule(
+    baseline: DriftSample,
+    candidate: DriftSample,
+    verdict: DriftVerdict,
+    direction: DriftDirection | None,
+    fired: str | None,
+) -> None:
+    result = compare(baseline, candidate, FAST)
+    assert (result.verdict, result.direction) == (verdict, direction)
+    if fired is not None:
+        assert any(reason.startswith(f"{fired} delta") for reason in result.reasons), result.reasons
+    else:
+        assert result.reasons == ("no criterion reaches its threshold with an interval that excludes 0",)
+
+
+def test_trivial_shift_has_an_interval_excluding_zero_but_no_drift() -> None:
+    result = compare(sample(cycle([60.0, 80.0], 20_000)), sample(cycle([59.7, 79.7], 20_000)), FAST)
+    assert result.mean is not None and result.mean.excludes_zero and result.mean.delta == pytest.approx(-0.3)
+    assert result.ks_pvalue is not None and result.ks_pvalue < 1e-6  # a p-value alone would flag it
+    assert result.verdict is DriftVerdict.NO_DRIFT
+
+
+def test_too_few_samples_is_its_own_verdict() -> None:
+    result = compare(sample(cycle([60.0, 80.0], 30)), sample(cycle([20.0, 40.0], 30)), FAST)
+    assert (result.verdict, result.direction) == (DriftVerdict.INSUFFICIENT_DATA, None)
+    assert result.reasons == (
+        "baseline has 30 scored records, fewer than the minimum of 100",
+        "candidate has 30 scored records, fewer than the minimum of 100",
+    )
+    assert result.mean is not None and result.mean.delta == pytest.approx(-40.0)  # still reported
+
+
+def test_an_empty_side_gives_no_score_statistics() -> None:
+    result = compare(sample([]), sample(cycle([60.0, 80.0], 200)), FAST)
+    assert result.verdict is DriftVerdict.INSUFFICIENT_DATA
+    assert (result.mean, result.ks_pvalue, result.psi, result.coverage) == (None, None, None, None)
+    assert result.summary()["mean_delta_ci"] is None
+
+
+def test_thresholds_are_configurable() -> None:
+    baseline, candidate = sample(cycle([60.0, 80.0], 300)), sample(cycle([57.0, 77.0], 300))
+    assert compare(baseline, candidate, FAST).verdict is DriftVerdict.DRIFT
+    assert compare(baseline, candidate, FAST.model_copy(update={"mean_delta": 5.0})).verdict is DriftVerdict.NO_DRIFT
+    assert (
+        compare(baseline, candidate, FAST.model_copy(update={"min_samples": 500})).verdict
+        is DriftVerdict.INSUFFICIENT_DATA
+    )
+
+
+def test_drift_doctests() -> None:
+    for module in (stef.monitor.drift, stef.monitor.models, stef.monitor.statistics, stef.monitor.windows):
+        assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_real_scores_are_lower_on_incorrect_sql(
+    pools: dict[bool, tuple[tuple[str, float | None, str | None, str | None], ...]],
+) -> None:
+    correct = [row[1] for row in pools[True] if row[1] is not None]
+    incorrect = [row[1] for row in pools[False] if row[1] is not None]
+    assert (len(correct), len(incorrect)) == (60, 60)
+    assert np.mean(correct) - np.mean(incorrect) > 5.0
+
+
+@pytest.mark.parametrize(
+    ("baseline_share", "candidate_share", "n", "verdict", "direction"),
+    [
+        pytest.param(0.30, 0.45, 5000, DriftVerdict.DRIFT, DriftDirection.WORSE, id="fifteen_points_more_incorrect"),
+        pytest.param(0.30, 0.30, 5000, DriftVerdict.NO_DRIFT, None, id="same_pool"),
+        pytest.param(0.30, 0.45, 30, DriftVerdict.INSUFFICIENT_DATA, None, id="thirty_per_side"),
+    ],
+)
+def test_decision_on_real_nl2sql_bugs_scores(
+    pools: dict[bool, tuple[tuple[str, float | None, str | None, str | None], ...]],
+    baseline_share: float,
+    candidate_share: float,
+    n: int,
+    verdict: DriftVerdict,
+    direction: DriftDirection | None,
+) -> None:
+    rng = np.random.default_rng(2026)
+    result = compare(draw(pools, n, baseline_share, rng), draw(pools, n, candidate_share, rng), FAST)
+    assert (result.verdict, result.direction) == (verdict, direction), result.reasons

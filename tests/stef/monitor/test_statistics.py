@@ -1,0 +1,106 @@
+"""Tests of stef/monitor/statistics.py: PSI, histogram, bootstrap deltas and chi-square tests against scipy and
+hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import stef.monitor.drift
+import stef.monitor.models
+import stef.monitor.statistics
+import stef.monitor.windows
+from stef.monitor.models import DriftError
+from stef.monitor.statistics import bootstrap_delta, category_test, psi, score_histogram
+from tests.stef.monitor.drift_helpers import FAST
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate", "expected"),
+    [
+        pytest.param([5.0, 15.0], [5.0, 15.0], 0.0, id="identical"),
+        # shares (0.5, 0.5) -> (0.25, 0.75): (0.25-0.5) ln(0.5) + (0.75-0.5) ln(1.5)
+        pytest.param(
+            [5.0, 15.0], [5.0, 15.0, 15.0, 15.0], -0.25 * math.log(0.5) + 0.25 * math.log(1.5), id="shift_within_bins"
+        ),
+        # an empty bin counts as 1e-4: (1-0.5) ln(1/0.5) + (1e-4-0.5) ln(1e-4/0.5)
+        pytest.param(
+            [5.0, 15.0], [5.0, 5.0], 0.5 * math.log(2) + (1e-4 - 0.5) * math.log(1e-4 / 0.5), id="empty_bin_epsilon"
+        ),
+        # 100 falls in the last bin [90, 100]
+        pytest.param([95.0, 100.0], [90.0, 100.0], 0.0, id="hundred_in_last_bin"),
+    ],
+)
+def test_psi_matches_hand_computation(baseline: list[float], candidate: list[float], expected: float) -> None:
+    assert psi(baseline, candidate) == pytest.approx(expected, abs=1e-12)
+
+
+def test_psi_needs_scores_on_both_sides() -> None:
+    with pytest.raises(DriftError, match=r"PSI needs at least one score on each side"):
+        psi([], [50.0])
+
+
+def test_score_histogram_uses_fixed_ten_point_bins() -> None:
+    assert score_histogram([0.0, 9.999, 10.0, 49.5, 89.99, 90.0, 100.0]) == (2, 1, 0, 0, 1, 0, 0, 0, 1, 2)
+
+
+def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
+    rng = np.random.default_rng(3)
+    baseline = rng.choice([0.0, 16.0, 56.0, 72.0, 80.0, 100.0], 300)
+    candidate = rng.choice([0.0, 16.0, 56.0, 72.0, 80.0, 100.0], 250)
+    delta = bootstrap_delta(baseline, candidate, stef.monitor.statistics.mean, FAST)
+    expected = stats.bootstrap(
+        (baseline, candidate),
+        lambda x, y, axis: np.mean(y, axis=axis) - np.mean(x, axis=axis),
+        paired=False,
+        vectorized=True,
+        n_resamples=500,
+        method="percentile",
+        confidence_level=0.95,
+        rng=np.random.default_rng(0),
+    ).confidence_interval
+    assert delta.baseline == pytest.approx(baseline.mean())
+    assert delta.candidate == pytest.approx(candidate.mean())
+    assert delta.delta == pytest.approx(candidate.mean() - baseline.mean())
+    assert (delta.ci_low, delta.ci_high) == pytest.approx((expected.low, expected.high))
+
+
+def test_bootstrap_of_tied_values_gives_a_point_interval() -> None:
+    delta = bootstrap_delta([80.0] * 50, [80.0] * 60, stef.monitor.statistics.p90, FAST)
+    assert (delta.delta, delta.ci_low, delta.ci_high, delta.excludes_zero) == (0.0, 0.0, 0.0, False)
+
+
+def test_bootstrap_needs_two_values_per_side() -> None:
+    with pytest.raises(DriftError, match=r"two values per side, got 1 and 3"):
+        bootstrap_delta([1.0], [1.0, 2.0, 3.0], stef.monitor.statistics.mean)
+
+
+def test_category_test_matches_chi2_contingency() -> None:
+    baseline = ["CORRECT"] * 50 + ["INCORRECT"] * 10 + ["LIKELY_CORRECT"] * 40
+    candidate = ["CORRECT"] * 30 + ["INCORRECT"] * 30 + ["LIKELY_CORRECT"] * 40
+    result = category_test(baseline, candidate)
+    assert result is not None
+    table = np.array([[50, 10, 40], [30, 30, 40]])
+    expected = stats.chi2_contingency(table)
+    assert result.categories == ("CORRECT", "INCORRECT", "LIKELY_CORRECT")
+    assert (result.baseline_counts, result.candidate_counts) == ((50, 10, 40), (30, 30, 40))
+    assert (result.statistic, result.pvalue, result.dof) == (
+        pytest.approx(expected.statistic),
+        pytest.approx(expected.pvalue),
+        2,
+    )
+    assert result.cramers_v == pytest.approx(math.sqrt(expected.statistic / 200))
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate"),
+    [
+        pytest.param([], ["CORRECT"], id="empty_side"),
+        pytest.param(["CORRECT"] * 3, ["CORRECT"] * 5, id="one_category"),
+    ],
+)
+def test_category_test_needs_two_categories_and_two_sides(baseline: list[str], candidate: list[str]) -> None:
+    assert category_test(baseline, candidate) is None

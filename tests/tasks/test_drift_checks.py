@@ -1,0 +1,162 @@
+"""Tests of tasks/drift_checks.py: planning (versions, windows) and running drift checks over a warehouse."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stef.models import EVALUATOR_VERSION
+from stef.monitor.models import DriftError, DriftKind
+from tasks.drift_checks import nightly_plans, plan_temporal_check, plan_version_check, run_drift_check
+from tests.support.monitoring_support import answers, store_answers
+from tests.warehouse.monitoring_helpers import FAST, day
+from warehouse import WarehouseError, connect
+from warehouse.monitoring import (
+    read_drift_checks,
+)
+
+
+def test_default_plan_is_newest_version_against_the_one_before(rollout: Path) -> None:
+    with connect(rollout, read_only=True) as c:
+        plan = plan_version_check(c, "bird", EVALUATOR_VERSION)
+    assert (plan.kind, plan.baseline_version, plan.candidate_version) == (DriftKind.VERSION, "v1", "v2.0")
+    assert plan.candidate_window == plan.baseline_window == (day(0), day(6))
+
+
+def test_baseline_that_stopped_earlier_uses_its_own_last_window(tmp_path: Path) -> None:
+    path = tmp_path / "switch.duckdb"
+    with connect(path) as c:
+        for offset in range(10):
+            version = "v1" if offset < 4 else "v2"
+            store_answers(c, day(offset), answers(f"{version}-{offset}", "bird", version, [70.0, 90.0] * 5))
+        plan = plan_version_check(c, "bird", EVALUATOR_VERSION)
+        explicit = plan_version_check(c, "bird", EVALUATOR_VERSION, start=day(3), end=day(9))
+    assert plan.candidate_window == (day(3), day(9))
+    assert plan.baseline_window == (day(-3), day(3))  # v1's last day is day 3
+    assert explicit.baseline_window == explicit.candidate_window == (day(3), day(9))
+
+
+def test_temporal_plan_compares_with_the_previous_window(rollout: Path) -> None:
+    with connect(rollout, read_only=True) as c:
+        plan = plan_temporal_check(c, "bird", EVALUATOR_VERSION, version="v1", end=day(6), window_days=3)
+    assert (plan.kind, plan.baseline_version, plan.candidate_version) == (DriftKind.TEMPORAL, "v1", "v1")
+    assert (plan.baseline_window, plan.candidate_window) == ((day(1), day(3)), (day(4), day(6)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        pytest.param(
+            {"agent_id": "nobody"},
+            r"agent 'nobody' has no evaluations of evaluator version .* \(agents with evaluations: bird, solo\)",
+            id="unknown_agent",
+        ),
+        pytest.param(
+            {"candidate": "v9"},
+            r"agent 'bird' has no candidate version 'v9' \(its versions, oldest first: v1, v2.0\)",
+            id="unknown_version",
+        ),
+        pytest.param(
+            {"agent_id": "solo"},
+            r"agent 'solo' has no version before 's1' to compare with .* --temporal",
+            id="single_version",
+        ),
+        pytest.param(
+            {"baseline": "v1", "candidate": "v1"},
+            r"baseline and candidate are the same version 'v1'",
+            id="same_version",
+        ),
+        pytest.param(
+            {"start": day(5), "end": day(4)}, r"window end 2026-11-24 is before its start 2026-11-25", id="empty_window"
+        ),
+    ],
+)
+def test_plans_that_cannot_be_made_are_clear_errors(rollout: Path, kwargs: dict[str, object], message: str) -> None:
+    arguments: dict[str, object] = {"agent_id": "bird", **kwargs}
+    with connect(rollout, read_only=True) as c, pytest.raises(DriftError, match=message):
+        plan_version_check(c, evaluator_version=EVALUATOR_VERSION, **arguments)  # type: ignore[arg-type]
+
+
+def test_nightly_plans_end_at_the_day(rollout: Path) -> None:
+    with connect(rollout, read_only=True) as c:
+        early = nightly_plans(c, day(2), EVALUATOR_VERSION)
+        late = nightly_plans(c, day(6), EVALUATOR_VERSION)
+    assert [(p.agent_id, p.kind.value, p.candidate_version) for p in early] == [("bird", "temporal", "v1")]
+    assert [
+        (p.agent_id, p.kind.value, p.baseline_version, p.candidate_version, p.candidate_window[1]) for p in late
+    ] == [
+        ("bird", "version", "v1", "v2.0", day(6)),
+        ("bird", "temporal", "v2.0", "v2.0", day(6)),
+        ("solo", "temporal", "s1", "s1", day(6)),
+    ]
+
+
+def test_run_drift_check_compares_and_stores(rollout: Path) -> None:
+    check = run_drift_check(rollout, "bird", thresholds=FAST)
+    summary = check.summary()
+    assert (summary["verdict"], summary["direction"]) == ("drift", "worse")
+    assert (summary["n_baseline"], summary["n_candidate"], summary["records_candidate"]) == (280, 160, 164)
+    assert summary["mean_delta"] == pytest.approx(70.0 - 80.0)
+    assert summary["coverage_delta"] == pytest.approx(160 / 164 - 1.0)
+    assert summary["filter_status_chi2_pvalue"] is not None and summary["filter_status_chi2_pvalue"] < 1e-10
+    with connect(rollout, read_only=True) as c:
+        stored = read_drift_checks(c).to_dicts()
+    assert len(stored) == 1
+    assert (stored[0]["verdict"], stored[0]["direction"], stored[0]["source"], stored[0]["n_candidate"]) == (
+        "drift",
+        "worse",
+        "cli",
+        160,
+    )
+    assert json.loads(stored[0]["statistics"])["summary"]["mean_delta"] == pytest.approx(-10.0)
+    run_drift_check(rollout, "bird", thresholds=FAST)  # the same check again: replaced
+    with connect(rollout, read_only=True) as c:
+        assert read_drift_checks(c).height == 1
+
+
+def test_run_drift_check_without_storing_opens_read_only(rollout: Path) -> None:
+    check = run_drift_check(rollout, "bird", temporal=True, end=day(6), window_days=3, thresholds=FAST, store=False)
+    assert (
+        check.plan.kind is DriftKind.TEMPORAL and check.result.verdict.value == "insufficient_data"
+    )  # 120 v2.0 scores vs 0
+    with connect(rollout, read_only=True) as c:
+        assert read_drift_checks(c).height == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        pytest.param(
+            {"agent_id": "nobody"},
+            DriftError,
+            r"agent 'nobody' has no evaluations in .*wh.duckdb \(agents with evaluations: bird, solo\)",
+            id="unknown_agent",
+        ),
+        pytest.param(
+            {"temporal": True, "baseline": "v1"},
+            DriftError,
+            r"--baseline does not apply to --temporal",
+            id="temporal_with_baseline",
+        ),
+    ],
+)
+def test_run_drift_check_errors(rollout: Path, kwargs: dict[str, object], error: type[Exception], message: str) -> None:
+    arguments: dict[str, object] = {"agent_id": "bird", **kwargs}
+    with pytest.raises(error, match=message):
+        run_drift_check(rollout, **arguments)  # type: ignore[arg-type]
+
+
+def test_run_drift_check_needs_an_existing_warehouse(tmp_path: Path) -> None:
+    with pytest.raises(WarehouseError, match=r"warehouse .*missing.duckdb does not exist; run `stef nightly`"):
+        run_drift_check(tmp_path / "missing.duckdb", "bird")
+    assert not (tmp_path / "missing.duckdb").exists()
+
+
+def test_seeded_bootstrap_makes_checks_reproducible(rollout: Path) -> None:
+    first = run_drift_check(rollout, "bird", thresholds=FAST, store=False).summary()
+    second = run_drift_check(rollout, "bird", thresholds=FAST, store=False).summary()
+    assert first["mean_delta_ci"] == second["mean_delta_ci"]  # seeded bootstrap: same data, same interval
+    assert np.isfinite(first["mean_delta_ci"]).all()

@@ -1,0 +1,152 @@
+"""Tests of the weekly report tasks (tasks/report.py): the data read from the warehouse, the HTML and Markdown
+written from the templates; no Prefect run."""
+
+from __future__ import annotations
+
+import base64
+import doctest
+import re
+from datetime import timedelta
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+
+import flows.deployments
+import stef.monitor.charts
+import stef.monitor.rendering
+import stef.monitor.report
+import tasks.report
+from stef.display import md_code_block, md_text
+from stef.models import EVALUATOR_VERSION
+from stef.monitor.charts import render_charts
+from stef.monitor.rendering import render_html, render_markdown
+from stef.monitor.report import BIN_LABELS, ReportData, headline_table
+from tasks.report import collect, report_paths, write_report
+from tests.tasks.helpers import MONDAY, _Collector
+
+
+def test_headline_per_agent_and_version(data: ReportData, week_conn: duckdb.DuckDBPyConnection) -> None:
+    assert (data.week, data.start, data.end, data.evaluator_version) == (
+        "2026-W48",
+        MONDAY,
+        MONDAY + timedelta(days=6),
+        EVALUATOR_VERSION,
+    )
+    assert [(r["agent_id"], r["agent_version"]) for r in data.headline] == [("bird", "v1"), ("bird", "v2")]
+    v1, v2 = data.headline
+    assert (v1["records"], v1["evaluated"], v1["coverage"], v1["mean"]) == (42, 42, 1.0, pytest.approx(80.0))
+    v2_scores = [40.0, 80.0] * 12
+    assert (v2["records"], v2["evaluated"]) == (28, 24)
+    assert v2["coverage"] == pytest.approx(24 / 28)
+    assert (v2["mean"], v2["p50"], v2["p90"]) == (
+        pytest.approx(60.0),
+        pytest.approx(np.percentile(v2_scores, 50)),
+        pytest.approx(np.percentile(v2_scores, 90)),
+    )
+    assert (v2["n_poor"], v2["n_good"], v2["poor_share"]) == (12, 12, pytest.approx(0.5))
+    assert v2["drift"] == "drift / worse vs v1" and v1["drift"] is None
+    assert headline_table(data)[1] == {
+        "agent": "bird",
+        "version": "v2",
+        "records": 28,
+        "coverage": round(24 / 28, 4),
+        "mean_p_correct": None,
+        "mean": 60.0,
+        "p90": pytest.approx(np.percentile(v2_scores, 90), abs=0.05),
+        "poor_share": 0.5,
+        "drift": "drift / worse vs v1",
+    }
+
+
+def test_histograms_trend_and_breakdown(data: ReportData) -> None:
+    v2 = next(h for h in data.histograms if h["agent_version"] == "v2")
+    assert v2["counts"] == [0, 0, 0, 0, 12, 0, 0, 0, 12, 0]
+    assert v2["shares"][4] == pytest.approx(0.5)
+    assert len(data.daily) == 7 + 4
+    thursday = [d for d in data.daily if d["log_date"] == MONDAY + timedelta(days=3)]
+    assert sorted((d["agent_version"], d["records"], d["mean"]) for d in thursday) == [("v1", 6, 80.0), ("v2", 7, 60.0)]
+    breakdown = {(b["agent_version"], b["field"], b["category"]): (b["count"], b["share"]) for b in data.breakdown}
+    assert breakdown[("v2", "verdict", "INCORRECT")] == (24, 1.0)
+    assert breakdown[("v2", "filter_status", "FULLY_APPLIED")] == (0, 0.0)
+    assert breakdown[("v1", "filter_status", "FULLY_APPLIED")] == (42, 1.0)
+    assert len(data.breakdown) == 2 * (4 + 4)
+
+
+def test_drift_and_worst_queries(data: ReportData) -> None:
+    assert [
+        (c["kind"], c["baseline_version"], c["candidate_version"], c["verdict"], c["direction"]) for c in data.drift
+    ] == [("version", "v1", "v2", "drift", "worse")]
+    assert data.drift[0]["mean_delta"] == pytest.approx(60.0 - 80.0)
+    assert len(data.worst) == 10
+    assert [q["score"] for q in data.worst] == [40.0] * 10
+    assert data.worst[0]["missing"] == ["region = region 1"]
+
+
+def test_an_empty_week_says_so(week_conn: duckdb.DuckDBPyConnection) -> None:
+    empty = collect(week_conn, "memory", "2026-W40")
+    assert (empty.evaluator_version, empty.headline, empty.worst) == (None, [], [])
+    assert "No evaluations are stored for 2026-W40." in render_html(empty, [])
+    assert "**No evaluations are stored for 2026-W40.**" in render_markdown(empty)
+
+
+def test_html_report_is_self_contained_with_charts_and_worst_queries(data: ReportData) -> None:
+    charts = render_charts(data)
+    assert [(c.agent_id, c.kind) for c in charts] == [("bird", "histogram"), ("bird", "trend"), ("bird", "breakdown")]
+    page = render_html(data, charts)
+    parser = _Collector()
+    parser.feed(page)
+    assert len(parser.images) == 3
+    for src in parser.images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1])[:8] == b"\x89PNG\r\n\x1a\n"
+    assert parser.links == []  # no stylesheet, script or link to fetch
+    assert not re.search(r"https?://", page)
+    assert parser.worst_rows == 1 + 10  # header + the 10 lowest-scoring queries
+    assert "drift / worse" in page and "missing filters: region = region 1" in page
+    assert "SELECT COUNT(*) FROM orders WHERE region = &#39;Region" in page  # SQL is escaped, not markup
+
+
+def test_markdown_twin_holds_the_same_tables(data: ReportData) -> None:
+    text = render_markdown(data)
+    assert text.startswith("# STEF weekly report — 2026-W48\n")
+    assert "| bird | v2 | 28 | 24 | 85.7 % | – | 60.0 |" in text  # no p_correct in these synthetic rows
+    assert "| v2 | 0 | 0 | 0 | 0 | 12 | 0 | 0 | 0 | 12 | 0 |" in text
+    assert f"| version | {' | '.join(BIN_LABELS)} |" in text
+    assert "**drift / worse** | -20.00 [" in text
+    assert text.count("\n```sql\n") == 10
+    assert "- missing filters: region = region 1" in text
+    table_lines = [line for line in text.splitlines() if line.startswith("|")]
+    assert all(line.endswith("|") for line in table_lines)
+
+
+def test_markdown_cells_escape_pipes() -> None:
+    assert md_text("a | b\nc") == "a \\| b c"
+    assert md_code_block("x ``` y", "sql").splitlines()[0] == "````sql"
+
+
+def test_write_report_writes_both_files(data: ReportData, tmp_path: Path) -> None:
+    files = write_report.fn(data, str(tmp_path / "out") + "/")
+    assert Path(files.html) == tmp_path / "out" / "stef-report-2026-W48.html"
+    assert Path(files.markdown).read_text(encoding="utf-8") == render_markdown(data)
+    assert "data:image/png;base64," in Path(files.html).read_text(encoding="utf-8")
+    assert (files.agents, files.evaluations, len(files.headline)) == (1, 42 + 24, 2)
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "stef-report-2026-W48.html",
+        "stef-report-2026-W48.md",
+    ]
+
+
+def test_report_paths(tmp_path: Path) -> None:
+    assert report_paths(tmp_path, "2026-W48") == (
+        tmp_path / "stef-report-2026-W48.html",
+        tmp_path / "stef-report-2026-W48.md",
+    )
+    assert report_paths(tmp_path / "r.html", "2026-W48") == (tmp_path / "r.html", tmp_path / "r.md")
+
+
+def test_report_doctests() -> None:
+    for module in (tasks.report, stef.monitor.report, stef.monitor.charts, stef.monitor.rendering):
+        assert doctest.testmod(module).failed == 0, module.__name__
+    assert doctest.testmod(flows.deployments).failed == 0

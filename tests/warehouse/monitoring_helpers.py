@@ -1,0 +1,39 @@
+"""Helpers of the monitoring tests: the rollout's first day, fast thresholds, a ``drift_checks`` row."""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+
+from stef.models import EVALUATOR_VERSION
+from stef.monitor.models import DriftThresholds
+
+D1 = date(2026, 11, 20)
+
+
+FAST = DriftThresholds(n_resamples=300)
+
+
+def day(offset: int) -> date:
+    return D1 + timedelta(days=offset)
+
+
+def _row(**overrides: object) -> dict[str, object]:
+    row: dict[str, object] = {
+        "agent_id": "bird",
+        "kind": "version",
+        "baseline_version": "v1",
+        "candidate_version": "v2.0",
+        "evaluator_version": EVALUATOR_VERSION,
+        "window_start": day(0),
+        "window_end": day(6),
+        "baseline_window_start": day(0),
+        "baseline_window_end": day(6),
+        "n_baseline": 10,
+        "n_candidate": 12,
+        "verdict": "drift",
+        "direction": "worse",
+        "statistics": {"summary": {"mean_delta": -3.0}},
+        "source": "cli",
+    }
+    row.update(overrides)
+    return row
