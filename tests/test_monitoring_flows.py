@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.main import app
 from stef.models import EVALUATOR_VERSION
 from tasks.drift import DRIFT_ARTIFACT_KEY, DRIFT_EVENT
 from tasks.report import REPORT_ARTIFACT_KEY

@@ -550,7 +550,7 @@ def test_bench_judge_figures_match_a_hand_count() -> None:
     """``stef bench-judge`` on the golden sample agrees with counting the golden file by hand."""
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from flows.cli.main import app
 
     result = CliRunner().invoke(app, ["bench-judge", str(GOLDEN_INPUT), "--json"])
     assert result.exit_code == 0, result.output
