@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 from rich.table import Table
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from stef.llm.evaluate import JudgeRunStats
     from stef.logs import LogLine
     from stef.models import Evaluation
+    from stef.pipeline.judge.symbolic import Judge
     from stef.pipeline.observed import ObservedCatalogBook
     from stef.pipeline.rules import RuleBook
     from stef.pipeline.schema import SchemaBook
@@ -132,7 +133,12 @@ def evaluate_lines(
         else:
             evaluated = iter(
                 evaluate_many(
-                    records, rulebook=rulebook, judge=judge, convert=OutputRow.of, schemas=schemas, observed=observed
+                    records,
+                    rulebook=rulebook,
+                    judge=cast("Judge | None", judge),  # without evaluate_many: a per-record judge
+                    convert=OutputRow.of,
+                    schemas=schemas,
+                    observed=observed,
                 )
             )
         for line in batch:
