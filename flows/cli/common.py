@@ -216,7 +216,7 @@ def percent(value: float | None) -> str:
 def number(value: float | None, spec: str = ".1f") -> str:
     """A number in the format ``spec`` (``–`` when unknown).
 
-    >>> number(46.04), number(0.8765, ".3f"), number(None)
+    >>> number(46.04), number(0.8766, ".3f"), number(None)
     ('46.0', '0.877', '–')
     """
     return "–" if value is None else format(value, spec)
