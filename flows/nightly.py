@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
@@ -118,7 +118,7 @@ def make_task_runner(
         return ProcessPoolTaskRunner(max_workers=max_workers)
     if kind == "dask":
         try:
-            from prefect_dask import DaskTaskRunner
+            from prefect_dask.task_runners import DaskTaskRunner
         except ImportError as exc:
             raise InputError(f"the dask task runner needs prefect-dask ({exc}): pip install 'stef[dask]'") from exc
         if address is not None:
@@ -248,7 +248,7 @@ def nightly(
             for batch in parts
         ]
         while futures:  # in order; each finished future is dropped so its task state is freed early
-            evaluations.extend(futures.pop(0).result())
+            evaluations.extend(cast("list[CompactEvaluation]", futures.pop(0).result()))  # compact=True
     finally:
         breaker = release_breaker(settings.run_key or "")
     breaker_summary = breaker.summary() if breaker is not None else None
@@ -298,7 +298,8 @@ def run_nightly(
         InputError: ``dask`` without prefect-dask installed; and everything :func:`nightly` raises.
     """
     runner = make_task_runner(task_runner, max_workers=workers, address=dask_address)
-    return nightly.with_options(task_runner=runner)(**params)
+    summary: NightlySummary = nightly.with_options(task_runner=runner)(**params)
+    return summary
 
 
 def nightly_days(days: Iterable[date | str], **settings: Any) -> list[NightlySummary]:

@@ -121,9 +121,9 @@ def _drain_workers() -> None:
                 await result
         except RuntimeError:  # no log was sent: the worker never started
             pass
-        result = EventsWorker.drain_all()
-        if inspect.isawaitable(result):
-            await result
+        drained = EventsWorker.drain_all()
+        if inspect.isawaitable(drained):
+            await drained
 
     run_coro_as_sync(drain())
 

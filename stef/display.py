@@ -14,7 +14,7 @@ module holds the text side of that rule, with no dependency beyond the standard 
   unchanged, so Markdown built by STEF is never escaped twice.
 
 The HTML side is Jinja's autoescape (``stef/monitor/rendering.py``); the terminal side is a rich console
-with markup and emoji codes off (``flows/cli.py``).
+with markup and emoji codes off (``flows/cli/common.py``).
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ _HOOKED_STEF = textwrap.dedent(
         return _original(*args, **kwargs)
 
     setattr(store, _point, _hold)
-    from flows.cli import app
+    from flows.cli.main import app
     app(sys.argv[1:], prog_name="stef")
     """
 )
@@ -244,7 +244,7 @@ def test_nightly_on_a_locked_warehouse_fails_with_the_real_wait(
     from typer.testing import CliRunner
 
     import flows.nightly  # noqa: F401  (Prefect's console handler binds to the real stderr first)
-    from flows.cli import app
+    from flows.cli.main import app
 
     monkeypatch.setenv("STEF_LOCK_TIMEOUT_S", "1")
     started = time.monotonic()

@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 import stef.logs
-from flows.cli import app
+from flows.cli.main import app
 from stef.logs import MAX_JSON_DEPTH, capped_lines, log_files, parse_line
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus
 from stef.pipeline.clean import parse_sql, split_message
@@ -548,7 +548,7 @@ def test_rules_that_are_not_a_regular_file_fail_at_once(tmp_path: Path, kind: st
         [
             sys.executable,
             "-c",
-            "from flows.cli import app; app()",
+            "from flows.cli.main import app; app()",
             "evaluate",
             str(source),
             "--out",
@@ -580,7 +580,7 @@ def test_a_full_disk_on_out_is_a_one_line_error(tmp_path: Path) -> None:
 def test_environment_errors_are_one_line_messages() -> None:
     import duckdb
 
-    from flows.cli_common import environment_error_message
+    from flows.cli.common import environment_error_message
 
     assert (
         environment_error_message(OSError(13, "Permission denied", "/w/stef.duckdb"))
@@ -646,7 +646,7 @@ def test_a_damaged_warehouse_is_a_one_line_error(
         "report": ["report", "--warehouse", str(damaged), "--week", "2026-W47", "--out", str(tmp_path / "r.html")],
     }[command]
     process = subprocess.run(
-        [sys.executable, "-c", "from flows.cli import app; app()", *args],
+        [sys.executable, "-c", "from flows.cli.main import app; app()", *args],
         capture_output=True,
         text=True,
         timeout=600,
@@ -782,7 +782,7 @@ def test_kill_9_of_stef_nightly_takes_its_temporary_prefect_server_with_it(tmp_p
             [
                 sys.executable,
                 "-c",
-                "from flows.cli import app; app()",
+                "from flows.cli.main import app; app()",
                 "nightly",
                 "--date",
                 DAY.isoformat(),
@@ -821,7 +821,7 @@ def test_kill_9_of_stef_nightly_takes_its_temporary_prefect_server_with_it(tmp_p
 
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_campaign_catalog_and_settings_that_are_not_regular_files_are_refused(tmp_path: Path, kind: str) -> None:
-    from flows.cli_campaign import _settings
+    from flows.cli.campaign import _settings
     from stef.campaign.inputs import load_catalog
     from stef.errors import InputError
 
@@ -840,7 +840,7 @@ def test_campaign_catalog_and_settings_that_are_not_regular_files_are_refused(tm
 
 
 def test_campaign_settings_that_nest_too_deeply_are_a_clear_error(tmp_path: Path) -> None:
-    from flows.cli_campaign import _settings
+    from flows.cli.campaign import _settings
     from stef.errors import InputError
 
     path = tmp_path / "settings.json"

@@ -23,7 +23,7 @@ from markdown_it import MarkdownIt
 from typer.testing import CliRunner
 
 import stef.monitor.charts
-from flows.cli import app
+from flows.cli.main import app
 from stef.display import (
     DISPLAY_WIDTH,
     Markdown,

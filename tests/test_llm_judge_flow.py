@@ -113,7 +113,7 @@ def test_stef_nightly_takes_timeout_and_breaker_failures(log_day: Path, tmp_path
     from typer.testing import CliRunner
 
     import flows.nightly
-    from flows.cli import app
+    from flows.cli.main import app
 
     with stub_llm_server(hang=True) as server:
         result = CliRunner().invoke(

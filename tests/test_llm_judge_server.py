@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.main import app
 from stef.llm.evaluate import LLMEvaluator
 from stef.llm.judge import PROMPT_VERSION, JudgeSettings, import_litellm
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict

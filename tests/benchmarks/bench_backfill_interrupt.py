@@ -61,7 +61,7 @@ def write_logs(root: Path, days: int, per_day: int) -> list[date]:
 
 def command(logs: Path, warehouse: Path, days: list[date]) -> list[str]:
     stef = Path(sys.executable).parent / "stef"
-    base = [str(stef)] if stef.is_file() else [sys.executable, "-c", "from flows.cli import app; app()"]
+    base = [str(stef)] if stef.is_file() else [sys.executable, "-c", "from flows.cli.main import app; app()"]
     return [
         *base,
         "backfill",

@@ -10,7 +10,7 @@ from typing import cast
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.main import app
 from stef.models import EVALUATOR_VERSION
 from tasks.report import REPORT_ARTIFACT_KEY
 from tests.support.monitoring_support import write_log_day

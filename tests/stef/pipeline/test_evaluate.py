@@ -13,7 +13,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.main import app
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict
 from stef.pipeline.evaluate import evaluate, evaluate_many
 from tests.stef.pipeline.cases import read_jsonl

@@ -13,7 +13,7 @@ import pytest
 import sqlglot
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.main import app
 from stef.models import EVALUATOR_VERSION, AgentLogRecord
 from stef.pipeline.evaluate import evaluate, evaluate_many
 from stef.pipeline.observed import (

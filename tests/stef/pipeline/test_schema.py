@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.main import app
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus
 from stef.pipeline.evaluate import evaluate_many
 from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, SchemaError, parse_catalog, parse_ddl

@@ -1,9 +1,9 @@
 """The monitoring commands of the ``stef`` CLI: ``drift``, ``backfill``, ``report``, ``serve``.
 
-Registered on the app of :mod:`flows.cli` by :func:`register`. Like the rest of the CLI, this
+Registered on the app of :mod:`flows.cli.main` by :func:`register`. Like the rest of the CLI, this
 module imports only typer, rich and pure ``stef`` code at import time; Prefect and DuckDB are
 imported inside the commands. Errors STEF raises on purpose print as one ``error: …`` line with
-exit code 2 (:func:`flows.cli.user_errors`).
+exit code 2 (:func:`flows.cli.common.user_errors`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli_common import CliError, console, err_console, running_flows, summary_line, user_errors, validate_judge
+from flows.cli.common import CliError, console, err_console, running_flows, summary_line, user_errors, validate_judge
 from stef.display import DISPLAY_WIDTH, one_line, shorten
 from stef.models import BATCH_SIZE
 from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds

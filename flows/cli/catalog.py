@@ -18,7 +18,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli_common import CliError, console, user_errors, validate_dialect
+from flows.cli.common import CliError, console, user_errors, validate_dialect
 from stef.display import one_line, shorten
 
 catalog_app = typer.Typer(

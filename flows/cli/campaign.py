@@ -5,7 +5,7 @@ write the evidence, store into the warehouse), ``compare A B`` (two campaigns si
 ``calibrate`` (how well Φ predicts ``success``), ``schema`` (JSON Schemas of the inputs).
 Source of the protocol: ``seeds/003_7e3f1b24b92db84a.txt``; issue 6.
 
-Registered on the app of :mod:`flows.cli` by :func:`register`. Imports typer, rich and pure
+Registered on the app of :mod:`flows.cli.main` by :func:`register`. Imports typer, rich and pure
 ``stef`` code only; DuckDB is imported inside the commands that store or read the warehouse.
 """
 
@@ -21,7 +21,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli_common import console, user_errors, validate_dialect
+from flows.cli.common import console, user_errors, validate_dialect
 from stef.display import one_line, shorten
 from stef.errors import InputError
 

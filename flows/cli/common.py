@@ -1,9 +1,9 @@
 """What every ``stef`` command shares: the consoles, the one-line errors and exit code 2, the
 validation of ``--dialect`` and ``--judge``, and small formatters.
 
-The command modules (:mod:`flows.cli`, :mod:`flows.cli_monitoring`, :mod:`flows.cli_campaign`,
-:mod:`flows.cli_catalog`) import from here; nothing here imports them. Like the CLI, this module
-loads only typer, rich and the pure ``stef`` package.
+The command modules (:mod:`flows.cli.evaluate`, :mod:`flows.cli.nightly`, :mod:`flows.cli.bench`,
+:mod:`flows.cli.monitoring`, :mod:`flows.cli.campaign`, :mod:`flows.cli.catalog`) import from here;
+nothing here imports them. Like the CLI, this module loads only typer, rich and the pure ``stef`` package.
 """
 
 from __future__ import annotations
@@ -27,6 +27,28 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 """Exit code of every error a person can fix (bad option, bad rule file, missing input)."""
 
+JUDGES = ("symbolic", "MODEL", "hybrid:MODEL")
+"""Forms of ``--judge``: the deterministic judge, any litellm model string, or hybrid (STEF paper §2.D)."""
+JUDGE_HELP = (
+    "Judge that gives the semantic verdict: 'symbolic' (default, deterministic), a litellm model string "
+    "(openai/gpt-4o-mini, anthropic/..., ollama/..., hosted_vllm/...), or 'hybrid:MODEL' (the model only "
+    "for the records the symbolic judge hedges on: LIKELY_CORRECT or POTENTIALLY_INCORRECT, p_correct 0.35-0.65)."
+)
+SCHEMA_DIR_HELP = (
+    "Folder of database schemas, one per app: <app_id>.sql (DDL in the app's dialect) or <app_id>.json "
+    "(catalog; `stef catalog json-schema` prints its format). Apps with one are also checked against it."
+)
+OBSERVED_HELP = (
+    "Observed catalog file (`stef catalog learn`): apps without a schema are also compared with what their "
+    "earlier answers used (tables, columns, join pairs)."
+)
+API_BASE_HELP = (
+    "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
+)
+BREAKER_HELP = (
+    "Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
+    "symbolic verdict without calling the model, and each such record says so (0: never)."
+)
 console = Console(markup=False, emoji=False, highlight=False)
 """Standard output. Markup and emoji codes are off: a ``[/x]``, ``[link=…]`` or ``:smile:`` in a
 run id, an agent id, a version, a reason or a file name prints as those characters (a ``str``
@@ -147,7 +169,7 @@ def validate_dialect(name: str) -> str:
 
 
 def validate_judge(name: str, **options: Any) -> JudgeSettings:
-    """Read ``--judge`` (one of :data:`flows.cli.JUDGES`) and its companion options, and check them before any work.
+    """Read ``--judge`` (one of :data:`JUDGES`) and its companion options, and check them before any work.
 
     A model is checked with :func:`stef.llm.judge.preflight` (litellm knows its provider, its
     ``*_API_KEY`` is in the environment); other missing variables are printed as warnings.
@@ -185,6 +207,24 @@ def percent(value: float | None) -> str:
     ('98.8%', '–')
     """
     return "–" if value is None else f"{value:.1%}"
+
+
+def number(value: float | None, spec: str = ".1f") -> str:
+    """A number in the format ``spec`` (``–`` when unknown).
+
+    >>> number(46.04), number(0.8766, ".3f"), number(None)
+    ('46.0', '0.877', '–')
+    """
+    return "–" if value is None else format(value, spec)
+
+
+def usd(value: float | None) -> str:
+    """An amount in US dollars with six decimals (``–`` when unknown).
+
+    >>> usd(0.00012), usd(None)
+    ('$0.000120', '–')
+    """
+    return "–" if value is None else f"${value:.6f}"
 
 
 def summary_line(summary: NightlySummary) -> str:

@@ -1,4 +1,4 @@
-"""Tests of the monitoring commands of the CLI (flows/cli_monitoring.py) that run no flow:
+"""Tests of the monitoring commands of the CLI (flows/cli/monitoring.py) that run no flow:
 ``stef drift``, ``stef serve --check``, and the errors of every command before any work."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.main import app
 from stef.models import FilterStatus, Verdict
 from tasks.drift_checks import run_drift_check
 from tests.support.monitoring_support import answers, store_answers

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from flows.cli.main import app
 from stef.campaign.inputs import read_jsonl
 from stef.campaign.models import OUTCOME_CLASSES, CampaignRunLog, CampaignSettings, GoldQuestion
 from stef.campaign.run import run_campaign
 from stef.campaign.sandbox import SQLiteTestDatabase
+from tests.support.checkout import REPO_ROOT
 
-SAMPLE = Path(__file__).resolve().parent.parent / "flows" / "campaign_data"
+SAMPLE = REPO_ROOT / "flows" / "campaign_data"
 SAMPLE_COUNTS = {
     "budget_exceeded": 2,
     "syntax_error": 1,

@@ -1,0 +1,457 @@
+"""``stef evaluate``: score log files without a warehouse, one output row per input line (DESIGN.md §8).
+
+Reads JSONL log files, evaluates them in this process or in a pool of worker processes
+(:mod:`flows.cli.parallel`), writes one JSON line per input line and prints a summary (and the
+judge's figures with a model judge). Loads only typer, rich and the pure ``stef`` package unless
+the judge is a model.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from itertools import islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, cast
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from flows.cli.common import (
+    API_BASE_HELP,
+    BREAKER_HELP,
+    JUDGE_HELP,
+    OBSERVED_HELP,
+    SCHEMA_DIR_HELP,
+    CliError,
+    console,
+    err_console,
+    number,
+    percent,
+    usd,
+    user_errors,
+    validate_dialect,
+    validate_judge,
+)
+from flows.cli.parallel import OutputRow
+from stef.display import one_line, shorten
+from stef.errors import InputError
+from stef.models import BATCH_SIZE, Band, EvaluationStatus, FilterStatus, Verdict
+
+if TYPE_CHECKING:
+    from stef.llm.evaluate import JudgeRunStats
+    from stef.logs import LogLine
+    from stef.models import Evaluation
+    from stef.pipeline.judge.models import Judge
+    from stef.pipeline.observed import ObservedCatalogBook
+    from stef.pipeline.rules import RuleBook
+    from stef.pipeline.schema_book import SchemaBook
+
+PROGRESS_EVERY = 100
+"""``stef evaluate`` refreshes its progress line every this many records."""
+NOT_EVALUATED_SHOWN = 5
+"""How many not-evaluated records ``stef evaluate`` lists with their reason."""
+
+
+def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
+    """The JSONL files to evaluate: ``path`` itself, or the ``*.jsonl`` files in a directory.
+
+    Args:
+        path: a JSONL file or a directory of them.
+        exclude: a file to leave out (the output file when it sits in the input directory).
+
+    Raises:
+        InputError: ``path`` does not exist, or is a directory without ``*.jsonl`` files.
+    """
+    from stef.logs import log_files
+
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory (give a JSONL file or a directory of *.jsonl files)")
+    files = log_files(path)
+    if exclude is not None:
+        files = [f for f in files if f.resolve() != exclude.resolve()]
+    if not files:
+        raise InputError(f"{path}: directory holds no *.jsonl files")
+    return files
+
+
+def _lines(files: Sequence[Path]) -> Iterator[LogLine]:
+    from stef.logs import read_log_file
+
+    for path in files:
+        try:
+            yield from read_log_file(path)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def evaluate_lines(
+    lines: Iterable[LogLine],
+    rulebook: RuleBook,
+    dialect: str | None = None,
+    judge: object | None = None,
+    batch_size: int | None = None,
+    schemas: SchemaBook | None = None,
+    observed: ObservedCatalogBook | None = None,
+) -> Iterator[OutputRow]:
+    """Evaluate log lines in this process in batches, yielding exactly one output row per line, in order.
+
+    A rejected line (not JSON, invalid record) yields the row of
+    :func:`flows.cli.parallel.rejected_row` at its position; a record without a dialect is
+    evaluated in ``dialect`` when one is given. Several processes:
+    :func:`flows.cli.parallel.evaluate_files_in_processes`.
+
+    Args:
+        lines: the lines of one or more log files (:func:`stef.logs.read_log_file`).
+        rulebook: resolves each record's ``app_id`` to its rules.
+        dialect: default dialect for records that name none (``None``: the rules decide).
+        judge: the judge (``None``: the default symbolic judge), or an object that evaluates whole
+            batches (:class:`stef.llm.evaluate.LLMEvaluator`: it has ``evaluate_many``).
+        batch_size: records per :func:`stef.pipeline.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
+        schemas: the apps' schemas (``--schema-dir``; a model judge takes them from its settings).
+        observed: the apps' observed catalogs (``--observed-catalog``; likewise).
+
+    Returns:
+        :class:`flows.cli.parallel.OutputRow` items: the evaluation's JSON line and its counted fields.
+    """
+    from flows.cli.parallel import rejected_row, with_dialect
+    from stef.pipeline.evaluate import evaluate_many
+
+    batch_evaluate = getattr(judge, "evaluate_many", None)
+    batch_size = batch_size or BATCH_SIZE
+    iterator = iter(lines)
+    while batch := list(islice(iterator, batch_size)):
+        records = [with_dialect(line.record, dialect) for line in batch if line.record is not None]
+        if batch_evaluate is not None:
+            evaluated = iter([OutputRow.of(e) for e in batch_evaluate(records, rulebook)])
+        else:
+            evaluated = iter(
+                evaluate_many(
+                    records,
+                    rulebook=rulebook,
+                    judge=cast("Judge | None", judge),  # without evaluate_many: a per-record judge
+                    convert=OutputRow.of,
+                    schemas=schemas,
+                    observed=observed,
+                )
+            )
+        for line in batch:
+            yield rejected_row(line) if line.record is None else next(evaluated)
+
+
+def _workers(requested: int, evaluator: object | None) -> int:
+    """Processes for ``stef evaluate``: the model judge runs in one process (it is I/O bound)."""
+    if evaluator is not None:
+        return 1
+    if requested:
+        return requested
+    from flows.cli.parallel import default_workers
+
+    return default_workers()
+
+
+def p90(values: Sequence[float]) -> float | None:
+    """90th percentile with linear interpolation (numpy's default); ``None`` for no values.
+
+    >>> p90([10.0, 20.0, 30.0, 40.0, 50.0])
+    46.0
+    """
+    if not values:
+        return None
+    if len(values) == 1:
+        return float(values[0])
+    return statistics.quantiles(values, n=10, method="inclusive")[-1]
+
+
+_ORDERS: dict[str, type[Enum]] = {
+    "status": EvaluationStatus,
+    "band": Band,
+    "filter_status": FilterStatus,
+    "verdict": Verdict,
+}
+"""The Evaluation fields counted in the ``stef evaluate`` summary, with their values in display order."""
+
+
+@dataclass(slots=True)
+class EvaluationStats:
+    """Running totals of a ``stef evaluate`` run (the printed summary)."""
+
+    records: int = 0
+    scores: list[float] = field(default_factory=list)
+    probabilities: list[float] = field(default_factory=list)
+    """p_correct of the evaluated records."""
+    counts: dict[str, Counter[str]] = field(default_factory=lambda: {key: Counter() for key in _ORDERS})
+    not_evaluated: list[tuple[str, str, str]] = field(default_factory=list)
+    """The first few (run_id, status, reason) of records that got no score."""
+
+    def add(self, evaluation: Evaluation | OutputRow) -> None:
+        """Count one evaluation (the model or its output row)."""
+        self.records += 1
+        if evaluation.score is not None:
+            self.scores.append(evaluation.score)
+        if evaluation.p_correct is not None:
+            self.probabilities.append(evaluation.p_correct)
+        for key in self.counts:
+            value = getattr(evaluation, key)
+            if value is not None:
+                self.counts[key][value.value] += 1
+        if evaluation.status is not EvaluationStatus.EVALUATED and len(self.not_evaluated) < NOT_EVALUATED_SHOWN:
+            self.not_evaluated.append(
+                (evaluation.run_id or "(no run_id)", evaluation.status.value, evaluation.status_reason or "")
+            )
+
+    @property
+    def evaluated(self) -> int:
+        """Records with status ``evaluated``."""
+        return self.counts["status"][EvaluationStatus.EVALUATED.value]
+
+    @property
+    def coverage(self) -> float | None:
+        """evaluated / records (``None`` when there were no records)."""
+        return self.evaluated / self.records if self.records else None
+
+    @property
+    def mean_score(self) -> float | None:
+        """Mean Φ of the evaluated records."""
+        return statistics.fmean(self.scores) if self.scores else None
+
+    @property
+    def mean_p_correct(self) -> float | None:
+        """Mean calibrated P(correct) of the evaluated records (the expected share of correct answers)."""
+        return statistics.fmean(self.probabilities) if self.probabilities else None
+
+
+def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[Table]:
+    overview = Table(title="stef evaluate", show_header=False, title_justify="left")
+    overview.add_column("", style="bold")
+    overview.add_column("", justify="right")
+    for name, value in (
+        ("input", one_line(source)),
+        ("records", str(stats.records)),
+        ("evaluated", str(stats.evaluated)),
+        ("coverage", percent(stats.coverage)),
+        ("mean Φ", number(stats.mean_score)),
+        ("P90 Φ", number(p90(stats.scores))),
+        ("mean P(correct)", number(stats.mean_p_correct, ".3f")),
+        ("output", one_line(out)),
+    ):
+        overview.add_row(name, Text(value))
+    breakdown = Table(title="Counts", title_justify="left")
+    breakdown.add_column("by")
+    breakdown.add_column("value")
+    breakdown.add_column("records", justify="right")
+    for key, enum in _ORDERS.items():
+        for index, member in enumerate(enum):
+            breakdown.add_row(
+                key if index == 0 else "",
+                str(member.value),
+                str(stats.counts[key][member.value]),
+                end_section=index == len(enum) - 1,
+            )
+    tables = [overview, breakdown]
+    if stats.not_evaluated:
+        failures = Table(title=f"Not evaluated (first {NOT_EVALUATED_SHOWN})", title_justify="left")
+        failures.add_column("run_id", overflow="fold")
+        failures.add_column("status")
+        failures.add_column("reason", overflow="fold")
+        for run_id, status, reason in stats.not_evaluated:
+            failures.add_row(Text(shorten(run_id)), Text(status), Text(one_line(reason)))
+        tables.append(failures)
+    return tables
+
+
+def evaluate(
+    input_path: Annotated[
+        Path, typer.Argument(metavar="INPUT", help="A JSONL log file, or a directory of *.jsonl files.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write one JSON object per input line (JSONL).")],
+    rules: Annotated[
+        Path | None,
+        typer.Option(
+            "--rules",
+            help="R_app rule file applied to every record (default: rules/<app_id>.json, else rules/default.json).",
+        ),
+    ] = None,
+    judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
+    dialect: Annotated[
+        str | None,
+        typer.Option("--dialect", help="sqlglot dialect for records that name none (a record's own dialect wins)."),
+    ] = None,
+    api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Model requests in flight.")] = 8,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).",
+        ),
+    ] = 60.0,
+    breaker_failures: Annotated[int, typer.Option("--breaker-failures", min=0, help=BREAKER_HELP)] = 5,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache",
+            metavar="FILE",
+            help="DuckDB file caching model verdicts (may be the warehouse); a rerun makes no model call.",
+        ),
+    ] = None,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd",
+            min=0.0,
+            help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.",
+        ),
+    ] = None,
+    workers: Annotated[
+        int, typer.Option("--workers", min=0, help="Processes for the symbolic judge (0: one per usable core).")
+    ] = 0,
+    schema_dir: Annotated[Path | None, typer.Option("--schema-dir", help=SCHEMA_DIR_HELP)] = None,
+    observed_catalog: Annotated[
+        Path | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)
+    ] = None,
+) -> None:
+    """Score every record of INPUT without a warehouse; write one result line per input line.
+
+    Lines that are not valid records get an ``invalid_input`` row at their position, so the
+    output has exactly as many lines as the input (blank lines aside), in the same order.
+    With ``--judge MODEL`` or ``hybrid:MODEL`` each row also carries the judge, the fallback
+    reason (if the model could not answer), cost and tokens; a judge summary is printed.
+    """
+    from stef.pipeline.rules import RuleBook
+    from stef.time_cap import configured_time_cap_s
+
+    with user_errors():
+        settings = validate_judge(
+            judge,
+            api_base=api_base,
+            concurrency=concurrency,
+            timeout_s=timeout,
+            max_cost_usd=max_cost_usd,
+            breaker_failures=breaker_failures,
+            schema_dir=str(schema_dir) if schema_dir is not None else None,
+            observed_catalog=str(observed_catalog) if observed_catalog is not None else None,
+        )
+        schemas = settings.schemas()  # a missing folder or catalog fails here, before any work
+        observed = settings.observed()
+        evaluator = None
+        if not settings.is_symbolic:
+            from stef.llm.evaluate import LLMEvaluator
+
+            judge_cache = None
+            if cache is not None:
+                from warehouse.judge_cache import DuckDBJudgeCache
+
+                judge_cache = DuckDBJudgeCache(cache)
+            evaluator = LLMEvaluator(settings, cache=judge_cache)
+        if dialect is not None:
+            dialect = validate_dialect(dialect)
+        rulebook = RuleBook(rules_file=rules)
+        configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, before any work
+        files = input_files(input_path, exclude=out)
+        stats = EvaluationStats()
+        if out.is_dir():
+            raise CliError(f"{out}: is a directory; give --out a file name (e.g. {out / 'scores.jsonl'})")
+        # A regular file is written to OUT.partial and renamed at the end (no half-written output);
+        # a symlink, FIFO or device (/dev/stdout) is written through, never replaced.
+        special = out.is_symlink() or (out.exists() and not out.is_file())
+        partial = out if special else out.with_name(out.name + ".partial")
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            handle = partial.open("w", encoding="utf-8")
+        except OSError as exc:
+            raise CliError(f"{out}: cannot write output ({exc.strerror or exc})") from exc
+        from rich.progress import Progress, SpinnerColumn, TextColumn
+
+        progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}", markup=False),
+            console=err_console,
+            transient=True,
+            disable=not err_console.is_terminal,
+        )
+        try:
+            with _written_to(out, special), handle, progress:
+                task = progress.add_task("evaluating", total=None)
+                processes = _workers(workers, evaluator)
+                if processes > 1:
+                    from flows.cli.parallel import evaluate_files_in_processes
+
+                    rows = evaluate_files_in_processes(
+                        files,
+                        rulebook,
+                        processes,
+                        dialect=dialect,
+                        batch_size=BATCH_SIZE,
+                        schemas=schemas,
+                        observed=observed,
+                    )
+                else:
+                    rows = evaluate_lines(
+                        _lines(files), rulebook, dialect=dialect, judge=evaluator, schemas=schemas, observed=observed
+                    )
+                for row in rows:
+                    handle.write(row.json + "\n")
+                    stats.add(row)
+                    if stats.records % PROGRESS_EVERY == 0:
+                        progress.update(task, description=f"evaluated {stats.records} records")
+            if not special:
+                with _written_to(out, special):
+                    partial.replace(out)
+        finally:
+            if not special:
+                partial.unlink(missing_ok=True)
+    for table in _evaluation_tables(stats, input_path, out):
+        console.print(table)
+    if evaluator is not None:
+        console.print(judge_table(evaluator.stats))
+
+
+@contextmanager
+def _written_to(out: Path, streamed: bool) -> Iterator[None]:
+    """Turn an :class:`OSError` of writing ``out`` (disk full, quota, I/O error) into a
+    :class:`CliError` naming the file (reading errors are :class:`InputError` by then).
+    ``streamed``: ``out`` is written through (a pipe, a device), not replaced at the end."""
+    try:
+        yield
+    except OSError as exc:
+        outcome = "the output there is incomplete" if streamed else f"{out} was left as it was"
+        raise CliError(f"{out}: cannot write output ({exc.strerror or exc}); {outcome}") from exc
+
+
+def judge_table(stats: JudgeRunStats) -> Table:
+    """The judge summary of a run with a model: escalation, cache, requests, fallbacks, cost.
+
+    Args:
+        stats: :attr:`stef.llm.evaluate.LLMEvaluator.stats` after the run.
+    """
+    table = Table(title=Text(f"Judge {one_line(stats.judge)}"), show_header=False, title_justify="left")
+    table.add_column("", style="bold")
+    table.add_column("", justify="right")
+    rows = [
+        ("records judged", str(stats.records)),
+        ("sent to the model", f"{stats.escalated} ({percent(stats.escalated_share)})"),
+        ("model verdicts", str(stats.model_verdicts)),
+        ("cache hits", str(stats.cache_hits)),
+        ("model requests", str(stats.requests)),
+        ("fallbacks to symbolic", str(stats.fallback_count)),
+        *((f"  {one_line(reason)}", str(count)) for reason, count in stats.fallbacks.most_common()),
+        ("cost_usd (sum of rows)", usd(stats.cost_usd)),
+        ("spent in this run", usd(stats.spent_usd)),
+        ("tokens (sum of rows)", str(stats.tokens)),
+    ]
+    if stats.unpriced:
+        rows.append(("verdicts without a price", str(stats.unpriced)))
+    if stats.usage_untrusted:
+        rows.append(("untrusted usage (cost unknown)", str(stats.usage_untrusted)))
+    for name, value in rows:
+        table.add_row(Text(name), Text(value))
+    if stats.breaker:
+        table.caption, table.caption_justify = Text(stats.breaker), "left"
+    return table

@@ -1,0 +1,350 @@
+"""``stef nightly`` and ``stef demo``: run the nightly flow from the command line and print the daily metrics.
+
+Prefect, DuckDB and the flows are imported inside the commands, so ``--help`` and errors found
+before any work (a malformed date, an invalid judge) never load them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from flows.cli.common import (
+    API_BASE_HELP,
+    BREAKER_HELP,
+    JUDGE_HELP,
+    OBSERVED_HELP,
+    SCHEMA_DIR_HELP,
+    CliError,
+    console,
+    number,
+    percent,
+    running_flows,
+    summary_line,
+    usd,
+    user_errors,
+    validate_judge,
+)
+from stef.display import one_line, shorten
+from stef.models import BATCH_SIZE
+
+if TYPE_CHECKING:
+    pass
+
+DEMO_DIR = "stef-demo"
+DEMO_WAREHOUSE = "stef-demo.duckdb"
+
+
+_METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("records", "records"),
+    ("coverage", "coverage"),
+    ("mean_p_correct", "P(ok)"),
+    ("mean_score", "mean Φ"),
+    ("p90_score", "P90 Φ"),
+    ("n_excellent", "exc."),
+    ("n_good", "good"),
+    ("n_marginal", "marg."),
+    ("n_poor", "poor"),
+)
+"""(metric-row key, column header) of the per agent × version tables."""
+NAME_MIN_WIDTH = 24
+"""Terminal tables keep names up to this many characters on one line (longer ones fold)."""
+BANDS_CAPTION = "bands: exc. = Φ ≥ 90, good = 75–90, marg. = 50–75 (human review), poor < 50"
+
+
+def _cell(key: str, value: Any) -> str:
+    if value is None:
+        return "–"
+    if key == "coverage":
+        return percent(float(value))
+    if key in ("mean_score", "p90_score"):
+        return number(float(value))
+    if key == "mean_p_correct":
+        return number(float(value), ".2f")
+    return str(value)
+
+
+def metrics_table(rows: Sequence[Mapping[str, Any]], title: str, day_key: str | None = None) -> Table:
+    """A rich table of per agent × version metric rows (the ``daily_agent_metrics`` columns).
+
+    Args:
+        rows: mappings with ``agent_id``, ``agent_version``, ``records``, ``coverage``,
+            ``mean_score``, ``p90_score``, ``n_excellent``, ``n_good``, ``n_marginal``, ``n_poor``.
+        title: table title; when every row has the same agent, the agent is named in the title
+            instead of a column (the table then fits 80 columns).
+        day_key: key of the day in each row, to add a first ``day`` column (``None``: no column).
+    """
+    agents = sorted({str(row["agent_id"]) for row in rows})
+    one_agent = len(agents) == 1
+    table = Table(
+        title=Text(f"{title} — agent {shorten(agents[0])}" if one_agent else title),
+        title_justify="left",
+        caption=BANDS_CAPTION,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        collapse_padding=True,
+    )
+    keys: list[str] = [] if day_key is None else [day_key]
+    keys += ["agent_version"] if one_agent else ["agent_id", "agent_version"]
+
+    def label(key: str, row: Mapping[str, Any]) -> str:  # names shortened, shown as text
+        return str(row[key])[:10] if key == day_key else shorten(row[key])  # a day may come as a datetime
+
+    for key in keys:
+        header = {"agent_id": "agent", "agent_version": "version"}.get(key, "day")
+        # A name up to NAME_MIN_WIDTH stays on one line; a longer one folds, never the numbers.
+        widest = max((len(label(key, row)) for row in rows), default=0)
+        table.add_column(header, no_wrap=key == day_key, overflow="fold", min_width=min(widest, NAME_MIN_WIDTH))
+    for _, header in _METRIC_COLUMNS:
+        table.add_column(header, justify="right")
+    for row in rows:
+        table.add_row(
+            *[Text(label(key, row)) for key in keys], *[_cell(key, row.get(key)) for key, _ in _METRIC_COLUMNS]
+        )
+    return table
+
+
+class TaskRunnerChoice(str, Enum):
+    """Values of ``stef nightly --task-runner`` (:func:`flows.nightly.make_task_runner`)."""
+
+    thread = "thread"
+    process = "process"
+    dask = "dask"
+
+
+def nightly(
+    log_date: Annotated[
+        datetime | None,
+        typer.Option("--date", formats=["%Y-%m-%d"], help="Day to process, YYYY-MM-DD (default: yesterday, UTC)."),
+    ] = None,
+    logs_root: Annotated[
+        str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")
+    ] = "./logs",
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+    ] = None,
+    rules_dir: Annotated[
+        str | None,
+        typer.Option("--rules-dir", help="Folder of <app_id>.json rule files (searched before the bundled rules)."),
+    ] = None,
+    max_bad_share: Annotated[
+        float,
+        typer.Option(
+            "--max-bad-share", min=0.0, max=1.0, help="Fail when more than this share of lines is quarantined."
+        ),
+    ] = 0.05,
+    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = BATCH_SIZE,
+    judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
+    api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Model requests in flight per evaluation batch.")
+    ] = 8,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd", min=0.0, help="Budget for model calls in this run (split evenly over the batches)."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            min=0.001,
+            help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).",
+        ),
+    ] = 60.0,
+    breaker_failures: Annotated[int, typer.Option("--breaker-failures", min=0, help=BREAKER_HELP)] = 5,
+    task_runner: Annotated[
+        TaskRunnerChoice,
+        typer.Option(
+            "--task-runner",
+            help="Where evaluation batches run: thread (default), process (every core), dask (prefect-dask: --dask-address, else a local cluster).",
+        ),
+    ] = TaskRunnerChoice.thread,
+    workers: Annotated[
+        int | None,
+        typer.Option("--workers", min=1, help="Threads / processes / local Dask workers (default: the runner's own)."),
+    ] = None,
+    dask_address: Annotated[
+        str | None,
+        typer.Option(
+            "--dask-address",
+            metavar="tcp://HOST:8786",
+            help="Scheduler of a running Dask cluster (with --task-runner dask).",
+        ),
+    ] = None,
+    schema_dir: Annotated[str | None, typer.Option("--schema-dir", help=SCHEMA_DIR_HELP)] = None,
+    observed_catalog: Annotated[
+        str | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)
+    ] = None,
+    learn_catalog: Annotated[
+        bool,
+        typer.Option(
+            "--learn-catalog",
+            help="Learn the observed catalogs from the warehouse's answers of the 30 days before the day, store and use them.",
+        ),
+    ] = False,
+) -> None:
+    """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
+    from stef.time_cap import configured_time_cap_s
+
+    with user_errors():
+        validate_judge(
+            judge,
+            api_base=api_base,
+            concurrency=concurrency,
+            max_cost_usd=max_cost_usd,
+            timeout_s=timeout,
+            breaker_failures=breaker_failures,
+            schema_dir=schema_dir,
+            observed_catalog=observed_catalog,
+        ).observed()
+        configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
+        if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
+            raise CliError("--dask-address needs --task-runner dask")
+        from flows.nightly import run_nightly
+
+        with running_flows():
+            summary = run_nightly(
+                task_runner=task_runner.value,
+                workers=workers,
+                dask_address=dask_address,
+                log_date=log_date.date() if log_date is not None else None,
+                logs_root=logs_root,
+                warehouse=warehouse,
+                rules_dir=rules_dir,
+                max_bad_share=max_bad_share,
+                batch_size=batch_size,
+                judge=judge,
+                api_base=api_base,
+                concurrency=concurrency,
+                max_cost_usd=max_cost_usd,
+                timeout_s=timeout,
+                breaker_failures=breaker_failures,
+                schema_dir=schema_dir,
+                observed_catalog=observed_catalog,
+                learn_catalog=learn_catalog,
+            )
+    console.print(summary_line(summary), soft_wrap=True)
+    if summary.judge != "symbolic":
+        cost = sum(float(row.get("judge_cost_usd") or 0.0) for row in summary.metrics)
+        judged = sum(int(row.get("n_llm_judged") or 0) for row in summary.metrics)
+        fallbacks = sum(int(row.get("n_judge_fallback") or 0) for row in summary.metrics)
+        console.print(
+            Text(
+                f"judge {one_line(summary.judge)}: {judged} model verdicts, {fallbacks} fallbacks to symbolic, cost {usd(cost)}"
+            ),
+            soft_wrap=True,
+        )
+        if summary.judge_breaker is not None:
+            console.print(Text(f"judge {one_line(summary.judge)}: {summary.judge_breaker}"), soft_wrap=True)
+    console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
+
+
+def demo_days() -> list[str]:
+    """The days (``YYYY-MM-DD``) of the sample logs bundled in ``flows/demo_data``."""
+    from importlib import resources
+
+    root = resources.files("flows.demo_data")
+    days = []
+    for entry in root.iterdir():
+        try:
+            date.fromisoformat(entry.name)
+        except ValueError:
+            continue
+        if entry.is_dir():
+            days.append(entry.name)
+    return sorted(days)
+
+
+def copy_demo_logs(logs_root: Path) -> list[str]:
+    """Copy the bundled sample logs to ``<logs_root>/<YYYY-MM-DD>/*.jsonl``; return the days.
+
+    Also copies ``labels.jsonl`` (NL2SQL-BUGs labels, to check scores against) and
+    ``schemas/<app_id>.sql`` (the databases' DDL, for ``--schema-dir``) beside ``logs_root``.
+    Existing files of the same name are overwritten; nothing else is touched.
+
+    Raises:
+        CliError: the package holds no sample logs (a broken installation).
+    """
+    from importlib import resources
+
+    root = resources.files("flows.demo_data")
+    days = demo_days()
+    if not days:
+        raise CliError("the installed package holds no sample logs in flows/demo_data/: reinstall stef")
+    for day in days:
+        target = logs_root / day
+        target.mkdir(parents=True, exist_ok=True)
+        for entry in root.joinpath(day).iterdir():
+            if entry.name.endswith(".jsonl"):
+                with entry.open("rb") as src, (target / entry.name).open("wb") as dst:
+                    shutil.copyfileobj(src, dst)
+    labels = root.joinpath("labels.jsonl")
+    if labels.is_file():
+        (logs_root.parent / "labels.jsonl").write_bytes(labels.read_bytes())
+    schemas = root.joinpath("schemas")
+    if schemas.is_dir():
+        target = logs_root.parent / "schemas"
+        target.mkdir(parents=True, exist_ok=True)
+        for entry in schemas.iterdir():
+            if entry.name.endswith(".sql"):
+                (target / entry.name).write_bytes(entry.read_bytes())
+    return days
+
+
+def demo(
+    workdir: Annotated[Path, typer.Option("--workdir", help="Where to create stef-demo/ and stef-demo.duckdb.")] = Path(
+        "."
+    ),
+) -> None:
+    """Run the nightly flow on the bundled sample logs (3 days, 2 agent versions).
+
+    Needs nothing but the installed package: the sample logs (real questions and SQL from
+    NL2SQL-BUGs / BIRD) are copied to WORKDIR/stef-demo/logs/, scored day by day into
+    WORKDIR/stef-demo.duckdb, and the daily metrics are read back and printed.
+    """
+    with user_errors():
+        logs_root = workdir / DEMO_DIR / "logs"
+        warehouse_path = workdir / DEMO_WAREHOUSE
+        days = copy_demo_logs(logs_root)
+        console.print(
+            f"Sample logs: {logs_root}/<day>/*.jsonl ({len(days)} days: {days[0]} … {days[-1]})", soft_wrap=True
+        )
+        from flows.nightly import nightly_days
+        from warehouse import connect, read_daily_metrics
+
+        with running_flows():
+            summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
+        with connect(str(warehouse_path)) as conn:
+            frame = read_daily_metrics(
+                conn,
+                start=summaries[0].log_date,
+                end=summaries[-1].log_date,
+                evaluator_version=summaries[-1].evaluator_version,
+            )
+    for summary in summaries:
+        console.print(summary_line(summary), soft_wrap=True)
+    console.print(
+        metrics_table(
+            list(frame.iter_rows(named=True)),
+            title=f"Daily metrics read back from {warehouse_path}",
+            day_key="log_date",
+        )
+    )
+    console.print(
+        f"Labels to check the scores against: {logs_root.parent / 'labels.jsonl'}\n"
+        f"Score one day without a warehouse: stef evaluate {logs_root / days[-1]} --out scores.jsonl\n"
+        f"... and against the databases' schemas: stef evaluate {logs_root / days[-1]} --schema-dir {logs_root.parent / 'schemas'} --out scores.jsonl",
+        soft_wrap=True,
+    )

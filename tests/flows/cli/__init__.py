@@ -1,0 +1,1 @@
+"""Tests of the flows.cli package (the ``stef`` command line)."""

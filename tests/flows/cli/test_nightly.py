@@ -1,0 +1,85 @@
+"""Tests of flows/cli/nightly.py: `stef demo` and `stef nightly`; moved from tests/test_cli.py."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from tests.flows.cli.cli_support import invoke
+
+
+@pytest.fixture
+def flow_cli(prefect_harness: None) -> None:
+    """The Prefect harness, with Prefect's console logging set up before CliRunner swaps streams.
+
+    Prefect configures its console handler when ``prefect.main`` is first imported and binds it
+    to the ``sys.stderr`` of that moment; inside ``CliRunner.invoke`` that is a stream closed
+    when the call returns, which would break logging in every later test.
+    """
+    import flows.nightly  # noqa: F401  (imports prefect.main)
+
+
+def _bundled_day_counts() -> Counter[tuple[str, str]]:
+    """Parseable records per (day, agent_version) in the bundled sample logs."""
+    counts: Counter[tuple[str, str]] = Counter()
+    root = resources.files("flows.demo_data")
+    for folder in root.iterdir():
+        if folder.is_dir() and folder.name[:2] == "20":
+            for file in folder.iterdir():
+                for line in file.read_text(encoding="utf-8").splitlines():
+                    try:
+                        counts[(folder.name, json.loads(line)["agent_version"])] += 1
+                    except json.JSONDecodeError:
+                        continue
+    return counts
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("flow_cli")
+def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> None:
+    from warehouse import connect, read_daily_metrics
+
+    result = invoke("demo", "--workdir", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    days = sorted({day for day, _ in _bundled_day_counts()})
+    assert sorted(p.name for p in (tmp_path / "stef-demo" / "logs").iterdir()) == days
+    assert (tmp_path / "stef-demo" / "labels.jsonl").is_file()
+    for day in days:
+        assert day in result.stdout
+    conn = connect(str(tmp_path / "stef-demo.duckdb"))
+    try:
+        frame = read_daily_metrics(conn)
+    finally:
+        conn.close()
+    stored = {
+        (row["log_date"].isoformat(), row["agent_version"]): row["records"] for row in frame.iter_rows(named=True)
+    }
+    assert stored == dict(_bundled_day_counts())
+
+
+def test_nightly_rejects_a_malformed_date_before_importing_prefect() -> None:
+    result = invoke("nightly", "--date", "2026-13-01")
+    assert result.exit_code == 2
+    assert "--date" in result.output and "2026-13-01" in result.output
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("flow_cli")
+def test_nightly_without_logs_for_the_day_is_a_clean_error(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    result = invoke(
+        "nightly",
+        "--date",
+        "2026-11-20",
+        "--logs-root",
+        str(tmp_path / "logs"),
+        "--warehouse",
+        str(tmp_path / "wh.duckdb"),
+    )
+    assert result.exit_code == 2
+    assert "error:" in result.stderr and "2026-11-20" in result.stderr
+    assert "Traceback" not in result.output
