@@ -44,5 +44,5 @@ def campaign(
     result: CampaignResult = classify_campaign(runs, gold, db, settings, out, catalog)
     if store:
         evaluations = score_campaign(quote(result), settings.dialect)  # type: ignore[call-overload]
-        store_campaign_task(quote(result), settings, quote(evaluations), warehouse)  # type: ignore[call-overload]
+        store_campaign_task(quote(result), settings, quote(evaluations), warehouse)
     return result

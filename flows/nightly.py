@@ -254,7 +254,7 @@ def nightly(
     breaker_summary = breaker.summary() if breaker is not None else None
     if breaker_summary is not None:
         get_run_logger().warning("judge %s: %s", settings.name, breaker_summary)
-    stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)  # type: ignore[call-overload]
+    stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
     publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
     drift = nightly_drift_step(warehouse_path, day, stored.evaluator_version)  # never raises

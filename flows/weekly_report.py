@@ -38,7 +38,7 @@ def weekly_report(
         WarehouseError: the warehouse is missing or locked.
     """
     data = collect_report_data(warehouse, week, evaluator_version)
-    # quote(): skip Prefect's walk over the report's rows (its stubs do not know quote, hence the ignores).
-    files: ReportFiles = write_report(quote(data), out)  # type: ignore[call-overload]
+    # quote(): skip Prefect's walk over the report's rows (Prefect's stubs do not accept quote, hence the ignore).
+    files: ReportFiles = write_report(quote(data), out)
     publish_report_artifact(quote(data), files)  # type: ignore[call-overload]
     return files

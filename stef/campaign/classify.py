@@ -55,7 +55,7 @@ def _has_top_level_order(sql: str, dialect: str) -> bool:
     return tree is not None and tree.args.get("order") is not None
 
 
-def _tables(tree: exp.Expression) -> list[str]:
+def _tables(tree: exp.Expr) -> list[str]:
     """Real tables a statement reads (CTE names excluded), lower-case, in first-seen order."""
     ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     seen: dict[str, None] = {}
@@ -66,7 +66,7 @@ def _tables(tree: exp.Expression) -> list[str]:
     return list(seen)
 
 
-def _structural_problem(tree: exp.Expression, catalog: Mapping[str, frozenset[str]], dialect: str) -> str | None:
+def _structural_problem(tree: exp.Expr, catalog: Mapping[str, frozenset[str]], dialect: str) -> str | None:
     """The first unknown table or column of ``tree`` against ``catalog``, or ``None``."""
     from sqlglot.optimizer.qualify import qualify
 
@@ -100,7 +100,7 @@ def _structural_problem(tree: exp.Expression, catalog: Mapping[str, frozenset[st
 
 def _check_statement(
     index: int, sql: str, dialect: str, catalog: Mapping[str, frozenset[str]]
-) -> tuple[StatementResult, exp.Expression | None]:
+) -> tuple[StatementResult, exp.Expr | None]:
     """Syntax, then structure; the parsed tree when both pass."""
     try:
         parsed = [s for s in sqlglot.parse(sql, read=dialect or None) if s is not None]
@@ -135,7 +135,7 @@ def _check_statement(
 
 
 def _execute_statement(
-    checked: StatementResult, tree: exp.Expression, db: TestDatabase, settings: CampaignSettings, engine_dialect: str
+    checked: StatementResult, tree: exp.Expr, db: TestDatabase, settings: CampaignSettings, engine_dialect: str
 ) -> tuple[StatementResult, ExecutionResult | None]:
     """Run a checked statement read-only (SELECT only); refuse anything else without executing it."""
     writes = embedded_writes(tree) if isinstance(tree, QUERY_TYPES) else []
