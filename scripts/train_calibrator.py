@@ -145,8 +145,9 @@ def _observed_features(rows: list[Row], records: list[Any], schemas: list[Any], 
     answer is compared with a catalog that learned from its own question."""
     from sklearn.model_selection import GroupKFold
 
+    from stef.models import ObservedCatalogBook
     from stef.pipeline.evaluate import evaluate
-    from stef.pipeline.observed import ObservedCatalogBook, learn_catalog
+    from stef.pipeline.observed import learn_catalog
 
     groups = [row.question for row in rows]
     for train, test in GroupKFold(n_splits=FOLDS).split(rows, groups=groups):

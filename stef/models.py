@@ -8,7 +8,9 @@ Source: STEF paper §2 (stages A–E) and §3 (score Φ); DESIGN.md §2–§3.
 
 from __future__ import annotations
 
+import json
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -466,3 +468,74 @@ class CompactEvaluation:
 
 StoredEvaluation = Evaluation | CompactEvaluation
 """What the warehouse accepts for one evaluation: the full model or its compact form."""
+
+
+# --- observed catalogs (stef.pipeline.observed learns and checks them; the warehouse stores them) ---
+
+CATALOG_FORMAT = "stef-observed-catalog"
+"""``format`` of an observed catalog file."""
+CATALOG_FORMAT_VERSION = 1
+MIN_QUERIES = 10
+"""Answers an app's catalog must have learned from before it is used at all."""
+OBSERVED_VERSION_SUFFIX = "+observed"
+"""Appended to the evaluator version of a run that uses observed catalogs."""
+
+
+class ObservedCatalog(BaseModel):
+    """One app's observed catalog: counts of what its answers used.
+
+    Attributes:
+        app_id: the app.
+        queries: answers it was learned from.
+        tables: table -> answers that read it.
+        columns: ``table.column`` -> answers that used it.
+        joins: ``t1.c1=t2.c2`` -> answers that joined on it.
+        values: ``table.column`` -> {literal -> answers that compared the column with it}
+            (the :data:`MAX_VALUES_PER_COLUMN` most frequent).
+        learned_at: when (UTC, ISO-8601).
+        source: what it was learned from (a folder of logs, a warehouse and its days).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    app_id: str
+    queries: int = 0
+    tables: dict[str, int] = Field(default_factory=dict)
+    columns: dict[str, int] = Field(default_factory=dict)
+    joins: dict[str, int] = Field(default_factory=dict)
+    values: dict[str, dict[str, int]] = Field(default_factory=dict)
+    learned_at: str = ""
+    source: str = ""
+
+
+class ObservedCatalogBook:
+    """Observed catalogs of many apps (``--observed-catalog FILE``): ``for_app`` gives one app's
+    catalog, or ``None`` when it has none or learned from fewer than :data:`MIN_QUERIES` answers."""
+
+    def __init__(self, catalogs: Mapping[str, ObservedCatalog], source: str = "") -> None:
+        self.catalogs = dict(catalogs)
+        self.source = source
+
+    def for_app(self, app_id: str | None) -> ObservedCatalog | None:
+        """The app's catalog when it is usable, else ``None``."""
+        catalog = self.catalogs.get(app_id or "")
+        return catalog if catalog is not None and catalog.queries >= MIN_QUERIES else None
+
+    def evaluator_version(self, base: str) -> str:
+        """``base`` with :data:`OBSERVED_VERSION_SUFFIX`."""
+        return base if OBSERVED_VERSION_SUFFIX in base else base + OBSERVED_VERSION_SUFFIX
+
+    def to_json(self) -> str:
+        """The catalog file's JSON text (:func:`load_observed_catalogs` reads it back)."""
+        return (
+            json.dumps(
+                {
+                    "format": CATALOG_FORMAT,
+                    "version": CATALOG_FORMAT_VERSION,
+                    "apps": {app: c.model_dump(mode="json") for app, c in sorted(self.catalogs.items())},
+                },
+                indent=1,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )

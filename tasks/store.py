@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.logs import LogLine
-from stef.models import EVALUATOR_VERSION, Evaluation, StoredEvaluation
+from stef.models import EVALUATOR_VERSION, Evaluation, ObservedCatalogBook, StoredEvaluation
 from stef.pipeline.evaluate import rejected_evaluation
-from stef.pipeline.observed import ObservedCatalogBook
 from tasks._runtime import io_task, run_logger
 from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
 
@@ -81,18 +80,22 @@ def check_warehouse(warehouse_path: str | None) -> None:
 @task(name="learn-observed-catalogs", cache_policy=NO_CACHE, persist_result=False)
 def learn_observed_catalogs(warehouse_path: str | None, log_date: date) -> ObservedCatalogBook:
     """Learn each app's observed catalog from the stored answers of the 30 days before
-    ``log_date`` and store it as a new version (:func:`warehouse.observed.refresh_observed_catalogs`),
+    ``log_date`` and store it as a new version (:func:`warehouse.observed.store_observed_catalogs`),
     before the day is scored.
 
     Raises:
         WarehouseLockedError: another process still writes the file after the lock timeout.
         WarehouseError: the write failed.
     """
-    from warehouse.observed import refresh_observed_catalogs
+    from stef.pipeline.observed import learn_catalogs
+    from warehouse.observed import LEARN_WINDOW_DAYS, read_answers_for_learning, store_observed_catalogs
 
     conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
-        book = refresh_observed_catalogs(conn, log_date)
+        end = log_date - timedelta(days=1)
+        records, source = read_answers_for_learning(conn, end - timedelta(days=LEARN_WINDOW_DAYS - 1), end)
+        book = learn_catalogs(records, source)
+        store_observed_catalogs(conn, log_date, book)
     finally:
         conn.close()
     usable = sum(1 for app in book.catalogs if book.for_app(app) is not None)

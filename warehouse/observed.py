@@ -9,7 +9,7 @@ from typing import Any
 
 import duckdb
 
-from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook
+from stef.models import ObservedCatalog, ObservedCatalogBook
 from warehouse.transaction import transaction
 
 LEARN_WINDOW_DAYS = 30
@@ -37,18 +37,14 @@ def read_answers_for_learning(
     ], f"warehouse answers {start.isoformat()} … {end.isoformat()}"
 
 
-def refresh_observed_catalogs(conn: duckdb.DuckDBPyConnection, log_date: date) -> ObservedCatalogBook:
-    """Learn every app's catalog from the :data:`LEARN_WINDOW_DAYS` days before ``log_date`` and
-    store it as a new version in ``observed_catalogs`` (one transaction).
+def store_observed_catalogs(conn: duckdb.DuckDBPyConnection, log_date: date, book: ObservedCatalogBook) -> None:
+    """Store every catalog of ``book`` (learned for ``log_date``) as a new version in ``observed_catalogs``
+    (one transaction). The caller learns them (:func:`stef.pipeline.observed.learn_catalogs` over
+    :func:`read_answers_for_learning`), so the warehouse holds no part of the method.
 
     Raises:
         WarehouseError: the write failed (rolled back).
     """
-    from stef.pipeline.observed import learn_catalogs
-
-    end = log_date - timedelta(days=1)
-    records, source = read_answers_for_learning(conn, end - timedelta(days=LEARN_WINDOW_DAYS - 1), end)
-    book = learn_catalogs(records, source)
     now = datetime.now(UTC).replace(tzinfo=None)
     with transaction(conn, f"storing the observed catalogs for {log_date.isoformat()} failed and was rolled back"):
         for app_id, catalog in book.catalogs.items():
@@ -59,7 +55,6 @@ def refresh_observed_catalogs(conn: duckdb.DuckDBPyConnection, log_date: date) -
                 "INSERT INTO observed_catalogs (app_id, version, learned_for, queries, catalog, learned_at) VALUES (?, ?, ?, ?, ?, ?)",
                 [app_id, version, log_date, catalog.queries, catalog.model_dump_json(), now],
             ).fetchall()
-    return book
 
 
 def latest_observed_catalogs(conn: duckdb.DuckDBPyConnection) -> ObservedCatalogBook:

@@ -98,7 +98,8 @@ def learn(
 ) -> None:
     """Learn each app's observed catalog (tables, columns, join pairs, literal values, with counts)
     from its answers' SQL, for --observed-catalog."""
-    from stef.pipeline.observed import MIN_QUERIES, learn_catalogs
+    from stef.models import MIN_QUERIES
+    from stef.pipeline.observed import learn_catalogs
 
     with user_errors():
         if warehouse is not None:

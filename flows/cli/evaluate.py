@@ -46,9 +46,8 @@ from stef.models import BATCH_SIZE, Band, EvaluationStatus, FilterStatus, Verdic
 if TYPE_CHECKING:
     from stef.llm.evaluate import JudgeRunStats
     from stef.logs import LogLine
-    from stef.models import Evaluation
+    from stef.models import Evaluation, ObservedCatalogBook
     from stef.pipeline.judge.models import Judge
-    from stef.pipeline.observed import ObservedCatalogBook
     from stef.pipeline.rules import RuleBook
     from stef.pipeline.schema_book import SchemaBook
 

@@ -26,7 +26,7 @@ from stef.models import BATCH_SIZE, AgentLogRecord, Band, Evaluation, Evaluation
 
 if TYPE_CHECKING:
     from stef.logs import LogLine
-    from stef.pipeline.observed import ObservedCatalogBook
+    from stef.models import ObservedCatalogBook
     from stef.pipeline.rules import RuleBook
     from stef.pipeline.schema_book import SchemaBook
 

@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 
 from stef.llm.judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
 from stef.llm.usage import USAGE_FLAG
-from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, Verdict
+from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, ObservedCatalogBook, Verdict
 from stef.pipeline.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
 from stef.pipeline.judge.models import Judge
 from stef.pipeline.judge.symbolic import SymbolicJudge
-from stef.pipeline.observed import ObservedCatalogBook
 from stef.pipeline.rules import RuleBook
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})

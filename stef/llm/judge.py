@@ -58,10 +58,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from stef.errors import StefError
 from stef.llm.usage import UsageReading, check_cost, check_count, read_usage
-from stef.models import EVALUATOR_VERSION, JudgeResult, SuspectedError, Verdict
+from stef.models import (
+    EVALUATOR_VERSION,
+    OBSERVED_VERSION_SUFFIX,
+    JudgeResult,
+    ObservedCatalogBook,
+    SuspectedError,
+    Verdict,
+)
 from stef.pipeline.judge.models import Judge, JudgeInput
 from stef.pipeline.judge.symbolic import SymbolicJudge
-from stef.pipeline.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
+from stef.pipeline.observed import load_observed_catalogs
 from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema
 from stef.pipeline.schema_book import SchemaBook
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments

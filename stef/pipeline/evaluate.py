@@ -23,6 +23,8 @@ from stef.models import (
     Evaluation,
     EvaluationStatus,
     JudgeResult,
+    ObservedCatalog,
+    ObservedCatalogBook,
     ObservedReport,
     QuestionSpec,
     SchemaReport,
@@ -38,7 +40,7 @@ from stef.pipeline.extract_sql import extract_sql_spec
 from stef.pipeline.judge.models import Judge, JudgeInput
 from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.normalize import normalize
-from stef.pipeline.observed import ObservedCatalog, ObservedCatalogBook, check_against_observed
+from stef.pipeline.observed import check_against_observed
 from stef.pipeline.rules import AppRules, RuleBook, default_rules
 from stef.pipeline.schema import DatabaseSchema, SchemaError
 from stef.pipeline.schema_book import SchemaBook

@@ -14,12 +14,9 @@ import sqlglot
 from typer.testing import CliRunner
 
 from flows.cli.main import app
-from stef.models import EVALUATOR_VERSION, AgentLogRecord
+from stef.models import EVALUATOR_VERSION, MIN_QUERIES, OBSERVED_VERSION_SUFFIX, AgentLogRecord, ObservedCatalogBook
 from stef.pipeline.evaluate import evaluate, evaluate_many
 from stef.pipeline.observed import (
-    MIN_QUERIES,
-    OBSERVED_VERSION_SUFFIX,
-    ObservedCatalogBook,
     ObservedCatalogError,
     check_against_observed,
     learn_catalog,
