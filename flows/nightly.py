@@ -20,15 +20,8 @@ from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTa
 from prefect.utilities.annotations import quote
 
 from stef.errors import InputError
-from stef.llm.judge import (
-    DEFAULT_BREAKER_FAILURES,
-    DEFAULT_CONCURRENCY,
-    DEFAULT_TIMEOUT_S,
-    SYMBOLIC,
-    JudgeSettings,
-    preflight,
-    release_breaker,
-)
+from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
+from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings, preflight
 from stef.models import EVALUATOR_VERSION, CompactEvaluation
 from tasks import (
     check_warehouse,
@@ -188,7 +181,7 @@ def nightly(
         timeout_s: seconds per model request (then retried).
         breaker_failures: after this many consecutive timeouts / connection failures the rest of
             the run gets the symbolic verdict without calling the model (0: never); the batches
-            of the run share the breaker (:func:`stef.llm.judge.shared_breaker`).
+            of the run share the breaker (:func:`stef.llm.breaker.shared_breaker`).
         schema_dir: folder of ``<app_id>.sql`` (DDL) or ``<app_id>.json`` (catalog) schemas; apps
             with one are also checked against it. The day is stored under the evaluator version
             with ``+schema``.

@@ -448,7 +448,7 @@ def test_catalog_commands() -> None:
 
 
 def test_the_llm_judge_is_shown_the_schema_the_schema_check_and_the_symbolic_findings_as_data(pets: Any) -> None:
-    from stef.llm.judge import RECORD_BLOCK, render_messages
+    from stef.llm.prompt import RECORD_BLOCK, render_messages
     from stef.pipeline.judge.symbolic import JudgeInput
     from tests.support.llm_server import prompt_blocks
 

@@ -1,0 +1,1 @@
+"""Tests of the stef package, one package per subpackage."""
