@@ -188,7 +188,7 @@ def nightly(
         timeout_s: seconds per model request (then retried).
         breaker_failures: after this many consecutive timeouts / connection failures the rest of
             the run gets the symbolic verdict without calling the model (0: never); the batches
-            of the run share the breaker (:func:`stef.llm.judge.shared_breaker`).
+            of the run share the breaker (:func:`stef.llm.breaker.shared_breaker`).
         schema_dir: folder of ``<app_id>.sql`` (DDL) or ``<app_id>.json`` (catalog) schemas; apps
             with one are also checked against it. The day is stored under the evaluator version
             with ``+schema``.

@@ -1,9 +1,9 @@
 """The persistent LLM judge cache: the warehouse's ``judge_cache`` table (DESIGN.md §4).
 
-:class:`DuckDBJudgeCache` implements :class:`stef.llm.judge.JudgeCache` over one DuckDB file:
+:class:`DuckDBJudgeCache` implements :class:`stef.llm.models.JudgeCache` over one DuckDB file:
 the warehouse (``stef nightly``) or a cache file of its own (``stef evaluate --cache FILE``; the
 file gets the warehouse schema, so the two may be the same file). Rows are keyed by
-:func:`stef.llm.judge.cache_key` = hash of (model, prompt version, hash of the judge inputs), so a
+:func:`stef.llm.prompt.cache_key` = hash of (model, prompt version, hash of the judge inputs), so a
 rerun or backfill of the same records with the same model and prompt makes no model call.
 
 The ``response`` column holds the verdict JSON; an answer whose usage was not trusted also
@@ -26,7 +26,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from stef.llm.judge import CachedVerdict
+from stef.llm.models import CachedVerdict
 from warehouse.connection import connect
 from warehouse.errors import WarehouseError
 

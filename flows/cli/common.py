@@ -22,7 +22,7 @@ from stef.errors import StefError, UnknownDialectError
 
 if TYPE_CHECKING:
     from flows.nightly import NightlySummary
-    from stef.llm.judge import JudgeSettings
+    from stef.llm.settings import JudgeSettings
 
 EXIT_USAGE = 2
 """Exit code of every error a person can fix (bad option, bad rule file, missing input)."""
@@ -171,17 +171,17 @@ def validate_dialect(name: str) -> str:
 def validate_judge(name: str, **options: Any) -> JudgeSettings:
     """Read ``--judge`` (one of :data:`JUDGES`) and its companion options, and check them before any work.
 
-    A model is checked with :func:`stef.llm.judge.preflight` (litellm knows its provider, its
+    A model is checked with :func:`stef.llm.settings.preflight` (litellm knows its provider, its
     ``*_API_KEY`` is in the environment); other missing variables are printed as warnings.
     The symbolic judge imports no litellm.
 
     Args:
         name: the ``--judge`` value.
         **options: ``api_base``, ``concurrency``, ``timeout_s``, ``max_cost_usd`` (see
-            :meth:`stef.llm.judge.JudgeSettings.parse`).
+            :meth:`stef.llm.settings.JudgeSettings.parse`).
 
     Returns:
-        The parsed :class:`stef.llm.judge.JudgeSettings`.
+        The parsed :class:`stef.llm.settings.JudgeSettings`.
 
     Raises:
         JudgeConfigError: an unusable setting (the message names it and the fix).
@@ -189,7 +189,7 @@ def validate_judge(name: str, **options: Any) -> JudgeSettings:
     >>> validate_judge("symbolic").is_symbolic
     True
     """
-    from stef.llm.judge import JudgeSettings, preflight
+    from stef.llm.settings import JudgeSettings, preflight
 
     settings = JudgeSettings.parse(name, **options)
     for warning in preflight(settings):

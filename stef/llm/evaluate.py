@@ -24,7 +24,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from stef.llm.judge import CostBudget, JudgeCache, JudgeConfigError, JudgeOutcome, JudgeSettings, LLMJudge
+from stef.llm.budget import CostBudget
+from stef.llm.judge import LLMJudge
+from stef.llm.models import JudgeCache, JudgeConfigError, JudgeOutcome
+from stef.llm.settings import JudgeSettings
 from stef.llm.usage import USAGE_FLAG
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, ObservedCatalogBook, Verdict
 from stef.pipeline.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
@@ -55,7 +58,7 @@ class JudgeRunStats:
         unpriced: model verdicts without a cost because litellm has no price for the model.
         usage_untrusted: escalated records whose reported usage or cost was not trusted (their
             cost and tokens are unknown; flag :data:`stef.llm.usage.USAGE_FLAG`).
-        breaker: what the run's circuit breaker did (:meth:`stef.llm.judge.CircuitBreaker.summary`;
+        breaker: what the run's circuit breaker did (:meth:`stef.llm.breaker.CircuitBreaker.summary`;
             ``None`` while it stayed closed).
     """
 

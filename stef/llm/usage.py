@@ -8,7 +8,7 @@ response's cost and tokens unknown, with a flag saying what was reported. The ru
 then charged an estimate from the prompt and answer texts (litellm's tokenizer and price
 table), so a server that under-reports never gets more requests than the budget allows.
 
-litellm is imported lazily (:func:`stef.llm.judge.import_litellm` sets the local cost map first).
+litellm is imported lazily (:func:`stef.llm.litellm_loader.import_litellm` sets the local cost map first).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from stef.llm.litellm_loader import import_litellm
 
 logger = logging.getLogger("stef.llm.judge")
 
@@ -158,19 +160,13 @@ def warn_unpriced(model: str) -> None:
         )
 
 
-def _litellm() -> Any:
-    from stef.llm.judge import import_litellm
-
-    return import_litellm()
-
-
 def estimate_cost(model: str, messages: Sequence[Mapping[str, Any]], answer: str | None) -> float | None:
     """What a request should cost by the texts sent and received: litellm's token counter and
     price table (``None`` when litellm has no price for ``model``).
 
     Never negative; used to charge the budget when the reported usage is not trusted.
     """
-    litellm = _litellm()
+    litellm = import_litellm()
     try:
         prompt_tokens = int(litellm.token_counter(model=model, messages=[dict(m) for m in messages]))
         completion_tokens = int(litellm.token_counter(model=model, text=answer or ""))
@@ -203,7 +199,7 @@ def read_usage(response: Any, model: str, messages: Sequence[Mapping[str, Any]],
         reported = hidden.get("response_cost") if isinstance(hidden, dict) else None
         if reported is None:
             try:
-                reported = _litellm().completion_cost(completion_response=response)
+                reported = import_litellm().completion_cost(completion_response=response)
             except Exception:
                 warn_unpriced(model)
                 return UsageReading(tokens, None, None)

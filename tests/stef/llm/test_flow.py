@@ -1,5 +1,5 @@
 """The nightly flow with an LLM judge setting, against the local OpenAI-compatible stub server
-(tests/llm_server.py, 127.0.0.1 only): verdicts cached in the warehouse, cost summed per day."""
+(tests/support/llm_server.py, 127.0.0.1 only): verdicts cached in the warehouse, cost summed per day."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from stef.llm.judge import PROMPT_VERSION
+from stef.llm.prompt import PROMPT_VERSION
 from tests.support.llm_server import stub_llm_server
 
 MODEL = "openai/gpt-4o-mini"

@@ -1,7 +1,7 @@
-"""The LLM judge against a local OpenAI-compatible server (tests/llm_server.py, 127.0.0.1 only):
+"""The LLM judge against a local OpenAI-compatible server (tests/support/llm_server.py, 127.0.0.1 only):
 ``stef evaluate --judge MODEL --api-base URL --cache FILE``, hybrid, budget and random HTTP 500s.
 Real HTTP through litellm; no network beyond the loopback. The nightly flow with a judge setting
-is in test_llm_judge_flow.py."""
+is in test_flow.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 
 from flows.cli.main import app
 from stef.llm.evaluate import LLMEvaluator
-from stef.llm.judge import PROMPT_VERSION, JudgeSettings, import_litellm
+from stef.llm.litellm_loader import import_litellm
+from stef.llm.prompt import PROMPT_VERSION
+from stef.llm.settings import JudgeSettings
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict
 from stef.pipeline.evaluate import evaluate
 from tests.support.llm_server import StubLLMServer, prompt_blocks, stub_llm_server, synthetic_records

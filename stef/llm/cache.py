@@ -1,0 +1,35 @@
+"""A verdict cache in memory (:class:`MemoryJudgeCache`, for tests and single runs); the persistent
+one is the warehouse's (:mod:`warehouse.judge_cache`), both implement :class:`stef.llm.models.JudgeCache`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from stef.llm.models import CachedVerdict
+
+
+class MemoryJudgeCache:
+    """A :class:`stef.llm.models.JudgeCache` in a dict (tests, single runs).
+
+    >>> from stef.llm.prompt import PROMPT_VERSION
+    >>> cache = MemoryJudgeCache()
+    >>> cache.put_many([CachedVerdict("k", "m", PROMPT_VERSION, {}, None, None)]), list(cache.get_many(["k", "x"]))
+    (1, ['k'])
+    """
+
+    def __init__(self) -> None:
+        self.entries: dict[str, CachedVerdict] = {}
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, CachedVerdict]:
+        """The cached verdicts among ``keys``."""
+        return {key: self.entries[key] for key in keys if key in self.entries}
+
+    def put_many(self, entries: Sequence[CachedVerdict]) -> int:
+        """Add entries whose key is new; return how many were added."""
+        added = 0
+        for entry in entries:
+            if entry.key not in self.entries:
+                self.entries[entry.key] = entry
+                added += 1
+        return added

@@ -1,0 +1,230 @@
+"""How the semantic verdict is given (``--judge`` and its companions): :class:`JudgeSettings`, its
+defaults, and :func:`preflight`, the check of a model setting before any work.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+from stef.llm.breaker import DEFAULT_BREAKER_FAILURES
+from stef.llm.litellm_loader import import_litellm
+from stef.llm.models import JudgeConfigError
+from stef.llm.prompt import PROMPT_VERSION
+from stef.models import EVALUATOR_VERSION
+from stef.pipeline.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
+from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, SchemaBook
+
+SYMBOLIC = "symbolic"
+"""The ``--judge`` value (and ``Evaluation.judge``) of the deterministic judge."""
+HYBRID_PREFIX = "hybrid:"
+"""``--judge hybrid:MODEL``: symbolic first, the model only for the records the symbolic judge hedged on."""
+API_BASE_ENV = "STEF_LLM_API_BASE"
+"""Environment variable with the base URL of an OpenAI-compatible endpoint (``--api-base`` wins)."""
+DEFAULT_CONCURRENCY = 8
+"""Requests in flight per batch."""
+DEFAULT_TIMEOUT_S = 60.0
+"""Seconds one request may take before it counts as a timeout (and is retried)."""
+DEFAULT_RETRIES = 3
+"""Retries after the first attempt on 429 / 5xx / connection errors / timeouts."""
+DEFAULT_BACKOFF_S = 1.0
+"""First backoff wait; doubles per retry, with up to the same again as jitter."""
+MAX_BACKOFF_S = 30.0
+"""Longest single backoff wait."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSettings:
+    """How the semantic verdict is given: ``--judge`` and its companions.
+
+    Attributes:
+        model: the litellm model string, or ``None`` for the symbolic judge.
+        hybrid: symbolic first, the model only for the records the symbolic judge hedged on
+            (LIKELY_CORRECT or POTENTIALLY_INCORRECT: p_correct in [0.35, 0.65)).
+        api_base: base URL of an OpenAI-compatible endpoint (``None``: the provider's default).
+        concurrency: requests in flight per batch.
+        timeout_s: seconds per request.
+        max_retries: retries after the first attempt (429 / 5xx / timeouts).
+        backoff_s: first backoff wait in seconds.
+        max_cost_usd: stop calling the model once this much was spent in the run (``None``: no limit).
+        breaker_failures: open the run's circuit breaker after this many consecutive timeouts /
+            connection failures (0: never); see :class:`stef.llm.breaker.CircuitBreaker`.
+        run_key: names the run whose batches share one :class:`stef.llm.breaker.CircuitBreaker` in this process
+            (:func:`stef.llm.breaker.shared_breaker`; ``None``: each judge has its own). The nightly flow sets it.
+        schema_dir: folder of ``<app_id>.sql`` / ``.json`` schemas (``--schema-dir``): apps with
+            one are checked against it (:mod:`stef.pipeline.schema_checks`); part of the evaluator version.
+        observed_catalog: an observed catalog file (``--observed-catalog``, :mod:`stef.pipeline.observed`).
+        learn_catalog: the nightly flow learns the observed catalogs from the warehouse before
+            scoring (``--learn-catalog``). Either one adds ``+observed`` to the evaluator version.
+    """
+
+    model: str | None = None
+    hybrid: bool = False
+    api_base: str | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_retries: int = DEFAULT_RETRIES
+    backoff_s: float = DEFAULT_BACKOFF_S
+    max_cost_usd: float | None = None
+    breaker_failures: int = DEFAULT_BREAKER_FAILURES
+    run_key: str | None = None
+    schema_dir: str | None = None
+    observed_catalog: str | None = None
+    learn_catalog: bool = False
+
+    @classmethod
+    def parse(
+        cls,
+        spec: str,
+        *,
+        api_base: str | None = None,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        max_retries: int = DEFAULT_RETRIES,
+        backoff_s: float = DEFAULT_BACKOFF_S,
+        max_cost_usd: float | None = None,
+        breaker_failures: int = DEFAULT_BREAKER_FAILURES,
+        run_key: str | None = None,
+        schema_dir: str | None = None,
+        observed_catalog: str | None = None,
+        learn_catalog: bool = False,
+    ) -> JudgeSettings:
+        """Read ``--judge symbolic | MODEL | hybrid:MODEL`` and check the numbers.
+
+        ``api_base`` defaults to ``$STEF_LLM_API_BASE``.
+
+        Raises:
+            JudgeConfigError: an empty model, a concurrency below 1, a negative budget ...
+
+        >>> JudgeSettings.parse("hybrid:openai/gpt-4o-mini", concurrency=4).name
+        'hybrid:openai/gpt-4o-mini'
+        >>> JudgeSettings.parse("symbolic").is_symbolic
+        True
+        """
+        text = spec.strip()
+        if concurrency < 1:
+            raise JudgeConfigError(f"--concurrency must be at least 1, got {concurrency}")
+        if not timeout_s > 0 or not math.isfinite(timeout_s):
+            raise JudgeConfigError(f"--timeout must be positive (seconds), got {timeout_s}")
+        if isinstance(breaker_failures, bool) or not isinstance(breaker_failures, int) or breaker_failures < 0:
+            raise JudgeConfigError(
+                f"--breaker-failures must be a whole number, 0 or more (0: never open), got {breaker_failures!r}"
+            )
+        if max_retries < 0:
+            raise JudgeConfigError(f"retries must be 0 or more, got {max_retries}")
+        if max_cost_usd is not None and not max_cost_usd >= 0:
+            raise JudgeConfigError(f"--max-cost-usd must be 0 or more, got {max_cost_usd}")
+        base = (api_base or os.environ.get(API_BASE_ENV, "")).strip() or None
+        common = {
+            "api_base": base,
+            "concurrency": concurrency,
+            "timeout_s": timeout_s,
+            "max_retries": max_retries,
+            "backoff_s": backoff_s,
+            "max_cost_usd": max_cost_usd,
+            "breaker_failures": breaker_failures,
+            "run_key": run_key,
+            "schema_dir": str(schema_dir) if schema_dir else None,
+            "observed_catalog": str(observed_catalog) if observed_catalog else None,
+            "learn_catalog": bool(learn_catalog),
+        }
+        if text == SYMBOLIC:
+            return cls(**common)  # type: ignore[arg-type]
+        hybrid = text.startswith(HYBRID_PREFIX)
+        model = text[len(HYBRID_PREFIX) :].strip() if hybrid else text
+        if not model or model == SYMBOLIC or any(ch.isspace() for ch in model):
+            raise JudgeConfigError(
+                f"--judge {spec!r}: give 'symbolic', a litellm model string (e.g. openai/gpt-4o-mini, "
+                "anthropic/claude-3-5-haiku-20241022, ollama/llama3, hosted_vllm/NAME) or 'hybrid:MODEL'; "
+                + ("hybrid: needs a model after the colon" if hybrid else "a model name has no spaces")
+            )
+        return cls(model=model, hybrid=hybrid, **common)  # type: ignore[arg-type]
+
+    @property
+    def is_symbolic(self) -> bool:
+        """No model is called at all."""
+        return self.model is None
+
+    @property
+    def name(self) -> str:
+        """``symbolic``, the model string, or ``hybrid:MODEL``."""
+        if self.model is None:
+            return SYMBOLIC
+        return f"{HYBRID_PREFIX}{self.model}" if self.hybrid else self.model
+
+    @property
+    def evaluator_version(self) -> str:
+        """The evaluator version of evaluations made with these settings (part of their key).
+
+        >>> JudgeSettings.parse("openai/gpt-4o-mini").evaluator_version.endswith("+judge=openai/gpt-4o-mini;prompt=stef-judge-3")
+        True
+        >>> JudgeSettings().evaluator_version == EVALUATOR_VERSION
+        True
+        """
+        base = EVALUATOR_VERSION + (SCHEMA_VERSION_SUFFIX if self.schema_dir else "")
+        base += OBSERVED_VERSION_SUFFIX if self.observed_catalog or self.learn_catalog else ""
+        if self.model is None:
+            return base
+        return f"{base}+judge={self.name};prompt={PROMPT_VERSION}"
+
+    def schemas(self) -> SchemaBook | None:
+        """The :class:`stef.pipeline.schema.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
+        return SchemaBook(self.schema_dir) if self.schema_dir else None
+
+    def observed(self) -> ObservedCatalogBook | None:
+        """The catalogs of :attr:`observed_catalog` (``None`` without a file; the learned ones
+        come from the nightly flow).
+
+        Raises:
+            ObservedCatalogError: the file cannot be read.
+        """
+        return _observed_catalogs(self.observed_catalog) if self.observed_catalog else None
+
+
+@lru_cache(maxsize=4)
+def _observed_catalogs(path: str) -> ObservedCatalogBook:
+    return load_observed_catalogs(path)
+
+
+def preflight(settings: JudgeSettings) -> list[str]:
+    """Check a model setting before any work: litellm knows the provider, the keys are set.
+
+    Keys are only ever read from the environment. A missing ``*_API_KEY`` is an error (every
+    call would fail); other missing variables (``AWS_…``, ``OLLAMA_API_BASE`` …) are returned as
+    warnings because roles, profiles or defaults may supply them.
+
+    Args:
+        settings: the judge settings (symbolic: nothing to check).
+
+    Returns:
+        Warnings to show the user (may be empty).
+
+    Raises:
+        JudgeConfigError: unknown provider, or a required ``*_API_KEY`` is not in the environment.
+    """
+    if settings.model is None:
+        return []
+    litellm = import_litellm()
+    try:
+        litellm.get_llm_provider(settings.model, api_base=settings.api_base)
+    except litellm.exceptions.BadRequestError:
+        raise JudgeConfigError(
+            f"--judge {settings.model!r}: litellm does not know this provider; prefix the model with one, "
+            "e.g. openai/…, anthropic/…, azure/…, bedrock/…, ollama/…, hosted_vllm/… (see docs.litellm.ai/docs/providers)"
+        ) from None
+    missing = list(
+        litellm.validate_environment(model=settings.model, api_base=settings.api_base).get("missing_keys") or []
+    )
+    keys = [name for name in missing if name.endswith("_API_KEY")]
+    if keys:
+        hint = (
+            " (an OpenAI-compatible server that needs no key still needs a placeholder value, or use hosted_vllm/NAME)"
+            if settings.api_base
+            else ""
+        )
+        raise JudgeConfigError(
+            f"--judge {settings.model}: set {', '.join(keys)} in the environment; keys are read only from the environment{hint}"
+        )
+    return [f"--judge {settings.model}: {name} is not set in the environment" for name in missing if name not in keys]

@@ -1,0 +1,1 @@
+"""Tests of the LLM judge (stef.llm), one module per module of stef/llm."""
