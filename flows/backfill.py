@@ -17,7 +17,7 @@ from typing import Literal
 from prefect import flow
 
 from flows.nightly import NightlySummary, nightly, resolve_log_date
-from stef.llm.judge import SYMBOLIC, JudgeSettings
+from stef.llm.settings import SYMBOLIC, JudgeSettings
 from stef.models import BATCH_SIZE
 from tasks._runtime import run_logger
 from tasks.backfill import day_has_logs, days_in_range, plan_backfill

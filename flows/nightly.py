@@ -20,15 +20,8 @@ from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTa
 from prefect.utilities.annotations import quote
 
 from stef.errors import InputError
-from stef.llm.judge import (
-    DEFAULT_BREAKER_FAILURES,
-    DEFAULT_CONCURRENCY,
-    DEFAULT_TIMEOUT_S,
-    SYMBOLIC,
-    JudgeSettings,
-    preflight,
-    release_breaker,
-)
+from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
+from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings, preflight
 from stef.models import BATCH_SIZE, EVALUATOR_VERSION, CompactEvaluation
 from tasks import (
     check_warehouse,

@@ -10,7 +10,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.errors import RulesError
-from stef.llm.judge import JudgeSettings
+from stef.llm.settings import JudgeSettings
 from stef.models import BATCH_SIZE, AgentLogRecord, CompactEvaluation, Evaluation, ObservedCatalogBook
 from stef.pipeline.evaluate import evaluate_many
 from stef.pipeline.rules import RuleBook

@@ -379,7 +379,7 @@ def test_nightly_on_a_local_dask_cluster_stores_the_same_rows_as_threads(tmp_pat
             extra = {"dask_address": cluster.scheduler_address} if runner == "dask" else {}
             summary = run_nightly(
                 task_runner=runner, log_date=DAY, logs_root=str(logs), warehouse=str(warehouse), batch_size=50, **extra
-            )  # type: ignore[arg-type]
+            )
             assert summary.records == 300
             with duckdb.connect(str(warehouse), read_only=True) as conn:
                 rows[runner] = conn.execute(f"SELECT {columns} FROM evaluations ORDER BY run_id").fetchall()

@@ -68,7 +68,8 @@ from stef.llm.settings import (
 from stef.llm.usage import UsageReading, check_cost, check_count, read_usage
 from stef.llm.verdict import MAX_RATIONALE_CHARS, LLMVerdict, parse_verdict, response_format
 from stef.models import JudgeResult
-from stef.pipeline.judge.symbolic import Judge, JudgeInput, SymbolicJudge
+from stef.pipeline.judge.models import Judge, JudgeInput
+from stef.pipeline.judge.symbolic import SymbolicJudge
 
 if TYPE_CHECKING:
     import asyncio
@@ -172,7 +173,7 @@ def _kind(exc: BaseException) -> str:
 
 @dataclass
 class LLMJudge:
-    """A :class:`stef.pipeline.judge.symbolic.Judge` that asks a language model through litellm (STEF paper §2.D).
+    """A :class:`stef.pipeline.judge.models.Judge` that asks a language model through litellm (STEF paper §2.D).
 
     Use :meth:`judge_many` for batches (concurrency, cache, budget, fallback reasons); the
     :meth:`judge` method of the ``Judge`` protocol judges one record without a cache.
@@ -234,7 +235,7 @@ class LLMJudge:
         return cls(**{**params, **overrides})
 
     def judge(self, judge_input: JudgeInput) -> JudgeResult:
-        """Judge one record (the :class:`stef.pipeline.judge.symbolic.Judge` protocol); no cache, no budget.
+        """Judge one record (the :class:`stef.pipeline.judge.models.Judge` protocol); no cache, no budget.
 
         When the model cannot answer, the fallback verdict is returned with the reason at the
         start of its rationale.

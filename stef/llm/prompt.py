@@ -15,7 +15,8 @@ from string import Template
 from typing import Any
 
 from stef.llm.verdict import MAX_SUSPECTED_ERRORS, TAXONOMY, schema_text
-from stef.pipeline.judge.symbolic import JudgeInput, SymbolicJudge
+from stef.pipeline.judge.models import JudgeInput
+from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.schema import DatabaseSchema
 from stef.untrusted import block_nonce, data_block, json_text, strip_sql_comments
 

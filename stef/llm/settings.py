@@ -13,9 +13,10 @@ from stef.llm.breaker import DEFAULT_BREAKER_FAILURES
 from stef.llm.litellm_loader import import_litellm
 from stef.llm.models import JudgeConfigError
 from stef.llm.prompt import PROMPT_VERSION
-from stef.models import EVALUATOR_VERSION
-from stef.pipeline.observed import OBSERVED_VERSION_SUFFIX, ObservedCatalogBook, load_observed_catalogs
-from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, SchemaBook
+from stef.models import EVALUATOR_VERSION, OBSERVED_VERSION_SUFFIX, ObservedCatalogBook
+from stef.pipeline.observed import load_observed_catalogs
+from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX
+from stef.pipeline.schema_book import SchemaBook
 
 SYMBOLIC = "symbolic"
 """The ``--judge`` value (and ``Evaluation.judge``) of the deterministic judge."""
@@ -170,7 +171,7 @@ class JudgeSettings:
         return f"{base}+judge={self.name};prompt={PROMPT_VERSION}"
 
     def schemas(self) -> SchemaBook | None:
-        """The :class:`stef.pipeline.schema.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
+        """The :class:`stef.pipeline.schema_book.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
         return SchemaBook(self.schema_dir) if self.schema_dir else None
 
     def observed(self) -> ObservedCatalogBook | None:

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{time.perf_counter() - killed_at:.1f} s later with exit code {process.returncode}"
         )
         before = stored(warehouse)
-        done_before = [str(d) for d, _ in before["stored_days"]]  # type: ignore[union-attr]
+        done_before = [str(d) for d, _ in before["stored_days"]]
         print(f"days done before the restart: {len(done_before)} {done_before}")
 
         second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False)

@@ -77,7 +77,7 @@ def test_temporal_plan_compares_with_the_previous_window(rollout: Path) -> None:
 def test_plans_that_cannot_be_made_are_clear_errors(rollout: Path, kwargs: dict[str, object], message: str) -> None:
     arguments: dict[str, object] = {"agent_id": "bird", **kwargs}
     with connect(rollout, read_only=True) as c, pytest.raises(DriftError, match=message):
-        plan_version_check(c, evaluator_version=EVALUATOR_VERSION, **arguments)  # type: ignore[arg-type]
+        plan_version_check(c, evaluator_version=EVALUATOR_VERSION, **arguments)
 
 
 def test_nightly_plans_end_at_the_day(rollout: Path) -> None:
@@ -146,7 +146,7 @@ def test_run_drift_check_without_storing_opens_read_only(rollout: Path) -> None:
 def test_run_drift_check_errors(rollout: Path, kwargs: dict[str, object], error: type[Exception], message: str) -> None:
     arguments: dict[str, object] = {"agent_id": "bird", **kwargs}
     with pytest.raises(error, match=message):
-        run_drift_check(rollout, **arguments)  # type: ignore[arg-type]
+        run_drift_check(rollout, **arguments)
 
 
 def test_run_drift_check_needs_an_existing_warehouse(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ def test_validate_logs_quarantines_failing_rows_with_their_line_numbers() -> Non
 
 def test_validate_logs_fails_loudly_above_the_bad_share() -> None:
     lines = [jsonl_line(i, run_id=f"r{i}") for i in range(1, 10)]
-    lines.append(parse_line(b"{not json", "day.jsonl", 10))  # type: ignore[arg-type]
+    lines.append(parse_line(b"{not json", "day.jsonl", 10))
     lines.append(jsonl_line(11, run_id="r1"))
     assert len(validate_logs.fn(lines, max_bad_share=2 / 11)) == 11  # exactly at the limit: accepted
     with pytest.raises(

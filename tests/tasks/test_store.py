@@ -24,7 +24,7 @@ def test_quarantine_evaluations_only_for_lines_with_a_free_run_id() -> None:
     duplicate = LogLine("day.jsonl", 3, None, "duplicate run_id", valid.raw, "r1")
     no_run_id = parse_line(b"not json", "day.jsonl", 4)
     again = parse_line(b'{"run_id": "r2", "question": "q"}', "day.jsonl", 5)
-    extra = quarantine_evaluations([valid, no_sql, duplicate, no_run_id, again], [])  # type: ignore[list-item]
+    extra = quarantine_evaluations([valid, no_sql, duplicate, no_run_id, again], [])
     assert [(e.run_id, e.status, e.agent_id, e.agent_version) for e in extra] == [
         ("r2", EvaluationStatus.INVALID_INPUT, "bot", "unknown")
     ]

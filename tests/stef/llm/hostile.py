@@ -16,7 +16,7 @@ from stef.llm.litellm_loader import import_litellm
 from stef.llm.settings import JudgeSettings
 from stef.models import AgentLogRecord
 from stef.pipeline.evaluate import Prepared, prepare
-from stef.pipeline.judge.symbolic import JudgeInput
+from stef.pipeline.judge.models import JudgeInput
 
 MODEL = "openai/gpt-4o-mini"
 

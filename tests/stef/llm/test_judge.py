@@ -240,7 +240,7 @@ def test_max_cost_stops_calling_the_model_and_says_so() -> None:
 
 
 def test_the_judge_protocol_method_judges_one_record() -> None:
-    from stef.pipeline.judge.symbolic import Judge
+    from stef.pipeline.judge.models import Judge
 
     completion, _ = scripted(MODEL_ANSWER)
     judge: Judge = LLMJudge(MODEL, completion=completion, timeout_s=0.05)

@@ -48,7 +48,7 @@ def test_compare_reports_the_scipy_statistics() -> None:
     assert result.baseline_histogram == score_histogram(b)
     summary = result.summary()
     assert summary["mean_delta"] == pytest.approx(np.mean(c) - np.mean(b))
-    assert summary["mean_delta_ci"] == [result.mean.ci_low, result.mean.ci_high]  # type: ignore[union-attr]
+    assert summary["mean_delta_ci"] == [result.mean.ci_low, result.mean.ci_high]
 
 
 @pytest.mark.parametrize(

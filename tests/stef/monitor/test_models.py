@@ -21,7 +21,7 @@ from stef.monitor.models import DriftError, DriftSample, DriftThresholds
 )
 def test_invalid_thresholds_are_rejected(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ValidationError, match=message):
-        DriftThresholds(**fields)  # type: ignore[arg-type]
+        DriftThresholds(**fields)
 
 
 @pytest.mark.parametrize(

@@ -270,7 +270,7 @@ def test_evaluate_with_a_schema_stores_the_report_and_lowers_p_for_an_unknown_co
 
 
 def test_the_llm_judge_is_shown_the_schema_the_schema_check_and_the_symbolic_findings_as_data(pets: Any) -> None:
-    from stef.llm.judge import RECORD_BLOCK, render_messages
+    from stef.llm.prompt import RECORD_BLOCK, render_messages
     from stef.pipeline.judge.models import JudgeInput
     from tests.support.llm_server import prompt_blocks
 
