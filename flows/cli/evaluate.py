@@ -42,6 +42,7 @@ from flows.cli.parallel import OutputRow
 from stef.display import one_line, shorten
 from stef.errors import InputError
 from stef.models import BATCH_SIZE, Band, EvaluationStatus, FilterStatus, Verdict
+from stef.monitor.statistics import p90_score
 
 if TYPE_CHECKING:
     from stef.llm.evaluate import JudgeRunStats
@@ -154,19 +155,6 @@ def _workers(requested: int, evaluator: object | None) -> int:
     return default_workers()
 
 
-def p90(values: Sequence[float]) -> float | None:
-    """90th percentile with linear interpolation (numpy's default); ``None`` for no values.
-
-    >>> p90([10.0, 20.0, 30.0, 40.0, 50.0])
-    46.0
-    """
-    if not values:
-        return None
-    if len(values) == 1:
-        return float(values[0])
-    return statistics.quantiles(values, n=10, method="inclusive")[-1]
-
-
 _ORDERS: dict[str, type[Enum]] = {
     "status": EvaluationStatus,
     "band": Band,
@@ -235,7 +223,7 @@ def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[
         ("evaluated", str(stats.evaluated)),
         ("coverage", percent(stats.coverage)),
         ("mean Φ", number(stats.mean_score)),
-        ("P90 Φ", number(p90(stats.scores))),
+        ("P90 Φ", number(p90_score(stats.scores))),
         ("mean P(correct)", number(stats.mean_p_correct, ".3f")),
         ("output", one_line(out)),
     ):

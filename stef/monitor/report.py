@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
 from stef.monitor.models import SCORE_BIN_EDGES
-from stef.monitor.statistics import score_histogram
+from stef.monitor.statistics import p90_score, score_histogram
 from stef.monitor.windows import order_versions
 
 if TYPE_CHECKING:
@@ -177,7 +177,7 @@ def report_data(
                 "mean_p_correct": _mean(mine.get_column("p_correct").drop_nulls().to_list()),
                 "mean": float(cast(float, series.mean())) if evaluated else None,
                 "p50": float(cast(float, series.quantile(0.5, "linear"))) if evaluated else None,
-                "p90": float(cast(float, series.quantile(0.9, "linear"))) if evaluated else None,
+                "p90": p90_score(series.to_list()) if evaluated else None,
                 **{f"n_{name}": count for name, count in bands.items()},
                 "poor_share": bands[Band.POOR.value] / evaluated if evaluated else None,
                 "drift": f"{check['verdict']}{' / ' + check['direction'] if check['direction'] else ''} vs {check['baseline_version']}"

@@ -1,7 +1,8 @@
 """Statistics of a drift check: score histogram, PSI, bootstrap deltas, chi-square tests (DESIGN.md §6).
 
-Pure: numpy and scipy only (imported when a statistic is computed). :func:`p90` is the P90 of the
-drift checks (numpy's linear interpolation).
+Pure: numpy and scipy only (imported when a statistic is computed). :func:`p90` is STEF's one P90
+(numpy's linear interpolation): of the drift checks' bootstrap, and through :func:`p90_score` of
+``stef evaluate``'s summary and the weekly report.
 """
 
 from __future__ import annotations
@@ -91,6 +92,24 @@ def p90(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
     import numpy as np
 
     return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # linear interpolation, as DuckDB's quantile_cont
+
+
+def p90_score(scores: Sequence[float]) -> float | None:
+    """The P90 of a list of Φ scores (:func:`p90`, the one P90 of STEF's Python code); ``None`` for no scores.
+
+    Used by ``stef evaluate``'s summary and the weekly report; the warehouse's ``p90_score`` is DuckDB's
+    ``quantile_cont``, the same definition (linear interpolation between closest ranks).
+
+    >>> p90_score([10.0, 20.0, 30.0, 40.0, 50.0])
+    46.0
+    >>> p90_score([]) is None
+    True
+    """
+    if not scores:
+        return None
+    import numpy as np
+
+    return float(p90(np.asarray(scores, dtype=float)))
 
 
 def bootstrap_delta(
