@@ -14,7 +14,8 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 from tasks.artifacts import publish_summary_artifact, summary_table
 from tasks.evaluate import evaluate_batch
-from tasks.logs import LogQualityError, load_logs, validate_logs
+from tasks.log_checks import LogQualityError, validate_logs
+from tasks.logs import load_logs
 from tasks.store import check_warehouse, compute_metrics, learn_observed_catalogs, quarantine_evaluations, store_results
 
 __all__ = [

@@ -1,0 +1,192 @@
+"""The task that validates one day of agent logs with Great Expectations and quarantines the failing lines."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from stef.errors import StefError
+from stef.logs import LogLine
+from tasks._runtime import run_logger
+
+if TYPE_CHECKING:
+    import pandas as pd  # type: ignore[import-untyped]
+
+
+GX_COLUMNS = ("run_id", "agent_id", "agent_version", "question", "sql", "timestamp")
+"""Record fields handed to Great Expectations (one pandas row per valid record)."""
+
+
+class LogQualityError(StefError):
+    """Too large a share of a day's log lines is bad (quarantined); the flow stops before storing."""
+
+
+def _frame(lines: Sequence[LogLine]) -> pd.DataFrame:
+    """One pandas row per valid record, indexed by the line's position in ``lines``."""
+    import pandas as pd
+
+    index: list[int] = []
+    columns: dict[str, list[Any]] = {name: [] for name in GX_COLUMNS}
+    for i, line in enumerate(lines):
+        if line.record is None:
+            continue
+        index.append(i)
+        for name in GX_COLUMNS:
+            columns[name].append(getattr(line.record, name))
+    return pd.DataFrame(columns, index=index, dtype=object)
+
+
+def _expectations() -> list[Any]:
+    from great_expectations.expectations.core.expect_column_values_to_be_dateutil_parseable import (
+        ExpectColumnValuesToBeDateutilParseable,
+    )
+    from great_expectations.expectations.core.expect_column_values_to_be_unique import ExpectColumnValuesToBeUnique
+    from great_expectations.expectations.core.expect_column_values_to_not_be_null import (
+        ExpectColumnValuesToNotBeNull,
+    )
+
+    expectations: list[Any] = [
+        ExpectColumnValuesToNotBeNull(column=column)
+        for column in ("run_id", "agent_id", "agent_version", "question", "sql")
+    ]
+    expectations.append(ExpectColumnValuesToBeUnique(column="run_id"))
+    expectations.append(ExpectColumnValuesToBeDateutilParseable(column="timestamp"))
+    return expectations
+
+
+def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
+    """Position in ``lines`` -> quarantine reason, for the records Great Expectations rejects.
+
+    Duplicated run ids keep their first line; the later ones are reported.
+    """
+    frame = _frame(lines)
+    if frame.empty:
+        return {}
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
+
+    config = DataContextConfig(
+        store_backend_defaults=InMemoryStoreBackendDefaults(init_temp_docs_sites=False),
+        analytics_enabled=False,
+        progress_bars=ProgressBarsConfig(globally=False),
+    )
+    context = gx.get_context(mode="ephemeral", project_config=config)
+    batch = (
+        context.data_sources.add_pandas("stef_logs")
+        .add_dataframe_asset("log_day")
+        .add_batch_definition_whole_dataframe("whole_day")
+        .get_batch(batch_parameters={"dataframe": frame})
+    )
+    suite = gx.ExpectationSuite(name="stef_log_day", expectations=_expectations())
+    result = batch.validate(suite, result_format={"result_format": "COMPLETE"})
+    failures: dict[int, str] = {}
+    # Uniqueness last: a run_id belongs to its first line that passes every other expectation,
+    # so a valid line is not a "duplicate" of an earlier line that is quarantined anyway.
+    outcomes = sorted(
+        result.results,
+        key=lambda o: (
+            o.expectation_config is not None and o.expectation_config.type == "expect_column_values_to_be_unique"
+        ),
+    )
+    for outcome in outcomes:
+        if outcome.success:
+            continue
+        expectation = outcome.expectation_config
+        if expectation is None:
+            raise StefError("Great Expectations returned a failed result without its expectation")
+        column = expectation.kwargs.get("column")
+        name = f"{expectation.type}(column={column})"
+        if outcome.exception_info.get("raised_exception"):
+            raise StefError(
+                f"Great Expectations could not run {name}: {outcome.exception_info.get('exception_message')}"
+            )
+        indexes = [int(i) for i in outcome.result.get("unexpected_index_list") or ()]
+        if expectation.type == "expect_column_values_to_be_unique":
+            first_seen: dict[str, int] = {}
+            for i in sorted(indexes):
+                if i in failures:
+                    continue  # quarantined for another reason: it does not hold the run_id
+                run_id = str(frame.at[i, "run_id"])
+                if run_id not in first_seen:
+                    first_seen[run_id] = i
+                    continue
+                first = lines[first_seen[run_id]]
+                failures.setdefault(
+                    i,
+                    f"failed expectation {name}: duplicate run_id {run_id!r}, first seen at {first.source}:{first.line_number}",
+                )
+        elif expectation.type == "expect_column_values_to_not_be_null":
+            for i in indexes:
+                failures.setdefault(i, f"failed expectation {name}: `{column}` is missing")
+        else:
+            for i in indexes:
+                failures.setdefault(i, f"failed expectation {name}: value {frame.at[i, column]!r}")
+    return failures
+
+
+def _top_reasons(lines: Sequence[LogLine], limit: int = 3) -> Iterator[str]:
+    """``"<count> x <kind>"`` for the most common kinds of rejection (reason text up to its ``:``)."""
+    counts = Counter((line.reason or "rejected").split(":")[0] for line in lines if line.record is None)
+    for reason, count in counts.most_common(limit):
+        yield f"{count} x {reason}"
+
+
+@task(name="validate-logs", cache_policy=NO_CACHE, persist_result=False)
+def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05) -> list[LogLine]:
+    """Check a day's records with Great Expectations; quarantine the rows that fail.
+
+    Expectations per record: ``run_id``, ``agent_id``, ``agent_version``, ``question``,
+    ``sql`` not null; ``run_id`` unique within the day (the first line keeps it, later ones are
+    quarantined); ``timestamp`` parseable (when present). Great Expectations is imported here,
+    not at module import (it costs seconds).
+
+    Args:
+        lines: the day's lines from :func:`load_logs`.
+        max_bad_share: the largest share of bad lines (rejected by the reader + failed here)
+            accepted, in [0, 1].
+
+    Returns:
+        ``lines`` in the same order, with every failing record turned into a quarantined line
+        (``record=None``, the failed expectation as ``reason``, same line number and run_id).
+
+    Raises:
+        LogQualityError: the bad share exceeds ``max_bad_share`` (message: counts, share, the
+            most common reasons).
+        ValueError: ``max_bad_share`` is outside [0, 1].
+    """
+    if not 0.0 <= max_bad_share <= 1.0:
+        raise ValueError(f"max_bad_share must be within [0, 1], got {max_bad_share}")
+    failures = _gx_failures(lines)
+    checked = [
+        replace(line, record=None, reason=failures[i]) if i in failures else line for i, line in enumerate(lines)
+    ]
+    bad = sum(1 for line in checked if line.record is None)
+    share = bad / len(checked) if checked else 0.0
+    logger = run_logger()
+    logger.info(
+        "validated %d lines: %d failed expectations, %d bad in total (%.1f%%)",
+        len(lines),
+        len(failures),
+        bad,
+        100 * share,
+    )
+    if share > max_bad_share:
+        folder = str(Path(checked[0].source).parent) if checked else "the logs"
+        raise LogQualityError(
+            f"{bad} of {len(checked)} log lines in {folder} are bad ({share:.1%}), above the limit of "
+            f"{max_bad_share:.1%}; most common reasons: {'; '.join(_top_reasons(checked))}. "
+            "Fix the logs, or raise --max-bad-share to store the day with these lines quarantined."
+        )
+    return checked
