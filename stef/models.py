@@ -491,7 +491,7 @@ class ObservedCatalog(BaseModel):
         columns: ``table.column`` -> answers that used it.
         joins: ``t1.c1=t2.c2`` -> answers that joined on it.
         values: ``table.column`` -> {literal -> answers that compared the column with it}
-            (the :data:`MAX_VALUES_PER_COLUMN` most frequent).
+            (the :data:`stef.pipeline.observed.MAX_VALUES_PER_COLUMN` most frequent).
         learned_at: when (UTC, ISO-8601).
         source: what it was learned from (a folder of logs, a warehouse and its days).
     """
@@ -526,7 +526,7 @@ class ObservedCatalogBook:
         return base if OBSERVED_VERSION_SUFFIX in base else base + OBSERVED_VERSION_SUFFIX
 
     def to_json(self) -> str:
-        """The catalog file's JSON text (:func:`load_observed_catalogs` reads it back)."""
+        """The catalog file's JSON text (:func:`stef.pipeline.observed.load_observed_catalogs` reads it back)."""
         return (
             json.dumps(
                 {

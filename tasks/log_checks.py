@@ -153,7 +153,7 @@ def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05) -> list[Log
     not at module import (it costs seconds).
 
     Args:
-        lines: the day's lines from :func:`load_logs`.
+        lines: the day's lines from :func:`tasks.logs.load_logs`.
         max_bad_share: the largest share of bad lines (rejected by the reader + failed here)
             accepted, in [0, 1].
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from stef.campaign.models import CalibrationReport, CampaignResult, CampaignSettings, CampaignSummary
     from stef.models import Evaluation
 
-SAMPLE_DIR = Path(__file__).parent / "campaign_data"
+SAMPLE_DIR = Path(__file__).resolve().parents[1] / "campaign_data"
 """The bundled GeoQuery sample: geography.sqlite, catalog.json, gold.jsonl, runs.jsonl, settings.json."""
 
 campaign_app = typer.Typer(

@@ -25,12 +25,12 @@ the sandbox; no Prefect, no DuckDB warehouse):
 * :mod:`~stef.campaign.run` — the whole campaign (:func:`~stef.campaign.run.run_campaign`).
 * :mod:`~stef.campaign.calibration` — Φ against the outcome (AUROC, confusion matrices).
 
-Public API::
+The steps, each from its module::
 
-    audit = audit_gold(gold, db, settings)                   # gold_audit: execute every G_i first
-    result = classify_run(run, audit, db, catalog, settings) # classify: one run -> CampaignRunResult
-    summary = summarize(results, settings)                   # summary: per campaign_id
-    report = calibration_report(results, evaluations)        # calibration: Φ vs outcome (AUROC, confusion)
+    audit = gold_audit.audit_gold(gold, db, settings)                 # execute every G_i first
+    result = classify.classify_run(run, audit, db, catalog, settings) # one run -> CampaignRunResult
+    summary_ = summary.summarize(results, settings)                   # per campaign_id
+    report = calibration.calibration_report(results, evaluations)     # Φ vs outcome (AUROC, confusion)
 """
 
 from __future__ import annotations

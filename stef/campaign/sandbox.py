@@ -95,7 +95,7 @@ class _WorkerLost(Exception):
 def _worker_environment() -> dict[str, str]:
     """The caller's environment, with this ``stef`` first on ``PYTHONPATH`` (the worker runs the same code)."""
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding this stef package
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env
 

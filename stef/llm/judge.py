@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     import asyncio
     from types import ModuleType
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("stef.llm_judge")  # its name from before stef.llm: log filters keep working
 
 
 Completion = Callable[..., Awaitable[Any]]

@@ -22,7 +22,7 @@ from typing import Any
 
 from stef.llm.litellm_loader import import_litellm
 
-logger = logging.getLogger("stef.llm.judge")
+logger = logging.getLogger("stef.llm_judge")  # the LLM judge's logger (stef.llm.judge)
 
 MAX_TOKENS_PER_REQUEST = 10_000_000
 """Most tokens one judge request can plausibly use (prompt, answer or total); more is a flag."""

@@ -400,7 +400,7 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[
     ``CALL p(…)``, ``VACUUM;``), so text that no parser reads cannot hide it either.
 
     Args:
-        parts: :attr:`MessageParts.discarded`, and the prose cut after the SQL.
+        parts: :attr:`stef.pipeline.clean.MessageParts.discarded`, and the prose cut after the SQL.
         dialect: a resolved sqlglot dialect name.
 
     Returns:

@@ -182,7 +182,7 @@ SCHEMA_FINDINGS: tuple[tuple[str, str, str, str, float], ...] = (
         1.5,
     ),
 )
-"""(:class:`SchemaReport` field, category, subcategory, evidence prefix, weight) of the schema findings."""
+"""(:class:`stef.models.SchemaReport` field, category, subcategory, evidence prefix, weight) of the schema findings."""
 
 
 def check_schema(judge_input: JudgeInput) -> list[Finding]:

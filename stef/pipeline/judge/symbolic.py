@@ -8,7 +8,7 @@ protocol.
 How the symbolic verdict follows from the evidence
 --------------------------------------------------
 Each check in :data:`CHECKS` looks for one kind of semantic error and reports
-:class:`SuspectedError` items (NL2SQL-BUGs taxonomy names) with a severity weight. The weights
+:class:`stef.models.SuspectedError` items (NL2SQL-BUGs taxonomy names) with a severity weight. The weights
 of all suspected errors are summed into W:
 
     W = 0            -> CORRECT      (weak findings, weight <= 0.25, only lower γ)

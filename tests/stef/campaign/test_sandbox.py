@@ -43,6 +43,7 @@ from tests.stef.campaign.support import (
     sha256_of,
     statement_run,
 )
+from tests.support.checkout import checkout_env
 
 
 @pytest.mark.parametrize(
@@ -386,9 +387,20 @@ def test_worker_does_not_rerun_the_callers_script(tmp_path: Path) -> None:
         "print(db.execute('SELECT count(*) FROM state', 5.0, 10).rows)\ndb.close()\n",
         encoding="utf-8",
     )
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False, env=checkout_env()
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["script body ran", "((51,),)"]
+
+
+def test_the_worker_runs_the_same_stef_as_its_caller() -> None:
+    """The worker's PYTHONPATH starts with the folder holding this ``stef`` package (the checkout, or
+    site-packages when installed), so the worker never imports another copy."""
+    import stef.campaign.sandbox as sandbox
+
+    first = sandbox._worker_environment()["PYTHONPATH"].split(os.pathsep)[0]
+    assert Path(first, "stef", "campaign", "sandbox.py") == Path(sandbox.__file__).resolve()
 
 
 def test_after_memory_bombs_a_fresh_worker_runs_the_next_statements(duck: DuckDBTestDatabase) -> None:

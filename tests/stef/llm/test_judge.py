@@ -276,12 +276,12 @@ class _BrokenCache:
 
 def test_a_cache_that_cannot_be_used_costs_no_record(caplog: pytest.LogCaptureFixture) -> None:
     run, calls = evaluator(MODEL_ANSWER, cache=_BrokenCache())
-    with caplog.at_level(logging.WARNING, logger="stef.llm.judge"):
+    with caplog.at_level(logging.WARNING, logger="stef.llm_judge"):
         [stored] = run.evaluate_many([RECORD])
     assert len(calls) == 1
     assert (stored.judge, stored.verdict, stored.score) == (MODEL, Verdict.POTENTIALLY_INCORRECT, MODEL_PHI)
     assert stored.cost_usd == pytest.approx(one_call_cost())
-    messages = [r.getMessage() for r in caplog.records if r.name == "stef.llm.judge"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "stef.llm_judge"]
     assert any("judge cache not read" in m for m in messages) and any(
         "judge cache not written (1 verdicts)" in m for m in messages
     )

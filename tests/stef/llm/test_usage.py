@@ -30,12 +30,12 @@ def test_a_model_without_price_gets_null_cost_and_one_warning(
             }
         ),
     ]
-    with caplog.at_level(logging.WARNING, logger="stef.llm.judge"):
+    with caplog.at_level(logging.WARNING, logger="stef.llm_judge"):
         run, _ = evaluator(MODEL_ANSWER, judge="openai/stef-local-judge")
         stored = run.evaluate_many(records)
     assert [(e.judge, e.verdict, e.judge_fallback_reason, e.cost_usd, e.tokens) for e in stored] == [
         ("openai/stef-local-judge", Verdict.POTENTIALLY_INCORRECT, None, None, 30)
     ] * 2
-    warnings = [r.getMessage() for r in caplog.records if r.name == "stef.llm.judge"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "stef.llm_judge"]
     assert len(warnings) == 1 and "no price for model openai/stef-local-judge" in warnings[0]
     assert run.stats.unpriced == 2
