@@ -15,6 +15,8 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 FIXTURES = Path(__file__).parent / "fixtures"
 AGENT_LOGS = FIXTURES / "agent_logs"
 """Two small JSONL files that together form one day of logs (see its README.md)."""
+pytest_plugins = ["tests.support.rollout"]
+"""Fixtures shared across test packages (the rollout warehouse of the monitoring tests)."""
 collect_ignore_glob = ["benchmarks/*"]
 """Benchmarks are scripts run by hand (``python tests/benchmarks/bench_llm_judge.py``), not tests."""
 

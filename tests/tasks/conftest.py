@@ -15,12 +15,8 @@ from tasks.drift_checks import plan_version_check, run_check
 from tasks.report import collect
 from tests.support.monitoring_support import answers, store_answers
 from tests.tasks.helpers import MONDAY
-from tests.warehouse.conftest import rollout, rollout_template
 from warehouse import connect
 from warehouse.monitoring import store_drift_checks
-
-__all__ = ["data", "rollout", "rollout_template", "week_conn"]
-"""The rollout fixtures of tests/warehouse are shared with the drift task tests here."""
 
 
 @pytest.fixture(scope="module")

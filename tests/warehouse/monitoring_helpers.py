@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import date, timedelta
-
 from stef.models import EVALUATOR_VERSION
 from stef.monitor.models import DriftThresholds
+from tests.support.rollout import D1, day
 
-D1 = date(2026, 11, 20)
-
+__all__ = ["D1", "FAST", "day"]
 
 FAST = DriftThresholds(n_resamples=300)
-
-
-def day(offset: int) -> date:
-    return D1 + timedelta(days=offset)
 
 
 def _row(**overrides: object) -> dict[str, object]:
