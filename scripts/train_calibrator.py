@@ -30,7 +30,12 @@ Steps, for each of the two feature sets:
    NL2SQL-BUGs error category. Rows that get no score (parse errors) count as predicted
    incorrect with p = 0; rows with a non-SELECT statement get p = 0 and rows the schema says
    cannot run get p ≤ stef.pipeline.judge.calibrate.CANNOT_RUN_P, as the pipeline does;
-4. the final model is fitted on all rows and written as JSON with the training files' SHA-256,
+4. the same out-of-fold predictions give the judge's operating characteristics for estimating a share
+   of wrong answers under label shift (``metadata.quantification``, read by stef.monitor.error_rate):
+   the mean p of the correct and of the wrong scored answers, pooled over the datasets (soft
+   specificity and 1 − soft sensitivity), their sampling standard errors, the per-dataset means and
+   their spread between datasets (how far the figures move from one benchmark to another);
+5. the final model is fitted on all rows and written as JSON with the training files' SHA-256,
    the row counts and the cross-validation figures.
 
 Deterministic: GroupKFold and lbfgs involve no random state.
@@ -212,7 +217,6 @@ def phi(alignment: Any, p: float) -> float:
 def evaluate_set(rows: list[Row], feature_set: str, predictions: dict[int, float]) -> dict[str, Any]:
     """Figures per dataset from out-of-fold predictions (index into ``rows`` -> p)."""
     from stef.monitor.benchmark import auroc
-    from stef.pipeline.judge.calibrate import CANNOT_RUN_P
 
     report: dict[str, Any] = {}
     for dataset in sorted({row.dataset for row in rows}):
@@ -224,9 +228,7 @@ def evaluate_set(rows: list[Row], feature_set: str, predictions: dict[int, float
             row = rows[i]
             if feature_set in row.features:
                 scored += 1
-                p = 0.0 if row.forced_incorrect[feature_set] else predictions[i]
-                if row.cannot_run[feature_set]:
-                    p = min(p, CANNOT_RUN_P)
+                p = scored_probability(row, feature_set, predictions[i])
                 score = phi(row.alignment[feature_set], p)
             else:
                 p, score = 0.0, 0.0
@@ -250,6 +252,48 @@ def evaluate_set(rows: list[Row], feature_set: str, predictions: dict[int, float
             "recall_incorrect_per_category": {k: round(c / n, 3) for k, (c, n) in sorted(caught.items()) if n >= 10},
         }
     return report
+
+
+def scored_probability(row: Row, feature_set: str, prediction: float) -> float:
+    """The p the pipeline gives a scored row: 0 for a non-SELECT statement, capped when the schema says it cannot run."""
+    from stef.pipeline.judge.calibrate import CANNOT_RUN_P
+
+    p = 0.0 if row.forced_incorrect[feature_set] else prediction
+    return min(p, CANNOT_RUN_P) if row.cannot_run[feature_set] else p
+
+
+def quantification(rows: list[Row], feature_set: str, predictions: dict[int, float]) -> dict[str, Any]:
+    """Operating characteristics of the judge from out-of-fold predictions of the scored rows (step 4).
+
+    ``mean_p_correct`` (a) and ``mean_p_incorrect`` (b) are the mean p of the correct and of the wrong
+    answers pooled over the datasets; ``se_*`` their sampling standard errors; ``transfer_sd_*`` the
+    standard deviation of the per-dataset means (ddof 1; 0 with one dataset). An observed mean p ``m``
+    then estimates the share of wrong answers as ``(a - m) / (a - b)`` whatever that share is.
+    """
+    import statistics
+
+    def moments(indexes: list[int]) -> dict[str, float]:
+        ps = [scored_probability(rows[i], feature_set, predictions[i]) for i in indexes]
+        mean = sum(ps) / len(ps)
+        sd = statistics.stdev(ps) if len(ps) > 1 else 0.0
+        return {"n": len(ps), "mean": mean, "se": sd / math.sqrt(len(ps))}
+
+    scored = [i for i, row in enumerate(rows) if feature_set in row.features]
+    out: dict[str, Any] = {"method": "probabilistic adjusted classify-and-count (Bella et al. 2010)"}
+    per_dataset: dict[str, dict[str, float]] = {}
+    for label, name in ((True, "correct"), (False, "incorrect")):
+        pooled = moments([i for i in scored if rows[i].label is label])
+        out[f"mean_p_{name}"] = round(pooled["mean"], 6)
+        out[f"se_p_{name}"] = round(pooled["se"], 6)
+        out[f"rows_{name}"] = int(pooled["n"])
+        means = []
+        for dataset in sorted({rows[i].dataset for i in scored}):
+            part = moments([i for i in scored if rows[i].label is label and rows[i].dataset == dataset])
+            per_dataset.setdefault(dataset, {})[f"mean_p_{name}"] = round(part["mean"], 6)
+            means.append(part["mean"])
+        out[f"transfer_sd_p_{name}"] = round(statistics.stdev(means), 6) if len(means) > 1 else 0.0
+    out["per_dataset"] = per_dataset
+    return out
 
 
 def cross_validate(
@@ -308,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         if not usable:
             continue
         names = sorted({name for row in usable for name in row.features[feature_set]})
-        c, report, _ = cross_validate(rows, feature_set, names)
+        c, report, predictions = cross_validate(rows, feature_set, names)
         means, scales, coefficients, intercept = fit(
             [[row.features[feature_set].get(n, 0.0) for n in names] for row in usable], [row.label for row in usable], c
         )
@@ -333,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
                 "rows": len(usable),
                 "model": f"standardised L2 logistic regression, C={c} chosen from {list(C_GRID)} by grouped CV log-loss (scikit-learn {sklearn_version})",
                 "cross_validation": {"folds": FOLDS, "grouped_by": "dataset and question", **report},
+                "quantification": quantification(rows, feature_set, predictions),
                 "source": "NL2SQL-BUGs development split (Liu et al., KDD 2025; BIRD, CC BY-SA 4.0) and Spider 1.0 multi-system answers "
                 "(Yu et al., EMNLP 2018, CC BY-SA 4.0; predictions from HKUSTDial/NL2SQL360)",
             },
