@@ -14,6 +14,7 @@ from typing import Any
 
 from stef.display import shorten
 from stef.monitor.drift import compare
+from stef.monitor.error_rate import calibration_key, question_key
 from stef.monitor.models import (
     DEFAULT_WINDOW_DAYS,
     DriftCheck,
@@ -208,7 +209,19 @@ def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = N
 
     def sample(version: str, window: tuple[date, date]) -> DriftSample:
         rows = read_drift_sample_rows(conn, plan.agent_id, version, window[0], window[1], plan.evaluator_version)
-        return DriftSample.from_rows(rows)
+        return DriftSample.from_rows(
+            (
+                status,
+                score,
+                verdict,
+                filter_status,
+                p_correct,
+                calibration_key(judge, bool(schema_checked), bool(observed_checked)),
+                frozenset(str(c) for c in categories or () if c is not None),
+                None if question is None else question_key(str(question)),
+            )
+            for status, score, verdict, filter_status, p_correct, judge, schema_checked, observed_checked, categories, question in rows
+        )
 
     result = compare(
         sample(plan.baseline_version, plan.baseline_window),

@@ -38,6 +38,14 @@ DRIFT_COLUMNS: tuple[str, ...] = (
     "direction",
     "statistics",
     "source",
+    "error_rate_baseline",
+    "error_rate_baseline_ci",
+    "error_rate_candidate",
+    "error_rate_candidate_ci",
+    "error_rate_delta",
+    "error_rate_delta_ci",
+    "category_shifts",
+    "sentence",
 )
 """Columns of a ``drift_checks`` row as :func:`store_drift_checks` takes and :func:`read_drift_checks` returns them."""
 
@@ -59,8 +67,19 @@ _DRIFT_SCHEMA = pa.schema(
         ("direction", pa.string()),
         ("statistics", pa.string()),
         ("source", pa.string()),
+        ("error_rate_baseline", pa.float64()),
+        ("error_rate_baseline_ci", pa.list_(pa.float64())),
+        ("error_rate_candidate", pa.float64()),
+        ("error_rate_candidate_ci", pa.list_(pa.float64())),
+        ("error_rate_delta", pa.float64()),
+        ("error_rate_delta_ci", pa.list_(pa.float64())),
+        ("category_shifts", pa.string()),
+        ("sentence", pa.string()),
     ]
 )
+
+_JSON_COLUMNS = frozenset({"statistics", "category_shifts"})
+"""``drift_checks`` columns of type JSON (read back as text)."""
 
 _SAME_CHECK = """
     d.agent_id = i.agent_id AND d.kind = i.kind AND d.baseline_version = i.baseline_version
@@ -176,8 +195,8 @@ def read_drift_sample_rows(
     start: date,
     end: date,
     evaluator_version: str,
-) -> list[tuple[str, float | None, str | None, str | None]]:
-    """``(status, score, verdict, filter_status)`` of every evaluation of one agent version in a window.
+) -> list[tuple[Any, ...]]:
+    """Every evaluation of one agent version in a window, as the drift check reads it.
 
     Args:
         conn: a warehouse connection.
@@ -188,19 +207,28 @@ def read_drift_sample_rows(
         evaluator_version: whose evaluations.
 
     Returns:
-        One tuple per evaluation (scored or not), ordered by day and run id; the rows of
-        :meth:`stef.monitor.models.DriftSample.from_rows`.
+        One tuple per evaluation (scored or not), ordered by day and run id: ``(status, score,
+        verdict, filter_status, p_correct, judge, schema_checked, observed_checked, categories,
+        question)`` — ``schema_checked`` / ``observed_checked`` tell whether the evidence holds a
+        schema / observed-catalog report (which calibrator gave ``p_correct``), ``categories`` the
+        distinct suspected error categories (list), ``question`` the logged question (``None``
+        when the run is missing).
     """
     rows = conn.execute(
         """
-        SELECT status, score, verdict, filter_status FROM evaluations
-        WHERE agent_id = $agent AND agent_version = $agent_version AND evaluator_version = $version
-          AND log_date BETWEEN $start AND $end
-        ORDER BY log_date, run_id
+        SELECT e.status, e.score, e.verdict, e.filter_status, e.p_correct, e.judge,
+               coalesce(json_type(e.evidence, '$.schema_report') = 'OBJECT', false) AS schema_checked,
+               coalesce(json_type(e.evidence, '$.observed_report') = 'OBJECT', false) AS observed_checked,
+               coalesce(list_distinct(json_extract_string(e.suspected_errors, '$[*].category')), []) AS categories,
+               r.question
+        FROM evaluations AS e LEFT JOIN agent_runs AS r USING (run_id)
+        WHERE e.agent_id = $agent AND e.agent_version = $agent_version AND e.evaluator_version = $version
+          AND e.log_date BETWEEN $start AND $end
+        ORDER BY e.log_date, e.run_id
         """,
         {"agent": agent_id, "agent_version": agent_version, "version": evaluator_version, "start": start, "end": end},
     ).fetchall()
-    return [(str(status), score, verdict, filter_status) for status, score, verdict, filter_status in rows]
+    return [(str(row[0]), *row[1:]) for row in rows]
 
 
 def done_days(conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str) -> set[date]:
@@ -244,7 +272,7 @@ def _drift_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
                 value = now
             elif name == "kind" and value is None:
                 value = "version"
-            elif name == "statistics" and value is not None and not isinstance(value, str):
+            elif name in ("statistics", "category_shifts") and value is not None and not isinstance(value, str):
                 value = json.dumps(value, allow_nan=False)
             columns[name].append(value)
     return pa.Table.from_pydict(columns, schema=_DRIFT_SCHEMA)
@@ -297,12 +325,14 @@ def read_drift_checks(
         evaluator_version: only this evaluator version.
 
     Returns:
-        A frame with the :data:`DRIFT_COLUMNS` (``statistics`` as JSON text), sorted by
+        A frame with the :data:`DRIFT_COLUMNS` (``statistics`` and ``category_shifts`` as JSON text;
+        the error-rate columns NULL for checks stored before migration 0007), sorted by
         ``window_end``, ``agent_id``, ``kind``, ``candidate_version``, ``checked_at``.
     """
     frame: pl.DataFrame = conn.sql(
         f"""
-        SELECT {", ".join(DRIFT_COLUMNS[:-2])}, CAST(statistics AS VARCHAR) AS statistics, source FROM drift_checks
+        SELECT {", ".join(f"CAST({c} AS VARCHAR) AS {c}" if c in _JSON_COLUMNS else c for c in DRIFT_COLUMNS)}
+        FROM drift_checks
         WHERE ($start::DATE IS NULL OR window_end >= $start)
           AND ($end::DATE IS NULL OR window_end <= $end)
           AND ($agent::VARCHAR IS NULL OR agent_id = $agent)

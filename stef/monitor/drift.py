@@ -18,21 +18,32 @@ Statistics (all reported, whatever the verdict):
 * chi-square tests of the verdict and filter-status counts (``scipy.stats.chi2_contingency``)
   with Cramér's V.
 
-Decision rule (thresholds in :class:`DriftThresholds`): a *criterion* fires when its effect size
-reaches the threshold **and** its confidence interval excludes zero — mean Δ (Φ points), P90 Δ
-(Φ points), coverage Δ (share). p-values alone never decide: at large samples they flag shifts
-too small to matter. The verdict is ``drift`` when a criterion fires; otherwise
-``insufficient_data`` when a side has fewer scored records than ``min_samples`` (the coverage
-criterion counts all records, so a coverage collapse is reported even when few records were
-scored); otherwise ``no_drift``. The direction is ``worse`` when every fired criterion went down,
-``better`` when every one went up, ``mixed`` otherwise.
+* the estimated share of wrong answers of each side, corrected for label shift, with its 95 %
+  interval, and the delta (:mod:`stef.monitor.error_rate`); the same with unscored answers counted
+  as wrong; the paired delta on the questions both sides answered (when at least
+  ``min_paired_questions`` are shared);
+* per suspected error category, the share of answers with it on each side (Fisher's exact test,
+  Benjamini–Hochberg FDR at ``1 − confidence_level``).
 
-Default thresholds: 100 scored records per side; a mean shift of 1.25 Φ points (with the symbolic
-judge, incorrect NL2SQL-BUGs answers score 14–17 points lower on average than correct ones, so
-1.25 points is roughly 8 more incorrect answers in 100); 5 points of P90; 2 points of coverage.
-Below about 2,000 scored records per side the confidence interval decides (false alarms at its
-nominal 5 %); above, the effect threshold does (far fewer). ``tests/benchmarks/bench_drift_trials.py``
-measures both on real records.
+Decision rule (thresholds in :class:`DriftThresholds`): a *criterion* fires when its effect size
+reaches the threshold **and** its confidence interval excludes zero — the delta of the estimated
+share of wrong answers (default 5 points) and the coverage delta (2 points). p-values alone never
+decide: at large samples they flag shifts too small to matter. The score statistics (KS, PSI,
+Wasserstein, mean and P90 Φ), the paired delta and the category shifts are supporting evidence,
+listed in the reasons. Evaluations stored without ``p_correct`` (before migration 0005) have no
+error-rate estimate; for them the mean Φ (1.25 points) and P90 Φ (5 points) criteria decide, as
+before. The verdict is ``drift`` when a criterion fires; otherwise ``insufficient_data`` when a
+side has fewer scored records than ``min_samples`` (the coverage criterion counts all records, so
+a coverage collapse is reported even when few records were scored); otherwise ``no_drift``. The
+direction is ``worse`` when every fired criterion moved the wrong way (more wrong answers, less
+coverage, lower Φ), ``better`` when every one moved the right way, ``mixed`` otherwise.
+
+The intervals of the error rate are normal (delta method); with the symbolic judge's separation
+(mean p 0.59 for correct and 0.40 for wrong answers) the delta's standard error is about 0.06 at
+700 answers per side, so a rise from 35 % to 50 % wrong answers is detected in about four trials
+out of five and larger samples, a schema or reviewer labels detect it more often;
+``tests/benchmarks/bench_drift_trials.py`` measures detection, false alarms and the bias of the
+estimate on real records.
 """
 
 from __future__ import annotations
@@ -43,7 +54,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from stef.monitor.error_rate import (
+    category_shifts,
+    error_rate_delta,
+    estimate_error_rate,
+    paired_delta,
+    shipped_operating_points,
+    with_unscored_delta,
+)
 from stef.monitor.models import (
+    UNCORRECTED,
     Delta,
     DriftDirection,
     DriftError,
@@ -51,6 +71,7 @@ from stef.monitor.models import (
     DriftSample,
     DriftThresholds,
     DriftVerdict,
+    OperatingPoint,
 )
 from stef.monitor.statistics import bootstrap_delta, category_test, coverage_indicators, mean, p90, psi, score_histogram
 
@@ -78,22 +99,49 @@ def thresholds_from_env(environ: Mapping[str, str] | None = None) -> DriftThresh
         raise DriftError(f"${THRESHOLDS_ENV} is not a valid set of drift thresholds ({problems})") from exc
 
 
-def compare(baseline: DriftSample, candidate: DriftSample, thresholds: DriftThresholds | None = None) -> DriftResult:
+def _estimable(
+    sample: DriftSample, points: Mapping[str, OperatingPoint]
+) -> tuple[list[float], list[OperatingPoint], list[tuple[str | None, float]]]:
+    """The scored answers with a ``p_correct``: their p, operating points and (question, wrongness)."""
+    ps: list[float] = []
+    used: list[OperatingPoint] = []
+    pairs: list[tuple[str | None, float]] = []
+    calibrations = sample.calibrations or (None,) * len(sample.p_correct)
+    questions = sample.questions or (None,) * len(sample.p_correct)
+    for p, key, question in zip(sample.p_correct, calibrations, questions, strict=True):
+        if p is None:
+            continue
+        point = points.get(key, UNCORRECTED) if key is not None else UNCORRECTED
+        ps.append(p)
+        used.append(point)
+        pairs.append((question, point.wrongness(p)))
+    return ps, used, pairs
+
+
+def compare(
+    baseline: DriftSample,
+    candidate: DriftSample,
+    thresholds: DriftThresholds | None = None,
+    operating_points: Mapping[str, OperatingPoint] | None = None,
+) -> DriftResult:
     """Compare ``candidate`` with ``baseline`` and decide (module docstring).
 
     Args:
         baseline: the reference side (previous version, or the version's previous window).
         candidate: the side under test.
         thresholds: decision thresholds (default :class:`DriftThresholds`).
+        operating_points: calibration key -> operating point of the judge (default: the shipped
+            calibrators', :func:`stef.monitor.error_rate.shipped_operating_points`; reviewer labels
+            give others, :func:`stef.monitor.error_rate.operating_point_from_labels`).
 
     Returns:
         A :class:`DriftResult` with every statistic that the sample sizes allow.
 
-    >>> low = DriftSample(tuple([40.0, 60.0] * 100), records=200)
-    >>> high = DriftSample(tuple([60.0, 80.0] * 100), records=200)
+    >>> low = DriftSample(tuple([40.0, 60.0] * 100), records=200, p_correct=(0.35, 0.55) * 100)
+    >>> high = DriftSample(tuple([60.0, 80.0] * 100), records=200, p_correct=(0.55, 0.65) * 100)
     >>> result = compare(high, low)
-    >>> result.verdict.value, result.direction.value, result.mean.delta
-    ('drift', 'worse', -20.0)
+    >>> result.verdict.value, result.direction.value, round(result.error_rate.delta, 3)
+    ('drift', 'worse', 0.15)
     >>> compare(high, DriftSample((50.0,) * 30, records=30)).verdict.value
     'insufficient_data'
     """
@@ -120,39 +168,87 @@ def compare(baseline: DriftSample, candidate: DriftSample, thresholds: DriftThre
     if baseline.records >= 2 and candidate.records >= 2:
         stats["coverage"] = bootstrap_delta(coverage_indicators(baseline), coverage_indicators(candidate), mean, limits)
 
+    points = shipped_operating_points() if operating_points is None else operating_points
+    b_p, b_points, b_pairs = _estimable(baseline, points)
+    c_p, c_points, c_pairs = _estimable(candidate, points)
+    level = limits.confidence_level
+    rate_b = estimate_error_rate(b_p, b_points, baseline.records, level) if b_p else None
+    rate_c = estimate_error_rate(c_p, c_points, candidate.records, level) if c_p else None
+    rate_delta = error_rate_delta((b_p, b_points), (c_p, c_points), level) if rate_b and rate_c else None
+    stats.update(
+        error_rate_baseline=rate_b,
+        error_rate_candidate=rate_c,
+        error_rate=rate_delta,
+        error_rate_with_unscored=with_unscored_delta(rate_b, rate_c, level) if rate_b and rate_c else None,
+    )
+    if baseline.categories and candidate.categories:
+        stats["category_shifts"] = category_shifts(baseline.categories, candidate.categories, 1.0 - level)
+    if all(q is not None for q, _ in b_pairs) and all(q is not None for q, _ in c_pairs):
+        stats["paired"] = paired_delta(
+            [(str(q), w) for q, w in b_pairs],
+            [(str(q), w) for q, w in c_pairs],
+            limits.min_paired_questions,
+            level,
+        )
+
     fired: list[tuple[str, Delta]] = []
     reasons: list[str] = []
+    has_rates = rate_b is not None and rate_c is not None
     scores_enough = baseline.n >= limits.min_samples and candidate.n >= limits.min_samples
+    if has_rates:
+        scores_enough = len(b_p) >= limits.min_samples and len(c_p) >= limits.min_samples
     records_enough = baseline.records >= limits.min_samples and candidate.records >= limits.min_samples
-    criteria: list[tuple[str, Delta | None, float, bool, str]] = [
-        ("mean", stats.get("mean"), limits.mean_delta, scores_enough, "Φ points"),
-        ("p90", stats.get("p90"), limits.p90_delta, scores_enough, "Φ points"),
-        ("coverage", stats.get("coverage"), limits.coverage_delta, records_enough, "share"),
+    # (name, delta, threshold, enough, unit, whether a rise is worse, decides)
+    criteria: list[tuple[str, Delta | None, float, bool, str, bool, bool]] = [
+        ("error rate", rate_delta, limits.error_rate_delta, scores_enough, "share", True, has_rates),
+        ("coverage", stats.get("coverage"), limits.coverage_delta, records_enough, "share", False, True),
+        ("mean", stats.get("mean"), limits.mean_delta, scores_enough, "Φ points", False, not has_rates),
+        ("p90", stats.get("p90"), limits.p90_delta, scores_enough, "Φ points", False, not has_rates),
     ]
-    level = f"{limits.confidence_level:.0%}"
-    for name, delta, threshold, enough, unit in criteria:
+    level_text = f"{limits.confidence_level:.0%}"
+    supporting: list[str] = []
+    worse_flags: list[bool] = []
+    for name, delta, threshold, enough, unit, rise_is_worse, decides in criteria:
         if delta is None or not enough:
             continue
         if abs(delta.delta) >= threshold and delta.excludes_zero:
-            fired.append((name, delta))
-            reasons.append(
-                f"{name} delta {delta.delta:+.4g} ({level} CI {delta.ci_low:+.4g} … {delta.ci_high:+.4g}) "
+            text = (
+                f"{name} delta {delta.delta:+.4g} ({level_text} CI {delta.ci_low:+.4g} … {delta.ci_high:+.4g}) "
                 f"reaches the threshold {threshold:g} {unit} and its interval excludes 0"
+            )
+            if decides:
+                fired.append((name, delta))
+                worse_flags.append((delta.delta > 0) == rise_is_worse)
+                reasons.append(text)
+            else:
+                supporting.append(f"supporting evidence: {text}")
+    paired = stats.get("paired")
+    if paired is not None:
+        supporting.append(
+            f"supporting evidence: paired error-rate delta on {paired.questions} shared questions "
+            f"{paired.delta:+.3f} ({level_text} CI {paired.ci_low:+.3f} … {paired.ci_high:+.3f})"
+        )
+    for shift in stats.get("category_shifts", ()):
+        if shift.significant:
+            supporting.append(
+                f"supporting evidence: suspected {shift.category} in {shift.candidate_share:.1%} of the candidate's "
+                f"answers against {shift.baseline_share:.1%} (Fisher p {shift.pvalue:.2g}, BH q {shift.qvalue:.2g})"
             )
 
     if fired:
         verdict = DriftVerdict.DRIFT
-        signs = {delta.delta > 0 for _, delta in fired}
+        signs = set(worse_flags)
         direction = (
             DriftDirection.MIXED
             if len(signs) > 1
-            else (DriftDirection.BETTER if signs == {True} else DriftDirection.WORSE)
+            else (DriftDirection.WORSE if signs == {True} else DriftDirection.BETTER)
         )
     elif not scores_enough:
         verdict, direction = DriftVerdict.INSUFFICIENT_DATA, None
-        for side, sample in (("baseline", baseline), ("candidate", candidate)):
-            if sample.n < limits.min_samples:
-                reasons.append(f"{side} has {sample.n} scored records, fewer than the minimum of {limits.min_samples}")
+        for side, sample, estimable in (("baseline", baseline, b_p), ("candidate", candidate, c_p)):
+            usable = len(estimable) if has_rates else sample.n
+            if usable < limits.min_samples:
+                reasons.append(f"{side} has {usable} scored records, fewer than the minimum of {limits.min_samples}")
     else:
         verdict, direction = DriftVerdict.NO_DRIFT, None
         reasons.append("no criterion reaches its threshold with an interval that excludes 0")
@@ -160,7 +256,7 @@ def compare(baseline: DriftSample, candidate: DriftSample, thresholds: DriftThre
     return DriftResult(
         verdict=verdict,
         direction=direction,
-        reasons=tuple(reasons),
+        reasons=tuple(reasons + supporting),
         n_baseline=baseline.n,
         n_candidate=candidate.n,
         records_baseline=baseline.records,

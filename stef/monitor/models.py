@@ -69,10 +69,15 @@ class DriftThresholds(_Frozen):
     Attributes:
         min_samples: scored records needed on each side for the score criteria (records, scored
             or not, for the coverage criterion); fewer gives ``insufficient_data``.
-        confidence_level: level of the bootstrap confidence intervals.
-        mean_delta: smallest |mean Φ delta| (Φ points) that counts as drift.
-        p90_delta: smallest |P90 Φ delta| (Φ points) that counts as drift.
+        confidence_level: level of the confidence intervals (and 1 − the false discovery rate of
+            the category shifts).
+        error_rate_delta: smallest |delta of the estimated share of wrong answers| (share, 0.05 = 5
+            points) that counts as drift.
+        mean_delta: smallest |mean Φ delta| (Φ points) flagged as supporting evidence; decides only
+            when the samples carry no ``p_correct`` (evaluations stored before migration 0005).
+        p90_delta: the same for the P90 Φ delta.
         coverage_delta: smallest |coverage delta| (share, 0.02 = 2 points) that counts as drift.
+        min_paired_questions: shared questions needed for the paired difference.
         n_resamples: bootstrap resamples per interval.
         ci_method: ``scipy.stats.bootstrap`` method (``percentile`` stays defined on the tied,
             discrete scores where ``BCa`` degenerates).
@@ -81,12 +86,19 @@ class DriftThresholds(_Frozen):
 
     min_samples: int = Field(default=100, ge=2)
     confidence_level: float = Field(default=0.95, gt=0.0, lt=1.0)
+    error_rate_delta: float = Field(default=0.05, ge=0.0, le=1.0)
     mean_delta: float = Field(default=1.25, ge=0.0)
     p90_delta: float = Field(default=5.0, ge=0.0)
     coverage_delta: float = Field(default=0.02, ge=0.0, le=1.0)
+    min_paired_questions: int = Field(default=30, ge=2)
     n_resamples: int = Field(default=2000, ge=100)
     ci_method: Literal["percentile", "basic", "BCa"] = "percentile"
     seed: int = 0
+
+
+DriftSampleRow = tuple[Any, ...]
+"""A warehouse row of a drift sample: ``(status, score, verdict, filter_status[, p_correct,
+calibration key, suspected error categories, normalised question])``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,15 +110,28 @@ class DriftSample:
         records: every evaluation of the side, scored or not (the coverage denominator).
         verdicts: the verdict of every scored record (``CORRECT`` …).
         filter_statuses: the filter status of every scored record (``FULLY_APPLIED`` …).
+        p_correct: per scored record its calibrated P(correct), ``None`` when it has none (stored
+            before migration 0005); empty, or one per score.
+        calibrations: per scored record the calibration key of its ``p_correct``
+            (:func:`stef.monitor.error_rate.calibration_key`; ``None``: no shipped operating
+            point); empty, or one per score.
+        categories: per scored record the set of its suspected error categories; empty, or one per score.
+        questions: per scored record its normalised question (:func:`stef.monitor.error_rate.question_key`),
+            ``None`` when unknown; empty, or one per score.
 
     Raises:
-        DriftError: a score outside [0, 100] or not finite, or fewer records than scores.
+        DriftError: a score outside [0, 100] or not finite, fewer records than scores, a
+            ``p_correct`` outside [0, 1], or a per-record field of another length than ``scores``.
     """
 
     scores: tuple[float, ...]
     records: int
     verdicts: tuple[str, ...] = ()
     filter_statuses: tuple[str, ...] = ()
+    p_correct: tuple[float | None, ...] = ()
+    calibrations: tuple[str | None, ...] = ()
+    categories: tuple[frozenset[str], ...] = ()
+    questions: tuple[str | None, ...] = ()
 
     def __post_init__(self) -> None:
         if self.records < len(self.scores):
@@ -114,6 +139,13 @@ class DriftSample:
         for score in self.scores:
             if not (math.isfinite(score) and 0.0 <= score <= 100.0):
                 raise DriftError(f"a drift sample holds the score {score!r}; scores must lie in [0, 100]")
+        for name in ("p_correct", "calibrations", "categories", "questions"):
+            values = getattr(self, name)
+            if values and len(values) != len(self.scores):
+                raise DriftError(f"a drift sample has {len(self.scores)} scores but {len(values)} {name}")
+        for p in self.p_correct:
+            if p is not None and not (math.isfinite(p) and 0.0 <= p <= 1.0):
+                raise DriftError(f"a drift sample holds p_correct {p!r}; it must lie in [0, 1]")
 
     @property
     def n(self) -> int:
@@ -134,30 +166,44 @@ class DriftSample:
         ...                               Evaluation(run_id="b", status=EvaluationStatus.PARSE_ERROR)]).coverage
         0.5
         """
+        from stef.monitor.error_rate import calibration_key
+
         return cls.from_rows(
             (
                 e.status.value,
                 e.score,
                 e.verdict.value if e.verdict is not None else None,
                 e.filter_status.value if e.filter_status is not None else None,
+                e.p_correct,
+                calibration_key(e.judge, e.schema_report is not None, e.observed_report is not None),
+                frozenset(error.category for error in e.suspected_errors),
+                None,
             )
             for e in evaluations
         )
 
     @classmethod
-    def from_rows(cls, rows: Iterable[tuple[str, float | None, str | None, str | None]]) -> DriftSample:
-        """Build a sample from ``(status, score, verdict, filter_status)`` rows (warehouse order).
+    def from_rows(cls, rows: Iterable[DriftSampleRow]) -> DriftSample:
+        """Build a sample from warehouse rows (:data:`DriftSampleRow`): ``(status, score, verdict,
+        filter_status)``, optionally followed by ``p_correct``, the calibration key, the suspected
+        error categories and the normalised question.
 
-        A row counts as scored when its status is ``evaluated`` and it has a score.
+        A row counts as scored when its status is ``evaluated`` and it has a score. The per-record
+        fields are kept only when every scored row has them (4-tuples give none).
 
         >>> DriftSample.from_rows([("evaluated", 72.0, "LIKELY_CORRECT", "FULLY_APPLIED"), ("parse_error", None, None, None)]).n
         1
+        >>> DriftSample.from_rows([("evaluated", 72.0, "LIKELY_CORRECT", "FULLY_APPLIED", 0.61, "symbolic", frozenset(), "q")]).p_correct
+        (0.61,)
         """
         scores: list[float] = []
         verdicts: list[str] = []
         filters: list[str] = []
+        extra: list[tuple[Any, ...]] = []
+        complete = True
         records = 0
-        for status, score, verdict, filter_status in rows:
+        for row in rows:
+            status, score, verdict, filter_status = row[:4]
             records += 1
             if status != "evaluated" or score is None:
                 continue
@@ -166,7 +212,22 @@ class DriftSample:
                 verdicts.append(verdict)
             if filter_status is not None:
                 filters.append(filter_status)
-        return cls(tuple(scores), records, tuple(verdicts), tuple(filters))
+            if len(row) >= 8:
+                extra.append(tuple(row[4:8]))
+            else:
+                complete = False
+        if not complete or not extra:
+            return cls(tuple(scores), records, tuple(verdicts), tuple(filters))
+        return cls(
+            tuple(scores),
+            records,
+            tuple(verdicts),
+            tuple(filters),
+            p_correct=tuple(None if e[0] is None else float(e[0]) for e in extra),
+            calibrations=tuple(None if e[1] is None else str(e[1]) for e in extra),
+            categories=tuple(frozenset(e[2] or ()) for e in extra),
+            questions=tuple(None if e[3] is None else str(e[3]) for e in extra),
+        )
 
 
 class Delta(_Frozen):
@@ -214,6 +275,131 @@ class CategoryTest(_Frozen):
     cramers_v: float
 
 
+class OperatingPoint(_Frozen):
+    """How a judge's ``p_correct`` separates correct from wrong answers (:mod:`stef.monitor.error_rate`).
+
+    Attributes:
+        name: the judge or calibrator it describes (e.g. ``calib-symbolic-v2``).
+        mean_p_correct: ``a``, the mean ``p_correct`` of correct answers (soft specificity).
+        mean_p_incorrect: ``b``, the mean ``p_correct`` of wrong answers (1 − soft sensitivity); below ``a``.
+        se_p_correct, se_p_incorrect: standard errors of ``a`` and ``b``.
+        source: where the figures come from (cross-validation, reviewer labels).
+
+    Raises:
+        ValueError: ``a ≤ b`` (the judge does not separate the answers) or a value outside [0, 1].
+    """
+
+    name: str
+    mean_p_correct: float = Field(ge=0.0, le=1.0)
+    mean_p_incorrect: float = Field(ge=0.0, le=1.0)
+    se_p_correct: float = Field(default=0.0, ge=0.0)
+    se_p_incorrect: float = Field(default=0.0, ge=0.0)
+    source: str = ""
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.mean_p_correct <= self.mean_p_incorrect:
+            raise ValueError(
+                f"operating point {self.name!r}: mean p of correct answers {self.mean_p_correct} is not above "
+                f"that of wrong answers {self.mean_p_incorrect}"
+            )
+
+    @property
+    def sensitivity(self) -> float:
+        """Soft sensitivity to wrong answers, ``E[1 − p | wrong] = 1 − b``."""
+        return 1.0 - self.mean_p_incorrect
+
+    @property
+    def specificity(self) -> float:
+        """Soft specificity, ``E[p | correct] = a``."""
+        return self.mean_p_correct
+
+    def wrongness(self, p_correct: float) -> float:
+        """The answer's estimated wrongness ``(a − p) / (a − b)`` (unclipped; its mean over answers is π̂).
+
+        >>> OperatingPoint(name="j", mean_p_correct=0.6, mean_p_incorrect=0.4).wrongness(0.45)
+        0.75
+        """
+        a, b = self.mean_p_correct, self.mean_p_incorrect
+        return round((a - p_correct) / (a - b), 12)
+
+
+UNCORRECTED = OperatingPoint(name="uncorrected", mean_p_correct=1.0, mean_p_incorrect=0.0, source="no correction")
+"""The operating point of a judge with no measured characteristics: wrongness ``1 − p``."""
+
+
+class ErrorRate(_Frozen):
+    """Estimated share of wrong answers of one sample (:func:`stef.monitor.error_rate.estimate_error_rate`).
+
+    Attributes:
+        estimate: share of wrong answers among the scored ones, in [0, 1] (``raw_estimate`` clipped).
+        raw_estimate: the unclipped estimate (the mean estimated wrongness).
+        ci_low, ci_high: its normal interval, clipped to [0, 1].
+        standard_error: of ``raw_estimate`` (sampling and operating-point uncertainty).
+        n: scored answers with a ``p_correct``.
+        records: every answer of the sample.
+        with_unscored: share of wrong answers counting the unscored ones as wrong, with
+            ``with_unscored_ci_low`` … ``with_unscored_ci_high``.
+        method: how it was estimated.
+    """
+
+    estimate: float
+    raw_estimate: float
+    ci_low: float
+    ci_high: float
+    standard_error: float
+    n: int
+    records: int
+    with_unscored: float
+    with_unscored_ci_low: float
+    with_unscored_ci_high: float
+    method: str
+
+
+class CategoryShift(_Frozen):
+    """Share of scored answers with one suspected error category, baseline vs candidate.
+
+    Attributes:
+        category: the NL2SQL-BUGs taxonomy category (e.g. ``Condition-Related Errors``).
+        baseline_count, candidate_count: answers with it.
+        baseline_share, candidate_share: their share of the scored answers.
+        pvalue: Fisher's exact test, two-sided.
+        qvalue: Benjamini–Hochberg adjusted p-value over the categories of the check.
+        significant: ``qvalue`` at most the false discovery rate.
+    """
+
+    category: str
+    baseline_count: int
+    candidate_count: int
+    baseline_share: float
+    candidate_share: float
+    pvalue: float
+    qvalue: float
+    significant: bool
+
+
+class PairedDelta(_Frozen):
+    """Paired difference of the estimated wrongness on the questions both versions answered.
+
+    Attributes:
+        questions: shared normalised questions.
+        answers_baseline, answers_candidate: answers to them per side.
+        delta: weighted mean of the per-question differences (candidate − baseline).
+        ci_low, ci_high: its normal interval.
+    """
+
+    questions: int
+    answers_baseline: int
+    answers_candidate: int
+    delta: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def excludes_zero(self) -> bool:
+        """Whether the interval lies wholly above or wholly below zero."""
+        return self.ci_low > 0.0 or self.ci_high < 0.0
+
+
 class DriftResult(_Frozen):
     """The statistics and the verdict of one comparison (:mod:`stef.monitor.drift`).
 
@@ -234,6 +420,13 @@ class DriftResult(_Frozen):
         psi: population stability index over :data:`SCORE_BIN_EDGES`.
         baseline_histogram, candidate_histogram: score counts per 10-point bin.
         verdict_test, filter_status_test: chi-square tests of the categories.
+        error_rate_baseline, error_rate_candidate: estimated share of wrong answers per side
+            (``None`` without ``p_correct``, or with fewer than two scored answers).
+        error_rate: the delta of the estimated share of wrong answers (candidate − baseline) with
+            its interval: the deciding statistic.
+        error_rate_with_unscored: the same counting unscored answers as wrong.
+        category_shifts: share of answers per suspected error category, FDR-tested.
+        paired: the paired difference on shared questions (``None`` when too few).
         thresholds: the thresholds applied.
     """
 
@@ -256,6 +449,12 @@ class DriftResult(_Frozen):
     candidate_histogram: tuple[int, ...] = ()
     verdict_test: CategoryTest | None = None
     filter_status_test: CategoryTest | None = None
+    error_rate_baseline: ErrorRate | None = None
+    error_rate_candidate: ErrorRate | None = None
+    error_rate: Delta | None = None
+    error_rate_with_unscored: Delta | None = None
+    category_shifts: tuple[CategoryShift, ...] = ()
+    paired: PairedDelta | None = None
     thresholds: DriftThresholds = DriftThresholds()
 
     def summary(self) -> dict[str, Any]:
@@ -267,8 +466,14 @@ class DriftResult(_Frozen):
         ``p90_delta_ci``, ``coverage_baseline``, ``coverage_candidate``, ``coverage_delta``,
         ``coverage_delta_ci``, ``ks_statistic``, ``ks_pvalue``, ``wasserstein``,
         ``wasserstein_norm``, ``psi``, ``verdict_chi2_pvalue``, ``verdict_cramers_v``,
-        ``filter_status_chi2_pvalue``, ``filter_status_cramers_v``, ``reasons``. Missing values
-        (and non-finite ones) are ``None``.
+        ``filter_status_chi2_pvalue``, ``filter_status_cramers_v``, ``reasons``; the estimated
+        share of wrong answers (fractions in [0, 1]): ``error_rate_baseline``,
+        ``error_rate_baseline_ci``, ``error_rate_candidate``, ``error_rate_candidate_ci``,
+        ``error_rate_delta``, ``error_rate_delta_ci``, the same with unscored answers counted as
+        wrong (``error_rate_with_unscored_baseline`` …, ``error_rate_with_unscored_delta_ci``),
+        ``error_rate_method``; ``category_shifts`` (list of :class:`CategoryShift` dicts);
+        ``paired_questions``, ``paired_error_rate_delta``, ``paired_error_rate_delta_ci``.
+        Missing values (and non-finite ones) are ``None``.
         """
         row: dict[str, Any] = {
             "verdict": self.verdict.value,
@@ -293,8 +498,34 @@ class DriftResult(_Frozen):
             verdict_cramers_v=_finite(self.verdict_test.cramers_v) if self.verdict_test else None,
             filter_status_chi2_pvalue=_finite(self.filter_status_test.pvalue) if self.filter_status_test else None,
             filter_status_cramers_v=_finite(self.filter_status_test.cramers_v) if self.filter_status_test else None,
-            reasons=list(self.reasons),
         )
+        for side, rate in (("baseline", self.error_rate_baseline), ("candidate", self.error_rate_candidate)):
+            row[f"error_rate_{side}"] = _finite(rate.estimate) if rate else None
+            row[f"error_rate_{side}_ci"] = [_finite(rate.ci_low), _finite(rate.ci_high)] if rate else None
+        row["error_rate_delta"] = _finite(self.error_rate.delta) if self.error_rate else None
+        row["error_rate_delta_ci"] = (
+            [_finite(self.error_rate.ci_low), _finite(self.error_rate.ci_high)] if self.error_rate else None
+        )
+        for side, rate in (("baseline", self.error_rate_baseline), ("candidate", self.error_rate_candidate)):
+            row[f"error_rate_with_unscored_{side}"] = _finite(rate.with_unscored) if rate else None
+            row[f"error_rate_with_unscored_{side}_ci"] = (
+                [_finite(rate.with_unscored_ci_low), _finite(rate.with_unscored_ci_high)] if rate else None
+            )
+        unscored = self.error_rate_with_unscored
+        row["error_rate_with_unscored_delta"] = _finite(unscored.delta) if unscored else None
+        row["error_rate_with_unscored_delta_ci"] = (
+            [_finite(unscored.ci_low), _finite(unscored.ci_high)] if unscored else None
+        )
+        rate = self.error_rate_candidate or self.error_rate_baseline
+        row["error_rate_method"] = rate.method if rate else None
+        row["category_shifts"] = [shift.model_dump() for shift in self.category_shifts]
+        row["paired_questions"] = self.paired.questions if self.paired else None
+        row["paired_error_rate_delta"] = _finite(self.paired.delta) if self.paired else None
+        row["paired_error_rate_delta_ci"] = (
+            [_finite(self.paired.ci_low), _finite(self.paired.ci_high)] if self.paired else None
+        )
+        row["min_samples"] = self.thresholds.min_samples
+        row["reasons"] = list(self.reasons)
         return row
 
 
@@ -332,9 +563,12 @@ class DriftCheck:
     result: DriftResult
 
     def summary(self) -> dict[str, Any]:
-        """Flat JSON-ready dict: the plan (agent, kind, versions, windows as ``YYYY-MM-DD``) + :meth:`DriftResult.summary`."""
+        """Flat JSON-ready dict: the plan (agent, kind, versions, windows as ``YYYY-MM-DD``), :meth:`DriftResult.summary`
+        and ``sentence``, the check in one sentence (:func:`stef.monitor.sentence.drift_sentence`)."""
+        from stef.monitor.sentence import drift_sentence
+
         plan = self.plan
-        return {
+        out = {
             "agent_id": plan.agent_id,
             "kind": plan.kind.value,
             "baseline_version": plan.baseline_version,
@@ -344,10 +578,14 @@ class DriftCheck:
             "evaluator_version": plan.evaluator_version,
             **self.result.summary(),
         }
+        out["sentence"] = drift_sentence(out)
+        return out
 
     def row(self, source: str) -> dict[str, Any]:
-        """The ``drift_checks`` row (:func:`warehouse.monitoring.store_drift_checks`); ``statistics`` holds the full result."""
+        """The ``drift_checks`` row (:func:`warehouse.monitoring.store_drift_checks`); ``statistics`` holds the
+        full result, the error-rate columns of migration 0007 and ``sentence`` repeat :meth:`summary`'s."""
         plan = self.plan
+        summary = self.summary()
         return {
             "agent_id": plan.agent_id,
             "kind": plan.kind.value,
@@ -362,8 +600,21 @@ class DriftCheck:
             "n_candidate": self.result.n_candidate,
             "verdict": self.result.verdict.value,
             "direction": self.result.direction.value if self.result.direction else None,
-            "statistics": _json_safe({"summary": self.summary(), "result": self.result.model_dump(mode="json")}),
+            "statistics": _json_safe({"summary": summary, "result": self.result.model_dump(mode="json")}),
             "source": source,
+            **{
+                name: _json_safe(summary[name])
+                for name in (
+                    "error_rate_baseline",
+                    "error_rate_baseline_ci",
+                    "error_rate_candidate",
+                    "error_rate_candidate_ci",
+                    "error_rate_delta",
+                    "error_rate_delta_ci",
+                    "category_shifts",
+                    "sentence",
+                )
+            },
         }
 
 

@@ -50,7 +50,7 @@ def test_reads_of_versions_days_and_samples(rollout: Path) -> None:
         rows = read_drift_sample_rows(c, "bird", "v2.0", day(3), day(4), EVALUATOR_VERSION)
         assert len(rows) == 82
         assert sum(1 for status, *_ in rows if status == "parse_error") == 2
-        assert rows[0][1:] in {
+        assert rows[0][1:4] in {
             (60.0, "POTENTIALLY_INCORRECT", "NOT_APPLIED"),
             (80.0, "POTENTIALLY_INCORRECT", "NOT_APPLIED"),
         }

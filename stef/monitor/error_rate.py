@@ -1,0 +1,431 @@
+"""The estimated share of wrong answers of an agent version, corrected for label shift (issue 16).
+
+The judge gives every scored answer a calibrated ``p_correct``. Its plain mean is a poor estimate of
+the share of correct answers when that share differs from the one the calibrator was trained at
+(about one half): a calibrated probability is pulled toward the training base rate, so a version
+with 35 % wrong answers and one with 50 % look closer than they are. STEF therefore estimates the
+share of wrong answers by *probabilistic adjusted classify-and-count* (Bella et al., "Quantification
+via probability estimators", ICDM 2010), the soft form of the Rogan–Gladen correction:
+
+    π̂ = (a − m) / (a − b)
+
+with ``m`` the mean ``p_correct`` of the version's scored answers, ``a`` the judge's mean p over
+correct answers (soft specificity) and ``b`` its mean p over wrong answers (one minus the soft
+sensitivity). ``a`` and ``b`` are the judge's *operating characteristics*
+(:class:`stef.monitor.models.OperatingPoint`); they do not depend on the share of wrong answers,
+so the estimate stays unbiased when that share moves. The shipped values come from the grouped
+cross-validation predictions of each calibrator (``metadata.quantification`` of
+``stef/pipeline/judge/calibrators/*.json``); reviewer labels of an app can replace them
+(:func:`operating_point_from_labels`).
+
+The estimate is linear in the answers: each scored answer contributes its *estimated wrongness*
+``w = (a − p) / (a − b)`` (an answer judged by a calibrator of its own, or by an LLM with no
+measured characteristics, uses its own ``a``, ``b``; an uncorrected answer has ``w = 1 − p``), and
+π̂ is the mean of ``w``. Intervals are normal (delta method): the sampling variance of the mean of
+``w`` plus the uncertainty of ``a`` and ``b`` (their standard errors, which include how far they
+moved between the two development benchmarks). A second figure counts the answers that got no
+score (parse errors, non-SELECT statements) as wrong.
+
+Also here: the share of answers with each suspected error category in two samples, tested with
+Fisher's exact test and Benjamini–Hochberg control of the false discovery rate, and the paired
+difference of the estimated wrongness on the questions both versions answered.
+
+Pure: numpy and scipy (imported when needed); the shipped operating points are read from the
+calibrator artifacts.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+
+from stef.monitor.models import (
+    UNCORRECTED,
+    CategoryShift,
+    Delta,
+    DriftError,
+    ErrorRate,
+    OperatingPoint,
+    PairedDelta,
+)
+
+CALIBRATION_ARTIFACTS: Mapping[str, str] = {
+    "symbolic": "symbolic-v2.json",
+    "schema": "schema-v1.json",
+    "observed": "observed-v1.json",
+    "schema-observed": "schema-observed-v1.json",
+}
+"""Calibration key of an evaluation (what the symbolic judge checked it against) -> shipped calibrator artifact."""
+
+
+def calibration_key(judge: str | None, schema_checked: bool, observed_checked: bool) -> str | None:
+    """Which shipped calibrator gave an evaluation its ``p_correct`` (a key of :data:`CALIBRATION_ARTIFACTS`).
+
+    The symbolic judge picks its calibrator by what the record was checked against
+    (:meth:`stef.pipeline.judge.symbolic.SymbolicJudge.calibrator_for`); any other judge (an LLM)
+    has no shipped operating characteristics: ``None``.
+
+    >>> calibration_key("symbolic", True, False), calibration_key("gpt-4o-mini", False, False)
+    ('schema', None)
+    """
+    if judge != "symbolic":
+        return None
+    if schema_checked:
+        return "schema-observed" if observed_checked else "schema"
+    return "observed" if observed_checked else "symbolic"
+
+
+@lru_cache(maxsize=1)
+def shipped_operating_points() -> dict[str, OperatingPoint]:
+    """The operating point of every shipped calibrator, by calibration key (:data:`CALIBRATION_ARTIFACTS`).
+
+    ``a`` and ``b`` are the pooled cross-validation means; their standard error combines the
+    sampling error and the spread between the development datasets (``sqrt(se² + transfer_sd²)``).
+
+    Raises:
+        DriftError: an artifact lacks ``metadata.quantification`` (retrain with ``scripts/train_calibrator.py``).
+    """
+    from stef.pipeline.judge.calibrate import load_calibrator
+
+    points: dict[str, OperatingPoint] = {}
+    for key, artifact in CALIBRATION_ARTIFACTS.items():
+        calibrator = load_calibrator(artifact)
+        figures = calibrator.metadata.get("quantification")
+        if not isinstance(figures, Mapping):
+            raise DriftError(f"calibrator {artifact} has no quantification figures; retrain it")
+        points[key] = OperatingPoint(
+            name=calibrator.version,
+            mean_p_correct=float(figures["mean_p_correct"]),
+            mean_p_incorrect=float(figures["mean_p_incorrect"]),
+            se_p_correct=math.hypot(float(figures["se_p_correct"]), float(figures["transfer_sd_p_correct"])),
+            se_p_incorrect=math.hypot(float(figures["se_p_incorrect"]), float(figures["transfer_sd_p_incorrect"])),
+            source=f"grouped cross-validation of {calibrator.version} "
+            f"({figures['rows_correct']} correct, {figures['rows_incorrect']} wrong answers)",
+        )
+    return points
+
+
+def operating_point_from_labels(p_correct: Sequence[float], labels: Sequence[bool], name: str) -> OperatingPoint:
+    """The judge's operating point measured on reviewed answers (``labels``: True = correct).
+
+    Plugs reviewer labels into the estimator: the mean p of the answers reviewers found correct
+    and of those they found wrong, with their sampling standard errors.
+
+    Raises:
+        DriftError: fewer than two labelled answers on a side, or no separation (``a ≤ b``).
+
+    >>> point = operating_point_from_labels([0.9, 0.7, 0.3, 0.1], [True, True, False, False], "reviewed")
+    >>> point.mean_p_correct, point.mean_p_incorrect
+    (0.8, 0.2)
+    """
+    import numpy as np
+
+    p = np.asarray(p_correct, dtype=float)
+    y = np.asarray(labels, dtype=bool)
+    if p.shape != y.shape:
+        raise DriftError(f"{p.size} probabilities but {y.size} labels")
+    correct, wrong = p[y], p[~y]
+    if correct.size < 2 or wrong.size < 2:
+        raise DriftError(f"an operating point needs two labelled answers per side, got {correct.size} and {wrong.size}")
+    return OperatingPoint(
+        name=name,
+        mean_p_correct=round(float(correct.mean()), 12),
+        mean_p_incorrect=round(float(wrong.mean()), 12),
+        se_p_correct=float(correct.std(ddof=1) / math.sqrt(correct.size)),
+        se_p_incorrect=float(wrong.std(ddof=1) / math.sqrt(wrong.size)),
+        source=f"reviewer labels ({correct.size} correct, {wrong.size} wrong answers)",
+    )
+
+
+def normal_quantile(level: float) -> float:
+    """The two-sided normal quantile of a ``level`` interval (1.96 for 0.95).
+
+    >>> round(normal_quantile(0.95), 2)
+    1.96
+    """
+    from scipy.stats import norm
+
+    return float(norm.ppf(0.5 + level / 2.0))
+
+
+class _Side:
+    """One sample's pieces of π̂: per operating point its count and mean p, and the wrongness of every answer."""
+
+    def __init__(self, p_correct: Sequence[float], points: Sequence[OperatingPoint]) -> None:
+        import numpy as np
+
+        if len(p_correct) != len(points):
+            raise DriftError(f"{len(p_correct)} probabilities but {len(points)} operating points")
+        self.n = len(p_correct)
+        groups: dict[OperatingPoint, list[float]] = defaultdict(list)
+        for p, point in zip(p_correct, points, strict=True):
+            if not (math.isfinite(p) and 0.0 <= p <= 1.0):
+                raise DriftError(f"p_correct {p!r} is not a probability")
+            groups[point].append(p)
+        self.groups = {point: (len(ps), float(np.mean(ps))) for point, ps in groups.items()}
+        self.wrongness = np.asarray([point.wrongness(p) for p, point in zip(p_correct, points, strict=True)])
+
+    @property
+    def estimate(self) -> float:
+        return float(self.wrongness.mean()) if self.n else math.nan
+
+    @property
+    def sampling_variance(self) -> float:
+        return float(self.wrongness.var(ddof=1) / self.n) if self.n > 1 else math.inf
+
+    def gradient(self) -> dict[tuple[OperatingPoint, str], float]:
+        """∂π̂/∂a and ∂π̂/∂b of every operating point used (share × derivative of its group's estimate)."""
+        out: dict[tuple[OperatingPoint, str], float] = {}
+        for point, (count, mean_p) in self.groups.items():
+            share = count / self.n
+            a, b = point.mean_p_correct, point.mean_p_incorrect
+            out[(point, "a")] = share * (mean_p - b) / (a - b) ** 2
+            out[(point, "b")] = share * (a - mean_p) / (a - b) ** 2
+        return out
+
+
+def _parameter_variance(gradient: Mapping[tuple[OperatingPoint, str], float]) -> float:
+    total = 0.0
+    for (point, which), value in gradient.items():
+        se = point.se_p_correct if which == "a" else point.se_p_incorrect
+        total += (value * se) ** 2
+    return total
+
+
+def _method(points: Sequence[OperatingPoint]) -> str:
+    names = sorted({point.name for point in points})
+    corrected = [name for name in names if name != UNCORRECTED.name]
+    if not corrected:
+        return "uncorrected mean of 1 − p_correct (no operating characteristics for this judge)"
+    text = "probabilistic adjusted classify-and-count with " + ", ".join(corrected)
+    return text + (" (part uncorrected)" if len(corrected) < len(names) else "")
+
+
+def estimate_error_rate(
+    p_correct: Sequence[float],
+    points: Sequence[OperatingPoint],
+    records: int,
+    confidence_level: float = 0.95,
+) -> ErrorRate | None:
+    """Estimated share of wrong answers of one sample, with its interval (module docstring).
+
+    Args:
+        p_correct: ``p_correct`` of every scored answer, each in [0, 1].
+        points: the operating point of each answer's judge (same length).
+        records: every answer of the sample, scored or not (≥ ``len(p_correct)``); the unscored
+            ones count as wrong in :attr:`ErrorRate.with_unscored`.
+        confidence_level: level of the normal intervals.
+
+    Returns:
+        An :class:`stef.monitor.models.ErrorRate` (shares in [0, 1]), or ``None`` with fewer than two scored answers.
+
+    Raises:
+        DriftError: lengths differ, a p outside [0, 1], or fewer records than scored answers.
+
+    >>> from stef.monitor.models import OperatingPoint
+    >>> point = OperatingPoint(name="judge", mean_p_correct=0.6, mean_p_incorrect=0.4)
+    >>> rate = estimate_error_rate([0.6, 0.6, 0.4, 0.6], [point] * 4, records=5)
+    >>> rate.estimate, round(rate.with_unscored, 12)  # w = 0, 0, 1, 0; with the unscored answer: (1 + 1) / 5
+    (0.25, 0.4)
+    """
+    if records < len(p_correct):
+        raise DriftError(f"{len(p_correct)} scored answers but only {records} records")
+    if len(p_correct) < 2:
+        return None
+    side = _Side(p_correct, points)
+    z = normal_quantile(confidence_level)
+    raw = side.estimate
+    se = math.sqrt(side.sampling_variance + _parameter_variance(side.gradient()))
+    scored_share = side.n / records
+    with_unscored = scored_share * raw + (1.0 - scored_share)
+    return ErrorRate(
+        estimate=_clip(raw),
+        raw_estimate=raw,
+        ci_low=_clip(raw - z * se),
+        ci_high=_clip(raw + z * se),
+        standard_error=se,
+        n=side.n,
+        records=records,
+        with_unscored=_clip(with_unscored),
+        with_unscored_ci_low=_clip(with_unscored - z * scored_share * se),
+        with_unscored_ci_high=_clip(with_unscored + z * scored_share * se),
+        method=_method(points),
+    )
+
+
+def with_unscored_delta(baseline: ErrorRate, candidate: ErrorRate, confidence_level: float = 0.95) -> Delta:
+    """Candidate − baseline share of wrong answers counting unscored answers as wrong (the second figure).
+
+    Each side is ``s · π̂ + (1 − s)`` with ``s`` its scored share; the interval combines the two
+    sides' standard errors scaled by ``s`` (the coverage itself is taken as known).
+    """
+    share_b, share_c = baseline.n / baseline.records, candidate.n / candidate.records
+    b_value = share_b * baseline.raw_estimate + (1.0 - share_b)
+    c_value = share_c * candidate.raw_estimate + (1.0 - share_c)
+    se = math.hypot(share_b * baseline.standard_error, share_c * candidate.standard_error)
+    half = normal_quantile(confidence_level) * se
+    change = c_value - b_value
+    return Delta(baseline=b_value, candidate=c_value, delta=change, ci_low=change - half, ci_high=change + half)
+
+
+def error_rate_delta(
+    baseline: tuple[Sequence[float], Sequence[OperatingPoint]],
+    candidate: tuple[Sequence[float], Sequence[OperatingPoint]],
+    confidence_level: float = 0.95,
+) -> Delta | None:
+    """Candidate − baseline estimated share of wrong answers, with a normal interval.
+
+    The two samples' sampling variances add; an operating point both use contributes the
+    difference of its gradients (its error moves both estimates the same way, so it largely cancels).
+
+    Args:
+        baseline: ``(p_correct, operating points)`` of the baseline's scored answers.
+        candidate: the same for the candidate.
+        confidence_level: level of the interval.
+
+    Returns:
+        A :class:`stef.monitor.models.Delta` of unclipped estimates, or ``None`` when a side has fewer than two answers.
+
+    >>> from stef.monitor.models import OperatingPoint
+    >>> point = OperatingPoint(name="judge", mean_p_correct=0.6, mean_p_incorrect=0.4)
+    >>> delta = error_rate_delta(([0.6] * 60 + [0.4] * 40, [point] * 100), ([0.6] * 40 + [0.4] * 60, [point] * 100))
+    >>> round(delta.delta, 3), delta.excludes_zero
+    (0.2, True)
+    """
+    if len(baseline[0]) < 2 or len(candidate[0]) < 2:
+        return None
+    b, c = _Side(*baseline), _Side(*candidate)
+    gradient: dict[tuple[OperatingPoint, str], float] = dict(c.gradient())
+    for key, value in b.gradient().items():
+        gradient[key] = gradient.get(key, 0.0) - value
+    se = math.sqrt(b.sampling_variance + c.sampling_variance + _parameter_variance(gradient))
+    z = normal_quantile(confidence_level)
+    delta = c.estimate - b.estimate
+    return Delta(
+        baseline=b.estimate, candidate=c.estimate, delta=delta, ci_low=delta - z * se, ci_high=delta + z * se
+    )
+
+
+def _clip(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def category_shifts(
+    baseline: Sequence[frozenset[str]],
+    candidate: Sequence[frozenset[str]],
+    false_discovery_rate: float = 0.05,
+) -> tuple[CategoryShift, ...]:
+    """Share of scored answers with each suspected error category, baseline vs candidate.
+
+    Every category that occurs on either side is tested with Fisher's exact test (two-sided,
+    ``scipy.stats.fisher_exact``) on its 2 × 2 table (answers with / without it, per side); the
+    p-values are adjusted by Benjamini–Hochberg (``scipy.stats.false_discovery_control``) and a
+    shift is ``significant`` when its adjusted value is at most ``false_discovery_rate``.
+
+    Args:
+        baseline: per scored baseline answer, the set of its suspected error categories.
+        candidate: the same for the candidate.
+        false_discovery_rate: FDR level.
+
+    Returns:
+        One :class:`stef.monitor.models.CategoryShift` per category, largest candidate − baseline share difference
+        first; empty when a side has no answers.
+
+    >>> shifts = category_shifts([frozenset()] * 90 + [frozenset({"Condition-Related Errors"})] * 10,
+    ...                          [frozenset()] * 70 + [frozenset({"Condition-Related Errors"})] * 30)
+    >>> s = shifts[0]; s.category, s.baseline_share, s.candidate_share, s.significant
+    ('Condition-Related Errors', 0.1, 0.3, True)
+    """
+    if not baseline or not candidate:
+        return ()
+    import numpy as np
+    from scipy.stats import false_discovery_control, fisher_exact
+
+    categories = sorted(set().union(*baseline, *candidate))
+    if not categories:
+        return ()
+    nb, nc = len(baseline), len(candidate)
+    counts = [(sum(1 for s in baseline if k in s), sum(1 for s in candidate if k in s)) for k in categories]
+    pvalues = [float(fisher_exact([[kb, nb - kb], [kc, nc - kc]]).pvalue) for kb, kc in counts]
+    adjusted = np.atleast_1d(false_discovery_control(pvalues, method="bh"))
+    shifts = [
+        CategoryShift(
+            category=category,
+            baseline_count=kb,
+            candidate_count=kc,
+            baseline_share=kb / nb,
+            candidate_share=kc / nc,
+            pvalue=p,
+            qvalue=float(q),
+            significant=bool(q <= false_discovery_rate),
+        )
+        for category, (kb, kc), p, q in zip(categories, counts, pvalues, adjusted, strict=True)
+    ]
+    return tuple(sorted(shifts, key=lambda s: (-(s.candidate_share - s.baseline_share), s.category)))
+
+
+def question_key(question: str) -> str:
+    """A question normalised for pairing: Unicode NFKC, case-folded, runs of whitespace as one space,
+    without surrounding spaces and final ``?``/``.``/``!``.
+
+    >>> question_key("  How many   Singers are there? ") == question_key("how many singers are there")
+    True
+    """
+    text = " ".join(unicodedata.normalize("NFKC", question).casefold().split())
+    return text.rstrip("?.! ").strip()
+
+
+def paired_delta(
+    baseline: Sequence[tuple[str, float]],
+    candidate: Sequence[tuple[str, float]],
+    min_questions: int = 30,
+    confidence_level: float = 0.95,
+) -> PairedDelta | None:
+    """Paired difference of the estimated wrongness on the questions both samples answered.
+
+    For each shared question ``q`` (by :func:`question_key`), ``d_q`` is the candidate's mean
+    wrongness on ``q`` minus the baseline's; the paired delta is their mean weighted by the
+    harmonic mean of the two answer counts, with a normal interval from the spread of ``d_q``
+    across questions (questions are the independent units).
+
+    Args:
+        baseline: ``(question key, wrongness)`` per scored baseline answer.
+        candidate: the same for the candidate.
+        min_questions: fewer shared questions give ``None``.
+        confidence_level: level of the interval.
+
+    Returns:
+        A :class:`stef.monitor.models.PairedDelta`, or ``None``.
+
+    >>> base = [(f"q{i}", 0.0) for i in range(40)]
+    >>> cand = [(f"q{i}", 1.0 if i % 4 == 0 else 0.0) for i in range(40)]
+    >>> paired = paired_delta(base, cand)
+    >>> paired.questions, paired.delta
+    (40, 0.25)
+    """
+    import numpy as np
+
+    sides: list[dict[str, list[float]]] = [defaultdict(list), defaultdict(list)]
+    for side, answers in zip(sides, (baseline, candidate), strict=True):
+        for key, wrongness in answers:
+            side[key].append(wrongness)
+    shared = sorted(set(sides[0]) & set(sides[1]))
+    if len(shared) < max(2, min_questions):
+        return None
+    diffs = np.asarray([np.mean(sides[1][q]) - np.mean(sides[0][q]) for q in shared])
+    weights = np.asarray([2.0 / (1.0 / len(sides[0][q]) + 1.0 / len(sides[1][q])) for q in shared])
+    delta = float(np.sum(weights * diffs) / np.sum(weights))
+    count = len(shared)
+    variance = float(np.sum(weights**2 * (diffs - delta) ** 2) / np.sum(weights) ** 2 * count / (count - 1))
+    half = normal_quantile(confidence_level) * math.sqrt(variance)
+    return PairedDelta(
+        questions=count,
+        answers_baseline=sum(len(sides[0][q]) for q in shared),
+        answers_candidate=sum(len(sides[1][q]) for q in shared),
+        delta=delta,
+        ci_low=delta - half,
+        ci_high=delta + half,
+    )
