@@ -16,12 +16,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.display import shorten
-from stef.monitor.alerts import drift_event, drift_markdown
+from stef.monitor.alerts import drift_event, drift_markdown, is_new_worse_drift
 from stef.monitor.drift import thresholds_from_env
-from stef.monitor.formatting import fmt
-from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftDirection, DriftThresholds, DriftVerdict
+from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds
 from tasks._runtime import io_task, run_logger
-from tasks.drift_checks import nightly_plans, run_check
+from tasks.drift_checks import nightly_plans, refresh_checks, run_check
 from warehouse import connect
 from warehouse.monitoring import store_drift_checks
 
@@ -37,7 +36,8 @@ def check_drift(
     thresholds: DriftThresholds | None = None,
     window_days: int = DEFAULT_WINDOW_DAYS,
 ) -> list[dict[str, Any]]:
-    """Run and store the night's checks (:func:`tasks.drift_checks.nightly_plans`) in one transaction.
+    """Run and store the night's checks (:func:`tasks.drift_checks.nightly_plans`) and recompute the
+    stored checks the day made stale (:func:`tasks.drift_checks.refresh_checks`), in one transaction.
 
     Args:
         warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
@@ -47,7 +47,9 @@ def check_drift(
         window_days: window length.
 
     Returns:
-        One :meth:`stef.monitor.models.DriftCheck.summary` per check.
+        One :meth:`stef.monitor.models.DriftCheck.summary` per check: the night's, then the
+        recomputed ones (with ``recomputed: True``, ``source`` and ``previous_verdict`` /
+        ``previous_direction``, ``None`` for a check planned for the first time).
 
     Raises:
         DriftError: invalid thresholds in the environment.
@@ -60,12 +62,22 @@ def check_drift(
         checks = [
             run_check(conn, plan, limits) for plan in nightly_plans(conn, log_date, evaluator_version, window_days)
         ]
-        store_drift_checks(conn, [check.row("nightly") for check in checks])
+        refreshed, later = refresh_checks(conn, log_date, evaluator_version, limits, window_days)
+        store_drift_checks(
+            conn,
+            [check.row("nightly") for check in checks] + [check.row(source) for check, source, _, _ in refreshed],
+            replace_nightly=[log_date, *later],
+            evaluator_version=evaluator_version,
+        )
     finally:
         conn.close()
     logger = run_logger()
-    for check in checks:
+    summaries = [check.summary() for check in checks]
+    for check, source, verdict, direction in refreshed:
         summary = check.summary()
+        summary.update(recomputed=True, source=source, previous_verdict=verdict, previous_direction=direction)
+        summaries.append(summary)
+    for summary in summaries:
         logger.info(  # names shortened on one line: a log line shows data, it never forges another line
             "drift %s %s %s -> %s: %s%s (n %d / %d)",
             shorten(summary["agent_id"]),
@@ -77,12 +89,13 @@ def check_drift(
             summary["n_baseline"],
             summary["n_candidate"],
         )
-    return [check.summary() for check in checks]
+    return summaries
 
 
 @task(name="publish-drift", cache_policy=NO_CACHE, persist_result=False)
 def publish_drift(checks: list[dict[str, Any]], log_date: date) -> list[str]:
-    """Markdown artifact of the night's checks; one ``stef.drift.detected`` event per worse drift.
+    """Markdown artifact of the night's checks (and of those recomputed); one ``stef.drift.detected``
+    event per worse drift (a recomputed check only when it was not worse before: :func:`stef.monitor.alerts.is_new_worse_drift`).
 
     Attach a Prefect automation (trigger: event ``stef.drift.detected``) to notify people.
 
@@ -100,15 +113,9 @@ def publish_drift(checks: list[dict[str, Any]], log_date: date) -> list[str]:
     create_markdown_artifact(markdown=drift_markdown(checks, title), key=DRIFT_ARTIFACT_KEY, description=title)
     emitted: list[str] = []
     for check in checks:
-        if check["verdict"] == DriftVerdict.DRIFT.value and check["direction"] == DriftDirection.WORSE.value:
+        if is_new_worse_drift(check):
             event = emit_event(**drift_event(check))
-            run_logger().warning(
-                "drift for the worse: %s %s -> %s (mean Δ %s)",
-                shorten(check["agent_id"]),
-                shorten(check["baseline_version"]),
-                shorten(check["candidate_version"]),
-                fmt(check.get("mean_delta")),
-            )
+            run_logger().warning("drift for the worse: %s", shorten(check["sentence"], 400))
             if event is not None:
                 emitted.append(str(event.id))
     return emitted

@@ -7,10 +7,13 @@ no Prefect run needed, so ``stef drift`` starts no Prefect API. The nightly task
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import date
+import json
+from collections.abc import Mapping, Sequence
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from stef.display import shorten
 from stef.monitor.drift import compare
@@ -28,13 +31,18 @@ from stef.monitor.windows import order_versions, previous_window, trailing_windo
 from warehouse import WarehouseError, connect, resolve_path
 from warehouse.monitoring import (
     agents_on_day,
+    done_days,
     known_agents,
     last_day,
     latest_evaluator_version,
+    read_drift_checks_covering,
     read_drift_sample_rows,
     store_drift_checks,
     version_first_days,
 )
+
+DriftRefresh = tuple[DriftCheck, str, "str | None", "str | None"]
+"""A recomputed check: ``(check, source, previous verdict, previous direction)`` (previous ``None`` when new)."""
 
 
 def _window(
@@ -229,6 +237,83 @@ def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = N
         thresholds,
     )
     return DriftCheck(plan, result)
+
+
+def plan_from_row(row: Mapping[str, Any]) -> DriftPlan:
+    """The :class:`stef.monitor.models.DriftPlan` of a stored ``drift_checks`` row (windows of old rows default to the candidate's)."""
+    window = (row["window_start"], row["window_end"])
+    baseline_window = (row["baseline_window_start"] or window[0], row["baseline_window_end"] or window[1])
+    return DriftPlan(
+        str(row["agent_id"]),
+        DriftKind(row["kind"] or DriftKind.VERSION.value),
+        str(row["baseline_version"]),
+        str(row["candidate_version"]),
+        baseline_window,
+        window,
+        str(row["evaluator_version"]),
+    )
+
+
+def _stored_thresholds(row: Mapping[str, Any], default: DriftThresholds) -> DriftThresholds:
+    """The thresholds a stored check ran with (its ``statistics`` JSON), else ``default``."""
+    try:
+        stored = json.loads(row["statistics"] or "{}").get("result", {}).get("thresholds")
+        return DriftThresholds.model_validate(stored) if isinstance(stored, dict) else default
+    except (ValueError, ValidationError):
+        return default
+
+
+def refresh_checks(
+    conn: Any,
+    log_date: date,
+    evaluator_version: str,
+    thresholds: DriftThresholds | None = None,
+    window_days: int = DEFAULT_WINDOW_DAYS,
+) -> tuple[list[DriftRefresh], list[date]]:
+    """Recompute every drift check that storing ``log_date`` made stale (issue 16: never stale).
+
+    Two kinds: (1) the nightly checks of every later stored day whose windows can contain
+    ``log_date`` (``log_date + 1 … log_date + 2 · window_days − 1``: the candidate window and the
+    temporal check's previous window) are planned again (a day stored late can add a version to
+    compare); (2) every other stored check (``stef drift`` ones included) whose candidate or
+    baseline window contains ``log_date`` is rerun with its own plan and thresholds. A backfill in
+    any order, or a ``--force`` rerun, so leaves every stored check computed on the data as stored now.
+
+    Args:
+        conn: a read-write warehouse connection.
+        log_date: the day just stored.
+        evaluator_version: its evaluator version.
+        thresholds: thresholds of the re-planned nightly checks (default :class:`DriftThresholds`).
+        window_days: window length of the nightly checks.
+
+    Returns:
+        ``(refreshed, nightly_days)``: the recomputed checks with their source and previous
+        verdict, and the later days whose nightly checks were planned again (their old nightly rows
+        are to be replaced: :func:`warehouse.monitoring.store_drift_checks` ``replace_nightly``).
+    """
+    limits = thresholds or DriftThresholds()
+    later = sorted(
+        done_days(conn, log_date + timedelta(days=1), log_date + timedelta(days=2 * window_days - 1), evaluator_version)
+    )
+    covering = read_drift_checks_covering(conn, log_date, evaluator_version)
+    previous = {(plan_from_row(row), str(row["source"] or "")): (row["verdict"], row["direction"]) for row in covering}
+    previous_by_plan = {plan: outcome for (plan, _), outcome in previous.items()}
+    refreshed: list[DriftRefresh] = []
+    for day in later:
+        for plan in nightly_plans(conn, day, evaluator_version, window_days):
+            before = previous_by_plan.get(plan, (None, None))
+            refreshed.append((run_check(conn, plan, limits), "nightly", before[0], before[1]))
+    replanned = set(later)
+    for row in covering:
+        source = str(row["source"] or "")
+        if source == "nightly" and row["window_end"] in replanned:
+            continue  # planned again above
+        if source == "nightly" and row["window_end"] == log_date:
+            continue  # the night's own checks, run by the caller
+        plan = plan_from_row(row)
+        check = run_check(conn, plan, _stored_thresholds(row, limits))
+        refreshed.append((check, source or "nightly", row["verdict"], row["direction"]))
+    return refreshed, later
 
 
 def run_drift_check(

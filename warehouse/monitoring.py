@@ -278,7 +278,13 @@ def _drift_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     return pa.Table.from_pydict(columns, schema=_DRIFT_SCHEMA)
 
 
-def store_drift_checks(conn: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[str, Any]]) -> int:
+def store_drift_checks(
+    conn: duckdb.DuckDBPyConnection,
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    replace_nightly: Sequence[date] = (),
+    evaluator_version: str | None = None,
+) -> int:
     """Store drift check results; a check with the same key replaces the earlier row (one transaction).
 
     The key is agent, kind, both versions, evaluator version and both windows, so rerunning a
@@ -287,24 +293,63 @@ def store_drift_checks(conn: duckdb.DuckDBPyConnection, rows: Sequence[Mapping[s
     Args:
         conn: a read-write warehouse connection.
         rows: mappings with the :data:`DRIFT_COLUMNS` keys (``checked_at`` defaults to now in
-            UTC, ``kind`` to ``version``, ``statistics`` may be a dict: it is stored as JSON).
+            UTC, ``kind`` to ``version``, ``statistics`` and ``category_shifts`` may be dicts or
+            lists: they are stored as JSON).
+        replace_nightly: days whose nightly checks (``source = 'nightly'``, window ending that day,
+            of ``evaluator_version``) are deleted first, in the same transaction: ``rows`` hold
+            their re-planned checks (a check planned earlier with other windows must not linger).
+        evaluator_version: the evaluator version of ``replace_nightly`` (required with it).
 
     Returns:
         The number of rows written.
 
     Raises:
-        WarehouseError: a row lacks a required key, or the write failed (rolled back).
+        WarehouseError: a row lacks a required key, ``replace_nightly`` without
+            ``evaluator_version``, or the write failed (rolled back).
     """
+    if replace_nightly and evaluator_version is None:
+        raise WarehouseError("replacing nightly drift checks needs their evaluator version")
     table = _drift_table(rows)
-    if table.num_rows == 0:
+    if table.num_rows == 0 and not replace_nightly:
         return 0
     with (
         transaction(conn, f"storing {table.num_rows} drift checks failed and was rolled back"),
         registered(conn, "_stef_drift", table),
     ):
+        if replace_nightly:
+            conn.execute(
+                "DELETE FROM drift_checks WHERE source = 'nightly' AND evaluator_version = $version "
+                "AND list_contains($days, window_end)",
+                {"version": evaluator_version, "days": sorted(set(replace_nightly))},
+            )
         conn.execute(f"DELETE FROM drift_checks AS d USING _stef_drift AS i WHERE {_SAME_CHECK}")
         conn.execute(f"INSERT INTO drift_checks BY NAME SELECT {', '.join(DRIFT_COLUMNS)} FROM _stef_drift")
     return int(table.num_rows)
+
+
+def read_drift_checks_covering(
+    conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str
+) -> list[dict[str, Any]]:
+    """Stored checks of ``evaluator_version`` whose candidate or baseline window contains ``log_date``.
+
+    These are the checks that storing (or restoring) that day makes stale.
+
+    Returns:
+        One dict per check with the :data:`DRIFT_COLUMNS` (``statistics`` as JSON text), by
+        ``window_end``, ``agent_id``, ``kind``, ``candidate_version``.
+    """
+    frame = conn.sql(
+        f"""
+        SELECT {", ".join(f"CAST({c} AS VARCHAR) AS {c}" if c in _JSON_COLUMNS else c for c in DRIFT_COLUMNS)}
+        FROM drift_checks
+        WHERE evaluator_version = $version
+          AND ($day BETWEEN window_start AND window_end
+               OR $day BETWEEN coalesce(baseline_window_start, window_start) AND coalesce(baseline_window_end, window_end))
+        ORDER BY window_end, agent_id, kind, candidate_version, checked_at
+        """,
+        params={"day": log_date, "version": evaluator_version},
+    ).pl()
+    return list(frame.to_dicts())
 
 
 def read_drift_checks(

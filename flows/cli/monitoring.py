@@ -45,8 +45,8 @@ def _num(value: Any, spec: str = "+.2f") -> str:
     return "–" if value is None else format(value, spec)
 
 
-def _ci(value: Any) -> str:
-    return "" if not value or value[0] is None else f"[{value[0]:+.2f}, {value[1]:+.2f}]"
+def _ci(value: Any, spec: str = ".2f") -> str:
+    return "" if not value or value[0] is None else f"[{value[0]:+{spec}}, {value[1]:+{spec}}]"
 
 
 def drift_tables(check: DriftCheck) -> list[Table]:
@@ -69,6 +69,7 @@ def drift_tables(check: DriftCheck) -> list[Table]:
     bw, cw = s["baseline_window"], s["candidate_window"]
     for name, value in (
         ("verdict", Text(verdict, style=style)),
+        ("in short", Text(one_line(s["sentence"]))),
         (
             "baseline",
             Text(
@@ -85,11 +86,33 @@ def drift_tables(check: DriftCheck) -> list[Table]:
         *(("reason", Text(one_line(reason))) for reason in s["reasons"]),
     ):
         head.add_row(name, value)
+    level = f"{check.result.thresholds.confidence_level:.0%}"
     stats = Table(
-        title="Statistics (candidate − baseline; 95 % bootstrap intervals)", title_justify="left", box=box.SIMPLE_HEAD
+        title=f"Statistics (candidate − baseline; {level} intervals: normal for the error rates, bootstrap for the rest)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
     )
     for column in ("statistic", "baseline", "candidate", "delta", "interval"):
         stats.add_column(column, justify="left" if column == "statistic" else "right", no_wrap=True)
+    for name, key in (
+        ("wrong answers (estimated)", "error_rate"),
+        ("wrong, unscored counted", "error_rate_with_unscored"),
+    ):
+        stats.add_row(
+            name,
+            _num(s[f"{key}_baseline"], ".3f"),
+            _num(s[f"{key}_candidate"], ".3f"),
+            _num(s[f"{key}_delta"], "+.3f"),
+            _ci(s[f"{key}_delta_ci"], ".3f"),
+        )
+    if s["paired_questions"] is not None:
+        stats.add_row(
+            f"paired ({s['paired_questions']} shared questions)",
+            "",
+            "",
+            _num(s["paired_error_rate_delta"], "+.3f"),
+            _ci(s["paired_error_rate_delta_ci"], ".3f"),
+        )
     for name, key, spec in (("mean Φ", "mean", ".2f"), ("P90 Φ", "p90", ".2f"), ("coverage", "coverage", ".3f")):
         stats.add_row(
             name,
@@ -108,7 +131,26 @@ def drift_tables(check: DriftCheck) -> list[Table]:
         ("χ² filter status p", s["filter_status_chi2_pvalue"], ".3g"),
     ):
         stats.add_row(name, "", "", _num(value, spec), "")
-    return [head, stats]
+    tables = [head, stats]
+    if s["category_shifts"]:
+        shifts = Table(
+            title="Suspected error categories (share of scored answers; Fisher's exact test, Benjamini–Hochberg q)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        for column in ("category", "baseline", "candidate", "p", "q", "significant"):
+            shifts.add_column(column, justify="left" if column == "category" else "right", no_wrap=True)
+        for shift in s["category_shifts"]:
+            shifts.add_row(
+                Text(shorten(shift["category"])),
+                f"{shift['baseline_share']:.1%}",
+                f"{shift['candidate_share']:.1%}",
+                f"{shift['pvalue']:.3g}",
+                f"{shift['qvalue']:.3g}",
+                "yes" if shift["significant"] else "no",
+            )
+        tables.append(shifts)
+    return tables
 
 
 def drift(
@@ -142,11 +184,26 @@ def drift(
     min_samples: Annotated[
         int, typer.Option("--min-samples", min=2, help="Scored records needed per side (fewer: insufficient_data).")
     ] = _DEFAULTS.min_samples,
+    error_rate_delta: Annotated[
+        float,
+        typer.Option(
+            "--error-rate-delta",
+            min=0.0,
+            max=1.0,
+            help="Smallest |delta of the estimated share of wrong answers| (share, 0.05 = 5 points) that counts as drift.",
+        ),
+    ] = _DEFAULTS.error_rate_delta,
     mean_delta: Annotated[
-        float, typer.Option("--mean-delta", min=0.0, help="Smallest |mean Φ delta| (points) that counts as drift.")
+        float,
+        typer.Option(
+            "--mean-delta",
+            min=0.0,
+            help="Smallest |mean Φ delta| (points) flagged as supporting evidence (decides only for evaluations without p_correct).",
+        ),
     ] = _DEFAULTS.mean_delta,
     p90_delta: Annotated[
-        float, typer.Option("--p90-delta", min=0.0, help="Smallest |P90 Φ delta| (points) that counts as drift.")
+        float,
+        typer.Option("--p90-delta", min=0.0, help="The same for the P90 Φ delta (points)."),
     ] = _DEFAULTS.p90_delta,
     coverage_delta: Annotated[
         float,
@@ -155,7 +212,7 @@ def drift(
         ),
     ] = _DEFAULTS.coverage_delta,
     confidence: Annotated[
-        float, typer.Option("--confidence", min=0.5, max=0.999, help="Level of the bootstrap intervals.")
+        float, typer.Option("--confidence", min=0.5, max=0.999, help="Level of the confidence intervals.")
     ] = _DEFAULTS.confidence_level,
     evaluator_version: Annotated[
         str | None,
@@ -169,13 +226,14 @@ def drift(
         bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")
     ] = False,
 ) -> None:
-    """Compare the score distribution of a candidate agent version with a baseline version.
+    """Compare the estimated share of wrong answers of a candidate agent version with a baseline version.
 
     Default: the newest version against the one before it, over the 7 days ending at the
-    candidate's newest day (the baseline's own last 7 days when it stopped earlier). Verdict
-    ``drift`` only when an effect (mean Δ, P90 Δ, coverage Δ) reaches its threshold and its
-    bootstrap interval excludes 0; ``insufficient_data`` below --min-samples. Exit code 0 whatever
-    the verdict; the check is stored in the warehouse's drift_checks table.
+    candidate's newest day (the baseline's own last 7 days when it stopped earlier). The share of
+    wrong answers is estimated from the judge's calibrated p_correct, corrected for the shift in
+    that share. Verdict ``drift`` only when its delta (or the coverage delta) reaches its threshold
+    and its 95 % interval excludes 0; ``insufficient_data`` below --min-samples. Exit code 0
+    whatever the verdict; the check is stored in the warehouse's drift_checks table.
     """
 
     with user_errors():
@@ -183,6 +241,7 @@ def drift(
 
         thresholds = DriftThresholds(
             min_samples=min_samples,
+            error_rate_delta=error_rate_delta,
             mean_delta=mean_delta,
             p90_delta=p90_delta,
             coverage_delta=coverage_delta,

@@ -17,7 +17,8 @@ def drift_event(check: Mapping[str, Any]) -> dict[str, Any]:
 
     The resource is the agent (``stef.agent.<agent_id>``, labelled with the candidate version and
     the kind); the related resources are both agent versions; the payload carries the verdict,
-    the direction, the versions, the windows and the deltas with their intervals.
+    the direction, the versions, the windows, the estimated shares of wrong answers and the deltas
+    with their intervals, the significant category shifts and the check's ``sentence``.
 
     >>> kwargs = drift_event({"agent_id": "bird-analyst", "kind": "version", "baseline_version": "v1", "candidate_version": "v2",
     ...     "verdict": "drift", "direction": "worse", "mean_delta": -3.0})
@@ -45,6 +46,17 @@ def drift_event(check: Mapping[str, Any]) -> dict[str, Any]:
         "direction",
         "n_baseline",
         "n_candidate",
+        "sentence",
+        "error_rate_baseline",
+        "error_rate_baseline_ci",
+        "error_rate_candidate",
+        "error_rate_candidate_ci",
+        "error_rate_delta",
+        "error_rate_delta_ci",
+        "error_rate_with_unscored_baseline",
+        "error_rate_with_unscored_candidate",
+        "paired_error_rate_delta",
+        "paired_error_rate_delta_ci",
         "mean_baseline",
         "mean_candidate",
         "mean_delta",
@@ -67,24 +79,31 @@ def drift_event(check: Mapping[str, Any]) -> dict[str, Any]:
             "stef.drift-kind": str(check["kind"]),
         },
         "related": related,
-        "payload": {key: check.get(key) for key in payload_keys},
+        "payload": {
+            **{key: check.get(key) for key in payload_keys},
+            "category_shifts": [s for s in check.get("category_shifts") or () if s.get("significant")],
+        },
     }
 
 
-def drift_markdown(checks: Sequence[Mapping[str, Any]], title: str) -> str:
-    """A markdown table of check summaries (the drift artifact; also used by ``stef nightly`` readers).
+def is_new_worse_drift(check: Mapping[str, Any]) -> bool:
+    """Whether ``check`` drifted for the worse and was not already so when stored before
+    (a recomputed check carries ``previous_verdict`` / ``previous_direction``; the night's own checks always count).
 
-    Every cell goes through :func:`stef.display.md_table` (names shortened by
-    :func:`stef.display.shorten`): an agent id or a version with HTML, Markdown, ``|`` or line
-    breaks shows as its text and keeps the table's shape.
-
-    >>> print(drift_markdown([], "Drift 2026-11-26").splitlines()[-1])
-    No drift check ran (no agent had data, or no agent has two versions or a previous window).
+    >>> is_new_worse_drift({"verdict": "drift", "direction": "worse"})
+    True
+    >>> is_new_worse_drift({"verdict": "drift", "direction": "worse", "recomputed": True,
+    ...                     "previous_verdict": "drift", "previous_direction": "worse"})
+    False
     """
-    lines = [f"# {md_text(title)}", ""]
-    if not checks:
-        lines.append("No drift check ran (no agent had data, or no agent has two versions or a previous window).")
-        return "\n".join(lines)
+    if check.get("verdict") != "drift" or check.get("direction") != "worse":
+        return False
+    if not check.get("recomputed"):
+        return True
+    return not (check.get("previous_verdict") == "drift" and check.get("previous_direction") == "worse")
+
+
+def _table(checks: Sequence[Mapping[str, Any]]) -> str:
     header = [
         "agent",
         "kind",
@@ -93,16 +112,20 @@ def drift_markdown(checks: Sequence[Mapping[str, Any]], title: str) -> str:
         "n",
         "verdict",
         "direction",
-        "mean Δ [95 % CI]",
-        "P90 Δ",
+        "wrong answers (est.)",
+        "Δ [95 % CI]",
+        "mean Φ Δ",
         "coverage Δ",
-        "KS p",
         "PSI",
-        "W/σ",
     ]
     rows = []
     for c in checks:
         bw, cw = c["baseline_window"], c["candidate_window"]
+        rates = (
+            f"{fmt(c.get('error_rate_baseline'), '.1%')} → {fmt(c.get('error_rate_candidate'), '.1%')}"
+            if c.get("error_rate_baseline") is not None
+            else "–"
+        )
         rows.append(
             [
                 shorten(c["agent_id"]),
@@ -112,20 +135,53 @@ def drift_markdown(checks: Sequence[Mapping[str, Any]], title: str) -> str:
                 f"{c['n_baseline']} / {c['n_candidate']}",
                 Markdown(f"**{md_text(c['verdict'])}**"),
                 c["direction"] or "–",
+                Markdown(md_text(rates)),
+                Markdown(
+                    f"{fmt(c.get('error_rate_delta'), '+.3f')} {fmt_ci(c.get('error_rate_delta_ci'), '+.3f')}"
+                    if c.get("error_rate_delta") is not None
+                    else "–"
+                ),
                 Markdown(f"{fmt(c.get('mean_delta'))} {fmt_ci(c.get('mean_delta_ci'))}"),
-                Markdown(fmt(c.get("p90_delta"))),
                 Markdown(fmt(c.get("coverage_delta"), "+.3f")),
-                Markdown(fmt(c.get("ks_pvalue"), ".3g")),
                 Markdown(fmt(c.get("psi"), ".3f")),
-                Markdown(fmt(c.get("wasserstein_norm"), ".3f")),
             ]
         )
-    lines.append(md_table(header, rows, "llllrllrrrrrr"))
+    return md_table(header, rows, "llllrllrrrrr")
+
+
+def drift_markdown(checks: Sequence[Mapping[str, Any]], title: str) -> str:
+    """A markdown page of check summaries (the drift artifact; also used by ``stef nightly`` readers).
+
+    The night's checks, then those recomputed because the day falls in their windows (summaries
+    with ``recomputed``): each as its sentence (:func:`stef.monitor.sentence.drift_sentence`), then
+    as a table row. Every sentence and cell goes through :func:`stef.display.md_text` /
+    :func:`stef.display.md_table` (names shortened by :func:`stef.display.shorten`): an agent id
+    or a version with HTML, Markdown, ``|`` or line breaks shows as its text and keeps the page's shape.
+
+    >>> print(drift_markdown([], "Drift 2026-11-26").splitlines()[-1])
+    No drift check ran (no agent had data, or no agent has two versions or a previous window).
+    """
+    from stef.monitor.sentence import drift_sentence
+
+    lines = [f"# {md_text(title)}", ""]
+    if not checks:
+        lines.append("No drift check ran (no agent had data, or no agent has two versions or a previous window).")
+        return "\n".join(lines)
+    night = [c for c in checks if not c.get("recomputed")]
+    later = [c for c in checks if c.get("recomputed")]
+    for heading, group in (("", night), ("## Checks recomputed: this day falls in their windows", later)):
+        if not group:
+            continue
+        if heading:
+            lines += ["", heading, ""]
+        lines += [f"- {md_text(c.get('sentence') or drift_sentence(c))}" for c in group]
+        lines += ["", _table(group)]
     lines += [
         "",
         (
-            "Decision: drift when |Δ| reaches its threshold and its 95 % bootstrap interval excludes 0 "
-            "(mean, P90, coverage); `insufficient_data` below the minimum sample."
+            "Decision: drift when the estimated share of wrong answers (corrected for label shift) or the coverage "
+            "moves by at least its threshold and the 95 % interval of the move excludes 0; "
+            "`insufficient_data` below the minimum sample. Score statistics (mean Φ, PSI) are supporting evidence."
         ),
     ]
     return "\n".join(lines)

@@ -304,9 +304,7 @@ def error_rate_delta(
     se = math.sqrt(b.sampling_variance + c.sampling_variance + _parameter_variance(gradient))
     z = normal_quantile(confidence_level)
     delta = c.estimate - b.estimate
-    return Delta(
-        baseline=b.estimate, candidate=c.estimate, delta=delta, ci_low=delta - z * se, ci_high=delta + z * se
-    )
+    return Delta(baseline=b.estimate, candidate=c.estimate, delta=delta, ci_low=delta - z * se, ci_high=delta + z * se)
 
 
 def _clip(value: float) -> float:

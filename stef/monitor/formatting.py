@@ -14,10 +14,10 @@ def fmt(value: Any, spec: str = "+.2f") -> str:
     return "–" if value is None else format(value, spec)
 
 
-def fmt_ci(value: Any) -> str:
-    """An interval ``[low, high]`` as ``[-11.80, -3.43]``, or ``–`` when missing.
+def fmt_ci(value: Any, spec: str = "+.2f") -> str:
+    """An interval ``[low, high]`` as ``[-11.80, -3.43]`` (each end formatted with ``spec``), or ``–`` when missing.
 
-    >>> fmt_ci([-11.8, -3.43]), fmt_ci(None)
-    ('[-11.80, -3.43]', '–')
+    >>> fmt_ci([-11.8, -3.43]), fmt_ci(None), fmt_ci([0.051, 0.249], "+.3f")
+    ('[-11.80, -3.43]', '–', '[+0.051, +0.249]')
     """
-    return "–" if not value or value[0] is None else f"[{value[0]:+.2f}, {value[1]:+.2f}]"
+    return "–" if not value or value[0] is None else f"[{format(value[0], spec)}, {format(value[1], spec)}]"

@@ -36,6 +36,19 @@ def _delta(value: Any, interval: Any) -> Markdown:
     return Markdown("–" if value is None else f"{value:+.2f} {fmt_ci(interval)}")
 
 
+def _rate_delta(value: Any, interval: Any) -> Markdown:
+    """A delta of shares in points with its interval (``+15.0 [+9.1, +20.9] points``), or ``–``.
+
+    >>> _rate_delta(0.15, [0.091, 0.209]), _rate_delta(None, None)
+    ('+15.0 [+9.1, +20.9] points', '–')
+    """
+    if value is None:
+        return Markdown("–")
+    if not interval or interval[0] is None:
+        return Markdown(f"{100 * value:+.1f} points")
+    return Markdown(f"{100 * value:+.1f} [{100 * interval[0]:+.1f}, {100 * interval[1]:+.1f}] points")
+
+
 def html_name(value: object, width: int = DISPLAY_WIDTH) -> Markup:
     """A name (agent id, version, run id) for the HTML report: escaped, on one line, shortened to
     ``width`` characters; a shortened name keeps the whole one in a ``title`` attribute (tooltip).
@@ -76,7 +89,7 @@ def _environment(markdown: bool) -> Any:
         keep_trailing_newline=True,
         **options,
     )
-    environment.filters.update(num=_num, pct=_pct, delta=_delta)
+    environment.filters.update(num=_num, pct=_pct, delta=_delta, rate_delta=_rate_delta)
     if markdown:
         environment.filters.update(name=md_name, md=md_text, code=md_code, code_block=md_code_block)
     else:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
 from stef.monitor.models import SCORE_BIN_EDGES
+from stef.monitor.sentence import drift_sentence
 from stef.monitor.statistics import p90_score, score_histogram
 from stef.monitor.windows import order_versions
 
@@ -183,6 +184,7 @@ def report_data(
                 "drift": f"{check['verdict']}{' / ' + check['direction'] if check['direction'] else ''} vs {check['baseline_version']}"
                 if check
                 else None,
+                "drift_sentence": check["sentence"] if check else None,
                 "drift_verdict": check["verdict"] if check else None,
                 "drift_direction": check["direction"] if check else None,
                 "drift_baseline": check["baseline_version"] if check else None,
@@ -230,7 +232,8 @@ def report_data(
 
 
 def latest_drift(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The newest check (by window end, then time) per agent × kind × versions, as summaries."""
+    """The newest check (by window end, then time) per agent × kind × versions, as summaries with their
+    ``sentence`` (stored, or composed for checks stored before it was: :func:`stef.monitor.sentence.drift_sentence`)."""
     latest: dict[tuple[str, str, str, str], dict[str, Any]] = {}
     for row in rows:  # read_drift_checks sorts by window_end, then checked_at
         key = (row["agent_id"], row["kind"], row["baseline_version"], row["candidate_version"])
@@ -257,6 +260,7 @@ def latest_drift(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
                 (row["baseline_window_end"] or row["window_end"]).isoformat(),
             ],
         )
+        summary["sentence"] = row.get("sentence") or summary.get("sentence") or drift_sentence(summary)
         latest[key] = summary
     order = sorted(latest, key=lambda k: (k[0], k[1] != "version", k[2], k[3]))  # version checks first
     return [latest[key] for key in order]
@@ -282,7 +286,7 @@ def headline_table(data: ReportData) -> list[dict[str, Any]]:
             "mean": None if row["mean"] is None else round(row["mean"], 1),
             "p90": None if row["p90"] is None else round(row["p90"], 1),
             "poor_share": None if row["poor_share"] is None else round(row["poor_share"], 4),
-            "drift": row["drift"] or "–",
+            "drift": row.get("drift_sentence") or row["drift"] or "–",
         }
         for row in data.headline
     ]

@@ -48,7 +48,11 @@ def _category_clause(summary: Mapping[str, Any]) -> str:
     return (
         f"; suspected {shorten(str(top['category']), 60)} in {_percent(float(top['candidate_share']))} of its answers, "
         f"against {_percent(float(top['baseline_share']))}"
-        + (f" (and {len(shifts) - 1} more categor{'y' if len(shifts) == 2 else 'ies'} shifted)" if len(shifts) > 1 else "")
+        + (
+            f" (and {len(shifts) - 1} more categor{'y' if len(shifts) == 2 else 'ies'} shifted)"
+            if len(shifts) > 1
+            else ""
+        )
     )
 
 

@@ -92,7 +92,7 @@ def test_drift_markdown_has_one_row_per_check(rollout: Path) -> None:
     assert lines[0] == "# STEF drift checks 2026-11-26"
     rows = [line for line in lines if line.startswith(("| bird", "| solo"))]
     assert len(rows) == 3
-    assert "| v1 → v2.0 |" in rows[0] and "**drift** | worse | -10.00 [" in rows[0]
+    assert "| v1 → v2.0 |" in rows[0] and "**drift** | worse | – | – | -10.00 [" in rows[0]
 
 
 def test_task_module_doctests() -> None:
