@@ -114,33 +114,40 @@ def write_log_day(logs_root: Path, day: date, records: Sequence[dict[str, Any]],
 
 
 @lru_cache(maxsize=1)
-def bugs_pools() -> dict[bool, tuple[tuple[str, float | None, str | None, str | None], ...]]:
+def bugs_pools() -> dict[bool, tuple[tuple[Any, ...], ...]]:
     """The bundled NL2SQL-BUGs sample scored by the symbolic judge, split by label.
 
     Returns:
-        ``{True: rows of correct SQL, False: rows of incorrect SQL}``, each row
-        ``(status, score, verdict, filter_status)`` as :meth:`stef.monitor.models.DriftSample.from_rows` takes.
+        ``{True: rows of correct SQL, False: rows of incorrect SQL}``, each row ``(status, score,
+        verdict, filter_status, p_correct, calibration key, suspected error categories, question key)``
+        as :meth:`stef.monitor.models.DriftSample.from_rows` takes (what the warehouse gives a drift check).
     """
     from stef.monitor.benchmark import bugs_record_to_log, read_bugs_file
+    from stef.monitor.error_rate import calibration_key, question_key
     from stef.pipeline.evaluate import evaluate_many
 
     rows = read_bugs_file(BUGS_SAMPLE)
-    evaluations = evaluate_many([bugs_record_to_log(row) for row in rows])
-    pools: dict[bool, list[tuple[str, float | None, str | None, str | None]]] = {True: [], False: []}
-    for row, e in zip(rows, evaluations, strict=True):
+    records = [bugs_record_to_log(row) for row in rows]
+    evaluations = evaluate_many(records)
+    pools: dict[bool, list[tuple[Any, ...]]] = {True: [], False: []}
+    for row, record, e in zip(rows, records, evaluations, strict=True):
         pools[bool(row["label"])].append(
             (
                 e.status.value,
                 e.score,
                 e.verdict.value if e.verdict else None,
                 e.filter_status.value if e.filter_status else None,
+                e.p_correct,
+                calibration_key(e.judge, e.schema_report is not None, e.observed_report is not None),
+                frozenset(error.category for error in e.suspected_errors),
+                question_key(record.question),
             )
         )
     return {label: tuple(rows) for label, rows in pools.items()}
 
 
 def draw(
-    pools: dict[bool, tuple[tuple[str, float | None, str | None, str | None], ...]],
+    pools: dict[bool, tuple[tuple[Any, ...], ...]],
     n: int,
     incorrect_share: float,
     rng: Any,

@@ -165,3 +165,67 @@ def test_nightly_alerts_on_a_worse_version_and_survives_a_failing_check(
         assert day_is_done(conn, day, EVALUATOR_VERSION)
         assert conn.execute("SELECT count(*) FROM agent_runs").fetchall() == [(60,)]
         assert read_drift_checks(conn).height == 2  # the earlier checks are kept
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_checks_are_never_stale_after_a_backfill_of_earlier_days(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`stef nightly` for the newest day, then `stef backfill` of the days before: the report, the artifact and
+    `stef drift` give the same verdict on the newest day's check, computed on every day now stored."""
+    from prefect.artifacts import Artifact
+
+    from flows.backfill import backfill
+    from flows.nightly import nightly
+    from stef.display import md_text
+    from tasks.report import collect
+
+    logs = tmp_path / "logs"
+    sunday = MONDAY + timedelta(days=6)
+    for offset in range(7):
+        today = MONDAY + timedelta(days=offset)
+        records = [record(f"{today}-a-{i}", "v1.0", 100 * offset + i, correct=True) for i in range(15)]
+        records += [record(f"{today}-b-{i}", "v1.1", 100 * offset + i, correct=i % 3 == 0) for i in range(15)]
+        write_log_day(logs, today, records)
+    warehouse_path = tmp_path / "wh.duckdb"
+    thresholds = {"min_samples": 20, "n_resamples": 300}
+    monkeypatch.setenv("STEF_DRIFT_THRESHOLDS", json.dumps(thresholds))
+
+    newest = nightly(log_date=sunday, logs_root=str(logs), warehouse=str(warehouse_path))
+    first = {c["kind"]: c for c in newest.drift_checks}
+    assert (first["version"]["verdict"], first["version"]["n_baseline"]) == ("insufficient_data", 15)
+
+    backfill(start=MONDAY, end=sunday - timedelta(days=1), logs_root=str(logs), warehouse=str(warehouse_path))
+
+    with connect(warehouse_path, read_only=True) as conn:
+        stored = [
+            row
+            for row in read_drift_checks(conn).to_dicts()
+            if row["window_end"] == sunday and row["kind"] == "version"
+        ]
+        report = collect(conn, "wh", "2026-W48")
+    assert len(stored) == 1, stored  # recomputed in place, never duplicated
+    check = stored[0]
+    assert (check["verdict"], check["direction"], check["n_baseline"], check["n_candidate"]) == (
+        "drift",
+        "worse",
+        105,
+        105,
+    )
+    assert check["error_rate_delta"] > 0.05 and check["error_rate_delta_ci"][0] > 0.0
+    assert check["sentence"].startswith("shop v1.1 answers an estimated ") and check["sentence"].endswith(": worse.")
+
+    headline = {row["agent_version"]: row for row in report.headline}
+    assert (headline["v1.1"]["drift_verdict"], headline["v1.1"]["drift_direction"]) == ("drift", "worse")
+    assert headline["v1.1"]["drift_sentence"] == check["sentence"]
+
+    artifact = cast(Artifact | None, Artifact.get(DRIFT_ARTIFACT_KEY))  # the last night's: Saturday's backfill
+    assert artifact is not None
+    text = str(artifact.data)
+    assert "## Checks recomputed: this day falls in their windows" in text
+    assert md_text(check["sentence"]) in text
+
+    live = run_drift_check(warehouse_path, "shop", store=False, thresholds=DriftThresholds(**thresholds)).summary()
+    assert (live["verdict"], live["direction"], live["sentence"]) == ("drift", "worse", check["sentence"])
+    assert live["error_rate_delta"] == pytest.approx(check["error_rate_delta"])

@@ -90,3 +90,124 @@ def test_store_drift_checks_rejects_incomplete_rows(conn: duckdb.DuckDBPyConnect
     with pytest.raises(WarehouseError, match=r"drift check row lacks agent_id, verdict"):
         store_drift_checks(conn, [_row(agent_id=None, verdict=None)])
     assert read_drift_checks(conn).height == 0
+
+
+def test_migration_0007_adds_error_rate_columns_and_keeps_old_rows_readable(tmp_path: Path) -> None:
+    from stef.monitor.report import latest_drift
+    from warehouse.migrate import available_migrations
+
+    path = tmp_path / "old.duckdb"
+    old = duckdb.connect(str(path))  # a warehouse as stef left it before migration 0007
+    old.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)")
+    for migration in available_migrations()[:6]:
+        old.execute(migration.sql)
+        old.execute("INSERT INTO schema_version VALUES (?, now())", [migration.version])
+    old.execute(
+        "INSERT INTO drift_checks (checked_at, agent_id, baseline_version, candidate_version, evaluator_version, "
+        "window_start, window_end, n_baseline, n_candidate, verdict, direction, statistics, kind, source) "
+        "VALUES (now(), 'bird', 'v1', 'v2.0', ?, ?, ?, 200, 150, 'drift', 'worse', ?, 'version', 'nightly')",
+        [
+            EVALUATOR_VERSION,
+            day(0),
+            day(6),
+            json.dumps({"summary": {"mean_baseline": 71.0, "mean_candidate": 62.5, "mean_delta": -8.5}}),
+        ],
+    )
+    old.close()
+
+    with connect(path) as conn:  # applies 0007
+        columns = {row[0]: row[1] for row in conn.execute("DESCRIBE drift_checks").fetchall()}
+        frame = read_drift_checks(conn)
+    assert {
+        "error_rate_baseline": "DOUBLE",
+        "error_rate_baseline_ci": "DOUBLE[]",
+        "error_rate_candidate": "DOUBLE",
+        "error_rate_candidate_ci": "DOUBLE[]",
+        "error_rate_delta": "DOUBLE",
+        "error_rate_delta_ci": "DOUBLE[]",
+        "category_shifts": "JSON",
+        "sentence": "VARCHAR",
+    }.items() <= columns.items()
+    (row,) = frame.to_dicts()
+    assert row["error_rate_delta"] is None and row["sentence"] is None and row["verdict"] == "drift"
+    (summary,) = latest_drift([row])
+    assert summary["sentence"] == "bird v2.0 scores a mean Φ of 62.5, against 71.0 for v1: worse."
+
+
+def test_error_rate_columns_round_trip(conn: duckdb.DuckDBPyConnection) -> None:
+    shifts = [
+        {"category": "Condition-Related Errors", "baseline_share": 0.1, "candidate_share": 0.3, "significant": True}
+    ]
+    row = _row(
+        error_rate_baseline=0.35,
+        error_rate_baseline_ci=[0.31, 0.39],
+        error_rate_candidate=0.5,
+        error_rate_candidate_ci=[0.45, 0.55],
+        error_rate_delta=0.15,
+        error_rate_delta_ci=[0.09, 0.21],
+        category_shifts=shifts,
+        sentence="bird v2.0 answers an estimated 50 % (45–55 %) of questions wrongly, up from 35 % (31–39 %) for v1: worse.",
+    )
+    store_drift_checks(conn, [row])
+    (stored,) = read_drift_checks(conn).to_dicts()
+    for key in ("error_rate_baseline", "error_rate_candidate", "error_rate_delta", "sentence"):
+        assert stored[key] == row[key]
+    assert stored["error_rate_delta_ci"] == [0.09, 0.21]
+    assert json.loads(stored["category_shifts"]) == shifts
+
+
+def test_checks_covering_a_day_and_replacing_a_nights_checks(conn: duckdb.DuckDBPyConnection) -> None:
+    from warehouse.monitoring import read_drift_checks_covering
+
+    store_drift_checks(
+        conn,
+        [
+            _row(source="nightly"),  # candidate window day 0 … 6
+            _row(
+                kind="temporal",
+                source="nightly",
+                baseline_version="v2.0",
+                window_start=day(7),
+                window_end=day(13),
+                baseline_window_start=day(0),
+                baseline_window_end=day(6),
+            ),
+            _row(
+                source="cli",
+                window_start=day(10),
+                window_end=day(12),
+                baseline_window_start=day(10),
+                baseline_window_end=day(12),
+            ),
+        ],
+    )
+    covering = read_drift_checks_covering(conn, day(3), EVALUATOR_VERSION)
+    assert sorted((r["kind"], r["window_end"]) for r in covering) == [("temporal", day(13)), ("version", day(6))]
+    assert read_drift_checks_covering(conn, day(3), "another-version") == []
+    # a re-planned night replaces every nightly check ending that day, whatever its windows were
+    store_drift_checks(
+        conn,
+        [_row(source="nightly", baseline_window_start=day(-3), verdict="no_drift", direction=None)],
+        replace_nightly=[day(6)],
+        evaluator_version=EVALUATOR_VERSION,
+    )
+    after = read_drift_checks(conn).to_dicts()
+    assert sorted((r["source"], r["window_end"], r["verdict"]) for r in after) == [
+        ("cli", day(12), "drift"),
+        ("nightly", day(6), "no_drift"),
+        ("nightly", day(13), "drift"),
+    ]
+    with pytest.raises(WarehouseError, match="needs their evaluator version"):
+        store_drift_checks(conn, [], replace_nightly=[day(6)])
+
+
+def test_sample_rows_carry_what_the_error_rate_needs(rollout: Path) -> None:
+    with connect(rollout, read_only=True) as c:
+        rows = read_drift_sample_rows(c, "bird", "v2.0", day(3), day(3), EVALUATOR_VERSION)
+    scored = [r for r in rows if r[0] == "evaluated"]
+    p_correct, judge, schema_checked, observed_checked, categories, question = scored[0][4:]
+    assert (p_correct, judge, schema_checked, observed_checked) == (None, "symbolic", False, False)
+    assert categories == ["Condition-Related Errors"]
+    assert question.startswith("How many orders were placed in 'Region ")
+    unscored = [r for r in rows if r[0] != "evaluated"]
+    assert unscored and unscored[0][8] == []

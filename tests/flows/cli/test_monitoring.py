@@ -30,6 +30,22 @@ SUMMARY_KEYS = {
     "ks_pvalue",
     "psi",
     "wasserstein_norm",
+    "error_rate_baseline",
+    "error_rate_baseline_ci",
+    "error_rate_candidate",
+    "error_rate_candidate_ci",
+    "error_rate_delta",
+    "error_rate_delta_ci",
+    "error_rate_with_unscored_baseline",
+    "error_rate_with_unscored_candidate",
+    "error_rate_with_unscored_delta",
+    "error_rate_with_unscored_delta_ci",
+    "error_rate_method",
+    "category_shifts",
+    "paired_questions",
+    "paired_error_rate_delta",
+    "paired_error_rate_delta_ci",
+    "sentence",
 }
 
 
@@ -108,9 +124,21 @@ def test_drift_tables_name_the_verdict_and_statistics(warehouse_file: Path) -> N
     assert result.exit_code == 0, result.output
     out = " ".join(result.stdout.split())
     assert "drift / worse" in out
+    # the synthetic rows carry no p_correct (as rows stored before migration 0005): mean Φ decides, and says so
+    assert "in short bird v2 scores a mean Φ of 70.0, against 80.0 for v1: worse." in out
     assert "v1 2026-11-23 … 2026-11-26 (160 scored of 160)" in out
     assert "mean delta -10" in out and "reaches the threshold 1.25 Φ points" in out
-    for name in ("mean Φ", "P90 Φ", "coverage", "KS p-value", "Wasserstein / σ", "PSI (10-point bins)", "χ² verdict p"):
+    for name in (
+        "wrong answers (estimated)",
+        "wrong, unscored counted",
+        "mean Φ",
+        "P90 Φ",
+        "coverage",
+        "KS p-value",
+        "Wasserstein / σ",
+        "PSI (10-point bins)",
+        "χ² verdict p",
+    ):
         assert name in out
     with connect(warehouse_file, read_only=True) as conn:
         assert read_drift_checks(conn).height == 0

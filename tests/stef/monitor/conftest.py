@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.support.monitoring_support import bugs_pools
 
 
 @pytest.fixture(scope="module")
-def pools() -> dict[bool, tuple[tuple[str, float | None, str | None, str | None], ...]]:
+def pools() -> dict[bool, tuple[tuple[Any, ...], ...]]:
     return bugs_pools()
