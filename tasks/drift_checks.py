@@ -8,7 +8,7 @@ no Prefect run needed, so ``stef drift`` starts no Prefect API. The nightly task
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -263,12 +263,17 @@ def _stored_thresholds(row: Mapping[str, Any], default: DriftThresholds) -> Drif
         return default
 
 
+def _holds(window: tuple[date, date], day: date) -> bool:
+    return window[0] <= day <= window[1]
+
+
 def refresh_checks(
     conn: Any,
     log_date: date,
     evaluator_version: str,
     thresholds: DriftThresholds | None = None,
     window_days: int = DEFAULT_WINDOW_DAYS,
+    deferred: Collection[date] = (),
 ) -> tuple[list[DriftRefresh], list[date]]:
     """Recompute every drift check that storing ``log_date`` made stale (issue 16: never stale).
 
@@ -285,6 +290,9 @@ def refresh_checks(
         evaluator_version: its evaluator version.
         thresholds: thresholds of the re-planned nightly checks (default :class:`DriftThresholds`).
         window_days: window length of the nightly checks.
+        deferred: days the same run stores next, in order (a backfill's remaining days): their nightly
+            checks, and every check whose windows hold one of them, are recomputed when that day is
+            stored, so they are skipped now (a forward backfill then computes each check once).
 
     Returns:
         ``(refreshed, nightly_days)``: the recomputed checks with their source and previous
@@ -292,8 +300,10 @@ def refresh_checks(
         are to be replaced: :func:`warehouse.monitoring.store_drift_checks` ``replace_nightly``).
     """
     limits = thresholds or DriftThresholds()
+    pending = set(deferred)
     later = sorted(
         done_days(conn, log_date + timedelta(days=1), log_date + timedelta(days=2 * window_days - 1), evaluator_version)
+        - pending
     )
     covering = read_drift_checks_covering(conn, log_date, evaluator_version)
     previous = {(plan_from_row(row), str(row["source"] or "")): (row["verdict"], row["direction"]) for row in covering}
@@ -311,6 +321,8 @@ def refresh_checks(
         if source == "nightly" and row["window_end"] == log_date:
             continue  # the night's own checks, run by the caller
         plan = plan_from_row(row)
+        if any(_holds(window, day) for window in (plan.candidate_window, plan.baseline_window) for day in pending):
+            continue  # recomputed when that day is stored
         check = run_check(conn, plan, _stored_thresholds(row, limits))
         refreshed.append((check, source or "nightly", row["verdict"], row["direction"]))
     return refreshed, later

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stef.models import EVALUATOR_VERSION
-from stef.monitor.models import DriftError, DriftKind
+from stef.monitor.models import DriftError, DriftKind, DriftThresholds
 from tasks.drift_checks import nightly_plans, plan_temporal_check, plan_version_check, run_drift_check
 from tests.support.monitoring_support import answers, store_answers
 from tests.warehouse.monitoring_helpers import FAST, day
@@ -160,3 +160,37 @@ def test_seeded_bootstrap_makes_checks_reproducible(rollout: Path) -> None:
     second = run_drift_check(rollout, "bird", thresholds=FAST, store=False).summary()
     assert first["mean_delta_ci"] == second["mean_delta_ci"]  # seeded bootstrap: same data, same interval
     assert np.isfinite(first["mean_delta_ci"]).all()
+
+
+def test_refresh_recomputes_every_check_a_stored_day_touches(rollout: Path) -> None:
+    from tasks.drift import check_drift
+    from tasks.drift_checks import plan_from_row, refresh_checks
+
+    check_drift.fn(str(rollout), day(6), EVALUATOR_VERSION, FAST)  # the night of day 6: three checks
+    run_drift_check(rollout, "bird", start=day(3), end=day(5), thresholds=DriftThresholds(min_samples=50))  # cli
+    with connect(rollout) as conn:
+        stored = read_drift_checks(conn).to_dicts()
+        assert all(plan_from_row(row).candidate_window[1] == row["window_end"] for row in stored)
+        refreshed, later = refresh_checks(conn, day(3), EVALUATOR_VERSION, FAST)
+        deferred, later_deferred = refresh_checks(conn, day(3), EVALUATOR_VERSION, FAST, deferred=[day(4), day(5)])
+    assert later == [day(4), day(5), day(6)]  # the stored days whose nightly windows can hold day 3
+    by_source = sorted(
+        (source, check.plan.kind.value, check.plan.candidate_window[1]) for check, source, _, _ in refreshed
+    )
+    assert by_source == [
+        ("cli", "version", day(5)),  # rerun with its own plan and thresholds
+        ("nightly", "temporal", day(4)),
+        ("nightly", "temporal", day(5)),
+        ("nightly", "temporal", day(6)),
+        ("nightly", "temporal", day(6)),  # agent solo, on day 6 only
+        ("nightly", "version", day(4)),
+        ("nightly", "version", day(5)),
+        ("nightly", "version", day(6)),
+    ]
+    cli = next(check for check, source, _, _ in refreshed if source == "cli")
+    assert cli.result.thresholds.min_samples == 50
+    previous = {(c.plan.kind.value, c.plan.candidate_window[1]): (v, d) for c, _, v, d in refreshed}
+    assert previous[("version", day(6))] == ("drift", "worse") and previous[("version", day(4))] == (None, None)
+    # a backfill that stores days 4 and 5 next leaves their checks, and the cli check over them, to those days
+    assert later_deferred == [day(6)]
+    assert sorted((s, c.plan.candidate_window[1]) for c, s, _, _ in deferred) == [("nightly", day(6))] * 3
