@@ -117,7 +117,8 @@ def test_markdown_twin_holds_the_same_tables(data: ReportData) -> None:
     assert "| bird | v2 | 28 | 24 | 85.7 % | – | 60.0 |" in text  # no p_correct in these synthetic rows
     assert "| v2 | 0 | 0 | 0 | 0 | 12 | 0 | 0 | 0 | 12 | 0 |" in text
     assert f"| version | {' | '.join(BIN_LABELS)} |" in text
-    assert "**drift / worse** | -20.00 [" in text
+    assert "**drift / worse** | – → – | – | -20.00 [" in text  # no error rates without p_correct
+    assert "\n- bird v2 scores a mean Φ of 60.0, against 80.0 for v1; it scores 86 % of its answers" in text
     assert text.count("\n```sql\n") == 10
     assert "- missing filters: region = region 1" in text
     table_lines = [line for line in text.splitlines() if line.startswith("|")]
