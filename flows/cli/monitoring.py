@@ -475,6 +475,9 @@ def report(
             files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
     if files.headline:
         console.print(headline_rich_table(files.headline, files.week))
+        for row in files.headline:
+            if row.get("drift_sentence") not in (None, "–"):
+                console.print(Text(one_line(row["drift_sentence"])), soft_wrap=True)
     else:
         console.print(
             Text(f"No evaluations are stored for {label} in {one_line(resolve_path(warehouse))}: the report says so."),

@@ -271,7 +271,8 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def headline_table(data: ReportData) -> list[dict[str, Any]]:
-    """Rows of the report artifact: agent, version, records, coverage, mean, P90, poor share, drift.
+    """Rows of the report artifact: agent, version, records, coverage, mean, P90, poor share, drift (verdict
+    vs baseline) and its sentence (:func:`stef.monitor.sentence.drift_sentence`).
 
     >>> headline_table(ReportData("2026-W48", date(2026, 11, 23), date(2026, 11, 29), "wh", None, "now"))
     []
@@ -286,7 +287,8 @@ def headline_table(data: ReportData) -> list[dict[str, Any]]:
             "mean": None if row["mean"] is None else round(row["mean"], 1),
             "p90": None if row["p90"] is None else round(row["p90"], 1),
             "poor_share": None if row["poor_share"] is None else round(row["poor_share"], 4),
-            "drift": row.get("drift_sentence") or row["drift"] or "–",
+            "drift": row["drift"] or "–",
+            "drift_sentence": row.get("drift_sentence") or "–",
         }
         for row in data.headline
     ]

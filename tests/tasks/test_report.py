@@ -56,7 +56,8 @@ def test_headline_per_agent_and_version(data: ReportData, week_conn: duckdb.Duck
         "mean": 60.0,
         "p90": pytest.approx(np.percentile(v2_scores, 90), abs=0.05),
         "poor_share": 0.5,
-        "drift": (  # the check's sentence; the rows carry no p_correct, so mean Φ decided and is named
+        "drift": "drift / worse vs v1",
+        "drift_sentence": (  # the rows carry no p_correct, so mean Φ decided and is named
             "bird v2 scores a mean Φ of 60.0, against 80.0 for v1; it scores 86 % of its answers, down from 100 %; "
             "suspected Condition-Related Errors in 100 % of its answers, against 0 %: worse."
         ),
