@@ -278,8 +278,13 @@ def error_rate_delta(
 ) -> Delta | None:
     """Candidate − baseline estimated share of wrong answers, with a normal interval.
 
-    The two samples' sampling variances add; an operating point both use contributes the
-    difference of its gradients (its error moves both estimates the same way, so it largely cancels).
+    The interval is first the sampling one (the two samples' variances add, the operating points
+    taken as known): with one operating point the delta is ``(m_b − m_c) / (a − b)``, so whether
+    it excludes 0 is the two-sample test of equal mean ``p_correct``, at its exact level, whatever
+    ``a`` and ``b`` are. Then each end is moved away from 0 by the uncertainty of the operating
+    points (delta method: the difference of both sides' gradients, relative to the delta), or
+    toward 0 when it lies on the far side: that uncertainty scales the delta, it cannot flip its
+    sign, so it widens the interval without changing the test.
 
     Args:
         baseline: ``(p_correct, operating points)`` of the baseline's scored answers.
@@ -301,10 +306,16 @@ def error_rate_delta(
     gradient: dict[tuple[OperatingPoint, str], float] = dict(c.gradient())
     for key, value in b.gradient().items():
         gradient[key] = gradient.get(key, 0.0) - value
-    se = math.sqrt(b.sampling_variance + c.sampling_variance + _parameter_variance(gradient))
     z = normal_quantile(confidence_level)
     delta = c.estimate - b.estimate
-    return Delta(baseline=b.estimate, candidate=c.estimate, delta=delta, ci_low=delta - z * se, ci_high=delta + z * se)
+    half = z * math.sqrt(b.sampling_variance + c.sampling_variance)
+    low, high = delta - half, delta + half
+    parameters = _parameter_variance(gradient)
+    if parameters > 0.0 and delta != 0.0:
+        factor = 1.0 + z * math.sqrt(parameters) / abs(delta)  # 1 + z × relative uncertainty of the scale
+        low = low * factor if low < 0.0 else low / factor
+        high = high * factor if high > 0.0 else high / factor
+    return Delta(baseline=b.estimate, candidate=c.estimate, delta=delta, ci_low=low, ci_high=high)
 
 
 def _clip(value: float) -> float:

@@ -79,21 +79,34 @@ def test_unscored_answers_count_as_wrong_in_the_second_figure() -> None:
     assert delta.delta == pytest.approx(61 / 125 - 0.36)
 
 
-def test_delta_interval_adds_both_sampling_variances_and_the_shared_point() -> None:
+def test_delta_interval_tests_equal_mean_p_and_widens_for_the_operating_point() -> None:
     base, cand = composed(350, 650), composed(500, 500)
     delta = error_rate_delta((base, [POINT] * 1000), (cand, [POINT] * 1000))
     assert delta is not None
     assert delta.delta == pytest.approx(0.15)
     wb = (0.6 - np.asarray(base)) / 0.2
     wc = (0.6 - np.asarray(cand)) / 0.2
-    sampling = wb.var(ddof=1) / 1000 + wc.var(ddof=1) / 1000
-    # gradients of the two sides differ by (m_c - m_b) / 0.04 for a and by -(m_c - m_b) / 0.04 for b
+    z = stats.norm.ppf(0.975)
+    half = z * math.sqrt(wb.var(ddof=1) / 1000 + wc.var(ddof=1) / 1000)
+    # the shared point's gradients differ by (m_c - m_b) / 0.04 for a and by -(m_c - m_b) / 0.04 for b
     move = (np.mean(cand) - np.mean(base)) / 0.04
-    se = math.sqrt(sampling + (move * 0.01) ** 2 + (move * 0.02) ** 2)
-    assert (delta.ci_high - delta.ci_low) / 2 == pytest.approx(stats.norm.ppf(0.975) * se)
-    assert delta.excludes_zero
+    factor = 1 + z * math.hypot(move * 0.01, move * 0.02) / 0.15
+    assert (delta.ci_low, delta.ci_high) == (
+        pytest.approx((0.15 - half) / factor),
+        pytest.approx((0.15 + half) * factor),
+    )
+    # the sign of the interval is Welch's two-sample z-test of equal mean p, whatever a and b are
+    welch = stats.ttest_ind(cand, base, equal_var=False)
+    assert delta.excludes_zero and welch.pvalue < 0.05
+    assert (0.15 - half > 0) == delta.excludes_zero
     same = error_rate_delta((base, [POINT] * 1000), (list(base), [POINT] * 1000))
     assert same is not None and same.delta == pytest.approx(0.0) and not same.excludes_zero
+    flat = OperatingPoint(name="judge", mean_p_correct=0.6, mean_p_incorrect=0.4)  # no uncertainty: no widening
+    plain = error_rate_delta((base, [flat] * 1000), (cand, [flat] * 1000))
+    assert plain is not None and (plain.ci_low, plain.ci_high) == (
+        pytest.approx(0.15 - half),
+        pytest.approx(0.15 + half),
+    )
 
 
 def test_answers_without_operating_point_are_uncorrected() -> None:
