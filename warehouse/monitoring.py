@@ -17,6 +17,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from stef.monitor.models import DRIFT_RESULT_COLUMNS
 from warehouse.errors import WarehouseError
 from warehouse.store import registered
 from warehouse.transaction import transaction
@@ -38,14 +39,7 @@ DRIFT_COLUMNS: tuple[str, ...] = (
     "direction",
     "statistics",
     "source",
-    "error_rate_baseline",
-    "error_rate_baseline_ci",
-    "error_rate_candidate",
-    "error_rate_candidate_ci",
-    "error_rate_delta",
-    "error_rate_delta_ci",
-    "category_shifts",
-    "sentence",
+    *DRIFT_RESULT_COLUMNS,
 )
 """Columns of a ``drift_checks`` row as :func:`store_drift_checks` takes and :func:`read_drift_checks` returns them."""
 

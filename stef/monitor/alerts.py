@@ -7,6 +7,7 @@ from typing import Any
 
 from stef.display import Markdown, md_table, md_text, shorten
 from stef.monitor.formatting import fmt, fmt_ci
+from stef.monitor.models import ERROR_RATE_KEYS
 
 DRIFT_EVENT = "stef.drift.detected"
 """Prefect event emitted for every check whose verdict is ``drift`` with direction ``worse``."""
@@ -47,12 +48,7 @@ def drift_event(check: Mapping[str, Any]) -> dict[str, Any]:
         "n_baseline",
         "n_candidate",
         "sentence",
-        "error_rate_baseline",
-        "error_rate_baseline_ci",
-        "error_rate_candidate",
-        "error_rate_candidate_ci",
-        "error_rate_delta",
-        "error_rate_delta_ci",
+        *ERROR_RATE_KEYS,
         "error_rate_with_unscored_baseline",
         "error_rate_with_unscored_candidate",
         "paired_error_rate_delta",

@@ -43,6 +43,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from stef.monitor.models import (
+    CALIBRATION_ARTIFACTS,
     UNCORRECTED,
     CategoryShift,
     Delta,
@@ -50,32 +51,22 @@ from stef.monitor.models import (
     ErrorRate,
     OperatingPoint,
     PairedDelta,
+    calibration_key,
 )
 
-CALIBRATION_ARTIFACTS: Mapping[str, str] = {
-    "symbolic": "symbolic-v2.json",
-    "schema": "schema-v1.json",
-    "observed": "observed-v1.json",
-    "schema-observed": "schema-observed-v1.json",
-}
-"""Calibration key of an evaluation (what the symbolic judge checked it against) -> shipped calibrator artifact."""
-
-
-def calibration_key(judge: str | None, schema_checked: bool, observed_checked: bool) -> str | None:
-    """Which shipped calibrator gave an evaluation its ``p_correct`` (a key of :data:`CALIBRATION_ARTIFACTS`).
-
-    The symbolic judge picks its calibrator by what the record was checked against
-    (:meth:`stef.pipeline.judge.symbolic.SymbolicJudge.calibrator_for`); any other judge (an LLM)
-    has no shipped operating characteristics: ``None``.
-
-    >>> calibration_key("symbolic", True, False), calibration_key("gpt-4o-mini", False, False)
-    ('schema', None)
-    """
-    if judge != "symbolic":
-        return None
-    if schema_checked:
-        return "schema-observed" if observed_checked else "schema"
-    return "observed" if observed_checked else "symbolic"
+__all__ = [
+    "CALIBRATION_ARTIFACTS",
+    "calibration_key",
+    "category_shifts",
+    "error_rate_delta",
+    "estimate_error_rate",
+    "normal_quantile",
+    "operating_point_from_labels",
+    "paired_delta",
+    "question_key",
+    "shipped_operating_points",
+    "with_unscored_delta",
+]
 
 
 @lru_cache(maxsize=1)

@@ -30,6 +30,46 @@ DEFAULT_WINDOW_DAYS = 7
 """Length of the default comparison window (days, the last one included)."""
 
 
+ERROR_RATE_KEYS: tuple[str, ...] = (
+    "error_rate_baseline",
+    "error_rate_baseline_ci",
+    "error_rate_candidate",
+    "error_rate_candidate_ci",
+    "error_rate_delta",
+    "error_rate_delta_ci",
+)
+"""The estimated shares of wrong answers of a check summary (:meth:`DriftResult.summary`), fractions in [0, 1]."""
+
+DRIFT_RESULT_COLUMNS: tuple[str, ...] = (*ERROR_RATE_KEYS, "category_shifts", "sentence")
+"""Summary keys that ``drift_checks`` also stores as columns (migration 0007; :meth:`DriftCheck.row`)."""
+
+
+CALIBRATION_ARTIFACTS: Mapping[str, str] = {
+    "symbolic": "symbolic-v2.json",
+    "schema": "schema-v1.json",
+    "observed": "observed-v1.json",
+    "schema-observed": "schema-observed-v1.json",
+}
+"""Calibration key of an evaluation (what the symbolic judge checked it against) -> shipped calibrator artifact."""
+
+
+def calibration_key(judge: str | None, schema_checked: bool, observed_checked: bool) -> str | None:
+    """Which shipped calibrator gave an evaluation its ``p_correct`` (a key of :data:`CALIBRATION_ARTIFACTS`).
+
+    The symbolic judge picks its calibrator by what the record was checked against
+    (:meth:`stef.pipeline.judge.symbolic.SymbolicJudge.calibrator_for`); any other judge (an LLM)
+    has no shipped operating characteristics: ``None``.
+
+    >>> calibration_key("symbolic", True, False), calibration_key("gpt-4o-mini", False, False)
+    ('schema', None)
+    """
+    if judge != "symbolic":
+        return None
+    if schema_checked:
+        return "schema-observed" if observed_checked else "schema"
+    return "observed" if observed_checked else "symbolic"
+
+
 class DriftError(StefError):
     """A drift check cannot be set up (bad sample, bad window, unknown version ...)."""
 
@@ -113,7 +153,7 @@ class DriftSample:
         p_correct: per scored record its calibrated P(correct), ``None`` when it has none (stored
             before migration 0005); empty, or one per score.
         calibrations: per scored record the calibration key of its ``p_correct``
-            (:func:`stef.monitor.error_rate.calibration_key`; ``None``: no shipped operating
+            (:func:`calibration_key`; ``None``: no shipped operating
             point); empty, or one per score.
         categories: per scored record the set of its suspected error categories; empty, or one per score.
         questions: per scored record its normalised question (:func:`stef.monitor.error_rate.question_key`),
@@ -166,8 +206,6 @@ class DriftSample:
         ...                               Evaluation(run_id="b", status=EvaluationStatus.PARSE_ERROR)]).coverage
         0.5
         """
-        from stef.monitor.error_rate import calibration_key
-
         return cls.from_rows(
             (
                 e.status.value,
@@ -602,19 +640,7 @@ class DriftCheck:
             "direction": self.result.direction.value if self.result.direction else None,
             "statistics": _json_safe({"summary": summary, "result": self.result.model_dump(mode="json")}),
             "source": source,
-            **{
-                name: _json_safe(summary[name])
-                for name in (
-                    "error_rate_baseline",
-                    "error_rate_baseline_ci",
-                    "error_rate_candidate",
-                    "error_rate_candidate_ci",
-                    "error_rate_delta",
-                    "error_rate_delta_ci",
-                    "category_shifts",
-                    "sentence",
-                )
-            },
+            **{name: _json_safe(summary[name]) for name in DRIFT_RESULT_COLUMNS},
         }
 
 

@@ -49,7 +49,8 @@ generator, ``numpy.random.default_rng`` seeded with ``(--seed, dataset index, se
 Printed per dataset × setting: the share of trials with verdict ``drift`` and with
 ``drift``/``worse``; per side the mean estimated share of wrong answers minus the true share (bias),
 the RMSE of the estimate and the share of trials whose 95 % interval covers the true share; the
-mean delta estimate. The *true share* is that of the scored answers (the estimate's target: an
+mean delta estimate; for a shift, the information bound of ``p_correct`` (:func:`information_bound`:
+the best detection any estimator from the judge's ``p_correct`` can reach). The *true share* is that of the scored answers (the estimate's target: an
 unscored answer, e.g. a parse error, has no ``p_correct``), i.e. the nominal share corrected for the
 pools' coverage; it differs from the nominal one only where a pool has unscored records. Then a
 Markdown table (one row per dataset × setting) and the command line; ``--verbose`` adds one line
@@ -366,6 +367,8 @@ class Summary:
     target_c: float
     trials: list[Trial]
     seconds: float
+    bound: tuple[float, float] = (math.nan, math.nan)
+    """:func:`information_bound`: the smallest standard error of the delta and the best detection."""
 
     @property
     def verdicts(self) -> Counter[str]:
@@ -430,6 +433,11 @@ class Summary:
             )
         if self.missing():
             print(f"no error-rate delta in {self.missing()} trials")
+        if not s.equal_shares:
+            print(
+                f"information bound of p_correct: standard error of the delta ≥ {self.bound[0]:.3f}, "
+                f"detection at 95 % ≤ {self.bound[1]:.0%}"
+            )
 
     def notes(self) -> list[str]:
         """What falls outside the expected behaviour."""
@@ -446,6 +454,37 @@ class Summary:
         if self.share(DriftVerdict.INSUFFICIENT_DATA.value):
             found.append(f"{where}: insufficient_data in {self.share(DriftVerdict.INSUFFICIENT_DATA.value):.0%}")
         return found
+
+
+def information_bound(split: dict[bool, list[Entry]], setting: Setting, bins: int = 20) -> tuple[float, float]:
+    """The best any estimator from ``p_correct`` can do on this setting: (standard error of the delta, detection).
+
+    The share of wrong answers is the weight of a two-component mixture of the judge's ``p_correct``
+    distributions over correct and over wrong answers (here: the pools', in ``bins`` quantile bins).
+    Its Fisher information per answer is ``I(π) = Σ_j (f1_j − f0_j)² / (π f1_j + (1 − π) f0_j)``, so no
+    unbiased estimator has a standard error below ``1 / sqrt(n I(π))`` (Cramér–Rao); the detection of a
+    95 % two-sided test with that error is ``Φ(|Δ| / se − 1.96)``. Binning loses a little information:
+    a bound, slightly optimistic for the plain bins.
+    """
+    from scipy.stats import norm
+
+    wrong = np.asarray([e[4] for e in split[False] if e[0] == "evaluated" and e[4] is not None], dtype=float)
+    right = np.asarray([e[4] for e in split[True] if e[0] == "evaluated" and e[4] is not None], dtype=float)
+    edges = np.unique(np.quantile(np.concatenate([wrong, right]), np.linspace(0.0, 1.0, bins + 1)))
+    edges[0], edges[-1] = -np.inf, np.inf
+    f1 = np.histogram(wrong, edges)[0] / wrong.size
+    f0 = np.histogram(right, edges)[0] / right.size
+
+    def variance(n: int, share: float) -> float:
+        mixture = share * f1 + (1.0 - share) * f0
+        information = float(np.sum(np.where(mixture > 0, (f1 - f0) ** 2 / np.where(mixture > 0, mixture, 1.0), 0.0)))
+        return 1.0 / (n * information)
+
+    se = math.sqrt(
+        variance(setting.n_baseline, setting.wrong_baseline) + variance(setting.n_candidate, setting.wrong_candidate)
+    )
+    shift = abs(setting.wrong_candidate - setting.wrong_baseline)
+    return se, float(norm.cdf(shift / se - norm.ppf(0.975))) if shift else 0.0
 
 
 def run(
@@ -477,6 +516,7 @@ def run(
         true_share(split, setting.wrong_candidate),
         results,
         time.perf_counter() - started,
+        information_bound(split, setting),
     )
 
 
@@ -486,8 +526,8 @@ def markdown(summaries: Sequence[Summary], caption: str) -> str:
         caption,
         "",
         "| data | setting | baseline wrong × n | candidate wrong × n | drift | drift/worse | bias b | bias c "
-        "| RMSE b | RMSE c | mean Δ̂ (true) | CI covers b / c |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| RMSE b | RMSE c | mean Δ̂ (true) | CI covers b / c | best detection |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in summaries:
         t = s.setting
@@ -496,7 +536,8 @@ def markdown(summaries: Sequence[Summary], caption: str) -> str:
             f"| {s.dataset} | {t.name} | {t.wrong_baseline:.0%} × {t.n_baseline:,} | {t.wrong_candidate:.0%} × {t.n_candidate:,} "
             f"| {drift:.0%}{' (false alarm)' if t.equal_shares else ''} | {s.share(DriftVerdict.DRIFT.value, 'worse'):.0%} "
             f"| {s.bias('b'):+.3f} | {s.bias('c'):+.3f} | {s.rmse('b'):.3f} | {s.rmse('c'):.3f} "
-            f"| {s.mean_estimate('d'):+.3f} ({s.target_c - s.target_b:+.3f}) | {s.covered('b'):.0%} / {s.covered('c'):.0%} |"
+            f"| {s.mean_estimate('d'):+.3f} ({s.target_c - s.target_b:+.3f}) | {s.covered('b'):.0%} / {s.covered('c'):.0%} "
+            f"| {'–' if t.equal_shares else f'{s.bound[1]:.0%}'} |"
         )
     return "\n".join(lines)
 
