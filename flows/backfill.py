@@ -126,12 +126,10 @@ def backfill(
         " (forced: redone)" if force else "",
     )
     results: list[BackfillDay] = []
-    # the days this run stores, in order: each one's drift refresh leaves the later ones' to them
-    to_store = [day for day in days if day not in done and day_has_logs(logs_root, day)]
     for day in days:
         if day in done:
             result = BackfillDay(day, "skipped")
-        elif day not in to_store:
+        elif not day_has_logs(logs_root, day):
             logger.warning("backfill: no logs for %s in %s, nothing stored for that day", day, logs_root)
             result = BackfillDay(day, "no_logs")
         else:
@@ -146,7 +144,6 @@ def backfill(
                 schema_dir=schema_dir,
                 observed_catalog=observed_catalog,
                 learn_catalog=learn_catalog,
-                drift_deferred_days=[later for later in to_store if later > day],
             )
             result = BackfillDay(day, "done", summary)
         results.append(result)

@@ -158,7 +158,6 @@ def nightly(
     schema_dir: str | None = None,
     observed_catalog: str | None = None,
     learn_catalog: bool = False,
-    drift_deferred_days: list[date] | None = None,
 ) -> NightlySummary:
     """Score one day of agent logs into the warehouse.
 
@@ -190,9 +189,6 @@ def nightly(
             a schema; the day is stored under the evaluator version with ``+observed``.
         learn_catalog: learn the observed catalogs from the warehouse's answers of the 30 days
             before the day, store them (``observed_catalogs``) and use them (``+observed`` too).
-        drift_deferred_days: days the caller stores next (a backfill's remaining days): the stale
-            drift checks they will recompute are not recomputed now
-            (:func:`tasks.drift_checks.refresh_checks`). Leave empty when running a single day.
 
     Returns:
         A :class:`NightlySummary`.
@@ -254,9 +250,7 @@ def nightly(
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
     publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
-    drift = nightly_drift_step(  # never raises
-        warehouse_path, day, stored.evaluator_version, deferred=drift_deferred_days or ()
-    )
+    drift = nightly_drift_step(warehouse_path, day, stored.evaluator_version)  # never raises
     return NightlySummary(
         log_date=day,
         records=stored.lines,

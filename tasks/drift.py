@@ -8,7 +8,6 @@ runs both so that a failing check never fails the night (its data is stored befo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -36,7 +35,6 @@ def check_drift(
     evaluator_version: str,
     thresholds: DriftThresholds | None = None,
     window_days: int = DEFAULT_WINDOW_DAYS,
-    deferred: Sequence[date] = (),
 ) -> list[dict[str, Any]]:
     """Run and store the night's checks (:func:`tasks.drift_checks.nightly_plans`) and recompute the
     stored checks the day made stale (:func:`tasks.drift_checks.refresh_checks`), in one transaction.
@@ -47,7 +45,6 @@ def check_drift(
         evaluator_version: the evaluator version of the night's evaluations.
         thresholds: decision thresholds (default: :func:`stef.monitor.drift.thresholds_from_env`).
         window_days: window length.
-        deferred: days the run stores next (:func:`tasks.drift_checks.refresh_checks`).
 
     Returns:
         One :meth:`stef.monitor.models.DriftCheck.summary` per check: the night's, then the
@@ -65,7 +62,7 @@ def check_drift(
         checks = [
             run_check(conn, plan, limits) for plan in nightly_plans(conn, log_date, evaluator_version, window_days)
         ]
-        refreshed, later = refresh_checks(conn, log_date, evaluator_version, limits, window_days, deferred)
+        refreshed, later, failures = refresh_checks(conn, log_date, evaluator_version, limits, window_days)
         store_drift_checks(
             conn,
             [check.row("nightly") for check in checks] + [check.row(source) for check, source, _, _ in refreshed],
@@ -75,6 +72,10 @@ def check_drift(
     finally:
         conn.close()
     logger = run_logger()
+    for failure in failures:  # the check keeps its stored row; the night's checks are stored
+        logger.warning(
+            "recomputing a stored drift check failed, it keeps its earlier result: %s", shorten(failure, 400)
+        )
     summaries = [check.summary() for check in checks]
     for check, source, verdict, direction in refreshed:
         summary = check.summary()
@@ -144,9 +145,7 @@ def _failure(state: Any) -> str:
     return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
 
 
-def nightly_drift_step(
-    warehouse_path: str | None, log_date: date, evaluator_version: str, deferred: Sequence[date] = ()
-) -> DriftStep:
+def nightly_drift_step(warehouse_path: str | None, log_date: date, evaluator_version: str) -> DriftStep:
     """Run :func:`check_drift` then :func:`publish_drift` inside a flow; never raise.
 
     Called at the end of the nightly flow, after the day is stored and its metrics computed: a
@@ -157,13 +156,12 @@ def nightly_drift_step(
         warehouse_path: DuckDB file.
         log_date: the night's day.
         evaluator_version: the evaluator version of the night's evaluations.
-        deferred: days the run stores next (:func:`tasks.drift_checks.refresh_checks`).
 
     Returns:
         A :class:`DriftStep`.
     """
     logger = run_logger()
-    state = check_drift(warehouse_path, log_date, evaluator_version, deferred=list(deferred), return_state=True)
+    state = check_drift(warehouse_path, log_date, evaluator_version, return_state=True)
     if not state.is_completed():
         error = _failure(state)
         logger.error("drift check of %s failed, the day's data is stored: %s", log_date.isoformat(), error)

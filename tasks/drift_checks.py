@@ -8,7 +8,7 @@ no Prefect run needed, so ``stef drift`` starts no Prefect API. The nightly task
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from warehouse.monitoring import (
     known_agents,
     last_day,
     latest_evaluator_version,
+    read_drift_checks,
     read_drift_checks_covering,
     read_drift_sample_rows,
     store_drift_checks,
@@ -263,26 +264,24 @@ def _stored_thresholds(row: Mapping[str, Any], default: DriftThresholds) -> Drif
         return default
 
 
-def _holds(window: tuple[date, date], day: date) -> bool:
-    return window[0] <= day <= window[1]
-
-
 def refresh_checks(
     conn: Any,
     log_date: date,
     evaluator_version: str,
     thresholds: DriftThresholds | None = None,
     window_days: int = DEFAULT_WINDOW_DAYS,
-    deferred: Collection[date] = (),
-) -> tuple[list[DriftRefresh], list[date]]:
+) -> tuple[list[DriftRefresh], list[date], list[str]]:
     """Recompute every drift check that storing ``log_date`` made stale (issue 16: never stale).
 
     Two kinds: (1) the nightly checks of every later stored day whose windows can contain
     ``log_date`` (``log_date + 1 … log_date + 2 · window_days − 1``: the candidate window and the
     temporal check's previous window) are planned again (a day stored late can add a version to
-    compare); (2) every other stored check (``stef drift`` ones included) whose candidate or
-    baseline window contains ``log_date`` is rerun with its own plan and thresholds. A backfill in
-    any order, or a ``--force`` rerun, so leaves every stored check computed on the data as stored now.
+    compare, or move the baseline's window); (2) every other stored check (``stef drift`` ones
+    included) whose candidate or baseline window contains ``log_date`` is rerun with its own plan
+    and thresholds. Run for every stored day (``stef nightly``, each day of ``stef backfill``, in
+    any order, ``--force`` too), this leaves every stored check computed on the data as stored now.
+    A check that cannot be recomputed (e.g. its version has no evaluations left) keeps its stored
+    row and is reported in the failures; it never stops the others.
 
     Args:
         conn: a read-write warehouse connection.
@@ -290,42 +289,60 @@ def refresh_checks(
         evaluator_version: its evaluator version.
         thresholds: thresholds of the re-planned nightly checks (default :class:`DriftThresholds`).
         window_days: window length of the nightly checks.
-        deferred: days the same run stores next, in order (a backfill's remaining days): their nightly
-            checks, and every check whose windows hold one of them, are recomputed when that day is
-            stored, so they are skipped now (a forward backfill then computes each check once).
 
     Returns:
-        ``(refreshed, nightly_days)``: the recomputed checks with their source and previous
-        verdict, and the later days whose nightly checks were planned again (their old nightly rows
-        are to be replaced: :func:`warehouse.monitoring.store_drift_checks` ``replace_nightly``).
+        ``(refreshed, nightly_days, failures)``: the recomputed checks with their source and the
+        verdict and direction stored before (``None`` for a check planned for the first time), the
+        later days whose nightly checks were planned again (their old nightly rows are to be replaced:
+        :func:`warehouse.monitoring.store_drift_checks` ``replace_nightly``), and one line per check
+        that could not be recomputed.
     """
     limits = thresholds or DriftThresholds()
-    pending = set(deferred)
     later = sorted(
         done_days(conn, log_date + timedelta(days=1), log_date + timedelta(days=2 * window_days - 1), evaluator_version)
-        - pending
     )
     covering = read_drift_checks_covering(conn, log_date, evaluator_version)
-    previous = {(plan_from_row(row), str(row["source"] or "")): (row["verdict"], row["direction"]) for row in covering}
-    previous_by_plan = {plan: outcome for (plan, _), outcome in previous.items()}
+    previous: dict[DriftPlan, tuple[str | None, str | None]] = {}
+    if later:
+        for row in read_drift_checks(conn, later[0], later[-1], evaluator_version=evaluator_version).to_dicts():
+            previous[plan_from_row(row)] = (row["verdict"], row["direction"])
+    for row in covering:
+        previous[plan_from_row(row)] = (row["verdict"], row["direction"])
     refreshed: list[DriftRefresh] = []
+    failures: list[str] = []
+    done: set[DriftPlan] = set()
+
+    def rerun(plan: DriftPlan, source: str, limits_of_check: DriftThresholds) -> None:
+        if plan in done:
+            return
+        done.add(plan)
+        try:
+            check = run_check(conn, plan, limits_of_check)
+        except (DriftError, WarehouseError, ValueError) as exc:
+            window = f"{plan.candidate_window[0].isoformat()}…{plan.candidate_window[1].isoformat()}"
+            failures.append(
+                f"{shorten(plan.agent_id)} {plan.kind.value} {shorten(plan.baseline_version)} -> "
+                f"{shorten(plan.candidate_version)} {window} ({source}): {exc}"
+            )
+            return
+        before = previous.get(plan, (None, None))
+        refreshed.append((check, source, before[0], before[1]))
+
     for day in later:
-        for plan in nightly_plans(conn, day, evaluator_version, window_days):
-            before = previous_by_plan.get(plan, (None, None))
-            refreshed.append((run_check(conn, plan, limits), "nightly", before[0], before[1]))
+        try:
+            plans = nightly_plans(conn, day, evaluator_version, window_days)
+        except (DriftError, WarehouseError) as exc:
+            failures.append(f"planning the nightly checks of {day.isoformat()}: {exc}")
+            continue
+        for plan in plans:
+            rerun(plan, "nightly", limits)
     replanned = set(later)
     for row in covering:
-        source = str(row["source"] or "")
-        if source == "nightly" and row["window_end"] in replanned:
-            continue  # planned again above
-        if source == "nightly" and row["window_end"] == log_date:
-            continue  # the night's own checks, run by the caller
-        plan = plan_from_row(row)
-        if any(_holds(window, day) for window in (plan.candidate_window, plan.baseline_window) for day in pending):
-            continue  # recomputed when that day is stored
-        check = run_check(conn, plan, _stored_thresholds(row, limits))
-        refreshed.append((check, source or "nightly", row["verdict"], row["direction"]))
-    return refreshed, later
+        source = str(row["source"] or "nightly")
+        if source == "nightly" and (row["window_end"] in replanned or row["window_end"] == log_date):
+            continue  # planned again above, or the night's own checks (run by the caller)
+        rerun(plan_from_row(row), source, _stored_thresholds(row, limits))
+    return refreshed, later, failures
 
 
 def run_drift_check(

@@ -18,7 +18,7 @@ from uuid import UUID
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from stef.display import md_cells, md_code
+from stef.display import md_cells, md_code, md_text, shorten
 from stef.monitor.charts import render_charts
 from stef.monitor.rendering import render_html, render_markdown
 from stef.monitor.report import ReportData, headline_table, parse_week, report_data
@@ -28,6 +28,9 @@ from warehouse.monitoring import latest_evaluator_version, read_drift_checks, re
 
 REPORT_ARTIFACT_KEY = "stef-weekly-report"
 """Key of the table artifact with the report's headline table."""
+
+SENTENCE_WIDTH = 400
+"""Longest drift sentence shown in the artifact (its names are already shortened: it is rarely cut)."""
 WORST_QUERIES = 10
 """How many of the lowest-scoring queries the report lists with their evidence."""
 
@@ -186,6 +189,9 @@ def publish_report_artifact(data: ReportData, files: ReportFiles) -> UUID:
         f"STEF weekly report {data.week} ({data.start} … {data.end}): {files.evaluations} scored answers of "
         f"{files.agents} agents. HTML: {md_code(files.html)} · Markdown: {md_code(files.markdown)}"
     )
-    return cast(
-        UUID, create_table_artifact(table=md_cells(files.headline), key=REPORT_ARTIFACT_KEY, description=description)
-    )
+    # a sentence is bounded by its shortened names; it is shown whole, as escaped text
+    rows = [
+        {**row, "drift_sentence": md_text(shorten(row.get("drift_sentence") or "–", SENTENCE_WIDTH))}
+        for row in files.headline
+    ]
+    return cast(UUID, create_table_artifact(table=md_cells(rows), key=REPORT_ARTIFACT_KEY, description=description))

@@ -241,10 +241,30 @@ def done_days(conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator
 # --------------------------------------------------------------------------- drift_checks
 
 
+def _check_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What makes two rows the same check (as :data:`_SAME_CHECK` compares them)."""
+    return (
+        row.get("agent_id"),
+        row.get("kind") or "version",
+        row.get("baseline_version"),
+        row.get("candidate_version"),
+        row.get("evaluator_version"),
+        row.get("window_start"),
+        row.get("window_end"),
+        row.get("baseline_window_start") or row.get("window_start"),
+        row.get("baseline_window_end") or row.get("window_end"),
+    )
+
+
 def _drift_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
     columns: dict[str, list[Any]] = {name: [] for name in DRIFT_COLUMNS}
     now = datetime.now(UTC).replace(tzinfo=None)
+    seen: set[tuple[Any, ...]] = set()
     for row in rows:
+        key = _check_key(row)
+        if key in seen:
+            continue  # the same check twice in one batch: the first row wins
+        seen.add(key)
         missing = [
             name
             for name in (
@@ -281,8 +301,9 @@ def store_drift_checks(
 ) -> int:
     """Store drift check results; a check with the same key replaces the earlier row (one transaction).
 
-    The key is agent, kind, both versions, evaluator version and both windows, so rerunning a
-    night (or ``stef drift`` with the same settings) never duplicates a check.
+    The key is agent, kind, both versions, evaluator version and both windows (not the source), so
+    rerunning a night (or ``stef drift`` with the same settings) never duplicates a check; when
+    ``rows`` hold the same check twice, the first one is stored.
 
     Args:
         conn: a read-write warehouse connection.

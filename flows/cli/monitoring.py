@@ -20,6 +20,7 @@ from rich.text import Text
 from flows.cli.common import CliError, console, err_console, running_flows, summary_line, user_errors, validate_judge
 from stef.display import DISPLAY_WIDTH, one_line, shorten
 from stef.models import BATCH_SIZE
+from stef.monitor.alerts import is_new_worse_drift
 from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds
 
 if TYPE_CHECKING:
@@ -280,10 +281,11 @@ def _day_line(day: BackfillDay, evaluator_version: str) -> str:
         return f"{day.log_date}: done"
     line = summary_line(day.summary)
     drift_checks = getattr(day.summary, "drift_checks", None) or []
-    worse = [c for c in drift_checks if c["verdict"] == "drift" and c["direction"] == "worse"]
+    worse = [c for c in drift_checks if is_new_worse_drift(c)]  # a recomputed check only when it newly turned worse
     if worse:
         line += "; drift for the worse: " + ", ".join(
             f"{shorten(c['agent_id'])} {shorten(c['baseline_version'])}→{shorten(c['candidate_version'])}"
+            + (f" (window to {c['candidate_window'][1]}, recomputed)" if c.get("recomputed") else "")
             for c in worse
         )
     return line

@@ -269,13 +269,15 @@ def error_rate_delta(
 ) -> Delta | None:
     """Candidate − baseline estimated share of wrong answers, with a normal interval.
 
-    The interval is first the sampling one (the two samples' variances add, the operating points
-    taken as known): with one operating point the delta is ``(m_b − m_c) / (a − b)``, so whether
-    it excludes 0 is the two-sample test of equal mean ``p_correct``, at its exact level, whatever
-    ``a`` and ``b`` are. Then each end is moved away from 0 by the uncertainty of the operating
-    points (delta method: the difference of both sides' gradients, relative to the delta), or
-    toward 0 when it lies on the far side: that uncertainty scales the delta, it cannot flip its
-    sign, so it widens the interval without changing the test.
+    With one operating point the delta is ``(m_b − m_c) / (a − b)``: an error in ``a`` or ``b`` only
+    rescales it. So the interval is the sampling one (the two samples' variances add), whose
+    exclusion of 0 is the two-sample test of equal mean ``p_correct`` at its level, and then each
+    end moves away from 0 by the scale's relative uncertainty ``z · se(a − b) / (a − b)`` (toward 0
+    when it lies on the far side), which widens it without flipping its sign. When the sides mix
+    operating points in other shares, the part of the operating points' uncertainty (delta method,
+    the difference of both sides' gradients) that a rescaling does not explain is added to the
+    sampling variance: it can move the delta itself. The scale's uncertainty is the largest of the
+    points used.
 
     Args:
         baseline: ``(p_correct, operating points)`` of the baseline's scored answers.
@@ -299,13 +301,16 @@ def error_rate_delta(
         gradient[key] = gradient.get(key, 0.0) - value
     z = normal_quantile(confidence_level)
     delta = c.estimate - b.estimate
-    half = z * math.sqrt(b.sampling_variance + c.sampling_variance)
+    used = set(b.groups) | set(c.groups)
+    relative = max(math.hypot(p.se_p_correct, p.se_p_incorrect) / (p.mean_p_correct - p.mean_p_incorrect) for p in used)
+    # the part of the operating points' uncertainty a pure rescaling of the delta does not explain: zero when
+    # both sides use one point; when they mix points in other shares, it can move the delta itself
+    shift = max(0.0, _parameter_variance(gradient) - (delta * relative) ** 2)
+    half = z * math.sqrt(b.sampling_variance + c.sampling_variance + shift)
     low, high = delta - half, delta + half
-    parameters = _parameter_variance(gradient)
-    if parameters > 0.0 and delta != 0.0:
-        factor = 1.0 + z * math.sqrt(parameters) / abs(delta)  # 1 + z × relative uncertainty of the scale
-        low = low * factor if low < 0.0 else low / factor
-        high = high * factor if high > 0.0 else high / factor
+    factor = 1.0 + z * relative  # the scale's uncertainty moves each end away from 0, or toward it on the far side
+    low = low * factor if low < 0.0 else low / factor
+    high = high * factor if high > 0.0 else high / factor
     return Delta(baseline=b.estimate, candidate=c.estimate, delta=delta, ci_low=low, ci_high=high)
 
 

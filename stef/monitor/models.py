@@ -563,6 +563,7 @@ class DriftResult(_Frozen):
             [_finite(self.paired.ci_low), _finite(self.paired.ci_high)] if self.paired else None
         )
         row["min_samples"] = self.thresholds.min_samples
+        row["confidence_level"] = self.thresholds.confidence_level
         row["reasons"] = list(self.reasons)
         return row
 

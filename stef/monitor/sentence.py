@@ -26,18 +26,22 @@ def _rate(value: float | None, interval: Sequence[float | None] | None) -> str:
 
 
 def _points(value: float) -> str:
-    points = 100 * value
-    return f"{points:+.0f} point{'s' if abs(round(points)) != 1 else ''}"
+    points = round(100 * value)
+    if points == 0:
+        return "0 points"
+    return f"{points:+d} point{'s' if abs(points) != 1 else ''}"
 
 
-def _sides(summary: Mapping[str, Any]) -> tuple[str, str, str]:
-    """(subject, baseline phrase, candidate phrase): ``agent version`` and ``for v0`` / ``in <window>``."""
+def _sides(summary: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    """(subject, baseline phrase, candidate phrase, baseline name): ``agent version``, ``for v0`` /
+    ``in <window>``, the candidate's window for a temporal check, ``v0`` / ``<window>``."""
     agent = shorten(str(summary.get("agent_id", "?")), 60)
     candidate = shorten(str(summary.get("candidate_version", "?")), 40)
     if summary.get("kind") == "temporal":
         bw, cw = summary.get("baseline_window") or ["?", "?"], summary.get("candidate_window") or ["?", "?"]
-        return f"{agent} {candidate}", f"in {bw[0]}…{bw[1]}", f" in {cw[0]}…{cw[1]}"
-    return f"{agent} {candidate}", f"for {shorten(str(summary.get('baseline_version', '?')), 40)}", ""
+        return f"{agent} {candidate}", f"in {bw[0]}…{bw[1]}", f" in {cw[0]}…{cw[1]}", f"{bw[0]}…{bw[1]}"
+    baseline = shorten(str(summary.get("baseline_version", "?")), 40)
+    return f"{agent} {candidate}", f"for {baseline}", "", baseline
 
 
 def _category_clause(summary: Mapping[str, Any]) -> str:
@@ -77,7 +81,8 @@ def drift_sentence(summary: Mapping[str, Any]) -> str:
     ...     "error_rate_candidate": 0.35, "error_rate_candidate_ci": [0.31, 0.39], "error_rate_delta": 0.14}))
     bird-analyst v1.5.0 answers an estimated 35 % (31–39 %) of questions wrongly, up from 21 % (18–25 %) for v1.4.0: worse.
     """
-    subject, before, window = _sides(summary)
+    subject, before, window, baseline_name = _sides(summary)
+    level = float(summary.get("confidence_level") or 0.95)
     verdict, direction = summary.get("verdict"), summary.get("direction")
     if verdict == "insufficient_data":
         needed = summary.get("min_samples")
@@ -89,9 +94,8 @@ def drift_sentence(summary: Mapping[str, Any]) -> str:
         )
     base, cand = summary.get("error_rate_baseline"), summary.get("error_rate_candidate")
     if base is not None and cand is not None:
-        delta = summary.get("error_rate_delta")
-        delta = cand - base if delta is None else delta
-        moved = "up from" if delta > 0 else ("down from" if delta < 0 else "the same as")
+        shown_c, shown_b = round(100 * cand), round(100 * base)  # the word follows the figures printed
+        moved = "up from" if shown_c > shown_b else ("down from" if shown_c < shown_b else "the same as")
         head = (
             f"{subject} answers an estimated {_rate(cand, summary.get('error_rate_candidate_ci'))} of questions "
             f"wrongly{window}, {moved} {_rate(base, summary.get('error_rate_baseline_ci'))} {before}"
@@ -99,7 +103,7 @@ def drift_sentence(summary: Mapping[str, Any]) -> str:
     else:
         mean_b, mean_c = summary.get("mean_baseline"), summary.get("mean_candidate")
         if mean_b is None or mean_c is None:
-            head = f"{subject}{window} against {before}"
+            head = f"{subject}{window} has no scored answers to compare with {baseline_name}"
         else:
             head = f"{subject} scores a mean Φ of {mean_c:.1f}{window}, against {mean_b:.1f} {before}"
     clauses = _coverage_clause(summary) + _category_clause(summary)
@@ -109,5 +113,5 @@ def drift_sentence(summary: Mapping[str, Any]) -> str:
     detail = ""
     if base is not None and cand is not None and interval and None not in interval:
         delta = float(summary.get("error_rate_delta") or 0.0)
-        detail = f" ({_points(delta)}, 95 % CI {_points(interval[0])} to {_points(interval[1])})"
+        detail = f" ({_points(delta)}, {level:.0%} CI {_points(interval[0])} to {_points(interval[1])})"
     return f"{head}{clauses}: no drift{detail}."

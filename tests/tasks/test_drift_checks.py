@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from stef.models import EVALUATOR_VERSION
-from stef.monitor.models import DriftError, DriftKind, DriftThresholds
+from stef.monitor.models import DriftError, DriftKind, DriftPlan, DriftThresholds
 from tasks.drift_checks import nightly_plans, plan_temporal_check, plan_version_check, run_drift_check
 from tests.support.monitoring_support import answers, store_answers
 from tests.warehouse.monitoring_helpers import FAST, day
@@ -171,8 +171,8 @@ def test_refresh_recomputes_every_check_a_stored_day_touches(rollout: Path) -> N
     with connect(rollout) as conn:
         stored = read_drift_checks(conn).to_dicts()
         assert all(plan_from_row(row).candidate_window[1] == row["window_end"] for row in stored)
-        refreshed, later = refresh_checks(conn, day(3), EVALUATOR_VERSION, FAST)
-        deferred, later_deferred = refresh_checks(conn, day(3), EVALUATOR_VERSION, FAST, deferred=[day(4), day(5)])
+        refreshed, later, failures = refresh_checks(conn, day(3), EVALUATOR_VERSION, FAST)
+    assert failures == []
     assert later == [day(4), day(5), day(6)]  # the stored days whose nightly windows can hold day 3
     by_source = sorted(
         (source, check.plan.kind.value, check.plan.candidate_window[1]) for check, source, _, _ in refreshed
@@ -191,6 +191,35 @@ def test_refresh_recomputes_every_check_a_stored_day_touches(rollout: Path) -> N
     assert cli.result.thresholds.min_samples == 50
     previous = {(c.plan.kind.value, c.plan.candidate_window[1]): (v, d) for c, _, v, d in refreshed}
     assert previous[("version", day(6))] == ("drift", "worse") and previous[("version", day(4))] == (None, None)
-    # a backfill that stores days 4 and 5 next leaves their checks, and the cli check over them, to those days
-    assert later_deferred == [day(6)]
-    assert sorted((s, c.plan.candidate_window[1]) for c, s, _, _ in deferred) == [("nightly", day(6))] * 3
+
+
+def test_refresh_keeps_a_check_it_cannot_recompute(rollout: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tasks.drift_checks
+    from tasks.drift import check_drift
+    from tasks.drift_checks import refresh_checks
+
+    check_drift.fn(str(rollout), day(6), EVALUATOR_VERSION, FAST)
+    run_drift_check(rollout, "bird", start=day(3), end=day(5), thresholds=FAST)  # a cli check over day 3
+    real = tasks.drift_checks.run_check
+
+    def failing(conn: object, plan: DriftPlan, thresholds: object = None) -> object:
+        if plan.candidate_window[1] == day(5) and plan.kind is DriftKind.VERSION:
+            raise DriftError("the window's evaluations were rescored")
+        return real(conn, plan, thresholds)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tasks.drift_checks, "run_check", failing)
+    with connect(rollout) as conn:
+        refreshed, _, failures = refresh_checks(conn, day(3), EVALUATOR_VERSION, FAST)
+    assert failures == [
+        "bird version v1 -> v2.0 2026-11-19…2026-11-25 (nightly): the window's evaluations were rescored",
+        "bird version v1 -> v2.0 2026-11-23…2026-11-25 (cli): the window's evaluations were rescored",
+    ]
+    # every other check was recomputed
+    assert sorted((c.plan.kind.value, c.plan.candidate_window[1]) for c, *_ in refreshed) == [
+        ("temporal", day(4)),
+        ("temporal", day(5)),
+        ("temporal", day(6)),
+        ("temporal", day(6)),
+        ("version", day(4)),
+        ("version", day(6)),
+    ]

@@ -78,6 +78,9 @@ def test_store_drift_checks_replaces_the_same_check(conn: duckdb.DuckDBPyConnect
     assert store_drift_checks(conn, [_row(verdict="no_drift", direction=None)]) == 1  # same key: replaced
     assert store_drift_checks(conn, [_row(window_end=day(7))]) == 1  # another window: kept
     assert store_drift_checks(conn, []) == 0
+    assert store_drift_checks(conn, [_row(source="nightly"), _row(source="cli", verdict="no_drift")]) == 1  # first wins
+    assert read_drift_checks(conn, end=day(6)).get_column("source").to_list() == ["nightly"]
+    store_drift_checks(conn, [_row(verdict="no_drift", direction=None)])
     frame = read_drift_checks(conn)
     assert frame.height == 2
     assert frame.get_column("verdict").to_list() == ["no_drift", "drift"]

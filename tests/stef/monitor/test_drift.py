@@ -261,3 +261,18 @@ def test_real_versions_with_more_wrong_answers(
     assert abs(result.error_rate_candidate.estimate - candidate[1]) < 0.08
     assert result.error_rate_candidate.method.startswith("probabilistic adjusted classify-and-count with calib-")
     assert result.paired is not None and result.paired.questions >= 30  # 120 records: the versions share questions
+
+
+def test_windows_with_few_p_correct_fall_back_to_phi() -> None:
+    """A window spanning migration 0005: 300 scored answers of which 3 have a p_correct on each side."""
+
+    def partial(score: float, p: float) -> DriftSample:
+        ps = (p,) * 3 + (None,) * 297
+        return DriftSample((score,) * 300, records=303, p_correct=ps, calibrations=("symbolic",) * 300)
+
+    result = compare(partial(80.0, 0.6), partial(70.0, 0.6), FAST)
+    assert (result.verdict, result.direction) == (DriftVerdict.DRIFT, DriftDirection.WORSE)
+    assert result.reasons[0].startswith("mean delta -10 ")
+    assert result.error_rate is None and result.error_rate_baseline is None and result.paired is None
+    summary = result.summary()
+    assert summary["error_rate_delta"] is None and summary["records_baseline"] == 303

@@ -228,3 +228,24 @@ def test_question_key_ignores_case_spacing_and_final_punctuation() -> None:
 
 def test_module_doctests() -> None:
     assert doctest.testmod(stef.monitor.error_rate).failed == 0
+
+
+def test_mixed_operating_points_in_other_shares_keep_a_bounded_interval() -> None:
+    other = OperatingPoint(
+        name="other", mean_p_correct=0.7, mean_p_incorrect=0.3, se_p_correct=0.02, se_p_incorrect=0.02
+    )
+    base = composed(70, 130) + [0.3 + 0.4 * (i % 2) for i in range(800)]  # 20 % judged by POINT, 80 % by other
+    cand = composed(280, 520) + [0.3 + 0.4 * (i % 2) for i in range(200)]  # the other way round
+    delta = error_rate_delta((base, [POINT] * 200 + [other] * 800), (cand, [POINT] * 800 + [other] * 200))
+    assert delta is not None
+    plain_b = OperatingPoint(name="judge", mean_p_correct=0.6, mean_p_incorrect=0.4)
+    plain_o = OperatingPoint(name="other", mean_p_correct=0.7, mean_p_incorrect=0.3)
+    sampling = error_rate_delta((base, [plain_b] * 200 + [plain_o] * 800), (cand, [plain_b] * 800 + [plain_o] * 200))
+    assert sampling is not None and sampling.delta == pytest.approx(delta.delta)
+    width, sampling_width = delta.ci_high - delta.ci_low, sampling.ci_high - sampling.ci_low
+    assert (
+        sampling_width < width < min(0.3, 3 * sampling_width)
+    )  # wider for the points' uncertainty, never tens of points
+    assert delta.ci_low < delta.delta < delta.ci_high
+    exactly_zero = error_rate_delta((base, [POINT] * 200 + [other] * 800), (list(base), [POINT] * 200 + [other] * 800))
+    assert exactly_zero is not None and 0 < exactly_zero.ci_high < 0.1

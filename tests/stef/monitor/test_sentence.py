@@ -57,7 +57,7 @@ BASE: dict[str, Any] = {
                 "error_rate_delta_ci": [-0.04, 0.064],
             },
             "bird-analyst v1.5.0 answers an estimated 50 % (44–55 %) of questions wrongly, up from 35 % (31–39 %) "
-            "for v1.4.0: no drift (+1 point, 95 % CI -4 points to +6 points).",
+            "for v1.4.0: no drift (+1 point, 95% CI -4 points to +6 points).",
             id="no_drift",
         ),
         pytest.param(
@@ -131,6 +131,23 @@ BASE: dict[str, Any] = {
 )
 def test_one_sentence_per_verdict(changes: dict[str, Any], sentence: str) -> None:
     assert drift_sentence({**BASE, **changes}) == sentence
+
+
+def test_edge_wordings() -> None:
+    same = {**BASE, "verdict": "no_drift", "direction": None, "error_rate_candidate": 0.353, "error_rate_delta": 0.001,
+            "error_rate_delta_ci": [-0.004, 0.05], "confidence_level": 0.9}  # fmt: skip
+    assert drift_sentence(same) == (
+        "bird-analyst v1.5.0 answers an estimated 35 % (44–55 %) of questions wrongly, the same as 35 % (31–39 %) "
+        "for v1.4.0: no drift (0 points, 90% CI 0 points to +5 points)."
+    )
+    nothing = {
+        **BASE,
+        "verdict": "no_drift",
+        "direction": None,
+        "error_rate_baseline": None,
+        "error_rate_candidate": None,
+    }
+    assert drift_sentence(nothing) == "bird-analyst v1.5.0 has no scored answers to compare with v1.4.0: no drift."
 
 
 def test_names_stay_text_on_one_line() -> None:
