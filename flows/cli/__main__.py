@@ -4,4 +4,4 @@ from __future__ import annotations
 
 from flows.cli.main import app
 
-app()
+app(prog_name="stef")

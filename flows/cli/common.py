@@ -17,8 +17,14 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 from rich.text import Text
+from typer.core import TyperGroup
 
 from stef.errors import StefError, UnknownDialectError
+
+try:  # Typer 0.2x vendors click as typer._click; older Typer uses click itself
+    from typer._click.exceptions import ClickException, UsageError
+except ImportError:  # pragma: no cover - older Typer
+    from click.exceptions import ClickException, UsageError  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from flows.nightly import NightlySummary
@@ -104,6 +110,43 @@ def user_errors() -> Iterator[None]:
             raise
         err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
+
+
+class OneLineUsageErrors(TyperGroup):
+    """The ``stef`` group: a usage error (unknown option, bad value, missing argument, extra argument)
+    is one ``error: <message>`` line on stderr with exit code 2, like every other error a person
+    fixes — not click's usage lines and a framed box. ``--help`` and everything else are unchanged.
+    """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the command line; usage errors as one line (class docstring)."""
+        standalone = kwargs.pop("standalone_mode", True)
+        kwargs["standalone_mode"] = False  # errors come back here, to be printed as one line
+        try:
+            result = super().main(*args, **kwargs)
+        except UsageError as exc:
+            command = exc.ctx.command_path if exc.ctx is not None else "stef"
+            message = " ".join(exc.format_message().split()).replace("Value error, ", "")
+            message = message.replace("does not match the formats '%Y-%m-%d'", "is not a date of the form YYYY-MM-DD")
+            err_console.print(
+                Text.assemble(("error: ", "bold red"), f"{message} (see `{command} --help`)"), soft_wrap=True
+            )
+            if not standalone:
+                raise
+            sys.exit(EXIT_USAGE)
+        except typer.Abort:
+            if not standalone:
+                raise
+            err_console.print("Aborted.")
+            sys.exit(1)
+        except ClickException as exc:  # other click errors (e.g. a file it could not open): one line too
+            err_console.print(Text.assemble(("error: ", "bold red"), " ".join(exc.format_message().split())))
+            if not standalone:
+                raise
+            sys.exit(exc.exit_code)
+        if standalone:
+            sys.exit(result if isinstance(result, int) else 0)
+        return result
 
 
 class _NoStefTraceback(logging.Filter):

@@ -5,7 +5,8 @@ package: Prefect, DuckDB, litellm and Great Expectations are imported inside the
 need them, so ``stef evaluate`` with the symbolic judge never loads any of them.
 
 Every error STEF raises on purpose (:class:`stef.errors.StefError`) is printed as one line on
-stderr and ends the command with exit code 2, without a traceback (:func:`flows.cli.common.user_errors`).
+stderr and ends the command with exit code 2, without a traceback (:func:`flows.cli.common.user_errors`);
+so is every usage error (:class:`flows.cli.common.OneLineUsageErrors`).
 
 Imports point one way: this module -> the command modules -> :mod:`flows.cli.common`.
 """
@@ -15,8 +16,10 @@ from __future__ import annotations
 import typer
 
 from flows.cli import bench, campaign, catalog, evaluate, monitoring, nightly
+from flows.cli.common import OneLineUsageErrors
 
 app = typer.Typer(
+    cls=OneLineUsageErrors,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,

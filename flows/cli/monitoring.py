@@ -348,10 +348,16 @@ def backfill(
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from flows.backfill import backfill as backfill_flow
-        from tasks.backfill import days_in_range
+        from tasks.backfill import day_has_logs, days_in_range
 
         first, last = start.date(), end.date()
-        total = len(days_in_range(first, last))  # checks the range before Prefect starts
+        days = days_in_range(first, last)  # checks the range before Prefect starts
+        total = len(days)
+        if not any(day_has_logs(logs_root, day) for day in days):  # a mistyped --logs-root is no green run
+            raise CliError(
+                f"no logs for any day of {first} … {last} in {one_line(logs_root)} "
+                f"(expected {one_line(logs_root.rstrip('/'))}/<YYYY-MM-DD>/*.jsonl); nothing was run or stored"
+            )
         settings = validate_judge(
             judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog
         )  # also checks a model's keys

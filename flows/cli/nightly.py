@@ -212,14 +212,22 @@ def nightly(
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
-        from flows.nightly import run_nightly
+        from flows.nightly import resolve_log_date, run_nightly
+        from tasks.backfill import day_has_logs
+
+        day = resolve_log_date(log_date.date() if log_date is not None else None)
+        if not day_has_logs(logs_root, day):  # before Prefect starts: said once, at once
+            raise CliError(
+                f"no logs for {day} in {one_line(logs_root)} (expected "
+                f"{one_line(logs_root.rstrip('/'))}/{day}/*.jsonl); nothing was run or stored"
+            )
 
         with running_flows():
             summary = run_nightly(
                 task_runner=task_runner.value,
                 workers=workers,
                 dask_address=dask_address,
-                log_date=log_date.date() if log_date is not None else None,
+                log_date=day,
                 logs_root=logs_root,
                 warehouse=warehouse,
                 rules_dir=rules_dir,

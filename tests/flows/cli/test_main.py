@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.flows.cli.cli_support import FIXTURE, FIXTURE_RUN_IDS, HEAVY_MODULES, read_jsonl
 from tests.support.checkout import REPO_ROOT, checkout_env
 
@@ -58,3 +60,71 @@ def test_evaluate_imports_no_heavy_library(tmp_path: Path) -> None:
     assert Path(report.pop("cli")).resolve().is_relative_to(REPO_ROOT)  # the checkout under test, not an installed copy
     assert report == {"exit_code": 0, "loaded": []}
     assert len(read_jsonl(out)) == len(FIXTURE_RUN_IDS)
+
+
+def _stef(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The real command line (``python -m flows.cli``), as cron or CI runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "flows.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=checkout_env(),
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ("nightly", "--date", "2026-13-01"),
+            "error: Invalid value for '--date': '2026-13-01' is not a date of the form YYYY-MM-DD. "
+            "(see `stef nightly --help`)",
+            id="bad_date",
+        ),
+        pytest.param(
+            ("drift", "--agent", "bird", "--json", "true"),
+            "error: Got unexpected extra argument(s) (true) (see `stef drift --help`)",
+            id="flag_with_a_value",
+        ),
+        pytest.param(("drift",), "error: Missing option '--agent'. (see `stef drift --help`)", id="missing_option"),
+        pytest.param(
+            ("no-such-command",), "error: No such command 'no-such-command'. (see `stef --help`)", id="command"
+        ),
+        pytest.param(
+            ("campaign", "run", "--bogus"),
+            "error: No such option: --bogus (Possible options: --out, --runs) (see `stef campaign run --help`)",
+            id="subgroup_option",
+        ),
+    ],
+)
+def test_usage_errors_are_one_error_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    done = _stef(tmp_path, *args)
+    assert (done.returncode, done.stdout, done.stderr.splitlines()) == (2, "", [message])
+
+
+def test_backfill_and_nightly_without_logs_fail_at_once_and_store_nothing(tmp_path: Path) -> None:
+    warehouse = tmp_path / "wh.duckdb"
+    missing = tmp_path / "nonexistent"
+    backfill = _stef(
+        tmp_path,
+        *("backfill", "--logs-root", str(missing), "--start", "2026-11-01", "--end", "2026-11-03"),
+        *("--warehouse", str(warehouse)),
+    )
+    assert (backfill.returncode, backfill.stdout) == (2, "")
+    assert backfill.stderr.splitlines() == [
+        f"error: no logs for any day of 2026-11-01 … 2026-11-03 in {missing} "
+        f"(expected {missing}/<YYYY-MM-DD>/*.jsonl); nothing was run or stored"
+    ]
+    nightly = _stef(
+        tmp_path, "nightly", "--date", "2026-11-01", "--logs-root", str(missing), "--warehouse", str(warehouse)
+    )
+    assert (nightly.returncode, nightly.stderr.splitlines()) == (
+        2,
+        [
+            f"error: no logs for 2026-11-01 in {missing} (expected {missing}/2026-11-01/*.jsonl); nothing was run or stored"
+        ],
+    )
+    assert not warehouse.exists()  # no empty warehouse left behind for a green-looking run
