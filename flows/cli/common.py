@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.text import Text
 from typer.core import TyperGroup
 
+from stef.display import one_line
 from stef.errors import StefError, UnknownDialectError
 
 try:  # Typer 0.2x vendors click as typer._click; older Typer uses click itself
@@ -147,6 +148,19 @@ class OneLineUsageErrors(TyperGroup):
         if standalone:
             sys.exit(result if isinstance(result, int) else 0)
         return result
+
+
+def drift_sentences(checks: Sequence[Mapping[str, Any]]) -> list[Text]:
+    """The sentence of every drift check of a night worth reading at the end of a command: every version
+    check, and a temporal check that drifted (recomputed checks only when they newly turned worse)."""
+    shown = []
+    for check in checks:
+        if check.get("recomputed") and not (check.get("verdict") == "drift" and check.get("direction") == "worse"):
+            continue
+        if check.get("kind") == "version" or check.get("verdict") == "drift":
+            style = "bold red" if check.get("direction") == "worse" else ""
+            shown.append(Text.assemble(("drift: ", "bold"), (one_line(check.get("sentence") or ""), style)))
+    return shown
 
 
 class _NoStefTraceback(logging.Filter):

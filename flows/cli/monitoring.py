@@ -17,7 +17,16 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli.common import CliError, console, err_console, running_flows, summary_line, user_errors, validate_judge
+from flows.cli.common import (
+    CliError,
+    console,
+    drift_sentences,
+    err_console,
+    running_flows,
+    summary_line,
+    user_errors,
+    validate_judge,
+)
 from stef.display import DISPLAY_WIDTH, one_line, shorten
 from stef.models import BATCH_SIZE
 from stef.monitor.alerts import is_new_worse_drift
@@ -405,6 +414,10 @@ def backfill(
         ),
         soft_wrap=True,
     )
+    newest = [day.summary for day in summary.days if day.status == "done" and day.summary is not None]
+    if newest:  # the checks as they stand after the run: the last day's own, and those it recomputed
+        for line in drift_sentences(newest[-1].drift_checks):
+            console.print(line, soft_wrap=True)
 
 
 # --------------------------------------------------------------------------- report

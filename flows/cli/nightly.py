@@ -6,6 +6,7 @@ before any work (a malformed date, an invalid judge) never load them.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime
@@ -26,6 +27,7 @@ from flows.cli.common import (
     SCHEMA_DIR_HELP,
     CliError,
     console,
+    drift_sentences,
     number,
     percent,
     running_flows,
@@ -244,6 +246,8 @@ def nightly(
                 learn_catalog=learn_catalog,
             )
     console.print(summary_line(summary), soft_wrap=True)
+    for line in drift_sentences(summary.drift_checks):
+        console.print(line, soft_wrap=True)
     if summary.judge != "symbolic":
         cost = sum(float(row.get("judge_cost_usd") or 0.0) for row in summary.metrics)
         judged = sum(int(row.get("n_llm_judged") or 0) for row in summary.metrics)
@@ -349,6 +353,17 @@ def demo(
             title=f"Daily metrics read back from {warehouse_path}",
             day_key="log_date",
         )
+    )
+    for line in drift_sentences(summaries[-1].drift_checks):
+        console.print(line, soft_wrap=True)
+    last = summaries[-1].log_date
+    year, week, _ = last.isocalendar()
+    agents = sorted({str(c["agent_id"]) for c in summaries[-1].drift_checks if c.get("kind") == "version"})
+    console.print(
+        "Next:\n"
+        + "".join(f"  stef drift --agent {shlex.quote(agent)} --warehouse {warehouse_path}\n" for agent in agents)
+        + f"  stef report --warehouse {warehouse_path} --week {year}-W{week:02d} --out stef-demo-report.html",
+        soft_wrap=True,
     )
     console.print(
         f"Labels to check the scores against: {logs_root.parent / 'labels.jsonl'}\n"
