@@ -115,6 +115,9 @@ def test_html_report_is_self_contained_with_charts_and_worst_queries(data: Repor
 def test_markdown_twin_holds_the_same_tables(data: ReportData) -> None:
     text = render_markdown(data)
     assert text.startswith("# STEF weekly report — 2026-W48\n")
+    # the report opens with the verdict in one sentence, then the headline table
+    lead = text.index("\n- **bird v2 scores a mean Φ of 60.0, against 80.0 for v1")
+    assert lead < text.index("## Headline")
     assert "| bird | v2 | 28 | 24 | 85.7 % | – | 60.0 |" in text  # no p_correct in these synthetic rows
     assert "| v2 | 0 | 0 | 0 | 0 | 12 | 0 | 0 | 0 | 12 | 0 |" in text
     assert f"| version | {' | '.join(BIN_LABELS)} |" in text

@@ -50,6 +50,19 @@ def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> Non
     assert (tmp_path / "stef-demo" / "labels.jsonl").is_file()
     for day in days:
         assert day in result.stdout
+    # it ends with its result, the drift sentence, and next commands that work as printed
+    tail = result.stdout.splitlines()
+    verdict = next(
+        i for i, line in enumerate(tail) if line.startswith("drift: bird-analyst v1.5.0 answers an estimated")
+    )
+    assert tail[verdict].endswith(": worse.") and tail[verdict + 1] == "Next:"
+    drift_command, report_command = tail[verdict + 2].split(), tail[verdict + 3].split()
+    warehouse = str(tmp_path / "stef-demo.duckdb")
+    assert drift_command == ["stef", "drift", "--agent", "bird-analyst", "--warehouse", warehouse]
+    assert report_command[:6] == ["stef", "report", "--warehouse", warehouse, "--week", "2026-W48"]
+    again = invoke(*drift_command[1:], "--no-store", "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["sentence"] == tail[verdict].removeprefix("drift: ")
     conn = connect(str(tmp_path / "stef-demo.duckdb"))
     try:
         frame = read_daily_metrics(conn)
