@@ -54,6 +54,26 @@ def _check_deadline(deadline: float | None) -> None:
         raise RecordTimeout
 
 
+_FINALIZER_CODES = frozenset({"__del__", "unraisable_hook", "_parse_value_tb", "format_exception"})
+"""Code names of the places where an exception cannot reach the record's loop: a finalizer run by the
+garbage collector, and the unraisable-exception hook printing what one raised."""
+
+
+def _in_finalizer(frame: object, depth: int = 64) -> bool:
+    """Whether the interrupted ``frame`` (or one of its ``depth`` callers) is a finalizer or the
+    unraisable hook: an exception raised there is swallowed (“Exception ignored in …”), so the tick
+    waits for the next one, back in the record's own code."""
+    current = frame
+    for _ in range(depth):
+        if current is None:
+            return False
+        code = getattr(current, "f_code", None)
+        if code is not None and code.co_name in _FINALIZER_CODES:
+            return True
+        current = getattr(current, "f_back", None)
+    return False
+
+
 class _RecordAlarm:
     """The per-record time cap: a SIGALRM interval timer that raises :class:`RecordTimeout` in
     the record that passed its deadline.
@@ -79,7 +99,7 @@ class _RecordAlarm:
 
     def _on_tick(self, signum: int, frame: object) -> None:
         deadline = self.deadline
-        if deadline is not None and time.perf_counter() > deadline:
+        if deadline is not None and time.perf_counter() > deadline and not _in_finalizer(frame):
             raise RecordTimeout  # again at every tick until the record is abandoned (the loop clears the deadline)
 
     def __enter__(self) -> _RecordAlarm:
