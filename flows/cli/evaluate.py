@@ -77,7 +77,48 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
         files = [f for f in files if f.resolve() != exclude.resolve()]
     if not files:
         raise InputError(f"{path}: directory holds no *.jsonl files")
-    return files
+    if not path.is_dir():
+        return files  # a file named explicitly is read whatever it holds (its bad lines are reported)
+    logs = [f for f in files if looks_like_agent_logs(f)]
+    skipped = [f for f in files if f not in logs]
+    for other in skipped:
+        err_console.print(
+            Text(f"skipped {other}: not agent logs (its first record has no question or sql field)"), soft_wrap=True
+        )
+    if not logs:
+        below = sorted({str(f.parent) for f in path.glob("*/**/*.jsonl")})  # e.g. <dir>/logs/<day>/
+        hint = f"; folders of *.jsonl below it: {', '.join(below[:3])}{' …' if len(below) > 3 else ''}" if below else ""
+        raise InputError(f"{path}: no agent log files among its *.jsonl files{hint}")
+    return logs
+
+
+def looks_like_agent_logs(path: Path) -> bool:
+    """Whether ``path`` holds agent logs: its first non-blank line is a JSON object with a ``question``,
+    ``sql`` or ``enriched_question`` key, or is not a JSON object at all (its lines are then read and
+    rejected with their reasons). A labels or results file (``{"run_id": …, "label": …}``) is not.
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "labels.jsonl").write_text('{"run_id": "a", "label": true}\\n')
+    >>> looks_like_agent_logs(folder / "labels.jsonl")
+    False
+    """
+    import json
+
+    try:
+        with path.open("rb") as handle:
+            for raw in handle:
+                if raw.strip():
+                    try:
+                        first = json.loads(raw)
+                    except ValueError:
+                        return True
+                    return not isinstance(first, dict) or bool({"question", "sql", "enriched_question"} & set(first))
+                if handle.tell() > 1_000_000:
+                    break
+    except OSError:
+        return True  # read and reported as the other files are
+    return True
 
 
 def _lines(files: Sequence[Path]) -> Iterator[LogLine]:

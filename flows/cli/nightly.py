@@ -127,7 +127,12 @@ class TaskRunnerChoice(str, Enum):
 def nightly(
     log_date: Annotated[
         datetime | None,
-        typer.Option("--date", formats=["%Y-%m-%d"], help="Day to process, YYYY-MM-DD (default: yesterday, UTC)."),
+        typer.Option(
+            "--date",
+            "--log-date",  # the nightly deployment's parameter is log_date
+            formats=["%Y-%m-%d"],
+            help="Day to process, YYYY-MM-DD (default: yesterday, UTC).",
+        ),
     ] = None,
     logs_root: Annotated[
         str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")

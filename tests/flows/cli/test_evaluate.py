@@ -218,3 +218,24 @@ def test_worker_processes_apply_the_configured_time_cap(tmp_path: Path, monkeypa
     statuses = {row["run_id"]: (row["status"], row["status_reason"]) for row in read_jsonl(out)}
     assert statuses.pop("slow") == ("timeout", "evaluation exceeded the 0.2 s per-record cap")
     assert set(statuses.values()) == {("evaluated", None)}
+
+
+def test_a_directory_skips_files_that_are_not_agent_logs(tmp_path: Path) -> None:
+    """The demo folder holds labels.jsonl beside logs/<day>/: scoring the folder scores no labels as logs."""
+    (tmp_path / "labels.jsonl").write_text('{"run_id": "r1", "label": true}\n', encoding="utf-8")
+    day = tmp_path / "logs" / "2026-11-24"
+    day.mkdir(parents=True)
+    (day / "agent.jsonl").write_text(FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
+    result = invoke("evaluate", str(tmp_path), "--out", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"skipped {tmp_path / 'labels.jsonl'}: not agent logs (its first record has no question or sql field)",
+        f"error: {tmp_path}: no agent log files among its *.jsonl files; folders of *.jsonl below it: {day}",
+    ]
+    (tmp_path / "agent.jsonl").write_text(FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
+    both = invoke("evaluate", str(tmp_path), "--out", str(tmp_path / "out.jsonl"))
+    assert both.exit_code == 0, both.output
+    assert [row["run_id"] for row in read_jsonl(tmp_path / "out.jsonl")] == FIXTURE_RUN_IDS  # the labels are not scored
+    named = invoke("evaluate", str(tmp_path / "labels.jsonl"), "--out", str(tmp_path / "l.jsonl"))
+    assert named.exit_code == 0  # a file named explicitly is read: its lines are rejected with their reasons
+    assert read_jsonl(tmp_path / "l.jsonl")[0]["status"] == "invalid_input"

@@ -80,9 +80,15 @@ def _stef(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     [
         pytest.param(
             ("nightly", "--date", "2026-13-01"),
-            "error: Invalid value for '--date': '2026-13-01' is not a date of the form YYYY-MM-DD. "
+            "error: Invalid value for '--date' / '--log-date': '2026-13-01' is not a date of the form YYYY-MM-DD. "
             "(see `stef nightly --help`)",
             id="bad_date",
+        ),
+        pytest.param(
+            ("nightly", "--log-date", "2026-11-31"),  # the deployment parameter's name works too
+            "error: Invalid value for '--date' / '--log-date': '2026-11-31' is not a date of the form YYYY-MM-DD. "
+            "(see `stef nightly --help`)",
+            id="log_date_alias",
         ),
         pytest.param(
             ("drift", "--agent", "bird", "--json", "true"),
