@@ -9,6 +9,7 @@ nothing here imports them. Like the CLI, this module loads only typer, rich and 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -56,11 +57,22 @@ BREAKER_HELP = (
     "Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
     "symbolic verdict without calling the model, and each such record says so (0: never)."
 )
-console = Console(markup=False, emoji=False, highlight=False)
+PIPE_WIDTH = 200
+"""Width of the consoles when the output is not a terminal (cron logs, CI, ``| tee``) and ``$COLUMNS`` is
+unset: rich's default of 80 would cut the tables; a terminal keeps its own width."""
+
+
+def _width() -> int | None:
+    if os.environ.get("COLUMNS") or sys.stdout.isatty():
+        return None  # rich reads $COLUMNS or the terminal
+    return PIPE_WIDTH
+
+
+console = Console(markup=False, emoji=False, highlight=False, width=_width())
 """Standard output. Markup and emoji codes are off: a ``[/x]``, ``[link=…]`` or ``:smile:`` in a
 run id, an agent id, a version, a reason or a file name prints as those characters (a ``str``
 table cell is rendered with the console's markup setting). Styles are set on :class:`rich.text.Text`."""
-err_console = Console(stderr=True, markup=False, emoji=False, highlight=False)
+err_console = Console(stderr=True, markup=False, emoji=False, highlight=False, width=_width())
 """Standard error (errors, warnings, progress), with the settings of :data:`console`."""
 
 

@@ -134,3 +134,15 @@ def test_backfill_and_nightly_without_logs_fail_at_once_and_store_nothing(tmp_pa
         ],
     )
     assert not warehouse.exists()  # no empty warehouse left behind for a green-looking run
+
+
+def test_tables_are_not_cut_at_80_columns_when_piped(tmp_path: Path) -> None:
+    """Cron logs and CI pipe the output: the consoles then use 200 columns, a terminal (or $COLUMNS) its own."""
+    code = "from flows.cli.common import console, err_console; print(console.width, err_console.width)"
+    env = {key: value for key, value in checkout_env().items() if key != "COLUMNS"}
+    piped = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert piped.stdout.split() == ["200", "200"]
+    narrow = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "COLUMNS": "100"}, check=True
+    )
+    assert narrow.stdout.split() == ["100", "100"]
