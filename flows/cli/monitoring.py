@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from enum import Enum
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -41,8 +43,9 @@ _DATE = ["%Y-%m-%d"]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``drift``, ``backfill``, ``report`` and ``serve`` to ``app``."""
+    """Add ``drift``, ``backfill``, ``report``, ``export`` and ``serve`` to ``app``."""
     app.command("drift")(drift)
+    app.command("export")(export)
     app.command("backfill")(backfill)
     app.command("report")(report)
     app.command("serve")(serve)
@@ -506,6 +509,64 @@ def report(
         )
     console.print(
         Text(f"HTML report: {one_line(files.html)}\nMarkdown twin: {one_line(files.markdown)}"), soft_wrap=True
+    )
+
+
+# --------------------------------------------------------------------------- export
+
+
+class ExportFormatChoice(str, Enum):
+    """File formats of ``stef export``."""
+
+    csv = "csv"
+    parquet = "parquet"
+    jsonl = "jsonl"
+
+
+def export(
+    start: Annotated[datetime, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")],
+    end: Annotated[datetime, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD (included).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="File to write (replaced when it exists).")],
+    export_format: Annotated[
+        ExportFormatChoice | None,
+        typer.Option("--format", help="csv, parquet or jsonl (default: from the --out suffix, else csv)."),
+    ] = None,
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+    ] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent.")] = None,
+    evaluator_version: Annotated[
+        str | None,
+        typer.Option("--evaluator-version", help="Whose evaluations (default: the newest stored in the window)."),
+    ] = None,
+) -> None:
+    """Export a window's evaluations (one row per answer, with its question, SQL and evidence as JSON)
+    for a BI tool, streamed by DuckDB: any size."""
+    with user_errors():
+        from warehouse import WarehouseError, connect, resolve_path
+        from warehouse.export import export_evaluations
+        from warehouse.monitoring import latest_evaluator_version
+
+        target = resolve_path(warehouse)
+        if not target.is_file():
+            raise WarehouseError(
+                f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
+            )
+        first, last = start.date(), end.date()
+        if last < first:
+            raise CliError(f"export end {last} is before its start {first}")
+        chosen = export_format.value if export_format is not None else None
+        if chosen is None:
+            chosen = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}.get(out.suffix.lower(), "csv")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with connect(target, read_only=True) as conn:
+            version = evaluator_version or latest_evaluator_version(conn, agent, first, last)
+            if version is None:
+                raise CliError(f"no evaluations in {target} between {first} and {last}; nothing exported")
+            rows = export_evaluations(conn, out, first, last, version, chosen, agent_id=agent)  # type: ignore[arg-type]
+    console.print(
+        Text(f"exported {rows} evaluations of {one_line(version)} ({first} … {last}) to {one_line(out)} ({chosen})"),
+        soft_wrap=True,
     )
 
 

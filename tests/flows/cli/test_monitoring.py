@@ -282,3 +282,25 @@ def test_help_lists_the_monitoring_commands() -> None:
     assert result.exit_code == 0
     for command in ("drift", "backfill", "report", "serve"):
         assert f" {command} " in result.stdout
+
+
+def test_export_writes_the_window_for_a_bi_tool(warehouse_file: Path, tmp_path: Path) -> None:
+    import duckdb
+
+    out = tmp_path / "exports" / "w48.parquet"
+    result = _invoke(
+        "export", "--warehouse", str(warehouse_file), "--start", "2026-11-20", "--end", "2026-11-26", "--out", str(out)
+    )
+    assert result.exit_code == 0, result.output
+    with connect(warehouse_file, read_only=True) as conn:
+        (stored,) = conn.execute("SELECT count(*) FROM evaluations").fetchall()
+    (exported,) = duckdb.sql(f"SELECT count(*) FROM read_parquet('{out}')").fetchall()
+    assert exported == stored
+    assert " ".join(result.stdout.split()).startswith(f"exported {stored[0]} evaluations of ")
+    reversed_window = _invoke(
+        "export", "--warehouse", str(warehouse_file), "--start", "2026-11-26", "--end", "2026-11-20", "--out", str(out)
+    )
+    assert (reversed_window.exit_code, reversed_window.stderr.strip()) == (
+        2,
+        "error: export end 2026-11-20 is before its start 2026-11-26",
+    )
