@@ -8,6 +8,7 @@ runs both so that a failing check never fails the night (its data is stored befo
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
@@ -16,7 +17,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.display import shorten
-from stef.monitor.alerts import drift_event, drift_markdown, is_new_worse_drift
+from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV, drift_event, drift_markdown, is_new_worse_drift, webhook_payload
 from stef.monitor.drift import thresholds_from_env
 from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds
 from tasks._runtime import io_task, run_logger
@@ -101,7 +102,9 @@ def publish_drift(checks: list[dict[str, Any]], log_date: date) -> list[str]:
     """Markdown artifact of the night's checks (and of those recomputed); one ``stef.drift.detected``
     event per worse drift (a recomputed check only when it was not worse before: :func:`stef.monitor.alerts.is_new_worse_drift`).
 
-    Attach a Prefect automation (trigger: event ``stef.drift.detected``) to notify people.
+    Attach a Prefect automation (trigger: event ``stef.drift.detected``) to notify people, or set
+    ``$STEF_NOTIFY_WEBHOOK`` (:data:`stef.monitor.alerts.NOTIFY_WEBHOOK_ENV`): each new worse drift is then
+    posted there as its sentence (:func:`notify_webhook`).
 
     Args:
         checks: summaries from :func:`check_drift`.
@@ -116,13 +119,37 @@ def publish_drift(checks: list[dict[str, Any]], log_date: date) -> list[str]:
     title = f"STEF drift checks {log_date.isoformat()}"
     create_markdown_artifact(markdown=drift_markdown(checks, title), key=DRIFT_ARTIFACT_KEY, description=title)
     emitted: list[str] = []
+    webhook = os.environ.get(NOTIFY_WEBHOOK_ENV, "").strip()
     for check in checks:
         if is_new_worse_drift(check):
             event = emit_event(**drift_event(check))
             run_logger().warning("drift for the worse: %s", shorten(check["sentence"], 400))
+            if webhook:
+                notify_webhook(webhook, check)
             if event is not None:
                 emitted.append(str(event.id))
     return emitted
+
+
+def notify_webhook(url: str, check: dict[str, Any], timeout_s: float = 10.0) -> bool:
+    """POST the check's sentence to a Slack-compatible webhook (:func:`stef.monitor.alerts.webhook_payload`).
+
+    A failed post is logged and never fails the night (the event and the artifact carry the drift too).
+
+    Returns:
+        Whether the webhook answered with a 2xx status.
+    """
+    import httpx
+
+    try:
+        response = httpx.post(url, json=webhook_payload(check), timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        run_logger().error("posting the drift to the webhook failed: %s", shorten(str(exc), 300))
+        return False
+    if not response.is_success:
+        run_logger().error("the webhook answered %d to the drift post", response.status_code)
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

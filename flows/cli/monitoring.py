@@ -9,6 +9,7 @@ exit code 2 (:func:`flows.cli.common.user_errors`).
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from enum import Enum
 from pathlib import Path
@@ -590,6 +591,15 @@ def serve(
     check: Annotated[
         bool, typer.Option("--check", help="Build the deployments, print their schedules and exit (no server needed).")
     ] = False,
+    notify_webhook: Annotated[
+        str | None,
+        typer.Option(
+            "--notify-webhook",
+            metavar="URL",
+            help="Slack-compatible incoming webhook: each new drift for the worse of the served runs is posted there "
+            "as its sentence (default: $STEF_NOTIFY_WEBHOOK).",
+        ),
+    ] = None,
 ) -> None:
     """Serve the nightly (02:00), weekly-report (Monday 06:00) and backfill deployments.
 
@@ -599,6 +609,10 @@ def serve(
     schedules).
     """
 
+    if notify_webhook:
+        from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV
+
+        os.environ[NOTIFY_WEBHOOK_ENV] = notify_webhook  # the served runs execute in this process
     with user_errors():
         from flows.deployments import build_deployments, serve_deployments, server_url
 

@@ -6,6 +6,7 @@ before any work (a malformed date, an invalid judge) never load them.
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
@@ -201,6 +202,15 @@ def nightly(
             help="Learn the observed catalogs from the warehouse's answers of the 30 days before the day, store and use them.",
         ),
     ] = False,
+    notify_webhook: Annotated[
+        str | None,
+        typer.Option(
+            "--notify-webhook",
+            metavar="URL",
+            help="Slack-compatible incoming webhook: each new drift for the worse is posted there as its sentence "
+            "(default: $STEF_NOTIFY_WEBHOOK).",
+        ),
+    ] = None,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     from stef.time_cap import configured_time_cap_s
@@ -220,7 +230,11 @@ def nightly(
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
         from flows.nightly import resolve_log_date, run_nightly
+        from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV
         from tasks.backfill import day_has_logs
+
+        if notify_webhook:
+            os.environ[NOTIFY_WEBHOOK_ENV] = notify_webhook  # read by the drift step, in this process and its workers
 
         day = resolve_log_date(log_date.date() if log_date is not None else None)
         if not day_has_logs(logs_root, day):  # before Prefect starts: said once, at once

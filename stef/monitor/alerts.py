@@ -82,6 +82,25 @@ def drift_event(check: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+NOTIFY_WEBHOOK_ENV = "STEF_NOTIFY_WEBHOOK"
+"""Environment variable with the URL of a Slack-compatible incoming webhook: every new drift for the
+worse is posted there as its sentence (``stef nightly`` / ``stef serve --notify-webhook`` set it)."""
+
+
+def webhook_payload(check: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON body posted to a Slack-compatible webhook for a drift: the check's sentence as plain text.
+
+    Slack reads ``<…>`` as links and mentions and ``&`` as the start of an entity: they are escaped
+    (its three escapes), and ``mrkdwn`` is off, so a name with ``*`` or ``<!channel>`` shows as its text.
+
+    >>> webhook_payload({"sentence": "bird <!channel> v2 answers an estimated 50 % ... *worse*."})
+    {'text': 'bird &lt;!channel&gt; v2 answers an estimated 50 % ... *worse*.', 'mrkdwn': False}
+    """
+    text = str(check.get("sentence") or "")
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return {"text": escaped, "mrkdwn": False}
+
+
 def is_new_worse_drift(check: Mapping[str, Any]) -> bool:
     """Whether ``check`` drifted for the worse and was not already so when stored before
     (a recomputed check carries ``previous_verdict`` / ``previous_direction``; the night's own checks always count).

@@ -229,3 +229,72 @@ def test_checks_are_never_stale_after_a_backfill_of_earlier_days(
     live = run_drift_check(warehouse_path, "shop", store=False, thresholds=DriftThresholds(**thresholds)).summary()
     assert (live["verdict"], live["direction"], live["sentence"]) == ("drift", "worse", check["sentence"])
     assert live["error_rate_delta"] == pytest.approx(check["error_rate_delta"])
+
+
+class _Webhook:
+    """A Slack-compatible incoming webhook on 127.0.0.1 that records the JSON bodies posted to it."""
+
+    def __init__(self, status: int = 200) -> None:
+        import http.server
+        import threading
+
+        received: list[dict[str, object]] = []
+        self.received = received
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                received.append(json.loads(self.rfile.read(length)))
+                self.send_response(status)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/drift"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_new_worse_drifts_are_posted_to_the_webhook_as_their_sentence(
+    rollout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect import flow
+
+    from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV
+    from tasks.drift import notify_webhook, publish_drift
+
+    checks = check_drift.fn(str(rollout), day(6), EVALUATOR_VERSION, FAST)
+    worse = [c for c in checks if c["verdict"] == "drift" and c["direction"] == "worse"]
+    assert len(worse) == 1
+    hook = _Webhook()
+    try:
+        monkeypatch.setenv(NOTIFY_WEBHOOK_ENV, hook.url)
+        hostile = {**worse[0], "recomputed": True, "previous_verdict": "no_drift", "previous_direction": None}
+        hostile["sentence"] = "bird <!channel> v2.0 & *co*: " + worse[0]["sentence"]
+
+        @flow
+        def night() -> None:
+            publish_drift([*checks, hostile], day(6))
+            publish_drift([{**hostile, "previous_verdict": "drift", "previous_direction": "worse"}], day(6))
+
+        night()
+        assert hook.received == [
+            {"text": worse[0]["sentence"], "mrkdwn": False},
+            {"text": "bird &lt;!channel&gt; v2.0 &amp; *co*: " + worse[0]["sentence"], "mrkdwn": False},
+        ]  # the night's worse check and the recomputed one that newly turned worse; not the one already worse
+    finally:
+        hook.close()
+    failing = _Webhook(status=500)
+    try:
+        assert notify_webhook(failing.url, worse[0]) is False  # logged, never raised: the night goes on
+    finally:
+        failing.close()
+    assert notify_webhook("http://127.0.0.1:9/unreachable", worse[0], timeout_s=1.0) is False

@@ -96,3 +96,33 @@ def test_nightly_without_logs_for_the_day_is_a_clean_error(tmp_path: Path) -> No
     assert result.exit_code == 2
     assert "error:" in result.stderr and "2026-11-20" in result.stderr
     assert "Traceback" not in result.output
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("flow_cli")
+def test_nightly_posts_a_worse_drift_to_the_notify_webhook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from datetime import date
+
+    from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV
+    from tests.support.monitoring_support import write_log_day
+    from tests.tasks.helpers import record
+    from tests.tasks.test_drift import _Webhook
+
+    day = date(2026, 11, 26)
+    records = [record(f"a-{i}", "v1.0", i, correct=True) for i in range(30)]
+    records += [record(f"b-{i}", "v1.1", i, correct=i % 2 == 0) for i in range(30)]
+    write_log_day(tmp_path / "logs", day, records)
+    monkeypatch.setenv("STEF_DRIFT_THRESHOLDS", json.dumps({"min_samples": 20, "n_resamples": 200}))
+    monkeypatch.delenv(NOTIFY_WEBHOOK_ENV, raising=False)
+    hook = _Webhook()
+    try:
+        result = invoke(
+            *("nightly", "--date", day.isoformat(), "--logs-root", str(tmp_path / "logs")),
+            *("--warehouse", str(tmp_path / "wh.duckdb"), "--notify-webhook", hook.url),
+        )
+        assert result.exit_code == 0, result.output
+        sentence = next(line for line in result.stdout.splitlines() if line.startswith("drift: shop v1.1 answers"))
+        assert hook.received == [{"text": sentence.removeprefix("drift: "), "mrkdwn": False}]
+    finally:
+        hook.close()
+        monkeypatch.delenv(NOTIFY_WEBHOOK_ENV, raising=False)
