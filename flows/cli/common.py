@@ -125,6 +125,28 @@ def user_errors() -> Iterator[None]:
         raise typer.Exit(EXIT_USAGE) from None
 
 
+def _flags_show_no_type() -> None:
+    """``--help`` lists a flag (``--json``, ``--force`` …) without a ``<bool>`` value: it takes none.
+
+    Typer's rich help shows every option's type, flags included, which reads as if ``--json true``
+    were the way to use it. Its option class's type display is wrapped once so that a flag has none.
+    """
+    from typer.core import TyperOption
+
+    original = TyperOption.display_type_rich
+    if getattr(original, "_stef_flags", False):
+        return
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if getattr(self, "is_flag", False) else original(self, ctx)
+
+    display_type_rich._stef_flags = True  # type: ignore[attr-defined]
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_show_no_type()
+
+
 class OneLineUsageErrors(TyperGroup):
     """The ``stef`` group: a usage error (unknown option, bad value, missing argument, extra argument)
     is one ``error: <message>`` line on stderr with exit code 2, like every other error a person

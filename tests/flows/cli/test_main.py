@@ -146,3 +146,13 @@ def test_tables_are_not_cut_at_80_columns_when_piped(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env={**env, "COLUMNS": "100"}, check=True
     )
     assert narrow.stdout.split() == ["100", "100"]
+
+
+def test_help_shows_flags_without_a_value(tmp_path: Path) -> None:
+    """``--json`` is a flag: the help does not show ``--json <bool>`` as if it took a value."""
+    done = _stef(tmp_path, "drift", "--help")
+    assert done.returncode == 0
+    lines = {line.split()[1]: line for line in done.stdout.splitlines() if line.startswith("│ ") and " --" in line}
+    for flag in ("--json", "--temporal", "--no-store"):
+        assert "<bool>" not in lines[flag], lines[flag]
+    assert "<int" in lines["--min-samples"]  # an option with a value keeps its type
