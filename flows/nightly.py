@@ -24,12 +24,14 @@ from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
 from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings, preflight
 from stef.models import BATCH_SIZE, EVALUATOR_VERSION, CompactEvaluation
 from tasks import (
+    bad_share_error,
     check_warehouse,
     compute_metrics,
     evaluate_batch,
     learn_observed_catalogs,
     load_logs,
     publish_summary_artifact,
+    store_rejected,
     store_results,
     validate_logs,
 )
@@ -195,7 +197,8 @@ def nightly(
 
     Raises:
         InputError: no log folder / files for the day, or a malformed ``log_date``.
-        LogQualityError: too many bad lines (nothing is stored).
+        LogQualityError: too many bad lines (nothing is stored but, for a day not stored before, its
+            rejected lines in ``quarantine``: ``stef quarantine --date DAY`` lists them).
         RulesError: ``rules_dir`` or a rule file in it is invalid.
         SchemaError: ``schema_dir`` is not a folder, or an app's schema file cannot be read.
         JudgeConfigError: an unusable judge setting (unknown provider, key not in the environment ...).
@@ -226,7 +229,11 @@ def nightly(
     check_warehouse(warehouse_path)  # a locked or unwritable warehouse fails here, before any evaluation
     observed = learn_observed_catalogs(warehouse_path, day) if settings.learn_catalog else None
     # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
-    lines = validate_logs(quote(lines), max_bad_share)  # type: ignore[call-overload]
+    lines = validate_logs(quote(lines), max_bad_share, raise_on_bad_share=False)  # type: ignore[call-overload]
+    too_bad = bad_share_error(lines, max_bad_share)
+    if too_bad is not None:  # keep the rejected lines to inspect, then stop
+        stored_rejected = store_rejected(warehouse_path, day, quote(lines))
+        raise bad_share_error(lines, max_bad_share, stored_rejected) or too_bad
     records = [line.record for line in lines if line.record is not None]
     parts = batches(records, batch_size)
     if settings.max_cost_usd is not None and parts:

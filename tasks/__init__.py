@@ -14,12 +14,20 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 from tasks.artifacts import publish_summary_artifact, summary_table
 from tasks.evaluate import evaluate_batch
-from tasks.log_checks import LogQualityError, validate_logs
+from tasks.log_checks import LogQualityError, bad_share_error, validate_logs
 from tasks.logs import load_logs
-from tasks.store import check_warehouse, compute_metrics, learn_observed_catalogs, quarantine_evaluations, store_results
+from tasks.store import (
+    check_warehouse,
+    compute_metrics,
+    learn_observed_catalogs,
+    quarantine_evaluations,
+    store_rejected,
+    store_results,
+)
 
 __all__ = [
     "LogQualityError",
+    "bad_share_error",
     "check_warehouse",
     "compute_metrics",
     "evaluate_batch",
@@ -27,6 +35,7 @@ __all__ = [
     "load_logs",
     "publish_summary_artifact",
     "quarantine_evaluations",
+    "store_rejected",
     "store_results",
     "summary_table",
     "validate_logs",

@@ -144,7 +144,7 @@ def _top_reasons(lines: Sequence[LogLine], limit: int = 3) -> Iterator[str]:
 
 
 @task(name="validate-logs", cache_policy=NO_CACHE, persist_result=False)
-def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05) -> list[LogLine]:
+def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05, raise_on_bad_share: bool = True) -> list[LogLine]:
     """Check a day's records with Great Expectations; quarantine the rows that fail.
 
     Expectations per record: ``run_id``, ``agent_id``, ``agent_version``, ``question``,
@@ -156,6 +156,8 @@ def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05) -> list[Log
         lines: the day's lines from :func:`tasks.logs.load_logs`.
         max_bad_share: the largest share of bad lines (rejected by the reader + failed here)
             accepted, in [0, 1].
+        raise_on_bad_share: raise when the share is above it (``False``: the caller checks with
+            :func:`bad_share_error`, e.g. to store the rejected lines first).
 
     Returns:
         ``lines`` in the same order, with every failing record turned into a quarantined line
@@ -182,11 +184,36 @@ def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05) -> list[Log
         bad,
         100 * share,
     )
-    if share > max_bad_share:
-        folder = str(Path(checked[0].source).parent) if checked else "the logs"
-        raise LogQualityError(
-            f"{bad} of {len(checked)} log lines in {folder} are bad ({share:.1%}), above the limit of "
-            f"{max_bad_share:.1%}; most common reasons: {'; '.join(_top_reasons(checked))}. "
-            "Fix the logs, or raise --max-bad-share to store the day with these lines quarantined."
-        )
+    error = bad_share_error(checked, max_bad_share)
+    if error is not None and raise_on_bad_share:
+        raise error
     return checked
+
+
+def bad_share_error(checked: Sequence[LogLine], max_bad_share: float, stored: int = 0) -> LogQualityError | None:
+    """The :class:`LogQualityError` of a day whose share of bad lines is above ``max_bad_share``, else ``None``.
+
+    The message gives the counts and share, the most common reasons and the first bad lines as
+    ``file:line: reason``, so the logs can be fixed without reading the quarantine first.
+
+    Args:
+        checked: the day's lines after :func:`validate_logs` (``record is None``: bad).
+        max_bad_share: the limit, in [0, 1].
+        stored: rejected lines already stored in ``quarantine`` (said in the message when > 0).
+    """
+    bad_lines = [line for line in checked if line.record is None]
+    share = len(bad_lines) / len(checked) if checked else 0.0
+    if share <= max_bad_share:
+        return None
+    folder = str(Path(checked[0].source).parent) if checked else "the logs"
+    first = "; ".join(f"{line.source}:{line.line_number}: {line.reason or 'rejected'}" for line in bad_lines[:3])
+    where = (
+        f" The {stored} rejected lines are stored in the warehouse's quarantine table (`stef quarantine --date DAY`)."
+        if stored
+        else ""
+    )
+    return LogQualityError(
+        f"{len(bad_lines)} of {len(checked)} log lines in {folder} are bad ({share:.1%}), above the limit of "
+        f"{max_bad_share:.1%}; most common reasons: {'; '.join(_top_reasons(checked))}; first bad lines: {first}.{where} "
+        "Fix the logs, or raise --max-bad-share to store the day with these lines quarantined."
+    )

@@ -155,6 +155,22 @@ def store_results(
     return summary
 
 
+@io_task("store-rejected-lines", retries=2, retry_delay_seconds=10)
+def store_rejected(warehouse_path: str | None, log_date: date, lines: Sequence[LogLine]) -> int:
+    """Store the rejected lines of a day that failed validation (:func:`warehouse.store.store_rejected_lines`).
+
+    Returns:
+        The quarantine rows written (0 when the day was stored before: its rows are kept).
+    """
+    from warehouse.store import store_rejected_lines
+
+    conn = connect(warehouse_path)
+    try:
+        return store_rejected_lines(conn, log_date, lines)
+    finally:
+        conn.close()
+
+
 @io_task("compute-metrics", retries=2, retry_delay_seconds=10)
 def compute_metrics(
     warehouse_path: str | None,

@@ -524,3 +524,50 @@ def _record_stored_day(conn: duckdb.DuckDBPyConnection, summary: StoreSummary, n
             "now": now,
         },
     )
+
+
+def store_rejected_lines(conn: duckdb.DuckDBPyConnection, log_date: date, log_lines: Sequence[LogLine]) -> int:
+    """Store the rejected lines of a day that is not stored (its run failed validation), to be inspected.
+
+    A day with stored runs keeps its rows (they are consistent with each other; the failed rerun
+    changes nothing). Otherwise the day's ``quarantine`` rows are replaced by one row per line whose
+    ``record is None``, with its reason, in one transaction. The day is not marked stored.
+
+    Returns:
+        The rows written (0 when the day is already stored).
+
+    Raises:
+        WarehouseError: the write failed (rolled back).
+    """
+    (stored,) = conn.execute(
+        "SELECT count(*) FROM agent_runs WHERE log_date = $log_date", {"log_date": log_date}
+    ).fetchone() or (0,)
+    if stored:
+        return 0
+    rows = [(line, line.reason or "rejected log line") for line in log_lines if line.record is None]
+    table = _quarantine_table(rows)
+    table = table.append_column("log_date", pa.array([log_date] * table.num_rows, pa.date32()))
+    table = table.append_column("quarantined_at", pa.array([_utc_now()] * table.num_rows, pa.timestamp("us")))
+    try:
+        conn.begin()
+        conn.execute("DELETE FROM quarantine WHERE log_date = $log_date", {"log_date": log_date})
+        conn.register("_stef_rejected", table)
+        conn.execute("INSERT INTO quarantine BY NAME SELECT * FROM _stef_rejected")
+        conn.unregister("_stef_rejected")
+        conn.commit()
+    except duckdb.Error as exc:
+        conn.rollback()
+        raise WarehouseError(f"storing the rejected lines of {log_date.isoformat()} failed: {exc}") from exc
+    return int(table.num_rows)
+
+
+def read_quarantine(conn: duckdb.DuckDBPyConnection, log_date: date) -> list[dict[str, Any]]:
+    """The day's quarantined lines: ``source_file``, ``line_number``, ``run_id``, ``agent_id``,
+    ``agent_version``, ``reason``, ``raw``, ``quarantined_at``, by file and line."""
+    rows = conn.execute(
+        "SELECT source_file, line_number, run_id, agent_id, agent_version, reason, raw, quarantined_at "
+        "FROM quarantine WHERE log_date = $log_date ORDER BY source_file, line_number",
+        {"log_date": log_date},
+    ).fetchall()
+    names = ("source_file", "line_number", "run_id", "agent_id", "agent_version", "reason", "raw", "quarantined_at")
+    return [dict(zip(names, row, strict=True)) for row in rows]

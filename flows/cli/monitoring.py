@@ -47,6 +47,7 @@ def register(app: typer.Typer) -> None:
     """Add ``drift``, ``backfill``, ``report``, ``export`` and ``serve`` to ``app``."""
     app.command("drift")(drift)
     app.command("export")(export)
+    app.command("quarantine")(quarantine)
     app.command("backfill")(backfill)
     app.command("report")(report)
     app.command("serve")(serve)
@@ -511,6 +512,47 @@ def report(
     console.print(
         Text(f"HTML report: {one_line(files.html)}\nMarkdown twin: {one_line(files.markdown)}"), soft_wrap=True
     )
+
+
+# --------------------------------------------------------------------------- quarantine
+
+
+def quarantine(
+    log_date: Annotated[datetime, typer.Option("--date", "--log-date", formats=_DATE, help="The day, YYYY-MM-DD.")],
+    warehouse: Annotated[
+        str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")] = False,
+) -> None:
+    """List a day's rejected log lines: file, line number, run id and why (also for a day whose run
+    stopped because too many lines were bad)."""
+    with user_errors():
+        from warehouse import WarehouseError, connect, resolve_path
+        from warehouse.store import read_quarantine
+
+        target = resolve_path(warehouse)
+        if not target.is_file():
+            raise WarehouseError(
+                f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
+            )
+        with connect(target, read_only=True) as conn:
+            rows = read_quarantine(conn, log_date.date())
+    if as_json:
+        for row in rows:
+            typer.echo(json.dumps({**row, "quarantined_at": str(row["quarantined_at"])}, ensure_ascii=False))
+        return
+    table = Table(
+        title=Text(f"Quarantined lines of {log_date.date()} ({len(rows)})"), title_justify="left", box=box.SIMPLE_HEAD
+    )
+    for column in ("line", "run id", "reason"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            Text(f"{one_line(row['source_file'])}:{row['line_number']}"),
+            Text(shorten(row["run_id"] or "–")),
+            Text(one_line(row["reason"])),
+        )
+    console.print(table)
 
 
 # --------------------------------------------------------------------------- export

@@ -126,3 +126,34 @@ def test_nightly_posts_a_worse_drift_to_the_notify_webhook(tmp_path: Path, monke
     finally:
         hook.close()
         monkeypatch.delenv(NOTIFY_WEBHOOK_ENV, raising=False)
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("flow_cli")
+def test_a_day_that_fails_validation_keeps_its_rejected_lines_to_inspect(tmp_path: Path) -> None:
+    from tests.tasks.helpers import record
+
+    day_folder = tmp_path / "logs" / "2026-11-26"
+    day_folder.mkdir(parents=True)
+    good = [json.dumps(record(f"ok-{i}", "v1", i, correct=True)) for i in range(3)]
+    bad_time = json.dumps({**record("late", "v1", 7, correct=True), "timestamp": "yesterday-ish"})
+    no_sql = json.dumps({k: v for k, v in record("nosql", "v1", 8, correct=True).items() if k != "sql"})
+    (day_folder / "agent.jsonl").write_text("\n".join([*good, "not json", no_sql, bad_time]) + "\n", encoding="utf-8")
+    warehouse = tmp_path / "wh.duckdb"
+    result = invoke(
+        *("nightly", "--date", "2026-11-26", "--logs-root", str(tmp_path / "logs"), "--warehouse", str(warehouse))
+    )
+    assert result.exit_code == 2
+    error = result.stderr.strip().splitlines()
+    assert len(error) == 1 and error[0].startswith("error: 3 of 6 log lines in ")
+    source = day_folder / "agent.jsonl"
+    assert f"first bad lines: {source}:4: " in error[0]  # file:line: reason, so the logs can be fixed
+    assert "The 3 rejected lines are stored in the warehouse's quarantine table" in error[0]
+
+    listed = invoke("quarantine", "--date", "2026-11-26", "--warehouse", str(warehouse), "--json")
+    assert listed.exit_code == 0, listed.output
+    rows = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert [(row["source_file"], row["line_number"]) for row in rows] == [(str(source), n) for n in (4, 5, 6)]
+    assert "timestamp" in rows[2]["reason"] and "yesterday-ish" in rows[2]["reason"]
+    table = invoke("quarantine", "--date", "2026-11-26", "--warehouse", str(warehouse))
+    assert f"{source}:5" in " ".join(table.stdout.split())
