@@ -214,15 +214,34 @@ class _NoStefTraceback(logging.Filter):
 
 
 @contextmanager
-def running_flows() -> Iterator[None]:
+def running_flows(quiet: bool = False) -> Iterator[None]:
     """Around the flow runs of one command: Prefect's console without the tracebacks of errors a
     person fixes (:func:`_quiet_stef_tracebacks`), and a temporary Prefect API that dies with
-    this process (:func:`flows.prefect_api.temporary_prefect_api`) unless one is configured."""
+    this process (:func:`flows.prefect_api.temporary_prefect_api`) unless one is configured.
+
+    Args:
+        quiet: show only Prefect's warnings and errors on the console (``--quiet``); the Prefect
+            API still receives every run's logs.
+    """
     from flows.prefect_api import temporary_prefect_api
 
     _quiet_stef_tracebacks()
-    with temporary_prefect_api():
-        yield
+    if quiet:
+        _console_level(logging.WARNING)
+    try:
+        with temporary_prefect_api():
+            yield
+    finally:
+        if quiet:
+            _console_level(logging.NOTSET)
+
+
+def _console_level(level: int) -> None:
+    """Set the level of the console handlers of the root logger and Prefect's loggers (NOTSET: all)."""
+    for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs"):
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+                handler.setLevel(level)
 
 
 def _quiet_stef_tracebacks() -> None:

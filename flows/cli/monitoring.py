@@ -350,6 +350,9 @@ def backfill(
     learn_catalog: Annotated[
         bool, typer.Option("--learn-catalog", help="Learn and use observed catalogs day by day, as for stef nightly.")
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Show only warnings and errors of Prefect on the console.")
+    ] = False,
 ) -> None:
     """Run the nightly work for every day from --start to --end; skip days already done.
 
@@ -394,7 +397,7 @@ def backfill(
                 console.print(Text(_day_line(day, version)), soft_wrap=True)  # above the bar while it is shown
                 progress.advance(bar)
 
-            with running_flows():
+            with running_flows(quiet=quiet):
                 summary = backfill_flow(
                     start=first,
                     end=last,

@@ -211,6 +211,9 @@ def nightly(
             "(default: $STEF_NOTIFY_WEBHOOK).",
         ),
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Show only warnings and errors of Prefect on the console.")
+    ] = False,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     from stef.time_cap import configured_time_cap_s
@@ -243,7 +246,7 @@ def nightly(
                 f"{one_line(logs_root.rstrip('/'))}/{day}/*.jsonl); nothing was run or stored"
             )
 
-        with running_flows():
+        with running_flows(quiet=quiet):
             summary = run_nightly(
                 task_runner=task_runner.value,
                 workers=workers,
@@ -338,6 +341,9 @@ def demo(
     workdir: Annotated[Path, typer.Option("--workdir", help="Where to create stef-demo/ and stef-demo.duckdb.")] = Path(
         "."
     ),
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Show only warnings and errors of Prefect on the console.")
+    ] = False,
 ) -> None:
     """Run the nightly flow on the bundled sample logs (3 days, 2 agent versions).
 
@@ -355,7 +361,7 @@ def demo(
         from flows.nightly import nightly_days
         from warehouse import connect, read_daily_metrics
 
-        with running_flows():
+        with running_flows(quiet=quiet):
             summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
         with connect(str(warehouse_path)) as conn:
             frame = read_daily_metrics(

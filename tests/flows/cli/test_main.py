@@ -156,3 +156,11 @@ def test_help_shows_flags_without_a_value(tmp_path: Path) -> None:
     for flag in ("--json", "--temporal", "--no-store"):
         assert "<bool>" not in lines[flag], lines[flag]
     assert "<int" in lines["--min-samples"]  # an option with a value keeps its type
+
+
+def test_demo_quiet_shows_its_result_without_prefect_info_lines(tmp_path: Path) -> None:
+    done = _stef(tmp_path, "demo", "--quiet", "--workdir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert "| INFO" not in done.stderr and "| INFO" not in done.stdout  # Prefect's info lines are hidden
+    assert all("| WARNING" in line or "| ERROR" in line for line in done.stderr.splitlines() if " | " in line)
+    assert any(line.startswith("drift: bird-analyst v1.5.0 answers an estimated") for line in done.stdout.splitlines())
