@@ -38,7 +38,14 @@ def day_has_logs(logs_root: str, log_date: date) -> bool:
     if "://" in logs_root:
         import fsspec  # type: ignore[import-untyped]
 
-        fs, root = fsspec.core.url_to_fs(logs_root)
+        try:
+            fs, root = fsspec.core.url_to_fs(logs_root)
+        except ImportError as exc:  # e.g. s3:// without s3fs installed
+            raise InputError(
+                f"--logs-root {logs_root}: this URL scheme needs an extra package ({exc}); install it next to stef"
+            ) from exc
+        except ValueError as exc:  # unknown protocol
+            raise InputError(f"--logs-root {logs_root}: not a readable location ({exc})") from exc
         remote = f"{root.rstrip('/')}/{day}"
         return bool(fs.isdir(remote) and fs.glob(f"{remote}/*.jsonl"))
     folder = Path(logs_root).expanduser() / day

@@ -226,22 +226,24 @@ def running_flows(quiet: bool = False) -> Iterator[None]:
     from flows.prefect_api import temporary_prefect_api
 
     _quiet_stef_tracebacks()
-    if quiet:
-        _console_level(logging.WARNING)
+    previous = _console_level(logging.WARNING) if quiet else {}
     try:
         with temporary_prefect_api():
             yield
     finally:
-        if quiet:
-            _console_level(logging.NOTSET)
+        for handler, level in previous.items():
+            handler.setLevel(level)
 
 
-def _console_level(level: int) -> None:
-    """Set the level of the console handlers of the root logger and Prefect's loggers (NOTSET: all)."""
+def _console_level(level: int) -> dict[logging.Handler, int]:
+    """Raise the console handlers of the root logger and Prefect's loggers to ``level``; return their levels before."""
+    previous: dict[logging.Handler, int] = {}
     for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs"):
         for handler in logging.getLogger(name).handlers:
             if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
-                handler.setLevel(level)
+                previous.setdefault(handler, handler.level)
+                handler.setLevel(max(level, handler.level))
+    return previous
 
 
 def _quiet_stef_tracebacks() -> None:

@@ -134,6 +134,11 @@ def test_backfill_and_nightly_without_logs_fail_at_once_and_store_nothing(tmp_pa
         ],
     )
     assert not warehouse.exists()  # no empty warehouse left behind for a green-looking run
+    unknown = _stef(tmp_path, "nightly", "--date", "2026-11-01", "--logs-root", "nosuch://bucket/logs")
+    assert (unknown.returncode, unknown.stderr.splitlines()) == (
+        2,
+        ["error: --logs-root nosuch://bucket/logs: not a readable location (Protocol not known: nosuch)"],
+    )
 
 
 def test_tables_are_not_cut_at_80_columns_when_piped(tmp_path: Path) -> None:
