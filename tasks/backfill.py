@@ -7,6 +7,7 @@ from pathlib import Path
 
 from stef.errors import InputError
 from tasks._runtime import io_task
+from tasks.logs import url_filesystem
 from warehouse import connect
 from warehouse.monitoring import done_days
 
@@ -36,16 +37,7 @@ def day_has_logs(logs_root: str, log_date: date) -> bool:
     """Whether ``<logs_root>/<YYYY-MM-DD>/`` exists and holds a ``*.jsonl`` file (local folder or fsspec URL)."""
     day = log_date.isoformat()
     if "://" in logs_root:
-        import fsspec  # type: ignore[import-untyped]
-
-        try:
-            fs, root = fsspec.core.url_to_fs(logs_root)
-        except ImportError as exc:  # e.g. s3:// without s3fs installed
-            raise InputError(
-                f"--logs-root {logs_root}: this URL scheme needs an extra package ({exc}); install it next to stef"
-            ) from exc
-        except ValueError as exc:  # unknown protocol
-            raise InputError(f"--logs-root {logs_root}: not a readable location ({exc})") from exc
+        fs, root = url_filesystem(logs_root)
         remote = f"{root.rstrip('/')}/{day}"
         return bool(fs.isdir(remote) and fs.glob(f"{remote}/*.jsonl"))
     folder = Path(logs_root).expanduser() / day

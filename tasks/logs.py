@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 from stef.errors import InputError
 from stef.logs import LogLine, capped_lines, log_files, parse_line, read_log_file
 from tasks._runtime import io_task, run_logger
 
 
-def _read_remote(logs_root: str, day: str) -> list[LogLine]:
-    """Lines of ``<logs_root>/<day>/*.jsonl`` for an fsspec URL (``s3://``, ``gs://``, ``file://``...)."""
+def url_filesystem(logs_root: str) -> tuple[Any, str]:
+    """``(fsspec filesystem, root path)`` of a ``--logs-root`` URL (``s3://``, ``gs://``, ``file://`` …).
+
+    Raises:
+        InputError: the scheme is unknown, or needs a package that is not installed (s3fs …).
+    """
     import fsspec  # type: ignore[import-untyped]
 
     try:
@@ -22,6 +27,12 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
         ) from exc
     except ValueError as exc:  # unknown protocol
         raise InputError(f"--logs-root {logs_root}: not a readable location ({exc})") from exc
+    return fs, str(root)
+
+
+def _read_remote(logs_root: str, day: str) -> list[LogLine]:
+    """Lines of ``<logs_root>/<day>/*.jsonl`` for an fsspec URL (``s3://``, ``gs://``, ``file://``...)."""
+    fs, root = url_filesystem(logs_root)
     folder = f"{root.rstrip('/')}/{day}"
     if not fs.isdir(folder):
         raise InputError(f"no logs for {day}: folder {logs_root.rstrip('/')}/{day} does not exist")
