@@ -13,6 +13,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.errors import StefError
+from stef.log_contract import LOG_EXPECTATIONS, duplicate_reason, missing_reason, rejection_kind, timestamp_reason
 from stef.logs import LogLine
 from tasks._runtime import run_logger
 
@@ -44,6 +45,7 @@ def _frame(lines: Sequence[LogLine]) -> pd.DataFrame:
 
 
 def _expectations() -> list[Any]:
+    """The Great Expectations suite of the log contract (:data:`stef.log_contract.LOG_EXPECTATIONS`)."""
     from great_expectations.expectations.core.expect_column_values_to_be_dateutil_parseable import (
         ExpectColumnValuesToBeDateutilParseable,
     )
@@ -52,13 +54,12 @@ def _expectations() -> list[Any]:
         ExpectColumnValuesToNotBeNull,
     )
 
-    expectations: list[Any] = [
-        ExpectColumnValuesToNotBeNull(column=column)
-        for column in ("run_id", "agent_id", "agent_version", "question", "sql")
-    ]
-    expectations.append(ExpectColumnValuesToBeUnique(column="run_id"))
-    expectations.append(ExpectColumnValuesToBeDateutilParseable(column="timestamp"))
-    return expectations
+    classes = {
+        "not_null": ExpectColumnValuesToNotBeNull,
+        "dateutil_parseable": ExpectColumnValuesToBeDateutilParseable,
+        "unique": ExpectColumnValuesToBeUnique,
+    }
+    return [classes[expectation.kind](column=expectation.field) for expectation in LOG_EXPECTATIONS]
 
 
 def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
@@ -123,34 +124,35 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
                     first_seen[run_id] = i
                     continue
                 first = lines[first_seen[run_id]]
-                failures.setdefault(
-                    i,
-                    f"failed expectation {name}: duplicate run_id {run_id!r}, first seen at {first.source}:{first.line_number}",
-                )
+                failures.setdefault(i, duplicate_reason(run_id, first.source, first.line_number))
         elif expectation.type == "expect_column_values_to_not_be_null":
             for i in indexes:
-                failures.setdefault(i, f"failed expectation {name}: `{column}` is missing")
-        else:
+                failures.setdefault(i, missing_reason(str(column)))
+        elif expectation.type == "expect_column_values_to_be_dateutil_parseable":
             for i in indexes:
-                failures.setdefault(i, f"failed expectation {name}: value {frame.at[i, column]!r}")
+                failures.setdefault(i, timestamp_reason(str(frame.at[i, column])))
+        else:
+            raise StefError(f"Great Expectations reported {name}, which is not an expectation of the log contract")
     return failures
 
 
 def _top_reasons(lines: Sequence[LogLine], limit: int = 3) -> Iterator[str]:
-    """``"<count> x <kind>"`` for the most common kinds of rejection (reason text up to its ``:``)."""
-    counts = Counter((line.reason or "rejected").split(":")[0] for line in lines if line.record is None)
+    """``"<count> x <kind>"`` for the most common kinds of rejection (:func:`stef.log_contract.rejection_kind`)."""
+    counts = Counter(rejection_kind(line.reason) for line in lines if line.record is None)
     for reason, count in counts.most_common(limit):
         yield f"{count} x {reason}"
 
 
 @task(name="validate-logs", cache_policy=NO_CACHE, persist_result=False)
 def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05, raise_on_bad_share: bool = True) -> list[LogLine]:
-    """Check a day's records with Great Expectations; quarantine the rows that fail.
+    """Check a day's records against the log contract with Great Expectations; quarantine the rows that fail.
 
-    Expectations per record: ``run_id``, ``agent_id``, ``agent_version``, ``question``,
-    ``sql`` not null; ``run_id`` unique within the day (the first line keeps it, later ones are
-    quarantined); ``timestamp`` parseable (when present). Great Expectations is imported here,
-    not at module import (it costs seconds).
+    The expectations are :data:`stef.log_contract.LOG_EXPECTATIONS`: ``run_id``, ``agent_id``,
+    ``agent_version``, ``question``, ``sql`` not null; ``timestamp`` readable as a date and time
+    (when present); ``run_id`` unique within the day (the first line meeting the others keeps
+    it, later ones are quarantined). The reasons are worded by :mod:`stef.log_contract`, as
+    ``stef evaluate`` words them. Great Expectations is imported here, not at module import (it
+    costs seconds).
 
     Args:
         lines: the day's lines from :func:`tasks.logs.load_logs`.

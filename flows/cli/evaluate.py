@@ -121,7 +121,7 @@ def looks_like_agent_logs(path: Path) -> bool:
     return True
 
 
-def _lines(files: Sequence[Path]) -> Iterator[LogLine]:
+def _read_lines(files: Sequence[Path]) -> Iterator[LogLine]:
     from stef.logs import read_log_file
 
     for path in files:
@@ -129,6 +129,19 @@ def _lines(files: Sequence[Path]) -> Iterator[LogLine]:
             yield from read_log_file(path)
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+
+
+def checked_lines(files: Sequence[Path]) -> Iterator[LogLine]:
+    """The lines of ``files`` in order, with the log contract applied: a record that breaks it
+    (unreadable ``timestamp``, a ``run_id`` an earlier line holds) becomes a rejected line with
+    the reason the nightly's Great Expectations gate gives (:mod:`stef.log_contract`).
+
+    Raises:
+        InputError: a file cannot be read.
+    """
+    from stef.log_contract import LogContractCheck
+
+    return LogContractCheck().lines(_read_lines(files))
 
 
 def evaluate_lines(
@@ -216,10 +229,17 @@ class EvaluationStats:
     counts: dict[str, Counter[str]] = field(default_factory=lambda: {key: Counter() for key in _ORDERS})
     not_evaluated: list[tuple[str, str, str]] = field(default_factory=list)
     """The first few (run_id, status, reason) of records that got no score."""
+    rejections: Counter[str] = field(default_factory=Counter)
+    """Lines rejected by the reader or the log contract, by kind (:func:`stef.log_contract.rejection_kind`)."""
 
     def add(self, evaluation: Evaluation | OutputRow) -> None:
         """Count one evaluation (the model or its output row)."""
         self.records += 1
+        rejection = getattr(evaluation, "rejection", None)
+        if rejection is not None:
+            from stef.log_contract import rejection_kind
+
+            self.rejections[rejection_kind(rejection)] += 1
         if evaluation.score is not None:
             self.scores.append(evaluation.score)
         if evaluation.p_correct is not None:
@@ -282,6 +302,13 @@ def _evaluation_tables(stats: EvaluationStats, source: Path, out: Path) -> list[
                 end_section=index == len(enum) - 1,
             )
     tables = [overview, breakdown]
+    if stats.rejections:
+        rejected = Table(title=f"Rejected lines: {sum(stats.rejections.values())}", title_justify="left")
+        rejected.add_column("reason (reader, log contract)", overflow="fold")
+        rejected.add_column("lines", justify="right")
+        for kind, count in stats.rejections.most_common():
+            rejected.add_row(Text(one_line(kind)), str(count))
+        tables.append(rejected)
     if stats.not_evaluated:
         failures = Table(title=f"Not evaluated (first {NOT_EVALUATED_SHOWN})", title_justify="left")
         failures.add_column("run_id", overflow="fold")
@@ -422,7 +449,12 @@ def evaluate(
                     )
                 else:
                     rows = evaluate_lines(
-                        _lines(files), rulebook, dialect=dialect, judge=evaluator, schemas=schemas, observed=observed
+                        checked_lines(files),
+                        rulebook,
+                        dialect=dialect,
+                        judge=evaluator,
+                        schemas=schemas,
+                        observed=observed,
                     )
                 for row in rows:
                     handle.write(row.json + "\n")

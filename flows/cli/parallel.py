@@ -14,9 +14,9 @@ import gc
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,10 +51,18 @@ class OutputRow:
     band: Band | None
     filter_status: FilterStatus | None
     verdict: Verdict | None
+    rejection: str | None = None
+    """Why the line was rejected (reader or log contract), ``None`` for a record that was evaluated."""
+    origin: tuple[str, int] | None = None
+    """``(file, line number)`` of a record that met the per-record expectations of the log
+    contract, set by the workers: the parent checks that its ``run_id`` is unique
+    (:func:`unique_run_ids`); ``None`` for rows already checked or rejected."""
 
     @classmethod
-    def of(cls, evaluation: Evaluation) -> OutputRow:
-        """The output row of one evaluation."""
+    def of(
+        cls, evaluation: Evaluation, origin: tuple[str, int] | None = None, rejection: str | None = None
+    ) -> OutputRow:
+        """The output row of one evaluation (``origin``, ``rejection``: see the attributes)."""
         return cls(
             json=evaluation.model_dump_json(),
             run_id=evaluation.run_id,
@@ -65,6 +73,8 @@ class OutputRow:
             band=evaluation.band,
             filter_status=evaluation.filter_status,
             verdict=evaluation.verdict,
+            rejection=rejection,
+            origin=origin,
         )
 
 
@@ -94,7 +104,8 @@ def rejected_row(line: LogLine) -> OutputRow:
     from stef.pipeline.evaluate import rejected_evaluation
 
     return OutputRow.of(
-        rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}")
+        rejected_evaluation(line.run_id, f"{Path(line.source).name} line {line.line_number}: {line.reason}"),
+        rejection=line.reason or "rejected",
     )
 
 
@@ -125,26 +136,56 @@ def evaluate_raw_lines(
         observed: the apps' observed catalogs (``--observed-catalog``), or ``None``.
 
     Returns:
-        :class:`OutputRow` items; a line that is not a valid record gets :func:`rejected_row`.
+        :class:`OutputRow` items; a line that is not a valid record, or breaks a per-record
+        expectation of the log contract (:func:`stef.log_contract.record_problem`), gets
+        :func:`rejected_row`; the others carry their ``origin`` for :func:`unique_run_ids`.
     """
+    from stef.log_contract import record_problem
     from stef.logs import parse_line
     from stef.pipeline.evaluate import evaluate_many
 
-    rows: list[OutputRow | None] = []
+    rows: list[OutputRow | int] = []  # a finished row, or the line number of a record to evaluate
     records: list[AgentLogRecord] = []
     for number, raw in numbered_lines:
         line = parse_line(raw, source, number)
         if line is None:
             continue  # blank line
+        problem = record_problem(line)
+        if problem is not None:
+            line = replace(line, record=None, reason=problem, run_id=line.run_id)
         if line.record is None:
             rows.append(rejected_row(line))
         else:
-            rows.append(None)
+            rows.append(number)
             records.append(with_dialect(line.record, dialect))
     evaluated = iter(
         evaluate_many(records, rulebook=rulebook, convert=OutputRow.of, schemas=schemas, observed=observed)
     )
-    return [row if row is not None else next(evaluated) for row in rows]
+    return [row if isinstance(row, OutputRow) else replace(next(evaluated), origin=(source, row)) for row in rows]
+
+
+def unique_run_ids(rows: Iterable[OutputRow]) -> Iterator[OutputRow]:
+    """``rows`` in order, with every row whose ``run_id`` an earlier row holds turned into the
+    ``invalid_input`` row of a duplicate (log contract: ``run_id`` is unique within the input;
+    :class:`stef.log_contract.LogContractCheck`, the first line keeps it).
+
+    Only rows with an ``origin`` are checked (records that met the other expectations); the
+    returned rows carry none.
+    """
+    from stef.log_contract import LogContractCheck
+    from stef.logs import LogLine
+
+    check = LogContractCheck()
+    for row in rows:
+        if row.origin is None or row.run_id is None:
+            yield row
+            continue
+        source, number = row.origin
+        reason = check.admit_run_id(row.run_id, source, number)
+        if reason is None:
+            yield replace(row, origin=None)
+        else:
+            yield rejected_row(LogLine(source, number, None, reason, "", row.run_id))
 
 
 def _evaluate_raw_batch(source: str, numbered_lines: list[tuple[int, bytes]], dialect: str | None) -> list[OutputRow]:
@@ -188,7 +229,8 @@ def evaluate_files_in_processes(
         observed: the apps' observed catalogs (``--observed-catalog``), likewise.
 
     Returns:
-        An iterator of :class:`OutputRow`, one per non-blank input line, same order.
+        An iterator of :class:`OutputRow`, one per non-blank input line, same order; the log
+        contract applied (:func:`unique_run_ids` runs here, in the parent).
 
     Raises:
         InputError: a file cannot be read.
@@ -208,7 +250,19 @@ def evaluate_files_in_processes(
         load_calibrator(SCHEMA_CALIBRATOR)
     if observed is not None:
         load_calibrator(OBSERVED_CALIBRATOR)
+    return unique_run_ids(_rows_of_pool(files, rulebook, workers, dialect, batch_size, schemas, observed))
 
+
+def _rows_of_pool(
+    files: Sequence[Path],
+    rulebook: RuleBook,
+    workers: int,
+    dialect: str | None,
+    batch_size: int,
+    schemas: SchemaBook | None,
+    observed: ObservedCatalogBook | None,
+) -> Iterator[OutputRow]:
+    """The rows of :func:`evaluate_files_in_processes` as the workers return them (uniqueness unchecked)."""
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook, schemas, observed)

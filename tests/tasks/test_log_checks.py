@@ -23,10 +23,10 @@ def test_validate_logs_quarantines_failing_rows_with_their_line_numbers() -> Non
     assert [x.line_number for x in checked] == [1, 2, 3, 4]
     assert [x.record is not None for x in checked] == [True, False, False, True]
     assert checked[1].reason == (
-        "failed expectation expect_column_values_to_be_dateutil_parseable(column=timestamp): value 'yesterday-ish'"
+        "timestamp is not a date and time: 'yesterday-ish' (log contract: ISO 8601, e.g. 2026-11-24T09:13:05+00:00)"
     )
     assert checked[2].reason == (
-        "failed expectation expect_column_values_to_be_unique(column=run_id): duplicate run_id 'r1', first seen at day.jsonl:1"
+        "run_id is a duplicate: 'r1', first seen at day.jsonl:1 (log contract: run_id is unique)"
     )
     assert (checked[1].run_id, checked[2].run_id) == ("r2", "r1")
     assert checked[0] is lines[0]
@@ -39,7 +39,7 @@ def test_validate_logs_fails_loudly_above_the_bad_share() -> None:
     assert len(validate_logs.fn(lines, max_bad_share=2 / 11)) == 11  # exactly at the limit: accepted
     with pytest.raises(
         LogQualityError,
-        match=r"2 of 11 log lines .* are bad \(18\.2%\), above the limit of 5\.0%; most common reasons: 1 x not valid JSON; 1 x failed expectation",
+        match=r"2 of 11 log lines .* are bad \(18\.2%\), above the limit of 5\.0%; most common reasons: 1 x not valid JSON; 1 x run_id is a duplicate;",
     ):
         validate_logs.fn(lines)
 

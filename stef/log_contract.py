@@ -1,0 +1,193 @@
+"""The log contract: the expectations every agent log record must meet beyond its JSON shape.
+
+:class:`stef.models.AgentLogRecord` fixes the fields and their types (a line that does not fit
+is rejected by :func:`stef.logs.parse_line`); this module states what is checked across the
+records of one input (a day folder for ``stef nightly``, the files given to ``stef evaluate``):
+
+- ``run_id``, ``agent_id``, ``agent_version``, ``question``, ``sql`` are not null;
+- ``timestamp``, when present, is a date and time :func:`dateutil.parser.parse` can read;
+- ``run_id`` is unique: the first line that meets every other expectation keeps it, every
+  later line with the same ``run_id`` is rejected.
+
+Great Expectations is the nightly's data-quality gate (:mod:`tasks.log_checks` builds its suite
+from :data:`LOG_EXPECTATIONS`); ``stef evaluate`` runs the same expectations without it
+(:class:`LogContractCheck`, pure Python, streaming). Both word a rejection with the functions
+here, so a line is rejected by both commands or by neither, for the same reason, and the reason
+names the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from stef.display import shorten
+from stef.logs import LogLine
+
+ExpectationKind = Literal["not_null", "dateutil_parseable", "unique"]
+
+
+@dataclass(frozen=True, slots=True)
+class LogExpectation:
+    """One expectation of the log contract.
+
+    Attributes:
+        field: the record field it checks.
+        kind: ``not_null``, ``dateutil_parseable`` (nulls pass) or ``unique``.
+        gx_type: the Great Expectations expectation that checks it in the nightly.
+        statement: the expectation in words (README "Log records").
+    """
+
+    field: str
+    kind: ExpectationKind
+    gx_type: str
+    statement: str
+
+
+LOG_EXPECTATIONS: tuple[LogExpectation, ...] = (
+    *(
+        LogExpectation(name, "not_null", "expect_column_values_to_not_be_null", f"`{name}` is present")
+        for name in ("run_id", "agent_id", "agent_version", "question", "sql")
+    ),
+    LogExpectation(
+        "timestamp",
+        "dateutil_parseable",
+        "expect_column_values_to_be_dateutil_parseable",
+        "`timestamp`, when present, is a date and time (ISO 8601, e.g. 2026-11-24T09:13:05+00:00)",
+    ),
+    LogExpectation(
+        "run_id",
+        "unique",
+        "expect_column_values_to_be_unique",
+        "`run_id` is unique within the input (a day): later lines with the same run_id are rejected",
+    ),
+)
+"""The expectations, in the order they are checked (uniqueness last: see the module docstring)."""
+
+
+def missing_reason(field: str) -> str:
+    """The rejection reason of a record whose ``field`` is null.
+
+    >>> missing_reason("sql")
+    'sql is missing (log contract: `sql` is present)'
+    """
+    return f"{field} is missing (log contract: `{field}` is present)"
+
+
+def timestamp_reason(value: str) -> str:
+    """The rejection reason of a record whose ``timestamp`` is not a readable date and time.
+
+    >>> timestamp_reason("yesterday")
+    "timestamp is not a date and time: 'yesterday' (log contract: ISO 8601, e.g. 2026-11-24T09:13:05+00:00)"
+    """
+    return (
+        f"timestamp is not a date and time: {shorten(value, 80)!r} "
+        "(log contract: ISO 8601, e.g. 2026-11-24T09:13:05+00:00)"
+    )
+
+
+def duplicate_reason(run_id: str, first_source: str, first_line_number: int) -> str:
+    """The rejection reason of a record whose ``run_id`` an earlier valid line already holds.
+
+    >>> duplicate_reason("r-1", "logs/a.jsonl", 3)
+    "run_id is a duplicate: 'r-1', first seen at logs/a.jsonl:3 (log contract: run_id is unique)"
+    """
+    return (
+        f"run_id is a duplicate: {shorten(run_id, 80)!r}, first seen at {first_source}:{first_line_number} "
+        "(log contract: run_id is unique)"
+    )
+
+
+def is_readable_timestamp(value: object) -> bool:
+    """Whether a ``timestamp`` meets the contract: ``None``, or a string
+    :func:`dateutil.parser.parse` reads (the check of Great Expectations'
+    ``expect_column_values_to_be_dateutil_parseable``: a ``ValueError`` or ``OverflowError``
+    fails it).
+
+    >>> is_readable_timestamp("2026-11-24T09:13:05+00:00"), is_readable_timestamp("2026-13-45"), is_readable_timestamp(None)
+    (True, False, True)
+    """
+    if value is None:
+        return True
+    if not isinstance(value, str):
+        return False
+    from dateutil.parser import parse
+
+    try:
+        parse(value)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+def record_problem(line: LogLine) -> str | None:
+    """Why a valid record breaks a per-record expectation of the contract (``None``: it meets
+    them all; uniqueness is checked by :class:`LogContractCheck`).
+
+    Args:
+        line: a line with ``record`` set (a rejected line has no record to check: ``None``).
+    """
+    record = line.record
+    if record is None:
+        return None
+    for expectation in LOG_EXPECTATIONS:
+        value = getattr(record, expectation.field)
+        if expectation.kind == "not_null" and value is None:
+            return missing_reason(expectation.field)
+        if expectation.kind == "dateutil_parseable" and not is_readable_timestamp(value):
+            return timestamp_reason(str(value))
+    return None
+
+
+def rejection_kind(reason: str | None) -> str:
+    """The kind of a rejection reason, for counting: its text up to the first ``:`` or `` (``.
+
+    >>> rejection_kind("timestamp is not a date and time: 'soon' (log contract: ISO 8601)")
+    'timestamp is not a date and time'
+    >>> rejection_kind("not valid JSON: Expecting value (column 1)"), rejection_kind(None)
+    ('not valid JSON', 'rejected')
+    """
+    return (reason or "rejected").split(":")[0].split(" (")[0]
+
+
+class LogContractCheck:
+    """Applies the log contract to the lines of one input, streaming, in input order.
+
+    Keeps the ``run_id`` of every line that met the per-record expectations (memory: one entry
+    per distinct run_id), so a later line with the same run_id is rejected naming the first.
+
+    >>> from stef.models import AgentLogRecord
+    >>> def line(n, **fields):
+    ...     return LogLine("day.jsonl", n, AgentLogRecord(question="q", sql="SELECT 1", **fields), None, "")
+    >>> check = LogContractCheck()
+    >>> checked = list(check.lines([line(1, run_id="a", timestamp="soon"), line(2, run_id="a"), line(3, run_id="a")]))
+    >>> [l.reason.split(" (")[0] if l.reason else None for l in checked]
+    ["timestamp is not a date and time: 'soon'", None, "run_id is a duplicate: 'a', first seen at day.jsonl:2"]
+    """
+
+    def __init__(self) -> None:
+        self._first_seen: dict[str, tuple[str, int]] = {}
+
+    def admit_run_id(self, run_id: str, source: str, line_number: int) -> str | None:
+        """Record that a line meeting the per-record expectations holds ``run_id``; the duplicate
+        reason when an earlier such line holds it already (``None``: the first)."""
+        first = self._first_seen.setdefault(run_id, (source, line_number))
+        if first == (source, line_number):
+            return None
+        return duplicate_reason(run_id, *first)
+
+    def check(self, line: LogLine) -> LogLine:
+        """``line`` unchanged when it meets the contract (or was rejected already), else the
+        same line rejected (``record=None``) with the reason; the run_id is kept."""
+        if line.record is None:
+            return line
+        reason = record_problem(line) or self.admit_run_id(line.record.run_id, line.source, line.line_number)
+        if reason is None:
+            return line
+        return replace(line, record=None, reason=reason, run_id=line.record.run_id)
+
+    def lines(self, lines: Iterable[LogLine]) -> Iterator[LogLine]:
+        """:meth:`check` over ``lines``, lazily."""
+        for line in lines:
+            yield self.check(line)

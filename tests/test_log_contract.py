@@ -1,0 +1,121 @@
+"""The log contract is one: the nightly's Great Expectations gate and `stef evaluate` reject the same
+lines for the same reasons (issue 17, item 2), whether evaluate runs in one process or several."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import flows.cli.evaluate
+from stef.log_contract import LOG_EXPECTATIONS, LogContractCheck, is_readable_timestamp
+from stef.logs import LogLine, read_log_file
+from tasks import validate_logs
+from tests.flows.cli.cli_support import invoke, read_jsonl
+
+TIMESTAMPS = [
+    "2026-11-20T08:00:00Z",
+    "2026-11-20T08:00:00+01:00",
+    "2026-11-20 08:00",
+    "20 Nov 2026",
+    "yesterday-ish",
+    "",
+    "   ",
+    "2026-13-45",
+    "2026-02-30T10:00:00Z",
+    "25:61",
+    "99999999999999999999999",
+    "soon",
+    "2026-11-20T08:00:00Z trailing words",
+    "\u0662\u0660\u0662\u0666-11-20",
+    None,
+]
+"""Readable and unreadable timestamps (ISO 8601 variants, prose, impossible dates, overflow, other digits)."""
+
+
+def _record(run_id: str, timestamp: str | None) -> str:
+    fields: dict[str, object] = {"run_id": run_id, "question": "How many schools?", "sql": "SELECT COUNT(*) FROM t"}
+    if timestamp is not None:
+        fields["timestamp"] = timestamp
+    return json.dumps(fields)
+
+
+@pytest.fixture
+def log_day(tmp_path: Path) -> Path:
+    """A day folder of two files: every timestamp of :data:`TIMESTAMPS`, run ids repeated within
+    and across the files, a duplicate whose first holder has a bad timestamp, a line that is not
+    JSON holding a run id that a later valid line reuses."""
+    day = tmp_path / "2026-11-20"
+    day.mkdir()
+    first = [_record(f"t{i}", ts) for i, ts in enumerate(TIMESTAMPS)]
+    first += [_record("dup", "2026-11-20T08:00:00Z"), _record("dup", None), _record("t0", None)]
+    first += [_record("late", "never"), _record("late", "2026-11-20T09:00:00Z"), _record("late", None)]
+    first += ['{"run_id": "broken", "question": ', _record("broken", None)]
+    second = [_record("dup", "2026-11-21T00:00:00Z"), _record("only-b", "2026-11-20T23:59:59-05:00")]
+    (day / "a.jsonl").write_text("\n".join(first) + "\n", encoding="utf-8")
+    (day / "b.jsonl").write_text("\n".join(second) + "\n", encoding="utf-8")
+    return day
+
+
+def _day_lines(day: Path) -> list[LogLine]:
+    return [line for path in sorted(day.glob("*.jsonl")) for line in read_log_file(path)]
+
+
+def test_the_great_expectations_gate_and_the_python_check_reject_the_same_lines(log_day: Path) -> None:
+    lines = _day_lines(log_day)
+    gate = validate_logs.fn(lines, max_bad_share=1.0)
+    check = list(LogContractCheck().lines(lines))
+    assert [(x.source, x.line_number, x.reason) for x in gate] == [(x.source, x.line_number, x.reason) for x in check]
+    rejected = {(Path(x.source).name, x.line_number): x.reason for x in check if x.record is None}
+    assert rejected[("a.jsonl", 5)] == (
+        "timestamp is not a date and time: 'yesterday-ish' (log contract: ISO 8601, e.g. 2026-11-24T09:13:05+00:00)"
+    )
+    first_dup = f"{log_day / 'a.jsonl'}:16"
+    assert (
+        rejected[("a.jsonl", 17)]
+        == f"run_id is a duplicate: 'dup', first seen at {first_dup} (log contract: run_id is unique)"
+    )
+    assert rejected[("b.jsonl", 1)].startswith("run_id is a duplicate: 'dup'")
+    assert rejected[("a.jsonl", 18)].startswith(f"run_id is a duplicate: 't0', first seen at {log_day / 'a.jsonl'}:1 ")
+    # the first "late" has a bad timestamp, so the run id belongs to the second; the third is the duplicate
+    assert rejected[("a.jsonl", 19)].startswith("timestamp is not a date and time: 'never'")
+    assert ("a.jsonl", 20) not in rejected
+    assert rejected[("a.jsonl", 21)].endswith(
+        f"first seen at {log_day / 'a.jsonl'}:20 (log contract: run_id is unique)"
+    )
+    # a line that is not a record holds no run id: the valid line after it keeps "broken"
+    assert rejected[("a.jsonl", 22)].startswith("not valid JSON")
+    assert ("a.jsonl", 23) not in rejected
+    unreadable = {ts for i, ts in enumerate(TIMESTAMPS) if ("a.jsonl", i + 1) in rejected}
+    assert unreadable == {ts for ts in TIMESTAMPS if not is_readable_timestamp(ts)}
+    assert {"yesterday-ish", "", "   ", "2026-13-45", "2026-02-30T10:00:00Z", "25:61", "soon"} <= unreadable
+    assert "2026-11-20T08:00:00Z" not in unreadable and None not in unreadable
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_stef_evaluate_reports_the_rejections_of_the_nightly(
+    log_day: Path, tmp_path: Path, workers: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(flows.cli.evaluate, "BATCH_SIZE", 4)  # duplicates across the workers' batches
+    out = tmp_path / "scores.jsonl"
+    result = invoke("evaluate", str(log_day), "--out", str(out), "--workers", workers)
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(out)
+    gate = validate_logs.fn(_day_lines(log_day), max_bad_share=1.0)
+    assert len(rows) == len(gate)
+    for row, line in zip(rows, gate, strict=True):
+        if line.record is None:
+            assert row["status"] == "invalid_input"
+            assert row["status_reason"] == f"{Path(line.source).name} line {line.line_number}: {line.reason}"
+            assert row["run_id"] == line.run_id
+        else:
+            assert row["status"] == "evaluated", row
+    assert any("run_id is a duplicate" in line and " 4 " in line for line in result.stdout.splitlines())
+
+
+def test_the_contract_lists_each_expectation_with_a_great_expectations_twin() -> None:
+    kinds = {(e.field, e.kind) for e in LOG_EXPECTATIONS}
+    assert ("timestamp", "dateutil_parseable") in kinds and ("run_id", "unique") in kinds
+    assert LOG_EXPECTATIONS[-1].kind == "unique"  # checked last: see stef/log_contract.py
+    assert all(e.gx_type.startswith("expect_column_values_to_") for e in LOG_EXPECTATIONS)
