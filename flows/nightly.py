@@ -9,6 +9,7 @@ summary and never loses the day's stored data.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -19,6 +20,7 @@ from prefect import flow, get_run_logger
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
+from flows.progress import batch_evaluated, evaluation_finished, evaluation_started
 from stef.errors import InputError
 from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
 from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings, preflight
@@ -242,15 +244,29 @@ def nightly(
     catalogs = (
         {} if observed is None else {"observed": observed}
     )  # not quoted: a Dask worker would get the quote itself
+    started = time.perf_counter()
+    evaluation_started(day, len(records), len(parts))
     try:
         futures = [
             evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, **catalogs)
             for batch in parts
         ]
         while futures:  # in order; each finished future is dropped so its task state is freed early
-            evaluations.extend(cast("list[CompactEvaluation]", futures.pop(0).result()))  # compact=True
+            batch_rows = cast("list[CompactEvaluation]", futures.pop(0).result())  # compact=True
+            evaluations.extend(batch_rows)
+            batch_evaluated(len(batch_rows))
     finally:
+        evaluation_finished()
         breaker = release_breaker(settings.run_key or "")
+    elapsed = time.perf_counter() - started
+    get_run_logger().info(
+        "evaluated %d records in %d batch%s in %.1f s (%.0f records/s)",
+        len(records),
+        len(parts),
+        "" if len(parts) == 1 else "es",
+        elapsed,
+        len(records) / elapsed if elapsed > 0 else 0.0,
+    )
     breaker_summary = breaker.summary() if breaker is not None else None
     if breaker_summary is not None:
         get_run_logger().warning("judge %s: %s", settings.name, breaker_summary)

@@ -12,7 +12,8 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from datetime import date
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -213,22 +214,71 @@ class _NoStefTraceback(logging.Filter):
         return True
 
 
+class _NoBatchLines(logging.Filter):
+    """Console-log filter: drop the INFO lines of the ``evaluate-batch`` task runs (one per batch:
+    a 100k-record day has 200); the progress bar (:class:`_ProgressBar`) and the flow's
+    "evaluated N records" line say it instead. Their warnings and errors stay; the Prefect API
+    still receives every line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or getattr(record, "task_name", None) != "evaluate-batch"
+
+
+class _ProgressBar:
+    """A rich progress bar on stderr for each day a flow evaluates (:class:`flows.progress.EvaluationProgress`)."""
+
+    def __init__(self) -> None:
+        self._progress: Any = None
+        self._task: Any = None
+
+    def started(self, log_date: date, records: int, batches: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.finished()
+        self._progress = Progress(
+            TextColumn("evaluating {task.description}", markup=False),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("records"),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        )
+        self._progress.start()
+        self._task = self._progress.add_task(log_date.isoformat(), total=records)
+
+    def advanced(self, records: int) -> None:
+        if self._progress is not None:
+            self._progress.advance(self._task, records)
+
+    def finished(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
 @contextmanager
 def running_flows(quiet: bool = False) -> Iterator[None]:
     """Around the flow runs of one command: Prefect's console without the tracebacks of errors a
-    person fixes (:func:`_quiet_stef_tracebacks`), and a temporary Prefect API that dies with
-    this process (:func:`flows.prefect_api.temporary_prefect_api`) unless one is configured.
+    person fixes nor one line per evaluation batch (:func:`_quiet_stef_tracebacks`), a progress
+    bar of the evaluation on a terminal (:class:`_ProgressBar`), and a temporary Prefect API
+    that dies with this process (:func:`flows.prefect_api.temporary_prefect_api`) unless one is
+    configured.
 
     Args:
         quiet: show only Prefect's warnings and errors on the console (``--quiet``); the Prefect
             API still receives every run's logs.
     """
     from flows.prefect_api import temporary_prefect_api
+    from flows.progress import showing_progress
 
     _quiet_stef_tracebacks()
     previous = _console_level(logging.WARNING) if quiet else {}
     try:
-        with temporary_prefect_api():
+        with ExitStack() as stack:
+            if err_console.is_terminal:
+                stack.enter_context(showing_progress(_ProgressBar()))
+            stack.enter_context(temporary_prefect_api())
             yield
     finally:
         for handler, level in previous.items():
@@ -247,7 +297,7 @@ def _console_level(level: int) -> dict[logging.Handler, int]:
 
 
 def _quiet_stef_tracebacks() -> None:
-    """Add :class:`_NoStefTraceback` to the root logger's console handlers (Prefect's console).
+    """Add :class:`_NoStefTraceback` and :class:`_NoBatchLines` to the root logger's console handlers (Prefect's console).
 
     Prefect's API log handler sits on its run loggers and sees the record first, so the Prefect
     UI keeps the full traceback.
@@ -257,6 +307,12 @@ def _quiet_stef_tracebacks() -> None:
             isinstance(f, _NoStefTraceback) for f in handler.filters
         ):
             handler.addFilter(_NoStefTraceback())
+    for name in ("", "prefect", "prefect.flow_runs", "prefect.task_runs"):
+        for handler in logging.getLogger(name).handlers:
+            if isinstance(handler, logging.StreamHandler) and not any(
+                isinstance(f, _NoBatchLines) for f in handler.filters
+            ):
+                handler.addFilter(_NoBatchLines())
 
 
 # --------------------------------------------------------------------------- validation

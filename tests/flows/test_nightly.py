@@ -97,3 +97,45 @@ def test_make_task_runner_rejects_an_unknown_kind() -> None:
 
 def test_nightly_doctests() -> None:
     assert doctest.testmod(flows.nightly).failed == 0
+
+
+class _RecordingProgress:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+
+    def started(self, log_date: date, records: int, batches: int) -> None:
+        self.calls.append(("started", (log_date, records, batches)))
+
+    def advanced(self, records: int) -> None:
+        self.calls.append(("advanced", (records,)))
+
+    def finished(self) -> None:
+        self.calls.append(("finished", ()))
+
+
+class _BrokenProgress(_RecordingProgress):
+    def advanced(self, records: int) -> None:
+        raise RuntimeError("terminal went away")
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_nightly_reports_its_evaluation_progress_batch_by_batch(log_day: Path, tmp_path: Path) -> None:
+    """Issue 17 item 3: the progress bar is fed by the flow, one step per batch; a display that
+    fails is switched off and the run goes on."""
+    from flows.progress import showing_progress
+
+    recording, broken = _RecordingProgress(), _BrokenProgress()
+    with showing_progress(recording), showing_progress(broken):
+        summary = nightly(
+            log_date=DAY, logs_root=str(log_day), warehouse=str(tmp_path / "w.duckdb"), max_bad_share=0.3, batch_size=2
+        )
+    records = summary.records - summary.quarantined  # 6 valid records in batches of 2
+    assert recording.calls == [
+        ("started", (DAY, records, 3)),
+        ("advanced", (2,)),
+        ("advanced", (2,)),
+        ("advanced", (2,)),
+        ("finished", ()),
+    ]
+    assert broken.calls == [("started", (DAY, records, 3))]  # dropped at its first failure

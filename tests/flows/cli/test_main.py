@@ -169,3 +169,49 @@ def test_demo_quiet_shows_its_result_without_prefect_info_lines(tmp_path: Path) 
     assert "| INFO" not in done.stderr and "| INFO" not in done.stdout  # Prefect's info lines are hidden
     assert all("| WARNING" in line or "| ERROR" in line for line in done.stderr.splitlines() if " | " in line)
     assert any(line.startswith("drift: bird-analyst v1.5.0 answers an estimated") for line in done.stdout.splitlines())
+
+
+def test_console_drops_the_info_lines_of_evaluation_batches_only() -> None:
+    """Issue 17 item 3: one line per batch is gone from the console (the progress bar says it);
+    the batches' warnings and every other task's lines stay."""
+    import logging
+
+    from flows.cli.common import _NoBatchLines
+
+    def record(level: int, task_name: str | None) -> logging.LogRecord:
+        made = logging.LogRecord("prefect.task_runs", level, __file__, 1, "Finished in state Completed()", None, None)
+        if task_name is not None:
+            made.task_name = task_name
+        return made
+
+    keep = _NoBatchLines().filter
+    assert not keep(record(logging.INFO, "evaluate-batch"))
+    assert keep(record(logging.WARNING, "evaluate-batch"))
+    assert keep(record(logging.INFO, "store-results"))
+    assert keep(record(logging.INFO, None))
+
+
+def test_progress_bar_draws_the_day_and_its_records() -> None:
+    import io
+    from datetime import date
+
+    from rich.console import Console
+
+    import flows.cli.common
+    from flows.cli.common import _ProgressBar
+
+    stream = io.StringIO()
+    original = flows.cli.common.err_console
+    flows.cli.common.err_console = Console(file=stream, force_terminal=True, width=100)
+    try:
+        bar = _ProgressBar()
+        bar.started(date(2026, 11, 24), 1000, 2)
+        bar.advanced(500)
+        bar._progress.refresh()
+        bar.advanced(500)
+        bar._progress.refresh()
+        bar.finished()
+    finally:
+        flows.cli.common.err_console = original
+    drawn = stream.getvalue()
+    assert "evaluating 2026-11-24" in drawn and "500/1000" in drawn and "1000/1000" in drawn
