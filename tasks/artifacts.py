@@ -12,6 +12,7 @@ from prefect.artifacts import create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from stef.display import md_cells
+from stef.monitor.report import percent_text
 
 SUMMARY_ARTIFACT_KEY = "stef-nightly-summary"
 """Artifact key: Prefect keeps the history of every nightly summary under this key."""
@@ -28,13 +29,13 @@ def summary_table(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         metrics: rows as returned by :func:`tasks.compute_metrics`.
 
     Returns:
-        ``[{"agent", "version", "records", "coverage", "mean_p_correct", "mean", "p90", "excellent", "good",
-        "marginal", "poor", "quarantined"}]`` with JSON-ready values (coverage a fraction rounded
-        to 4 digits, scores to 1 digit, ``None`` when nothing was scored).
+        ``[{"agent", "version", "records", "coverage", "mean P(correct)", "mean", "p90", "excellent", "good",
+        "marginal", "poor", "quarantined"}]`` with JSON-ready values (coverage and mean P(correct) as
+        percentages, ``100.0 %``; scores rounded to 1 digit, ``None`` when nothing was scored).
 
     >>> summary_table([{"agent_id": "a", "agent_version": "v1", "records": 5, "coverage": 0.8, "mean_p_correct": 0.41, "mean_score": 25.0,
     ...                 "p90_score": 37.0, "n_excellent": 0, "n_good": 0, "n_marginal": 0, "n_poor": 4, "n_quarantined": 0}])
-    [{'agent': 'a', 'version': 'v1', 'records': 5, 'coverage': 0.8, 'mean_p_correct': 0.41, 'mean': 25.0, 'p90': 37.0, 'excellent': 0, 'good': 0, 'marginal': 0, 'poor': 4, 'quarantined': 0}]
+    [{'agent': 'a', 'version': 'v1', 'records': 5, 'coverage': '80.0 %', 'mean P(correct)': '41.0 %', 'mean': 25.0, 'p90': 37.0, 'excellent': 0, 'good': 0, 'marginal': 0, 'poor': 4, 'quarantined': 0}]
     """
     rows = sorted(metrics, key=lambda row: (str(row["agent_id"]), str(row["agent_version"])))
     return [
@@ -42,8 +43,8 @@ def summary_table(metrics: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "agent": str(row["agent_id"]),
             "version": str(row["agent_version"]),
             "records": int(row["records"]),
-            "coverage": _rounded(row["coverage"], 4),
-            "mean_p_correct": _rounded(row.get("mean_p_correct"), 3),
+            "coverage": percent_text(row["coverage"]),
+            "mean P(correct)": percent_text(row.get("mean_p_correct")),
             "mean": _rounded(row["mean_score"], 1),
             "p90": _rounded(row["p90_score"], 1),
             "excellent": int(row["n_excellent"]),

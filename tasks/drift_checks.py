@@ -213,28 +213,32 @@ def nightly_plans(
     return plans
 
 
+def read_drift_sample(
+    conn: Any, agent_id: str, agent_version: str, window: tuple[date, date], evaluator_version: str
+) -> DriftSample:
+    """One version's answers in ``window`` (both days inclusive) as a :class:`stef.monitor.models.DriftSample`,
+    with each answer's p_correct, calibration key, suspected error categories and question."""
+    rows = read_drift_sample_rows(conn, agent_id, agent_version, window[0], window[1], evaluator_version)
+    return DriftSample.from_rows(
+        (
+            status,
+            score,
+            verdict,
+            filter_status,
+            p_correct,
+            calibration_key(judge, bool(schema_checked), bool(observed_checked)),
+            frozenset(str(c) for c in categories or () if c is not None),
+            None if question is None else question_key(str(question)),
+        )
+        for status, score, verdict, filter_status, p_correct, judge, schema_checked, observed_checked, categories, question in rows
+    )
+
+
 def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = None) -> DriftCheck:
     """Read both samples of ``plan`` from the warehouse and compare them (:func:`stef.monitor.drift.compare`)."""
-
-    def sample(version: str, window: tuple[date, date]) -> DriftSample:
-        rows = read_drift_sample_rows(conn, plan.agent_id, version, window[0], window[1], plan.evaluator_version)
-        return DriftSample.from_rows(
-            (
-                status,
-                score,
-                verdict,
-                filter_status,
-                p_correct,
-                calibration_key(judge, bool(schema_checked), bool(observed_checked)),
-                frozenset(str(c) for c in categories or () if c is not None),
-                None if question is None else question_key(str(question)),
-            )
-            for status, score, verdict, filter_status, p_correct, judge, schema_checked, observed_checked, categories, question in rows
-        )
-
     result = compare(
-        sample(plan.baseline_version, plan.baseline_window),
-        sample(plan.candidate_version, plan.candidate_window),
+        read_drift_sample(conn, plan.agent_id, plan.baseline_version, plan.baseline_window, plan.evaluator_version),
+        read_drift_sample(conn, plan.agent_id, plan.candidate_version, plan.candidate_window, plan.evaluator_version),
         thresholds,
     )
     return DriftCheck(plan, result)

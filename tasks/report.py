@@ -20,9 +20,11 @@ from prefect.cache_policies import NO_CACHE
 
 from stef.display import md_cells, md_code, md_text, shorten
 from stef.monitor.charts import render_charts
+from stef.monitor.drift import sample_error_rate
 from stef.monitor.rendering import render_html, render_markdown
 from stef.monitor.report import ReportData, headline_table, parse_week, report_data
 from tasks._runtime import io_task
+from tasks.drift_checks import read_drift_sample
 from warehouse import connect, read_daily_metrics, resolve_path
 from warehouse.monitoring import latest_evaluator_version, read_drift_checks, read_lowest_scores, read_scored_rows
 
@@ -46,6 +48,7 @@ class ReportFiles:
         agents: agents in the report.
         evaluations: scored records in the week.
         headline: the headline table (:func:`stef.monitor.report.headline_table`).
+        sentences: the drift sentences the report opens with (one per version with a check).
     """
 
     week: str
@@ -54,6 +57,7 @@ class ReportFiles:
     agents: int
     evaluations: int
     headline: list[dict[str, Any]] = field(default_factory=list)
+    sentences: list[str] = field(default_factory=list)
 
 
 def collect(
@@ -80,7 +84,14 @@ def collect(
     metrics = read_daily_metrics(conn, start, end, evaluator_version=version)
     drift_rows = read_drift_checks(conn, start, end, evaluator_version=version).to_dicts()
     worst = read_lowest_scores(conn, start, end, version, WORST_QUERIES)
-    return report_data((label, start, end), warehouse_label, version, generated, rows, metrics, drift_rows, worst)
+    pairs = rows.select("agent_id", "agent_version").unique().rows()
+    error_rates = {
+        (agent, agent_version): sample_error_rate(read_drift_sample(conn, agent, agent_version, (start, end), version))
+        for agent, agent_version in pairs
+    }
+    return report_data(
+        (label, start, end), warehouse_label, version, generated, rows, metrics, drift_rows, worst, error_rates
+    )
 
 
 @io_task("collect-report-data", retries=2, retry_delay_seconds=10)
@@ -173,6 +184,7 @@ def write_report(data: ReportData, out: str | None = None) -> ReportFiles:
         len(data.agents),
         sum(row["evaluated"] for row in data.headline),
         headline_table(data),
+        [str(row["drift_sentence"]) for row in data.headline if row.get("drift_sentence")],
     )
 
 
@@ -185,13 +197,16 @@ def publish_report_artifact(data: ReportData, files: ReportFiles) -> UUID:
     """
     from prefect.artifacts import create_table_artifact
 
-    description = (
-        f"STEF weekly report {data.week} ({data.start} … {data.end}): {files.evaluations} scored answers of "
-        f"{files.agents} agents. HTML: {md_code(files.html)} · Markdown: {md_code(files.markdown)}"
+    # the drift sentences lead the description (shown whole, as escaped text), so the table stays narrow
+    sentences = [f"- {md_text(shorten(sentence, SENTENCE_WIDTH))}" for sentence in files.sentences]
+    description = "\n".join(
+        [
+            *sentences,
+            *([""] if sentences else []),
+            f"STEF weekly report {data.week} ({data.start} … {data.end}): {files.evaluations} scored answers of "
+            f"{files.agents} agents. HTML: {md_code(files.html)} · Markdown: {md_code(files.markdown)}",
+        ]
     )
-    # a sentence is bounded by its shortened names; it is shown whole, as escaped text
-    rows = [
-        {**row, "drift_sentence": md_text(shorten(row.get("drift_sentence") or "–", SENTENCE_WIDTH))}
-        for row in files.headline
-    ]
-    return cast(UUID, create_table_artifact(table=md_cells(rows), key=REPORT_ARTIFACT_KEY, description=description))
+    return cast(
+        UUID, create_table_artifact(table=md_cells(files.headline), key=REPORT_ARTIFACT_KEY, description=description)
+    )

@@ -445,7 +445,7 @@ def headline_rich_table(rows: list[dict[str, Any]], week: str) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-    for column in ("agent", "version", "records", "coverage", "mean Φ", "P90 Φ", "poor", "drift"):
+    for column in ("agent", "version", "records", "coverage", "wrong (est.)", "mean Φ", "P90 Φ", "drift"):
         if column in ("agent", "version", "drift"):  # names fold when the terminal is narrow; numbers never do
             table.add_column(column, justify="left", overflow="fold")
         else:
@@ -455,10 +455,10 @@ def headline_rich_table(rows: list[dict[str, Any]], week: str) -> Table:
             Text(shorten(row["agent"])),
             Text(shorten(row["version"])),
             str(row["records"]),
-            "–" if row["coverage"] is None else f"{row['coverage']:.1%}",
-            _num(row["mean"], ".1f"),
-            _num(row["p90"], ".1f"),
-            "–" if row["poor_share"] is None else f"{row['poor_share']:.1%}",
+            str(row["coverage"]),
+            str(row["wrong (est.)"]),
+            _num(row["mean Φ"], ".1f"),
+            _num(row["P90 Φ"], ".1f"),
             Text(shorten(str(row["drift"]).removeprefix("drift / "), DISPLAY_WIDTH + 24)),
         )
     return table
@@ -504,9 +504,8 @@ def report(
             files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
     if files.headline:
         console.print(headline_rich_table(files.headline, files.week))
-        for row in files.headline:
-            if row.get("drift_sentence") not in (None, "–"):
-                console.print(Text(one_line(row["drift_sentence"])), soft_wrap=True)
+        for sentence in files.sentences:
+            console.print(Text(one_line(sentence)), soft_wrap=True)
     else:
         console.print(
             Text(f"No evaluations are stored for {label} in {one_line(resolve_path(warehouse))}: the report says so."),

@@ -71,6 +71,7 @@ from stef.monitor.models import (
     DriftSample,
     DriftThresholds,
     DriftVerdict,
+    ErrorRate,
     OperatingPoint,
 )
 from stef.monitor.statistics import bootstrap_delta, category_test, coverage_indicators, mean, p90, psi, score_histogram
@@ -116,6 +117,32 @@ def _estimable(
         used.append(point)
         pairs.append((question, point.wrongness(p)))
     return ps, used, pairs
+
+
+def sample_error_rate(
+    sample: DriftSample,
+    operating_points: Mapping[str, OperatingPoint] | None = None,
+    confidence_level: float = 0.95,
+) -> ErrorRate | None:
+    """The estimated share of wrong answers of one sample, as :func:`compare` estimates each side
+    (the weekly report's headline uses it, so the two agree on the same rows).
+
+    Args:
+        sample: the answers (:meth:`stef.monitor.models.DriftSample.from_rows`).
+        operating_points: per calibration key (default: the shipped calibrators').
+        confidence_level: level of the interval.
+
+    Returns:
+        :class:`stef.monitor.models.ErrorRate` (shares in [0, 1]), or ``None`` when fewer than two
+        scored answers have a ``p_correct``.
+    """
+    points = shipped_operating_points() if operating_points is None else operating_points
+    ps, used, _ = _estimable(sample, points)
+    if not ps:
+        return None
+    # the denominator: the answers with a p_correct and the unscored ones (a scored answer stored
+    # without p_correct, before migration 0005, is neither right nor wrong here)
+    return estimate_error_rate(ps, used, len(ps) + sample.records - sample.n, confidence_level)
 
 
 def compare(

@@ -16,7 +16,7 @@ from stef.display import DISPLAY_WIDTH, Markdown, md_code, md_code_block, md_tex
 from stef.models import Band, FilterStatus, Verdict
 from stef.monitor.charts import Chart
 from stef.monitor.formatting import fmt_ci
-from stef.monitor.report import BIN_LABELS, ReportData
+from stef.monitor.report import BIN_LABELS, ReportData, share_text
 
 
 def _num(value: Any, spec: str = ".1f") -> Markdown:
@@ -36,17 +36,27 @@ def _delta(value: Any, interval: Any) -> Markdown:
     return Markdown("–" if value is None else f"{value:+.2f} {fmt_ci(interval)}")
 
 
-def _rate_delta(value: Any, interval: Any) -> Markdown:
-    """A delta of shares in points with its interval (``+15.0 [+9.1, +20.9] points``), or ``–``.
+def _rate_delta(value: Any, interval: Any = None, unit: str = " points") -> Markdown:
+    """A delta of shares in points with its interval (``+15.0 [+9.1, +20.9] points``), or ``–``
+    (``unit=""``: the column header names the unit).
 
-    >>> _rate_delta(0.15, [0.091, 0.209]), _rate_delta(None, None)
-    ('+15.0 [+9.1, +20.9] points', '–')
+    >>> _rate_delta(0.15, [0.091, 0.209]), _rate_delta(0.15, [0.091, 0.209], unit=""), _rate_delta(None, None)
+    ('+15.0 [+9.1, +20.9] points', '+15.0 [+9.1, +20.9]', '–')
     """
     if value is None:
         return Markdown("–")
     if not interval or interval[0] is None:
-        return Markdown(f"{100 * value:+.1f} points")
-    return Markdown(f"{100 * value:+.1f} [{100 * interval[0]:+.1f}, {100 * interval[1]:+.1f}] points")
+        return Markdown(f"{100 * value:+.1f}{unit}")
+    return Markdown(f"{100 * value:+.1f} [{100 * interval[0]:+.1f}, {100 * interval[1]:+.1f}]{unit}")
+
+
+def _rate(value: Any, interval: Any = None) -> Markdown:
+    """A share with its interval, in whole percent (``72 % [41–100 %]``), or ``–`` (:func:`stef.monitor.report.share_text`).
+
+    >>> _rate(0.7234, [0.41, 1.0]), _rate(0.05), _rate(None)
+    ('72 % [41–100 %]', '5 %', '–')
+    """
+    return Markdown(share_text(value, interval if interval and interval[0] is not None else None))
 
 
 def html_name(value: object, width: int = DISPLAY_WIDTH) -> Markup:
@@ -89,7 +99,7 @@ def _environment(markdown: bool) -> Any:
         keep_trailing_newline=True,
         **options,
     )
-    environment.filters.update(num=_num, pct=_pct, delta=_delta, rate_delta=_rate_delta)
+    environment.filters.update(num=_num, pct=_pct, rate=_rate, delta=_delta, rate_delta=_rate_delta)
     if markdown:
         environment.filters.update(name=md_name, md=md_text, code=md_code, code_block=md_code_block)
     else:

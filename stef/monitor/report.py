@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
-from stef.monitor.models import SCORE_BIN_EDGES
+from stef.monitor.models import SCORE_BIN_EDGES, ErrorRate
 from stef.monitor.sentence import drift_sentence
 from stef.monitor.statistics import p90_score, score_histogram
 from stef.monitor.windows import order_versions
@@ -75,7 +75,10 @@ class ReportData:
         evaluator_version: whose evaluations (``None`` when the week has none).
         generated_at: UTC time of the read (ISO-8601).
         headline: per agent × version: ``agent_id``, ``agent_version``, ``records``,
-            ``evaluated``, ``coverage``, ``mean``, ``p50``, ``p90``, band counts, ``poor_share``,
+            ``evaluated``, ``coverage``, ``wrong_share`` (estimated share of wrong answers, the
+            drift checks' estimate, :func:`stef.monitor.drift.sample_error_rate`) with its 95 %
+            interval ``wrong_ci``, ``mean_p_correct`` (uncorrected), ``mean``, ``p50``, ``p90``,
+            band counts, ``poor_share``,
             ``drift`` (verdict of the newest version check with this version as candidate, as
             ``verdict / direction vs baseline``) and its parts ``drift_verdict``,
             ``drift_direction``, ``drift_baseline`` (all ``None`` without a check).
@@ -130,6 +133,7 @@ def report_data(
     metrics: pl.DataFrame,
     drift_rows: Sequence[dict[str, Any]],
     worst: list[dict[str, Any]],
+    error_rates: Mapping[tuple[str, str], ErrorRate | None] | None = None,
 ) -> ReportData:
     """Summarise one week's rows into a :class:`ReportData` (the computation of :func:`tasks.report.collect`).
 
@@ -142,6 +146,8 @@ def report_data(
         metrics: the week's daily metrics (:func:`warehouse.read_daily_metrics`).
         drift_rows: the week's stored drift checks (:func:`warehouse.monitoring.read_drift_checks`, as dicts).
         worst: the lowest-scoring queries (:func:`warehouse.monitoring.read_lowest_scores`).
+        error_rates: per (agent, version), the week's estimated share of wrong answers
+            (:func:`stef.monitor.drift.sample_error_rate`; missing: ``None``).
     """
     import polars as pl
 
@@ -168,6 +174,7 @@ def report_data(
         bands = {band.value: sum(1 for s in mine.get_column("band").to_list() if s == band.value) for band in Band}
         series = pl.Series(scores, dtype=pl.Float64)
         check = candidate_verdicts.get((agent, agent_version))
+        rate = (error_rates or {}).get((agent, agent_version))
         headline.append(
             {
                 "agent_id": agent,
@@ -176,6 +183,8 @@ def report_data(
                 "evaluated": evaluated,
                 "coverage": evaluated / records if records else None,
                 "mean_p_correct": _mean(mine.get_column("p_correct").drop_nulls().to_list()),
+                "wrong_share": rate.estimate if rate else None,
+                "wrong_ci": [rate.ci_low, rate.ci_high] if rate else None,
                 "mean": float(cast(float, series.mean())) if evaluated else None,
                 "p50": float(cast(float, series.quantile(0.5, "linear"))) if evaluated else None,
                 "p90": p90_score(series.to_list()) if evaluated else None,
@@ -271,8 +280,9 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def headline_table(data: ReportData) -> list[dict[str, Any]]:
-    """Rows of the report artifact: agent, version, records, coverage, mean, P90, poor share, drift (verdict
-    vs baseline) and its sentence (:func:`stef.monitor.sentence.drift_sentence`).
+    """Rows of the report artifact, narrow enough for 100 columns: agent, version, records, coverage and
+    the estimated share of wrong answers (as percentages), mean and P90 Φ, drift (verdict vs baseline);
+    the drift sentences go in the artifact's description.
 
     >>> headline_table(ReportData("2026-W48", date(2026, 11, 23), date(2026, 11, 29), "wh", None, "now"))
     []
@@ -282,13 +292,33 @@ def headline_table(data: ReportData) -> list[dict[str, Any]]:
             "agent": row["agent_id"],
             "version": row["agent_version"],
             "records": row["records"],
-            "coverage": None if row["coverage"] is None else round(row["coverage"], 4),
-            "mean_p_correct": None if row.get("mean_p_correct") is None else round(row["mean_p_correct"], 3),
-            "mean": None if row["mean"] is None else round(row["mean"], 1),
-            "p90": None if row["p90"] is None else round(row["p90"], 1),
-            "poor_share": None if row["poor_share"] is None else round(row["poor_share"], 4),
+            "coverage": percent_text(row["coverage"]),
+            "wrong (est.)": share_text(row.get("wrong_share"), row.get("wrong_ci")),
+            "mean Φ": None if row["mean"] is None else round(row["mean"], 1),
+            "P90 Φ": None if row["p90"] is None else round(row["p90"], 1),
             "drift": row["drift"] or "–",
-            "drift_sentence": row.get("drift_sentence") or "–",
         }
         for row in data.headline
     ]
+
+
+def percent_text(share: float | None, digits: int = 1) -> str:
+    """A share in [0, 1] as a percentage for a table cell (``1.0`` -> ``100.0 %``; ``None`` -> ``–``).
+
+    >>> percent_text(1.0), percent_text(0.98765), percent_text(None)
+    ('100.0 %', '98.8 %', '–')
+    """
+    return "–" if share is None else f"{100 * share:.{digits}f} %"
+
+
+def share_text(share: float | None, interval: Sequence[float] | None = None) -> str:
+    """An estimated share with its interval in whole percent (``72 % [41–100 %]``), or ``–``.
+
+    >>> share_text(0.7234, [0.41, 1.0]), share_text(0.3), share_text(None)
+    ('72 % [41–100 %]', '30 %', '–')
+    """
+    if share is None:
+        return "–"
+    if not interval:
+        return f"{100 * share:.0f} %"
+    return f"{100 * share:.0f} % [{100 * interval[0]:.0f}–{100 * interval[1]:.0f} %]"

@@ -43,8 +43,8 @@ def test_summary_table_rows_are_json_ready_and_sorted() -> None:
     ]
     rows = summary_table(metrics)
     assert [(r["agent"], r["version"], r["coverage"], r["mean"]) for r in rows] == [
-        ("a", "v2", 1.0, 81.2),
-        ("b", "v1", 0.6667, None),
+        ("a", "v2", "100.0 %", 81.2),  # shares as percentages
+        ("b", "v1", "66.7 %", None),
     ]
     assert json.loads(json.dumps(rows)) == rows
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import base64
 import doctest
 import re
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -47,21 +49,21 @@ def test_headline_per_agent_and_version(data: ReportData, week_conn: duckdb.Duck
     )
     assert (v2["n_poor"], v2["n_good"], v2["poor_share"]) == (12, 12, pytest.approx(0.5))
     assert v2["drift"] == "drift / worse vs v1" and v1["drift"] is None
-    assert headline_table(data)[1] == {
+    assert headline_table(data)[1] == {  # the rows carry no p_correct: no estimated share of wrong answers
         "agent": "bird",
         "version": "v2",
         "records": 28,
-        "coverage": round(24 / 28, 4),
-        "mean_p_correct": None,
-        "mean": 60.0,
-        "p90": pytest.approx(np.percentile(v2_scores, 90), abs=0.05),
-        "poor_share": 0.5,
+        "coverage": "85.7 %",
+        "wrong (est.)": "–",
+        "mean Φ": 60.0,
+        "P90 Φ": pytest.approx(np.percentile(v2_scores, 90), abs=0.05),
         "drift": "drift / worse vs v1",
-        "drift_sentence": (  # the rows carry no p_correct, so mean Φ decided and is named
-            "bird v2 scores a mean Φ of 60.0, against 80.0 for v1; it scores 86 % of its answers, down from 100 %; "
-            "suspected Condition-Related Errors in 100 % of its answers, against 0 %: worse."
-        ),
     }
+    assert v2["drift_sentence"] == (  # mean Φ decided and is named
+        "bird v2 scores a mean Φ of 60.0, against 80.0 for v1; it scores 86 % of its answers, down from 100 %; "
+        "suspected Condition-Related Errors in 100 % of its answers, against 0 %: worse."
+    )
+    assert (v2["wrong_share"], v2["wrong_ci"]) == (None, None)
 
 
 def test_histograms_trend_and_breakdown(data: ReportData) -> None:
@@ -118,10 +120,11 @@ def test_markdown_twin_holds_the_same_tables(data: ReportData) -> None:
     # the report opens with the verdict in one sentence, then the headline table
     lead = text.index("\n- **bird v2 scores a mean Φ of 60.0, against 80.0 for v1")
     assert lead < text.index("## Headline")
-    assert "| bird | v2 | 28 | 24 | 85.7 % | – | 60.0 |" in text  # no p_correct in these synthetic rows
+    assert "| bird | v2 | 28 | 85.7 % | – | 60.0 |" in text  # no p_correct in these synthetic rows
     assert "| v2 | 0 | 0 | 0 | 0 | 12 | 0 | 0 | 0 | 12 | 0 |" in text
     assert f"| version | {' | '.join(BIN_LABELS)} |" in text
-    assert "**drift / worse** | – → – | – | -20.00 [" in text  # no error rates without p_correct
+    assert "| bird | version | v1 → v2 | **worse** | – → – | – |" in text  # no error rates without p_correct
+    assert "| v1 → v2 | version | -20.00 [" in text
     assert "\n- bird v2 scores a mean Φ of 60.0, against 80.0 for v1; it scores 86 % of its answers" in text
     assert text.count("\n```sql\n") == 10
     assert "- missing filters: region = region 1" in text
@@ -158,3 +161,54 @@ def test_report_doctests() -> None:
     for module in (tasks.report, stef.monitor.report, stef.monitor.charts, stef.monitor.rendering):
         assert doctest.testmod(module).failed == 0, module.__name__
     assert doctest.testmod(flows.deployments).failed == 0
+
+
+def _renamed(data: ReportData, names: dict[str, str]) -> ReportData:
+    """``data`` with its agent ids and versions renamed (every list of rows, every name field)."""
+    keys = ("agent_id", "agent_version", "baseline_version", "candidate_version")
+
+    def rows(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {k: names.get(v, v) if k in keys and isinstance(v, str) else v for k, v in row.items()} for row in items
+        ]
+
+    return replace(
+        data,
+        headline=rows(data.headline),
+        histograms=rows(data.histograms),
+        daily=rows(data.daily),
+        breakdown=rows(data.breakdown),
+        drift=rows(data.drift),
+        worst=rows(data.worst),
+    )
+
+
+def test_markdown_twin_tables_fit_100_columns_with_long_names(data: ReportData) -> None:
+    """Issue 17 item 4: every table row of the Markdown twin is at most 100 characters, with the drift
+    verdict in it, also for long agent ids and versions (shortened) and large counts."""
+    long = _renamed(
+        data,
+        {
+            "bird": "customer-support-analytics-agent-eu-west",
+            "v1": "v2026.11.24-rc.1+build.5",
+            "v2": "v2026.11.30-rc.2+build.9",
+        },
+    )
+    long = replace(long, headline=[{**row, "records": 1_234_567, "evaluated": 1_234_560} for row in long.headline])
+    text = render_markdown(long)
+    tables = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(tables) > 20
+    too_wide = [line for line in tables if len(line) > 100]
+    assert too_wide == []
+    headline = text.split("## Headline\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert headline[-1].endswith("| drift / worse |")  # the verdict is in the row, not cut off
+    assert "| 1234567 |" in headline[-1]
+
+
+def test_report_artifact_rows_fit_100_columns_with_percentages(data: ReportData) -> None:
+    """Issue 17 item 4: the Prefect table artifact shows shares as percentages and fits 100 columns."""
+    rows = headline_table(data)
+    assert [row["coverage"] for row in rows] == ["100.0 %", "85.7 %"]
+    widths = [max(len(key), *(len(str(row[key])) for row in rows)) + 3 for key in rows[0]]
+    assert sum(widths) + 1 <= 100, widths
+    assert rows[1]["drift"] == "drift / worse vs v1"

@@ -157,3 +157,43 @@ def test_a_day_that_fails_validation_keeps_its_rejected_lines_to_inspect(tmp_pat
     assert "timestamp" in rows[2]["reason"] and "yesterday-ish" in rows[2]["reason"]
     table = invoke("quarantine", "--date", "2026-11-26", "--warehouse", str(warehouse))
     assert f"{source}:5" in " ".join(table.stdout.split())
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("flow_cli")
+def test_report_headline_and_stef_drift_agree_after_nightly_then_backfill(tmp_path: Path) -> None:
+    """Issue 17 acceptance: the newest demo day by `stef nightly`, the earlier ones by `stef backfill`;
+    then the report's headline (sentence and estimated share of wrong answers) says what `stef drift` says."""
+    import shutil
+
+    root = resources.files("flows.demo_data")
+    days = sorted(folder.name for folder in root.iterdir() if folder.is_dir() and folder.name[:2] == "20")
+    logs = tmp_path / "logs"
+    for day in days:
+        (logs / day).mkdir(parents=True)
+        shutil.copyfile(str(root / day / "agent-logs.jsonl"), logs / day / "agent-logs.jsonl")
+    warehouse = str(tmp_path / "wh.duckdb")
+    common = ("--logs-root", str(logs), "--warehouse", warehouse, "--quiet")
+    night = invoke("nightly", "--date", days[-1], *common)
+    assert night.exit_code == 0, night.output
+    back = invoke("backfill", "--start", days[0], "--end", days[-2], *common)
+    assert back.exit_code == 0, back.output
+
+    drift = invoke("drift", "--agent", "bird-analyst", "--warehouse", warehouse, "--no-store", "--json")
+    assert drift.exit_code == 0, drift.output
+    check = json.loads(drift.stdout)
+    report = invoke("report", "--warehouse", warehouse, "--week", "2026-W48", "--out", str(tmp_path / "r.html"))
+    assert report.exit_code == 0, report.output
+    markdown = (tmp_path / "r.md").read_text(encoding="utf-8")
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    sentence = check["sentence"]
+    assert check["verdict"] == "drift" and check["direction"] == "worse"
+    assert markdown.split("\n- **", 1)[1].split("**\n", 1)[0].replace("\\(", "(").replace("\\)", ")") == sentence
+    assert sentence in " ".join(report.stdout.split()) or sentence in report.stdout.replace("\n", " ")
+    assert sentence.split(";")[0] in html
+    # the headline's estimated share of wrong answers is the check's candidate and baseline estimate
+    candidate = f"{100 * check['error_rate_candidate']:.0f} % [{100 * check['error_rate_candidate_ci'][0]:.0f}–"
+    baseline = f"{100 * check['error_rate_baseline']:.0f} % [{100 * check['error_rate_baseline_ci'][0]:.0f}–"
+    headline = markdown.split("## Headline\n\n", 1)[1].split("\n\n", 1)[0]
+    assert f"| {check['candidate_version']} | " in headline and candidate in headline and baseline in headline
+    assert candidate in html and f"{100 * check['error_rate_candidate']:.0f} %" in sentence
