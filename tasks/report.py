@@ -89,8 +89,23 @@ def collect(
         (agent, agent_version): sample_error_rate(read_drift_sample(conn, agent, agent_version, (start, end), version))
         for agent, agent_version in pairs
     }
+    daily_error_rates = {
+        (day, agent, agent_version): sample_error_rate(
+            read_drift_sample(conn, agent, agent_version, (day, day), version)
+        )
+        for day, agent, agent_version in rows.select("log_date", "agent_id", "agent_version").unique().rows()
+    }
     return report_data(
-        (label, start, end), warehouse_label, version, generated, rows, metrics, drift_rows, worst, error_rates
+        (label, start, end),
+        warehouse_label,
+        version,
+        generated,
+        rows,
+        metrics,
+        drift_rows,
+        worst,
+        error_rates,
+        daily_error_rates,
     )
 
 

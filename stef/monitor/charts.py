@@ -115,45 +115,87 @@ def histogram_chart(data: ReportData, agent_id: str) -> Chart:
         return Chart(agent_id, "histogram", title, _data_uri(figure))
 
 
-def trend_chart(data: ReportData, agent_id: str) -> Chart:
-    """Four panels over the week's days: mean P(correct), mean Φ, P90 Φ and coverage, one line
-    per version (plain text labels)."""
-    with _plain_text_charts():
-        versions = data.versions(agent_id)
-        days = [data.start + timedelta(days=i) for i in range(7)]
-        figure = _figure(9.0, 7.5)
-        panels = figure.subplots(4, 1, sharex=True)
-        series: dict[str, dict[date, dict[str, Any]]] = defaultdict(dict)
-        for row in data.daily:
-            if row["agent_id"] == agent_id:
-                series[row["agent_version"]][row["log_date"]] = row
-        handles = []
-        for version, color in zip(versions, _colors(len(versions)), strict=True):
-            points = series.get(version, {})
-            for axes, key, scale in zip(
-                panels, ("mean_p_correct", "mean", "p90", "coverage"), (100.0, 1.0, 1.0, 100.0), strict=True
-            ):
-                values = [
-                    float("nan") if points.get(day, {}).get(key) is None else scale * float(points[day][key])
-                    for day in days
+TREND_PANELS: tuple[tuple[str, str, float], ...] = (
+    ("wrong_share", "wrong answers\n(est.) %", 100.0),
+    ("mean_p_correct", "mean\nP(correct) %", 100.0),
+    ("mean", "mean Φ", 1.0),
+    ("p90", "P90 Φ", 1.0),
+    ("coverage", "coverage %", 100.0),
+)
+"""(daily row key, axis label, scale) of the trend panels, top to bottom; every axis spans 0–100."""
+_MARKERS = ("o", "s", "^", "D", "v", "P")
+_LINESTYLES = ("-", "--", "-.", ":")
+
+
+def trend_figure(data: ReportData, agent_id: str) -> Figure:
+    """The daily-trend figure of one agent: the panels of :data:`TREND_PANELS` over the week's days,
+    one line per version.
+
+    Every axis spans its whole range (0–100 % or Φ 0–100), so one unscored record is not a cliff;
+    versions are offset a little along the day axis and differ in marker and line style, so a
+    version whose values equal another's (same P90 every day) stays visible. The estimated share
+    of wrong answers is drawn with its 95 % interval as a band.
+    """
+    versions = data.versions(agent_id)
+    days = [data.start + timedelta(days=i) for i in range(7)]
+    figure = _figure(9.0, 9.0)
+    panels = figure.subplots(len(TREND_PANELS), 1, sharex=True)
+    series: dict[str, dict[date, dict[str, Any]]] = defaultdict(dict)
+    for row in data.daily:
+        if row["agent_id"] == agent_id:
+            series[row["agent_version"]][row["log_date"]] = row
+    handles = []
+    spread = 0.12 if len(versions) > 1 else 0.0
+    for index, (version, color) in enumerate(zip(versions, _colors(len(versions)), strict=True)):
+        points = series.get(version, {})
+        offset = spread * (index - (len(versions) - 1) / 2) / max(len(versions) - 1, 1)
+        x = [day + offset for day in range(7)]
+        style = {
+            "color": color,
+            "marker": _MARKERS[index % len(_MARKERS)],
+            "linestyle": _LINESTYLES[index % len(_LINESTYLES)],
+            "markersize": 6,
+        }
+        for axes, (key, _, scale) in zip(panels, TREND_PANELS, strict=True):
+            values = [
+                float("nan") if points.get(day, {}).get(key) is None else scale * float(points[day][key])
+                for day in days
+            ]
+            (line,) = axes.plot(x, values, **style)
+            if key == "wrong_share":
+                low = [
+                    float("nan") if not (points.get(d) or {}).get("wrong_ci") else 100 * points[d]["wrong_ci"][0]
+                    for d in days
                 ]
-                (line,) = axes.plot(range(7), values, marker="o", color=color)
-                if axes is panels[0]:
-                    handles.append(line)
-        for axes, label in zip(panels, ("P(correct) %", "mean Φ", "P90 Φ", "coverage %"), strict=True):
-            axes.set_ylabel(label)
-            axes.grid(alpha=0.3)
-        _legend(
-            panels[0],
-            handles,
-            [_label(v) for v in versions],
-            loc="lower left",
-            frameon=False,
-            ncols=max(min(len(versions), 4), 1),
-        )
-        panels[-1].set_xticks(range(7), [day.strftime("%a %d %b") for day in days])
+                high = [
+                    float("nan") if not (points.get(d) or {}).get("wrong_ci") else 100 * points[d]["wrong_ci"][1]
+                    for d in days
+                ]
+                axes.fill_between(x, low, high, color=color, alpha=0.15, linewidth=0)
+                handles.append(line)
+    for axes, (_, label, _) in zip(panels, TREND_PANELS, strict=True):
+        axes.set_ylabel(label)
+        axes.set_ylim(0, 102)
+        axes.grid(alpha=0.3)
+    _legend(
+        panels[0],
+        handles,
+        [_label(v) for v in versions],
+        loc="upper left",
+        frameon=False,
+        ncols=max(min(len(versions), 4), 1),
+    )
+    panels[-1].set_xticks(range(7), [day.strftime("%a %d %b") for day in days])
+    panels[-1].set_xlim(-0.5, 6.5)
+    panels[0].set_title(f"{_label(agent_id)}: daily trend")
+    return figure
+
+
+def trend_chart(data: ReportData, agent_id: str) -> Chart:
+    """The daily trend of one agent (:func:`trend_figure`) as an embedded PNG (plain text labels)."""
+    with _plain_text_charts():
+        figure = trend_figure(data, agent_id)
         title = f"{_label(agent_id)}: daily trend"
-        panels[0].set_title(title)
         return Chart(agent_id, "trend", title, _data_uri(figure))
 
 

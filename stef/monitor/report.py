@@ -84,7 +84,7 @@ class ReportData:
             ``drift_direction``, ``drift_baseline`` (all ``None`` without a check).
         histograms: per agent × version: ``counts`` per 10-point bin and ``shares``.
         daily: per day × agent × version (``daily_agent_metrics``): ``records``, ``coverage``,
-            ``mean``, ``p90``.
+            ``mean``, ``p90``, ``mean_p_correct``, ``wrong_share`` and ``wrong_ci`` (as in ``headline``).
         breakdown: per agent × version × field (``filter_status`` / ``verdict``) × category:
             ``count`` and ``share`` of the scored records.
         drift: the newest check of each agent × kind × versions whose window ends in the week
@@ -134,6 +134,7 @@ def report_data(
     drift_rows: Sequence[dict[str, Any]],
     worst: list[dict[str, Any]],
     error_rates: Mapping[tuple[str, str], ErrorRate | None] | None = None,
+    daily_error_rates: Mapping[tuple[date, str, str], ErrorRate | None] | None = None,
 ) -> ReportData:
     """Summarise one week's rows into a :class:`ReportData` (the computation of :func:`tasks.report.collect`).
 
@@ -148,6 +149,7 @@ def report_data(
         worst: the lowest-scoring queries (:func:`warehouse.monitoring.read_lowest_scores`).
         error_rates: per (agent, version), the week's estimated share of wrong answers
             (:func:`stef.monitor.drift.sample_error_rate`; missing: ``None``).
+        daily_error_rates: the same per (day, agent, version), for the daily trend.
     """
     import polars as pl
 
@@ -183,8 +185,7 @@ def report_data(
                 "evaluated": evaluated,
                 "coverage": evaluated / records if records else None,
                 "mean_p_correct": _mean(mine.get_column("p_correct").drop_nulls().to_list()),
-                "wrong_share": rate.estimate if rate else None,
-                "wrong_ci": [rate.ci_low, rate.ci_high] if rate else None,
+                **_wrong(rate),
                 "mean": float(cast(float, series.mean())) if evaluated else None,
                 "p50": float(cast(float, series.quantile(0.5, "linear"))) if evaluated else None,
                 "p90": p90_score(series.to_list()) if evaluated else None,
@@ -232,12 +233,18 @@ def report_data(
             "mean": row["mean_score"],
             "p90": row["p90_score"],
             "mean_p_correct": row.get("mean_p_correct"),
+            **_wrong((daily_error_rates or {}).get((row["log_date"], row["agent_id"], row["agent_version"]))),
         }
         for row in metrics.to_dicts()
     ]
     return ReportData(
         label, start, end, warehouse_label, version, generated, headline, histograms, daily, breakdown, drift, worst
     )
+
+
+def _wrong(rate: ErrorRate | None) -> dict[str, Any]:
+    """``wrong_share`` and ``wrong_ci`` of a row (``None`` without an estimate)."""
+    return {"wrong_share": rate.estimate if rate else None, "wrong_ci": [rate.ci_low, rate.ci_high] if rate else None}
 
 
 def latest_drift(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -212,3 +212,24 @@ def test_report_artifact_rows_fit_100_columns_with_percentages(data: ReportData)
     widths = [max(len(key), *(len(str(row[key])) for row in rows)) + 3 for key in rows[0]]
     assert sum(widths) + 1 <= 100, widths
     assert rows[1]["drift"] == "drift / worse vs v1"
+
+
+def test_trend_chart_axes_do_not_mislead(data: ReportData) -> None:
+    """Issue 17 item 6: every trend axis spans 0–100 (one unscored record is no cliff), a version with
+    the same values as another stays visible (offset, own marker and line style), and the
+    estimated share of wrong answers has its own panel."""
+    from stef.monitor.charts import TREND_PANELS, trend_figure
+
+    figure = trend_figure(data, "bird")
+    axes = figure.axes
+    assert [a.get_ylabel() for a in axes] == [label for _, label, _ in TREND_PANELS]
+    assert TREND_PANELS[0][0] == "wrong_share"
+    for panel in axes:
+        low, high = panel.get_ylim()
+        assert low == 0 and high >= 100
+    p90 = axes[[key for key, _, _ in TREND_PANELS].index("p90")]
+    v1, v2 = p90.get_lines()
+    assert list(v1.get_xdata()) != list(v2.get_xdata())  # offset: not drawn on top of each other
+    assert (v1.get_marker(), v1.get_linestyle()) != (v2.get_marker(), v2.get_linestyle())
+    days_with_v2 = [d for d in data.daily if d["agent_version"] == "v2"]
+    assert days_with_v2 and all("wrong_share" in d for d in days_with_v2)
