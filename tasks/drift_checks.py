@@ -8,7 +8,7 @@ no Prefect run needed, so ``stef drift`` starts no Prefect API. The nightly task
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -218,7 +218,13 @@ def read_drift_sample(
 ) -> DriftSample:
     """One version's answers in ``window`` (both days inclusive) as a :class:`stef.monitor.models.DriftSample`,
     with each answer's p_correct, calibration key, suspected error categories and question."""
-    rows = read_drift_sample_rows(conn, agent_id, agent_version, window[0], window[1], evaluator_version)
+    return drift_sample(read_drift_sample_rows(conn, agent_id, agent_version, window[0], window[1], evaluator_version))
+
+
+def drift_sample(rows: Iterable[Sequence[Any]]) -> DriftSample:
+    """The :class:`stef.monitor.models.DriftSample` of warehouse rows shaped as
+    :func:`warehouse.monitoring.read_drift_sample_rows` returns them (calibration key and
+    normalised question worked out per row)."""
     return DriftSample.from_rows(
         (
             status,

@@ -22,19 +22,33 @@ from stef.display import md_cells, md_code, md_text, shorten
 from stef.monitor.charts import render_charts
 from stef.monitor.drift import sample_error_rate
 from stef.monitor.rendering import render_html, render_markdown
-from stef.monitor.report import ReportData, headline_table, parse_week, report_data
+from stef.monitor.report import (
+    NEW_FAILURE_SCORE,
+    ReportData,
+    breakdowns,
+    headline_table,
+    order_worst,
+    parse_week,
+    report_data,
+)
 from tasks._runtime import io_task
-from tasks.drift_checks import read_drift_sample
+from tasks.drift_checks import drift_sample, read_drift_sample
 from warehouse import connect, read_daily_metrics, resolve_path
-from warehouse.monitoring import latest_evaluator_version, read_drift_checks, read_lowest_scores, read_scored_rows
+from warehouse.monitoring import (
+    latest_evaluator_version,
+    read_breakdown_rows,
+    read_drift_checks,
+    read_lowest_scores,
+    read_scored_rows,
+)
 
 REPORT_ARTIFACT_KEY = "stef-weekly-report"
 """Key of the table artifact with the report's headline table."""
 
 SENTENCE_WIDTH = 400
 """Longest drift sentence shown in the artifact (its names are already shortened: it is rarely cut)."""
-WORST_QUERIES = 10
-"""How many of the lowest-scoring queries the report lists with their evidence."""
+WORST_PER_VERSION = 5
+"""How many of each version's lowest-scoring queries the report lists with their evidence."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +97,6 @@ def collect(
     rows = read_scored_rows(conn, start, end, version)
     metrics = read_daily_metrics(conn, start, end, evaluator_version=version)
     drift_rows = read_drift_checks(conn, start, end, evaluator_version=version).to_dicts()
-    worst = read_lowest_scores(conn, start, end, version, WORST_QUERIES)
     pairs = rows.select("agent_id", "agent_version").unique().rows()
     error_rates = {
         (agent, agent_version): sample_error_rate(read_drift_sample(conn, agent, agent_version, (start, end), version))
@@ -95,7 +108,7 @@ def collect(
         )
         for day, agent, agent_version in rows.select("log_date", "agent_id", "agent_version").unique().rows()
     }
-    return report_data(
+    data = report_data(
         (label, start, end),
         warehouse_label,
         version,
@@ -103,9 +116,59 @@ def collect(
         rows,
         metrics,
         drift_rows,
-        worst,
+        [],
         error_rates,
         daily_error_rates,
+    )
+    return _with_breakdowns(conn, data, version)
+
+
+def _with_breakdowns(conn: Any, data: ReportData, version: str) -> ReportData:
+    """``data`` with its breakdowns (by app_id, suspected error category, previous week) and its
+    lowest-scoring queries per version, new failures first (:func:`stef.monitor.report.breakdowns`,
+    :func:`stef.monitor.report.order_worst`)."""
+    from collections import defaultdict
+    from dataclasses import replace
+    from datetime import timedelta
+
+    from stef.monitor.error_rate import question_key
+
+    week_rows = read_breakdown_rows(conn, data.start, data.end, version)
+    by_app: dict[tuple[str, str, str | None], list[tuple[Any, ...]]] = defaultdict(list)
+    answered_well: dict[str, dict[str, set[str]]] = defaultdict(dict)
+    for row in data.headline:  # versions in headline order: oldest first
+        answered_well[row["agent_id"]][row["agent_version"]] = set()
+    for agent, agent_version, app_id, *fields in week_rows:
+        by_app[(agent, agent_version, app_id)].append(tuple(fields))
+        status, score, question = fields[0], fields[1], fields[-1]
+        if status == "evaluated" and score is not None and score >= NEW_FAILURE_SCORE and question:
+            answered_well[agent].setdefault(agent_version, set()).add(question_key(str(question)))
+    previous_rows: dict[tuple[str, str], list[tuple[Any, ...]]] = defaultdict(list)
+    week = timedelta(days=7)
+    for agent, agent_version, _, *fields in read_breakdown_rows(conn, data.start - week, data.end - week, version):
+        previous_rows[(agent, agent_version)].append(tuple(fields))
+    app_rows, category_rows, previous = breakdowns(
+        {key: drift_sample(value) for key, value in by_app.items()},
+        {key: drift_sample(value) for key, value in previous_rows.items()},
+    )
+    lowest = {
+        (row["agent_id"], row["agent_version"]): read_lowest_scores(
+            conn,
+            data.start,
+            data.end,
+            version,
+            4 * WORST_PER_VERSION,
+            agent_id=row["agent_id"],
+            agent_version=row["agent_version"],
+        )
+        for _, row in sorted(enumerate(data.headline), key=lambda item: (item[1]["agent_id"], -item[0]))
+    }  # per agent, the newest version (the candidate) first
+    return replace(
+        data,
+        worst=order_worst(lowest, answered_well, WORST_PER_VERSION),
+        by_app=app_rows,
+        by_category=category_rows,
+        vs_previous=previous,
     )
 
 

@@ -436,8 +436,42 @@ def _json_list(text: str | None) -> list[Any]:
     return list(value) if isinstance(value, list) else []
 
 
+def read_breakdown_rows(
+    conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str
+) -> list[tuple[Any, ...]]:
+    """Every evaluation of ``evaluator_version`` in ``start … end`` for the report's breakdowns.
+
+    Returns:
+        ``(agent_id, agent_version, app_id, status, score, verdict, filter_status, p_correct, judge,
+        schema_checked, observed_checked, categories, question)`` tuples: the fields of
+        :func:`read_drift_sample_rows` after the agent, version and ``app_id`` (``None`` when the
+        record named none); rows without an agent (unreadable quarantined lines) are left out.
+    """
+    return conn.execute(
+        """
+        SELECT e.agent_id, e.agent_version, e.app_id,
+               e.status, e.score, e.verdict, e.filter_status, e.p_correct, e.judge,
+               coalesce(json_type(e.evidence, '$.schema_report') = 'OBJECT', false) AS schema_checked,
+               coalesce(json_type(e.evidence, '$.observed_report') = 'OBJECT', false) AS observed_checked,
+               coalesce(list_distinct(json_extract_string(e.suspected_errors, '$[*].category')), []) AS categories,
+               r.question
+        FROM evaluations AS e LEFT JOIN agent_runs AS r USING (run_id)
+        WHERE e.log_date BETWEEN $start AND $end AND e.evaluator_version = $version
+          AND e.agent_id IS NOT NULL AND e.agent_version IS NOT NULL
+        ORDER BY e.agent_id, e.agent_version, e.log_date, e.run_id
+        """,
+        {"start": start, "end": end, "version": evaluator_version},
+    ).fetchall()
+
+
 def read_lowest_scores(
-    conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str, limit: int = 10
+    conn: duckdb.DuckDBPyConnection,
+    start: date,
+    end: date,
+    evaluator_version: str,
+    limit: int = 10,
+    agent_id: str | None = None,
+    agent_version: str | None = None,
 ) -> list[dict[str, Any]]:
     """The ``limit`` lowest-scoring evaluations in ``start … end`` with their evidence.
 
@@ -447,6 +481,7 @@ def read_lowest_scores(
         end: last day (inclusive).
         evaluator_version: whose evaluations.
         limit: how many.
+        agent_id, agent_version: only this agent / version (``None``: all).
 
     Returns:
         Dicts with ``log_date``, ``run_id``, ``agent_id``, ``agent_version``, ``score``,
@@ -466,10 +501,18 @@ def read_lowest_scores(
                CAST(e.suspected_errors AS VARCHAR) AS suspected_errors
         FROM evaluations AS e LEFT JOIN agent_runs AS r USING (run_id)
         WHERE e.log_date BETWEEN $start AND $end AND e.evaluator_version = $version AND e.status = 'evaluated'
+          AND ($agent IS NULL OR e.agent_id = $agent) AND ($agent_version IS NULL OR e.agent_version = $agent_version)
         ORDER BY e.score, e.log_date, e.run_id
         LIMIT $limit
         """,
-        {"start": start, "end": end, "version": evaluator_version, "limit": limit},
+        {
+            "start": start,
+            "end": end,
+            "version": evaluator_version,
+            "limit": limit,
+            "agent": agent_id,
+            "agent_version": agent_version,
+        },
     ).fetchall()
     names = (
         "log_date",

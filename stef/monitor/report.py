@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, cast
 
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
-from stef.monitor.models import SCORE_BIN_EDGES, ErrorRate
+from stef.monitor.models import SCORE_BIN_EDGES, DriftSample, ErrorRate
 from stef.monitor.sentence import drift_sentence
 from stef.monitor.statistics import p90_score, score_histogram
 from stef.monitor.windows import order_versions
@@ -89,7 +89,10 @@ class ReportData:
             ``count`` and ``share`` of the scored records.
         drift: the newest check of each agent × kind × versions whose window ends in the week
             (:meth:`stef.monitor.models.DriftCheck.summary` keys).
-        worst: the :data:`tasks.report.WORST_QUERIES` lowest-scoring queries with their evidence.
+        worst: per agent × version (headline order) its lowest-scoring queries with their evidence
+            (:data:`tasks.report.WORST_PER_VERSION`); a newer version's new failures (``new_failure``:
+            a question an older version answered with Φ ≥ 50) first.
+        by_app, by_category, vs_previous: the breakdowns of :func:`breakdowns`.
     """
 
     week: str
@@ -104,6 +107,9 @@ class ReportData:
     breakdown: list[dict[str, Any]] = field(default_factory=list)
     drift: list[dict[str, Any]] = field(default_factory=list)
     worst: list[dict[str, Any]] = field(default_factory=list)
+    by_app: list[dict[str, Any]] = field(default_factory=list)
+    by_category: list[dict[str, Any]] = field(default_factory=list)
+    vs_previous: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def agents(self) -> list[str]:
@@ -240,6 +246,142 @@ def report_data(
     return ReportData(
         label, start, end, warehouse_label, version, generated, headline, histograms, daily, breakdown, drift, worst
     )
+
+
+NEW_FAILURE_SCORE = 50.0
+"""A query is a new failure of a version when it scores below this and an older version of the
+agent answered the same (normalised) question with at least this in the week."""
+
+
+def breakdowns(
+    by_app: Mapping[tuple[str, str, str | None], DriftSample],
+    previous: Mapping[tuple[str, str], DriftSample],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The report's breakdowns per agent × version: by ``app_id``, by suspected error category and
+    against the previous week.
+
+    Args:
+        by_app: the week's answers per (agent, version, app_id) (``app_id`` ``None``: not logged).
+        previous: the previous week's answers per (agent, version).
+
+    Returns:
+        ``(by_app, by_category, vs_previous)`` rows: ``by_app`` has ``agent_id``, ``agent_version``,
+        ``app_id``, ``records``, ``evaluated``, ``mean``, ``wrong_share``, ``wrong_ci``;
+        ``by_category`` has ``agent_id``, ``agent_version``, ``category``, ``count`` and ``share``
+        of the scored answers with it (most frequent first); ``vs_previous`` has ``agent_id``,
+        ``agent_version`` and ``records`` / ``mean`` / ``wrong_share`` of this week and, as
+        ``previous_*``, of the week before (``None`` when it had no answers).
+    """
+    from stef.monitor.drift import sample_error_rate
+
+    app_rows: list[dict[str, Any]] = []
+    merged: dict[tuple[str, str], list[DriftSample]] = defaultdict(list)
+    for (agent, agent_version, app_id), sample in sorted(
+        by_app.items(), key=lambda kv: (kv[0][0], kv[0][1], str(kv[0][2]))
+    ):
+        merged[(agent, agent_version)].append(sample)
+        app_rows.append(
+            {
+                "agent_id": agent,
+                "agent_version": agent_version,
+                "app_id": app_id,
+                "records": sample.records,
+                "evaluated": sample.n,
+                "mean": _mean(sample.scores),
+                **_wrong(sample_error_rate(sample)),
+            }
+        )
+    category_rows: list[dict[str, Any]] = []
+    previous_rows: list[dict[str, Any]] = []
+    for (agent, agent_version), samples in merged.items():
+        counts: Counter[str] = Counter()
+        scored = sum(sample.n for sample in samples)
+        for sample in samples:
+            for found in sample.categories:
+                counts.update(found)
+        for category, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+            category_rows.append(
+                {
+                    "agent_id": agent,
+                    "agent_version": agent_version,
+                    "category": category,
+                    "count": count,
+                    "share": count / scored if scored else 0.0,
+                }
+            )
+        week = _merged_sample(samples)
+        before = previous.get((agent, agent_version))
+        previous_rows.append(
+            {
+                "agent_id": agent,
+                "agent_version": agent_version,
+                "records": week.records,
+                "mean": _mean(week.scores),
+                **_wrong(sample_error_rate(week)),
+                "previous_records": before.records if before else None,
+                "previous_mean": _mean(before.scores) if before else None,
+                "previous_wrong_share": (rate.estimate if (rate := sample_error_rate(before)) else None)
+                if before
+                else None,
+            }
+        )
+    return app_rows, category_rows, previous_rows
+
+
+def _merged_sample(samples: Sequence[DriftSample]) -> DriftSample:
+    """One sample of several (the per-record fields kept only when every part has them)."""
+    if len(samples) == 1:
+        return samples[0]
+    complete = all(len(s.p_correct) == s.n and len(s.categories) == s.n for s in samples)
+    base = DriftSample(
+        scores=tuple(x for s in samples for x in s.scores),
+        records=sum(s.records for s in samples),
+        verdicts=tuple(x for s in samples for x in s.verdicts),
+        filter_statuses=tuple(x for s in samples for x in s.filter_statuses),
+    )
+    if not complete:
+        return base
+    return replace(
+        base,
+        p_correct=tuple(x for s in samples for x in s.p_correct),
+        calibrations=tuple(x for s in samples for x in s.calibrations),
+        categories=tuple(x for s in samples for x in s.categories),
+        questions=tuple(x for s in samples for x in s.questions),
+    )
+
+
+def order_worst(
+    lowest: Mapping[tuple[str, str], list[dict[str, Any]]],
+    answered_well: Mapping[str, Mapping[str, set[str]]],
+    per_version: int,
+) -> list[dict[str, Any]]:
+    """The report's lowest-scoring queries: per agent × version (in ``lowest``'s order) at most
+    ``per_version``, each marked ``new_failure`` when an older version of the agent answered its
+    question with Φ ≥ :data:`NEW_FAILURE_SCORE` (``new_failure_of``: those versions), new failures first.
+
+    Args:
+        lowest: per (agent, version), its lowest-scoring queries, lowest first
+            (:func:`warehouse.monitoring.read_lowest_scores`; more than ``per_version`` so new
+            failures can move up).
+        answered_well: per agent, per version, the normalised questions it answered with Φ ≥
+            :data:`NEW_FAILURE_SCORE` in the week.
+        per_version: queries kept per version.
+    """
+    from stef.monitor.error_rate import question_key
+
+    out: list[dict[str, Any]] = []
+    for (agent, agent_version), queries in lowest.items():
+        versions = list(answered_well.get(agent, {}))
+        older = versions[: versions.index(agent_version)] if agent_version in versions else []
+        marked = []
+        for query in queries:
+            key = question_key(str(query.get("question") or ""))
+            earlier = [v for v in older if key in answered_well[agent][v]] if query.get("question") else []
+            new_failure = bool(earlier) and float(query["score"]) < NEW_FAILURE_SCORE
+            marked.append({**query, "new_failure": new_failure, "new_failure_of": earlier if new_failure else []})
+        marked.sort(key=lambda q: (not q["new_failure"], q["score"], str(q["log_date"]), str(q["run_id"])))
+        out.extend(marked[:per_version])
+    return out
 
 
 def _wrong(rate: ErrorRate | None) -> dict[str, Any]:

@@ -86,7 +86,8 @@ def test_drift_and_worst_queries(data: ReportData) -> None:
     ] == [("version", "v1", "v2", "drift", "worse")]
     assert data.drift[0]["mean_delta"] == pytest.approx(60.0 - 80.0)
     assert len(data.worst) == 10
-    assert [q["score"] for q in data.worst] == [40.0] * 10
+    # per version, the candidate first: v2's five lowest, then v1's (not ten of one version's ties)
+    assert [(q["agent_version"], q["score"]) for q in data.worst] == [("v2", 40.0)] * 5 + [("v1", 70.0)] * 5
     assert data.worst[0]["missing"] == ["region = region 1"]
 
 
@@ -233,3 +234,48 @@ def test_trend_chart_axes_do_not_mislead(data: ReportData) -> None:
     assert (v1.get_marker(), v1.get_linestyle()) != (v2.get_marker(), v2.get_linestyle())
     days_with_v2 = [d for d in data.daily if d["agent_version"] == "v2"]
     assert days_with_v2 and all("wrong_share" in d for d in days_with_v2)
+
+
+def test_breakdowns_by_app_category_and_previous_week(data: ReportData) -> None:
+    """Issue 17 item 5: per agent × version the report breaks the week down by app_id, by suspected
+    error category and against the previous week (v1 ran both weeks, v2 only this one)."""
+    assert {(r["agent_version"], r["records"], r["evaluated"]) for r in data.by_app} == {("v1", 42, 42), ("v2", 28, 24)}
+    v2_app = next(r for r in data.by_app if r["agent_version"] == "v2")
+    assert v2_app["mean"] == pytest.approx(60.0)
+    previous = {r["agent_version"]: r for r in data.vs_previous}
+    assert (previous["v1"]["previous_records"], previous["v1"]["records"]) == (18, 42)  # 3 days × 6 before
+    assert previous["v1"]["previous_mean"] == pytest.approx(80.0) and previous["v1"]["mean"] == pytest.approx(80.0)
+    assert (previous["v2"]["previous_records"], previous["v2"]["previous_mean"]) == (None, None)
+    categories = {(r["agent_version"], r["category"]): (r["count"], r["share"]) for r in data.by_category}
+    assert all(
+        share == pytest.approx(count / (24 if v == "v2" else 42)) for (v, _), (count, share) in categories.items()
+    )
+    text = render_markdown(data)
+    for heading in ("### By database (app_id)", "### Against the previous week"):
+        assert heading in text
+    assert "| v1 | 18 → 42 |" in text and "| v2 | – → 28 |" in text
+
+
+def test_lowest_queries_per_version_put_the_candidates_new_failures_first() -> None:
+    """Issue 17 item 5: the candidate's queries come first, its new failures (a question the older
+    version answered with Φ ≥ 50) ahead of lower-scoring old failures; at most k per version."""
+    from stef.monitor.error_rate import question_key
+    from stef.monitor.report import order_worst
+
+    def query(run_id: str, score: float, question: str) -> dict[str, Any]:
+        return {"run_id": run_id, "score": score, "question": question, "log_date": "2026-11-24"}
+
+    lowest = {
+        ("bird", "v2"): [query("a", 0.0, "Q1"), query("b", 0.0, "Q2"), query("c", 20.0, "Q3"), query("d", 45.0, "Q4")],
+        ("bird", "v1"): [query("e", 0.0, "Q2"), query("f", 10.0, "Q5")],
+    }
+    answered_well = {"bird": {"v1": {question_key("Q3"), question_key("Q4")}, "v2": {question_key("Q9")}}}
+    worst = order_worst(lowest, answered_well, per_version=3)
+    assert [(q["run_id"], q["new_failure"]) for q in worst] == [
+        ("c", True),  # v2 fails Q3 and Q4, which v1 answered well: first, lowest Φ first
+        ("d", True),
+        ("a", False),
+        ("e", False),  # v1 has no older version: nothing is new
+        ("f", False),
+    ]
+    assert worst[0]["new_failure_of"] == ["v1"]
