@@ -152,7 +152,7 @@ def evaluate_raw_lines(
             continue  # blank line
         problem = record_problem(line)
         if problem is not None:
-            line = replace(line, record=None, reason=problem, run_id=line.run_id)
+            line = replace(line, record=None, reason=problem)
         if line.record is None:
             rows.append(rejected_row(line))
         else:
