@@ -217,6 +217,7 @@ def prepare(
         schema_report=schema_report,
         schema=schema,
         observed_report=observed_report,
+        app_id=record.app_id,
     )
     return Prepared(
         record,

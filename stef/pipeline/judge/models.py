@@ -61,6 +61,8 @@ class JudgeInput:
     """The app's schema itself (an LLM judge is shown the tables S reads)."""
     observed_report: ObservedReport | None = None
     """S against the app's observed catalog (``None``: none given)."""
+    app_id: str | None = None
+    """The record's app (picks the app's deployment calibrator, if any)."""
 
     @cached_property
     def wanted(self) -> QuestionSpec:

@@ -23,6 +23,8 @@ offered little to check against.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from stef.models import (
     JudgeResult,
     SQLSpec,
@@ -39,6 +41,7 @@ from stef.pipeline.judge.calibrate import (
     schema_capped,
     verdict_from_probability,
 )
+from stef.pipeline.judge.deployment import SHIPPED_LOGIT, shipped_logit
 from stef.pipeline.judge.evidence_checks import (
     check_dates,
     check_enrichment,
@@ -106,6 +109,7 @@ class SymbolicJudge:
         schema_calibrator: Calibrator | str | None = SCHEMA_CALIBRATOR,
         observed_calibrator: Calibrator | str | None = OBSERVED_CALIBRATOR,
         schema_observed_calibrator: Calibrator | str | None = SCHEMA_OBSERVED_CALIBRATOR,
+        deployment: Mapping[str | None, Calibrator] | None = None,
     ) -> None:
         """Args:
         checks: the checks to run, in order.
@@ -115,12 +119,17 @@ class SymbolicJudge:
             include the schema findings); ``None``: use ``calibrator`` for them too.
         observed_calibrator: the same for records compared with an observed catalog.
         schema_observed_calibrator: the same for records checked against both.
+        deployment: calibrators fitted on this deployment's reviewer labels
+            (:mod:`stef.pipeline.judge.deployment`), by app id; the key ``None`` applies to every
+            app without its own. They refit the shipped calibrator's p of each record (which
+            must then not be ``None``).
         """
         self.checks = checks
         self._calibrator = calibrator
         self._schema_calibrator = schema_calibrator
         self._observed_calibrator = observed_calibrator
         self._schema_observed_calibrator = schema_observed_calibrator
+        self.deployment: Mapping[str | None, Calibrator] = dict(deployment or {})
 
     @property
     def calibrator(self) -> Calibrator | None:
@@ -163,6 +172,24 @@ class SymbolicJudge:
             )
         return self.observed_calibrator if judge_input.observed_report is not None else self.calibrator
 
+    def deployment_calibrator_for(self, judge_input: JudgeInput) -> Calibrator | None:
+        """The deployment calibrator of the record's app, else the one of every app, else ``None``."""
+        if not self.deployment:
+            return None
+        own = self.deployment.get(judge_input.app_id) if judge_input.app_id is not None else None
+        return own if own is not None else self.deployment.get(None)
+
+    def calibration_features(self, judge_input: JudgeInput) -> dict[str, float] | None:
+        """The features a deployment calibrator reads for ``judge_input``: the shipped calibrator's
+        (:func:`stef.pipeline.judge.calibrate.feature_vector`) and the logit of its p
+        (:data:`stef.pipeline.judge.deployment.SHIPPED_LOGIT`); ``None`` without a calibrator."""
+        calibrator = self.calibrator_for(judge_input)
+        if calibrator is None:
+            return None
+        features = feature_vector(judge_input, self.findings(judge_input))
+        features[SHIPPED_LOGIT] = shipped_logit(calibrator.probability(features))
+        return features
+
     def findings(self, judge_input: JudgeInput) -> list[Finding]:
         """Every check's findings (suspected error, weight), in check order."""
         found: list[Finding] = []
@@ -180,12 +207,18 @@ class SymbolicJudge:
         errors = tuple(error for error, _ in findings)
         calibrator = self.calibrator_for(judge_input)
         if calibrator is not None:
-            probability = round(
-                schema_capped(calibrator.probability(feature_vector(judge_input, findings)), judge_input), 4
-            )
+            features = feature_vector(judge_input, findings)
+            p = calibrator.probability(features)
+            name = calibrator.version
+            refit = self.deployment_calibrator_for(judge_input)
+            if refit is not None:
+                features[SHIPPED_LOGIT] = shipped_logit(p)
+                p = refit.probability(features)
+                name = f"{name} refit by {refit.version}"
+            probability = round(schema_capped(p, judge_input), 4)
             verdict, confidence = verdict_from_probability(probability)
             detail = "; ".join(e.evidence for e in errors[:6]) or "no semantic mismatch found"
-            rationale = f"{verdict.value} (calibrated P(correct)={probability:.2f}, {calibrator.version}): {detail}"
+            rationale = f"{verdict.value} (calibrated P(correct)={probability:.2f}, {name}): {detail}"
             return JudgeResult(
                 verdict=verdict,
                 confidence=confidence,
