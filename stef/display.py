@@ -32,12 +32,11 @@ _LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029\t")
 """What :meth:`str.splitlines` splits at, and the tab: each becomes one space in a one-line label."""
 _BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 """Bidirectional formatting characters: they reorder the text around them (shown escaped)."""
-_MD_ALWAYS = frozenset("\\`*_{}[]()#!|~$")
+_MD_ALWAYS = frozenset("\\`*_{}[]()#!|~$&<>")
 """ASCII punctuation escaped with a backslash wherever it occurs (CommonMark: any ASCII
 punctuation may be escaped): emphasis, code spans, links and images, headings, table cells,
-strikethrough, math."""
-_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-"""Characters written as HTML entities: no raw HTML, no autolink, no block quote."""
+strikethrough, math; and ``&``, ``<``, ``>``: no entity, no raw HTML, no autolink, no block
+quote, while the raw Markdown file still reads ``a \\> 2``, not ``a &gt; 2``."""
 _MD_BLOCK_START = re.compile(r"^(\s*)(?:([-+=])|([0-9]+)([.)]))")
 """A list marker, a setext underline or a thematic break at the start of a value: escaped, so a
 value rendered on its own (a Prefect table cell is rendered as one Markdown document) stays text."""
@@ -90,20 +89,20 @@ def shorten(value: object, width: int = DISPLAY_WIDTH) -> str:
 def md_text(value: object) -> Markdown:
     """``value`` as Markdown text that renders as exactly its characters, on one line.
 
-    :func:`one_line` first; then ``&``, ``<``, ``>`` become HTML entities, the punctuation of
-    :data:`_MD_ALWAYS` (backslash, backtick, ``*``, ``_``, braces, brackets, parentheses, ``#``,
-    ``!``, ``|``, ``~``, ``$``) gets a backslash, and so do a list marker, a setext underline or
+    :func:`one_line` first; then the punctuation of :data:`_MD_ALWAYS` (backslash, backtick,
+    ``*``, ``_``, braces, brackets, parentheses, ``#``, ``!``, ``|``, ``~``, ``$``, ``&``, ``<``,
+    ``>``) gets a backslash, and so do a list marker, a setext underline or
     a thematic break at the start (``-``, ``+``, ``=``, ``1.``, ``1)``). Safe inside a table cell,
     inline text, a heading and a list item. A :class:`Markdown` value is returned unchanged.
 
     >>> md_text("<script>x</script> | ![](http://t/x.png)")
-    '&lt;script&gt;x&lt;/script&gt; \\\\| \\\\!\\\\[\\\\]\\\\(http://t/x.png\\\\)'
+    '\\\\<script\\\\>x\\\\</script\\\\> \\\\| \\\\!\\\\[\\\\]\\\\(http://t/x.png\\\\)'
     >>> md_text("- 1. a"), md_text("12) b")
     ('\\\\- 1. a', '12\\\\) b')
     """
     if isinstance(value, Markdown):
         return value
-    text = "".join(_MD_ENTITIES.get(char) or ("\\" + char if char in _MD_ALWAYS else char) for char in one_line(value))
+    text = "".join("\\" + char if char in _MD_ALWAYS else char for char in one_line(value))
     match = _MD_BLOCK_START.match(text)
     if match:
         lead, marker, digits, delimiter = match.groups()
@@ -192,7 +191,7 @@ def md_cells(rows: Iterable[Mapping[str, Any]], width: int | None = DISPLAY_WIDT
         width: longest cell shown (``None``: no truncation).
 
     >>> md_cells([{"agent": "<b>a</b>", "n": 3}])
-    [{'agent': '&lt;b&gt;a&lt;/b&gt;', 'n': 3}]
+    [{'agent': '\\\\<b\\\\>a\\\\</b\\\\>', 'n': 3}]
     """
 
     def cell(value: Any) -> Any:

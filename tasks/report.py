@@ -27,6 +27,7 @@ from stef.monitor.report import (
     ReportData,
     breakdowns,
     headline_table,
+    new_failure_candidates,
     order_worst,
     parse_week,
     report_data,
@@ -138,31 +139,36 @@ def _with_breakdowns(conn: Any, data: ReportData, version: str) -> ReportData:
     answered_well: dict[str, dict[str, set[str]]] = defaultdict(dict)
     for row in data.headline:  # versions in headline order: oldest first
         answered_well[row["agent_id"]][row["agent_version"]] = set()
-    for agent, agent_version, app_id, *fields in week_rows:
+    for agent, agent_version, app_id, _, *fields in week_rows:
         by_app[(agent, agent_version, app_id)].append(tuple(fields))
         status, score, question = fields[0], fields[1], fields[-1]
         if status == "evaluated" and score is not None and score >= NEW_FAILURE_SCORE and question:
             answered_well[agent].setdefault(agent_version, set()).add(question_key(str(question)))
     previous_rows: dict[tuple[str, str], list[tuple[Any, ...]]] = defaultdict(list)
     week = timedelta(days=7)
-    for agent, agent_version, _, *fields in read_breakdown_rows(conn, data.start - week, data.end - week, version):
+    for agent, agent_version, _, _, *fields in read_breakdown_rows(conn, data.start - week, data.end - week, version):
         previous_rows[(agent, agent_version)].append(tuple(fields))
     app_rows, category_rows, previous = breakdowns(
         {key: drift_sample(value) for key, value in by_app.items()},
         {key: drift_sample(value) for key, value in previous_rows.items()},
     )
-    lowest = {
-        (row["agent_id"], row["agent_version"]): read_lowest_scores(
-            conn,
-            data.start,
-            data.end,
-            version,
-            4 * WORST_PER_VERSION,
-            agent_id=row["agent_id"],
-            agent_version=row["agent_version"],
+    failures = new_failure_candidates(week_rows, answered_well, WORST_PER_VERSION)
+    lowest = {}
+    for _, row in sorted(enumerate(data.headline), key=lambda item: (item[1]["agent_id"], -item[0])):
+        key = (row["agent_id"], row["agent_version"])  # per agent, the newest version (the candidate) first
+        queries = read_lowest_scores(
+            conn, data.start, data.end, version, WORST_PER_VERSION, agent_id=key[0], agent_version=key[1]
         )
-        for _, row in sorted(enumerate(data.headline), key=lambda item: (item[1]["agent_id"], -item[0]))
-    }  # per agent, the newest version (the candidate) first
+        if failures.get(key):
+            seen = {q["run_id"] for q in queries}
+            queries += [
+                q
+                for q in read_lowest_scores(
+                    conn, data.start, data.end, version, len(failures[key]), *key, run_ids=failures[key]
+                )
+                if q["run_id"] not in seen
+            ]
+        lowest[key] = queries
     return replace(
         data,
         worst=order_worst(lowest, answered_well, WORST_PER_VERSION),

@@ -206,7 +206,7 @@ def test_md_code_block_keeps_the_text_verbatim(value: str) -> None:
     ("value", "expected"),
     [
         pytest.param("a | b\nc", "a \\| b c", id="pipe_and_newline"),
-        pytest.param("<b>&</b>", "&lt;b&gt;&amp;&lt;/b&gt;", id="html_entities"),
+        pytest.param("<b>&</b>", "\\<b\\>\\&\\</b\\>", id="html_characters"),
         pytest.param("- x", "\\- x", id="leading_dash"),
         pytest.param("  10. x", "  10\\. x", id="indented_ordered_marker"),
         pytest.param("v1.0-rc_2", "v1.0-rc\\_2", id="version_keeps_dots_and_dashes"),
@@ -238,7 +238,7 @@ def test_md_table_rejects_a_row_of_the_wrong_width() -> None:
 
 def test_md_cells_escape_and_shorten_strings_only() -> None:
     rows = md_cells([{"agent": "<b>" + "x" * 100, "records": 3, "mean": None}])
-    assert rows == [{"agent": "&lt;b&gt;" + "x" * (DISPLAY_WIDTH - 4) + "…", "records": 3, "mean": None}]
+    assert rows == [{"agent": "\\<b\\>" + "x" * (DISPLAY_WIDTH - 4) + "…", "records": 3, "mean": None}]
 
 
 # --------------------------------------------------------------------------- version order

@@ -442,14 +442,14 @@ def read_breakdown_rows(
     """Every evaluation of ``evaluator_version`` in ``start … end`` for the report's breakdowns.
 
     Returns:
-        ``(agent_id, agent_version, app_id, status, score, verdict, filter_status, p_correct, judge,
-        schema_checked, observed_checked, categories, question)`` tuples: the fields of
-        :func:`read_drift_sample_rows` after the agent, version and ``app_id`` (``None`` when the
-        record named none); rows without an agent (unreadable quarantined lines) are left out.
+        ``(agent_id, agent_version, app_id, run_id, status, score, verdict, filter_status, p_correct,
+        judge, schema_checked, observed_checked, categories, question)`` tuples: the fields of
+        :func:`read_drift_sample_rows` after the agent, version, ``app_id`` (``None`` when the
+        record named none) and run id; rows without an agent (unreadable quarantined lines) are left out.
     """
     return conn.execute(
         """
-        SELECT e.agent_id, e.agent_version, e.app_id,
+        SELECT e.agent_id, e.agent_version, e.app_id, e.run_id,
                e.status, e.score, e.verdict, e.filter_status, e.p_correct, e.judge,
                coalesce(json_type(e.evidence, '$.schema_report') = 'OBJECT', false) AS schema_checked,
                coalesce(json_type(e.evidence, '$.observed_report') = 'OBJECT', false) AS observed_checked,
@@ -472,6 +472,7 @@ def read_lowest_scores(
     limit: int = 10,
     agent_id: str | None = None,
     agent_version: str | None = None,
+    run_ids: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """The ``limit`` lowest-scoring evaluations in ``start … end`` with their evidence.
 
@@ -482,6 +483,7 @@ def read_lowest_scores(
         evaluator_version: whose evaluations.
         limit: how many.
         agent_id, agent_version: only this agent / version (``None``: all).
+        run_ids: only these runs (``None``: all).
 
     Returns:
         Dicts with ``log_date``, ``run_id``, ``agent_id``, ``agent_version``, ``score``,
@@ -502,6 +504,7 @@ def read_lowest_scores(
         FROM evaluations AS e LEFT JOIN agent_runs AS r USING (run_id)
         WHERE e.log_date BETWEEN $start AND $end AND e.evaluator_version = $version AND e.status = 'evaluated'
           AND ($agent IS NULL OR e.agent_id = $agent) AND ($agent_version IS NULL OR e.agent_version = $agent_version)
+          AND ($run_ids::VARCHAR[] IS NULL OR list_contains($run_ids::VARCHAR[], e.run_id))
         ORDER BY e.score, e.log_date, e.run_id
         LIMIT $limit
         """,
@@ -512,6 +515,7 @@ def read_lowest_scores(
             "limit": limit,
             "agent": agent_id,
             "agent_version": agent_version,
+            "run_ids": None if run_ids is None else list(run_ids),
         },
     ).fetchall()
     names = (

@@ -350,6 +350,38 @@ def _merged_sample(samples: Sequence[DriftSample]) -> DriftSample:
     )
 
 
+def new_failure_candidates(
+    rows: Sequence[tuple[Any, ...]], answered_well: Mapping[str, Mapping[str, set[str]]], per_version: int
+) -> dict[tuple[str, str], list[str]]:
+    """Per (agent, version), the run ids of its ``per_version`` lowest-scoring answers below
+    :data:`NEW_FAILURE_SCORE` to a question an older version of the agent answered with Φ ≥
+    :data:`NEW_FAILURE_SCORE` (lowest first).
+
+    Args:
+        rows: ``(agent_id, agent_version, app_id, run_id, status, score, ..., question)`` tuples
+            (:func:`warehouse.monitoring.read_breakdown_rows`).
+        answered_well: as :func:`order_worst`'s (versions oldest first).
+        per_version: run ids kept per version.
+
+    >>> rows = [("a", "v2", None, "r1", "evaluated", 10.0, "Q one"), ("a", "v2", None, "r2", "evaluated", 30.0, "Q two"),
+    ...         ("a", "v2", None, "r3", "evaluated", 5.0, "Q three")]
+    >>> new_failure_candidates(rows, {"a": {"v1": {"q one", "q two"}, "v2": set()}}, 5)
+    {('a', 'v2'): ['r1', 'r2']}
+    """
+    from stef.monitor.error_rate import question_key
+
+    found: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for agent, agent_version, _, run_id, status, score, *_, question in rows:
+        if status != "evaluated" or score is None or score >= NEW_FAILURE_SCORE or not question:
+            continue
+        versions = list(answered_well.get(agent, {}))
+        older = versions[: versions.index(agent_version)] if agent_version in versions else []
+        key = question_key(str(question))
+        if any(key in answered_well[agent][v] for v in older):
+            found.setdefault((agent, agent_version), []).append((float(score), str(run_id)))
+    return {key: [run_id for _, run_id in sorted(values)[:per_version]] for key, values in found.items()}
+
+
 def order_worst(
     lowest: Mapping[tuple[str, str], list[dict[str, Any]]],
     answered_well: Mapping[str, Mapping[str, set[str]]],
@@ -360,9 +392,9 @@ def order_worst(
     question with Φ ≥ :data:`NEW_FAILURE_SCORE` (``new_failure_of``: those versions), new failures first.
 
     Args:
-        lowest: per (agent, version), its lowest-scoring queries, lowest first
-            (:func:`warehouse.monitoring.read_lowest_scores`; more than ``per_version`` so new
-            failures can move up).
+        lowest: per (agent, version), its lowest-scoring queries and its new-failure candidates
+            (:func:`warehouse.monitoring.read_lowest_scores`, :func:`new_failure_candidates`), so
+            new failures can move up.
         answered_well: per agent, per version, the normalised questions it answered with Φ ≥
             :data:`NEW_FAILURE_SCORE` in the week.
         per_version: queries kept per version.

@@ -107,11 +107,12 @@ def drift_sentence(summary: Mapping[str, Any]) -> str:
         else:
             head = f"{subject} scores a mean Φ of {mean_c:.1f}{window}, against {mean_b:.1f} {before}"
     clauses = _coverage_clause(summary) + _category_clause(summary)
-    if verdict == "drift":
-        return f"{head}{clauses}: {direction or 'drift'}."
     interval = summary.get("error_rate_delta_ci")
     detail = ""
     if base is not None and cand is not None and interval and None not in interval:
+        # the change and its interval: what the verdict rests on (the two rates' intervals may overlap)
         delta = float(summary.get("error_rate_delta") or 0.0)
         detail = f" ({_points(delta)}, {level:.0%} CI {_points(interval[0])} to {_points(interval[1])})"
+    if verdict == "drift":
+        return f"{head}{clauses}: {direction or 'drift'}{detail}."
     return f"{head}{clauses}: no drift{detail}."

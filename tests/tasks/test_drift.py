@@ -214,7 +214,7 @@ def test_checks_are_never_stale_after_a_backfill_of_earlier_days(
         105,
     )
     assert check["error_rate_delta"] > 0.05 and check["error_rate_delta_ci"][0] > 0.0
-    assert check["sentence"].startswith("shop v1.1 answers an estimated ") and check["sentence"].endswith(": worse.")
+    assert check["sentence"].startswith("shop v1.1 answers an estimated ") and ": worse (+" in check["sentence"]
 
     headline = {row["agent_version"]: row for row in report.headline}
     assert (headline["v1.1"]["drift_verdict"], headline["v1.1"]["drift_direction"]) == ("drift", "worse")

@@ -73,6 +73,15 @@ def test_lowest_scores_carry_their_evidence(rollout: Path) -> None:
     ]
 
 
+def test_lowest_scores_of_named_runs_only(rollout: Path) -> None:
+    with connect(rollout, read_only=True) as c:
+        everything = read_lowest_scores(c, day(0), day(6), EVALUATOR_VERSION, limit=10_000)
+        chosen = [everything[-1]["run_id"], everything[7]["run_id"], "no-such-run"]
+        named = read_lowest_scores(c, day(0), day(6), EVALUATOR_VERSION, limit=10, run_ids=chosen)
+        assert read_lowest_scores(c, day(0), day(6), EVALUATOR_VERSION, run_ids=[]) == []
+    assert [row["run_id"] for row in named] == [everything[7]["run_id"], everything[-1]["run_id"]]
+
+
 def test_store_drift_checks_replaces_the_same_check(conn: duckdb.DuckDBPyConnection) -> None:
     assert store_drift_checks(conn, [_row()]) == 1
     assert store_drift_checks(conn, [_row(verdict="no_drift", direction=None)]) == 1  # same key: replaced

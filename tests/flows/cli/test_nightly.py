@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -55,7 +56,8 @@ def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> Non
     verdict = next(
         i for i, line in enumerate(tail) if line.startswith("drift: bird-analyst v1.5.0 answers an estimated")
     )
-    assert tail[verdict].endswith(": worse.") and tail[verdict + 1] == "Next:"
+    assert re.search(r": worse \(\+\d+ points, 95% CI \+\d+ points to \+\d+ points\)\.$", tail[verdict])
+    assert tail[verdict + 1] == "Next:"
     drift_command, report_command = tail[verdict + 2].split(), tail[verdict + 3].split()
     warehouse = str(tmp_path / "stef-demo.duckdb")
     assert drift_command == ["stef", "drift", "--agent", "bird-analyst", "--warehouse", warehouse]

@@ -34,7 +34,7 @@ BASE: dict[str, Any] = {
         pytest.param(
             {"verdict": "drift", "direction": "worse"},
             "bird-analyst v1.5.0 answers an estimated 50 % (44–55 %) of questions wrongly, "
-            "up from 35 % (31–39 %) for v1.4.0: worse.",
+            "up from 35 % (31–39 %) for v1.4.0: worse (+14 points, 95% CI +7 points to +22 points).",
             id="worse",
         ),
         pytest.param(
@@ -44,9 +44,10 @@ BASE: dict[str, Any] = {
                 "error_rate_candidate": 0.2,
                 "error_rate_candidate_ci": [0.17, 0.23],
                 "error_rate_delta": -0.152,
+                "error_rate_delta_ci": [-0.2, -0.1],
             },
             "bird-analyst v1.5.0 answers an estimated 20 % (17–23 %) of questions wrongly, "
-            "down from 35 % (31–39 %) for v1.4.0: better.",
+            "down from 35 % (31–39 %) for v1.4.0: better (-15 points, 95% CI -20 points to -10 points).",
             id="better",
         ),
         pytest.param(
@@ -75,7 +76,7 @@ BASE: dict[str, Any] = {
         pytest.param(
             {"verdict": "drift", "direction": "worse", "kind": "temporal", "baseline_version": "v1.5.0"},
             "bird-analyst v1.5.0 answers an estimated 50 % (44–55 %) of questions wrongly in 2026-11-20…2026-11-26, "
-            "up from 35 % (31–39 %) in 2026-11-13…2026-11-19: worse.",
+            "up from 35 % (31–39 %) in 2026-11-13…2026-11-19: worse (+14 points, 95% CI +7 points to +22 points).",
             id="temporal",
         ),
         pytest.param(
@@ -98,7 +99,7 @@ BASE: dict[str, Any] = {
                 ],
             },
             "bird-analyst v1.5.0 answers an estimated 50 % (44–55 %) of questions wrongly, up from 35 % (31–39 %) "
-            "for v1.4.0; suspected Condition-Related Errors in 24 % of its answers, against 12 %: worse.",
+            "for v1.4.0; suspected Condition-Related Errors in 24 % of its answers, against 12 %: worse (+14 points, 95% CI +7 points to +22 points).",
             id="category",
         ),
         pytest.param(
@@ -124,7 +125,7 @@ BASE: dict[str, Any] = {
                 ],
             },
             "bird-analyst v1.5.0 answers an estimated 50 % (44–55 %) of questions wrongly, up from 35 % (31–39 %) "
-            "for v1.4.0; it scores 90 % of its answers, down from 99 %: worse.",
+            "for v1.4.0; it scores 90 % of its answers, down from 99 %: worse (+14 points, 95% CI +7 points to +22 points).",
             id="coverage",
         ),
     ],
