@@ -10,7 +10,7 @@ that was running is redone from scratch (its writes are replaced, never duplicat
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Literal
 
@@ -115,6 +115,9 @@ def backfill(
     settings = JudgeSettings.parse(
         judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog
     )
+    from tasks.review import warehouse_calibrators
+
+    settings = replace(settings, calibrators=warehouse_calibrators(warehouse_path))
     done = set() if force else set(plan_backfill(warehouse_path, first, last, settings.evaluator_version))
     logger = run_logger()
     logger.info(

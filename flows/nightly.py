@@ -145,6 +145,27 @@ def resolve_log_date(value: date | str | None) -> date:
         raise InputError(f"log date {value!r} is not a date in YYYY-MM-DD form") from exc
 
 
+def with_deployment_calibrators(settings: JudgeSettings, warehouse_path: str) -> JudgeSettings:
+    """``settings`` with the warehouse's active deployment calibrators (``stef review calibrate``):
+    the run scores with them and its evaluator version names them (``+calib=<digest>``).
+
+    Raises:
+        JudgeConfigError: a stored calibrator cannot be read.
+    """
+    from tasks.review import warehouse_calibrators
+
+    calibrators = warehouse_calibrators(warehouse_path)
+    if not calibrators:
+        return settings
+    settings = replace(settings, calibrators=calibrators)
+    judge = settings.symbolic_judge()
+    get_run_logger().info(
+        "deployment calibrators from the reviews: %s",
+        ", ".join(f"{app or 'every app'}: {cal.version}" for app, cal in judge.deployment.items()),
+    )
+    return settings
+
+
 @flow(name="stef-nightly", task_runner=make_task_runner("thread"))
 def nightly(
     log_date: date | str | None = None,
@@ -229,6 +250,7 @@ def nightly(
     warehouse_path = str(resolve_path(warehouse))
     lines = load_logs(logs_root, day)
     check_warehouse(warehouse_path)  # a locked or unwritable warehouse fails here, before any evaluation
+    settings = with_deployment_calibrators(settings, warehouse_path)
     observed = learn_observed_catalogs(warehouse_path, day) if settings.learn_catalog else None
     # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
     lines = validate_logs(quote(lines), max_bad_share, raise_on_bad_share=False)  # type: ignore[call-overload]

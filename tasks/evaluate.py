@@ -119,11 +119,17 @@ def evaluate_batch(
         observed = judge.observed()
     if judge is None or judge.is_symbolic:
         schemas = judge.schemas() if judge is not None else None
+        symbolic = judge.symbolic_judge() if judge is not None else None
         if compact:
             return evaluate_many(
-                records, rulebook=rulebook(rules_dir), convert=Evaluation.compact, schemas=schemas, observed=observed
+                records,
+                rulebook=rulebook(rules_dir),
+                judge=symbolic,
+                convert=Evaluation.compact,
+                schemas=schemas,
+                observed=observed,
             )
-        return evaluate_many(records, rulebook=rulebook(rules_dir), schemas=schemas, observed=observed)
+        return evaluate_many(records, rulebook=rulebook(rules_dir), judge=symbolic, schemas=schemas, observed=observed)
     from stef.llm.evaluate import LLMEvaluator
     from tasks._runtime import run_logger
     from warehouse.judge_cache import DuckDBJudgeCache

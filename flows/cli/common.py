@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import date
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -316,6 +317,33 @@ def _quiet_stef_tracebacks() -> None:
 
 
 # --------------------------------------------------------------------------- validation
+
+
+def read_calibrator_option(path: Path | None) -> tuple[tuple[str | None, str], ...]:
+    """``--calibrator FILE.json`` as :attr:`stef.llm.settings.JudgeSettings.calibrators`: the
+    artifact for every app (``()`` without the option).
+
+    Raises:
+        CliError: the file cannot be read or is not a calibrator artifact.
+    """
+    if path is None:
+        return ()
+    from stef.pipeline.judge.deployment import is_deployment_calibrator, parse_calibrator
+
+    try:
+        document = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(f"--calibrator {path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from exc
+    try:
+        calibrator = parse_calibrator(document, f"--calibrator {path}")
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    if not is_deployment_calibrator(calibrator):
+        raise CliError(
+            f"--calibrator {path}: {calibrator.version} is not a deployment calibrator "
+            "(write one with `stef review calibrate --out FILE.json`)"
+        )
+    return ((None, document),)
 
 
 def validate_dialect(name: str) -> str:

@@ -33,6 +33,7 @@ from flows.cli.common import (
     err_console,
     number,
     percent,
+    read_calibrator_option,
     usd,
     user_errors,
     validate_dialect,
@@ -371,6 +372,14 @@ def evaluate(
     observed_catalog: Annotated[
         Path | None, typer.Option("--observed-catalog", metavar="FILE", help=OBSERVED_HELP)
     ] = None,
+    calibrator: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibrator",
+            metavar="FILE.json",
+            help="A deployment calibrator (stef review calibrate --out): refits the shipped one for every app.",
+        ),
+    ] = None,
 ) -> None:
     """Score every record of INPUT without a warehouse; write one result line per input line.
 
@@ -392,8 +401,10 @@ def evaluate(
             breaker_failures=breaker_failures,
             schema_dir=str(schema_dir) if schema_dir is not None else None,
             observed_catalog=str(observed_catalog) if observed_catalog is not None else None,
+            calibrators=read_calibrator_option(calibrator),
         )
         schemas = settings.schemas()  # a missing folder or catalog fails here, before any work
+        settings.symbolic_judge()  # so does an unreadable --calibrator
         observed = settings.observed()
         evaluator = None
         if not settings.is_symbolic:
@@ -446,13 +457,14 @@ def evaluate(
                         batch_size=BATCH_SIZE,
                         schemas=schemas,
                         observed=observed,
+                        judge=settings.symbolic_judge() if settings.calibrators else None,
                     )
                 else:
                     rows = evaluate_lines(
                         checked_lines(files),
                         rulebook,
                         dialect=dialect,
-                        judge=evaluator,
+                        judge=evaluator if evaluator is not None else settings.symbolic_judge(),
                         schemas=schemas,
                         observed=observed,
                     )

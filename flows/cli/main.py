@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import typer
 
-from flows.cli import bench, campaign, catalog, evaluate, monitoring, nightly
+from flows.cli import bench, campaign, catalog, evaluate, monitoring, nightly, review
 from flows.cli.common import OneLineUsageErrors
 
 app = typer.Typer(
@@ -49,6 +49,9 @@ campaign.register(app)
 
 # Database schemas for --schema-dir (`stef catalog ...`).
 catalog.register(app)
+
+# Reviewer labels: sample, import, agreement, deployment calibrator (`stef review ...`).
+review.register(app)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from stef.models import BATCH_SIZE, AgentLogRecord, Band, Evaluation, Evaluation
 if TYPE_CHECKING:
     from stef.logs import LogLine
     from stef.models import ObservedCatalogBook
+    from stef.pipeline.judge.symbolic import SymbolicJudge
     from stef.pipeline.rules import RuleBook
     from stef.pipeline.schema_book import SchemaBook
 
@@ -81,6 +82,7 @@ class OutputRow:
 _WORKER_RULEBOOK: RuleBook | None = None
 _WORKER_SCHEMAS: SchemaBook | None = None
 _WORKER_OBSERVED: ObservedCatalogBook | None = None
+_WORKER_JUDGE: SymbolicJudge | None = None
 
 
 def default_workers() -> int:
@@ -109,11 +111,17 @@ def rejected_row(line: LogLine) -> OutputRow:
     )
 
 
-def _init_worker(rulebook: RuleBook, schemas: SchemaBook | None, observed: ObservedCatalogBook | None) -> None:
-    global _WORKER_RULEBOOK, _WORKER_SCHEMAS, _WORKER_OBSERVED
+def _init_worker(
+    rulebook: RuleBook,
+    schemas: SchemaBook | None,
+    observed: ObservedCatalogBook | None,
+    judge: SymbolicJudge | None = None,
+) -> None:
+    global _WORKER_RULEBOOK, _WORKER_SCHEMAS, _WORKER_OBSERVED, _WORKER_JUDGE
     _WORKER_RULEBOOK = rulebook
     _WORKER_SCHEMAS = schemas
     _WORKER_OBSERVED = observed
+    _WORKER_JUDGE = judge
     gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 
 
@@ -124,6 +132,7 @@ def evaluate_raw_lines(
     dialect: str | None = None,
     schemas: SchemaBook | None = None,
     observed: ObservedCatalogBook | None = None,
+    judge: SymbolicJudge | None = None,
 ) -> list[OutputRow]:
     """Read and evaluate raw log lines: one output row per non-blank line, in order.
 
@@ -159,7 +168,7 @@ def evaluate_raw_lines(
             rows.append(number)
             records.append(with_dialect(line.record, dialect))
     evaluated = iter(
-        evaluate_many(records, rulebook=rulebook, convert=OutputRow.of, schemas=schemas, observed=observed)
+        evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of, schemas=schemas, observed=observed)
     )
     return [row if isinstance(row, OutputRow) else replace(next(evaluated), origin=(source, row)) for row in rows]
 
@@ -190,7 +199,9 @@ def unique_run_ids(rows: Iterable[OutputRow]) -> Iterator[OutputRow]:
 
 def _evaluate_raw_batch(source: str, numbered_lines: list[tuple[int, bytes]], dialect: str | None) -> list[OutputRow]:
     assert _WORKER_RULEBOOK is not None, "worker not initialised"
-    return evaluate_raw_lines(source, numbered_lines, _WORKER_RULEBOOK, dialect, _WORKER_SCHEMAS, _WORKER_OBSERVED)
+    return evaluate_raw_lines(
+        source, numbered_lines, _WORKER_RULEBOOK, dialect, _WORKER_SCHEMAS, _WORKER_OBSERVED, _WORKER_JUDGE
+    )
 
 
 def _raw_batches(files: Sequence[Path], batch_size: int) -> Iterator[tuple[str, list[tuple[int, bytes]]]]:
@@ -213,6 +224,7 @@ def evaluate_files_in_processes(
     batch_size: int = BATCH_SIZE,
     schemas: SchemaBook | None = None,
     observed: ObservedCatalogBook | None = None,
+    judge: SymbolicJudge | None = None,
 ) -> Iterator[OutputRow]:
     """Evaluate log files in ``workers`` processes; yield one output row per non-blank line, in order.
 
@@ -227,6 +239,7 @@ def evaluate_files_in_processes(
         batch_size: lines per task.
         schemas: the apps' schemas (``--schema-dir``), sent once to each worker.
         observed: the apps' observed catalogs (``--observed-catalog``), likewise.
+        judge: the symbolic judge (``None``: the default one), likewise (``--calibrator``).
 
     Returns:
         An iterator of :class:`OutputRow`, one per non-blank input line, same order; the log
@@ -250,7 +263,7 @@ def evaluate_files_in_processes(
         load_calibrator(SCHEMA_CALIBRATOR)
     if observed is not None:
         load_calibrator(OBSERVED_CALIBRATOR)
-    return unique_run_ids(_rows_of_pool(files, rulebook, workers, dialect, batch_size, schemas, observed))
+    return unique_run_ids(_rows_of_pool(files, rulebook, workers, dialect, batch_size, schemas, observed, judge))
 
 
 def _rows_of_pool(
@@ -261,11 +274,15 @@ def _rows_of_pool(
     batch_size: int,
     schemas: SchemaBook | None,
     observed: ObservedCatalogBook | None,
+    judge: SymbolicJudge | None = None,
 ) -> Iterator[OutputRow]:
     """The rows of :func:`evaluate_files_in_processes` as the workers return them (uniqueness unchecked)."""
     context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(rulebook, schemas, observed)
+        max_workers=workers,
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(rulebook, schemas, observed, judge),
     ) as pool:
         pending: deque[Future[list[OutputRow]]] = deque()
         try:

@@ -32,7 +32,6 @@ from stef.llm.usage import USAGE_FLAG
 from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, ObservedCatalogBook, Verdict
 from stef.pipeline.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
 from stef.pipeline.judge.models import Judge
-from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.rules import RuleBook
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
@@ -149,7 +148,7 @@ class LLMEvaluator:
             )
         self.settings = settings
         self.cache = cache
-        self.symbolic = symbolic or SymbolicJudge()
+        self.symbolic = symbolic or settings.symbolic_judge()
         self.judge = judge or LLMJudge.from_settings(settings, fallback=self.symbolic)
         self.budget = CostBudget(settings.max_cost_usd)
         self.stats = JudgeRunStats(judge=settings.name)
@@ -257,7 +256,11 @@ def evaluate_with_judge(
     """
     if settings.is_symbolic:
         evaluations = evaluate_many(
-            records, rulebook=rulebook, schemas=settings.schemas(), observed=settings.observed()
+            records,
+            rulebook=rulebook,
+            judge=settings.symbolic_judge(),
+            schemas=settings.schemas(),
+            observed=settings.observed(),
         )
         stats = JudgeRunStats(
             judge=settings.name, records=sum(e.status is EvaluationStatus.EVALUATED for e in evaluations)

@@ -14,6 +14,8 @@ from stef.llm.litellm_loader import import_litellm
 from stef.llm.models import JudgeConfigError
 from stef.llm.prompt import PROMPT_VERSION
 from stef.models import EVALUATOR_VERSION, OBSERVED_VERSION_SUFFIX, ObservedCatalogBook
+from stef.pipeline.judge.deployment import parse_calibrator
+from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.observed import load_observed_catalogs
 from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX
 from stef.pipeline.schema_book import SchemaBook
@@ -59,6 +61,9 @@ class JudgeSettings:
         observed_catalog: an observed catalog file (``--observed-catalog``, :mod:`stef.pipeline.observed`).
         learn_catalog: the nightly flow learns the observed catalogs from the warehouse before
             scoring (``--learn-catalog``). Either one adds ``+observed`` to the evaluator version.
+        calibrators: deployment calibrators fitted on reviewer labels (``stef review calibrate``,
+            :mod:`stef.pipeline.judge.deployment`): ``(app_id, artifact JSON)`` pairs, app ``None``
+            for every app without its own; they add ``+calib=<digest>`` to the evaluator version.
     """
 
     model: str | None = None
@@ -74,6 +79,7 @@ class JudgeSettings:
     schema_dir: str | None = None
     observed_catalog: str | None = None
     learn_catalog: bool = False
+    calibrators: tuple[tuple[str | None, str], ...] = ()
 
     @classmethod
     def parse(
@@ -91,6 +97,7 @@ class JudgeSettings:
         schema_dir: str | None = None,
         observed_catalog: str | None = None,
         learn_catalog: bool = False,
+        calibrators: tuple[tuple[str | None, str], ...] = (),
     ) -> JudgeSettings:
         """Read ``--judge symbolic | MODEL | hybrid:MODEL`` and check the numbers.
 
@@ -130,6 +137,7 @@ class JudgeSettings:
             "schema_dir": str(schema_dir) if schema_dir else None,
             "observed_catalog": str(observed_catalog) if observed_catalog else None,
             "learn_catalog": bool(learn_catalog),
+            "calibrators": tuple(calibrators),
         }
         if text == SYMBOLIC:
             return cls(**common)  # type: ignore[arg-type]
@@ -166,9 +174,19 @@ class JudgeSettings:
         """
         base = EVALUATOR_VERSION + (SCHEMA_VERSION_SUFFIX if self.schema_dir else "")
         base += OBSERVED_VERSION_SUFFIX if self.observed_catalog or self.learn_catalog else ""
+        base += self.symbolic_judge().version_suffix
         if self.model is None:
             return base
         return f"{base}+judge={self.name};prompt={PROMPT_VERSION}"
+
+    def symbolic_judge(self) -> SymbolicJudge:
+        """The symbolic judge of these settings: the shipped calibrators, refit by
+        :attr:`calibrators` when there are any (one judge per distinct set, cached).
+
+        Raises:
+            JudgeConfigError: an artifact of :attr:`calibrators` cannot be read.
+        """
+        return _symbolic_judge(self.calibrators)
 
     def schemas(self) -> SchemaBook | None:
         """The :class:`stef.pipeline.schema_book.SchemaBook` of :attr:`schema_dir` (``None`` without one)."""
@@ -182,6 +200,23 @@ class JudgeSettings:
             ObservedCatalogError: the file cannot be read.
         """
         return _observed_catalogs(self.observed_catalog) if self.observed_catalog else None
+
+
+@lru_cache(maxsize=8)
+def _symbolic_judge(calibrators: tuple[tuple[str | None, str], ...]) -> SymbolicJudge:
+    if not calibrators:
+        return DEFAULT_SYMBOLIC_JUDGE
+    deployment = {}
+    for app_id, document in calibrators:
+        try:
+            deployment[app_id] = parse_calibrator(document, f"calibrator of app {app_id or '(all apps)'}")
+        except ValueError as exc:
+            raise JudgeConfigError(str(exc)) from exc
+    return SymbolicJudge(deployment=deployment)
+
+
+DEFAULT_SYMBOLIC_JUDGE = SymbolicJudge()
+"""The symbolic judge with the shipped calibrators only."""
 
 
 @lru_cache(maxsize=4)

@@ -484,6 +484,9 @@ def _evaluated(
     version = schemas.evaluator_version(EVALUATOR_VERSION) if schemas is not None else None
     if observed is not None:
         version = observed.evaluator_version(version or EVALUATOR_VERSION)
+    suffix = str(getattr(judge, "version_suffix", ""))  # deployment calibrators (+calib=...)
+    if suffix:
+        version = (version or EVALUATOR_VERSION) + suffix
     with _RecordAlarm(time_cap_s) as alarm:
         for record in records:
             deadline = time.perf_counter() + time_cap_s if time_cap_s else None

@@ -214,6 +214,56 @@ def artifact_digest(document: str) -> str:
     return hashlib.sha256(document.encode("utf-8")).hexdigest()[:12]
 
 
+def calibrator_set_digest(deployment: Mapping[str | None, Calibrator]) -> str:
+    """First 12 hex digits of the SHA-256 of a set of deployment calibrators by app (their
+    versions, features and coefficients): it names the set in the evaluator version.
+
+    >>> calibrator_set_digest({}) == calibrator_set_digest({})
+    True
+    """
+    content = sorted(
+        (
+            app_id or "",
+            cal.version,
+            list(cal.names),
+            list(cal.means),
+            list(cal.scales),
+            list(cal.coefficients),
+            cal.intercept,
+        )
+        for app_id, cal in deployment.items()
+    )
+    return hashlib.sha256(json.dumps(content).encode("utf-8")).hexdigest()[:12]
+
+
+CALIBRATION_VERSION_PREFIX = "+calib="
+"""Evaluator-version part naming the deployment calibrators of a run (``+calib=<digest>``)."""
+
+
+def parse_calibrator(document: str, source: str) -> Calibrator:
+    """A calibrator artifact from its JSON text, checked.
+
+    Args:
+        document: the JSON text (:func:`calibrator_json`'s format, or a shipped artifact).
+        source: where it came from, for the error message (a path, ``warehouse``).
+
+    Raises:
+        ValueError: not JSON, a missing key, lists of different lengths, a non-finite number.
+    """
+    try:
+        payload = json.loads(document)
+        calibrator = Calibrator.from_json(payload)
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{source}: not a calibrator artifact ({type(exc).__name__}: {exc})") from exc
+    sizes = {len(calibrator.names), len(calibrator.means), len(calibrator.scales), len(calibrator.coefficients)}
+    if len(sizes) != 1:
+        raise ValueError(f"{source}: features, means, scales and coefficients differ in length")
+    numbers = (*calibrator.means, *calibrator.scales, *calibrator.coefficients, calibrator.intercept)
+    if not all(math.isfinite(v) for v in numbers):
+        raise ValueError(f"{source}: a coefficient, mean or scale is not a finite number")
+    return calibrator
+
+
 def is_deployment_calibrator(calibrator: Calibrator) -> bool:
     """Whether ``calibrator`` refits the shipped one (reads :data:`SHIPPED_LOGIT`)."""
     return SHIPPED_LOGIT in calibrator.names

@@ -41,7 +41,12 @@ from stef.pipeline.judge.calibrate import (
     schema_capped,
     verdict_from_probability,
 )
-from stef.pipeline.judge.deployment import SHIPPED_LOGIT, shipped_logit
+from stef.pipeline.judge.deployment import (
+    CALIBRATION_VERSION_PREFIX,
+    SHIPPED_LOGIT,
+    calibrator_set_digest,
+    shipped_logit,
+)
 from stef.pipeline.judge.evidence_checks import (
     check_dates,
     check_enrichment,
@@ -171,6 +176,14 @@ class SymbolicJudge:
                 self.schema_observed_calibrator if judge_input.observed_report is not None else self.schema_calibrator
             )
         return self.observed_calibrator if judge_input.observed_report is not None else self.calibrator
+
+    @property
+    def version_suffix(self) -> str:
+        """``+calib=<digest>`` of the deployment calibrators (``""`` without any): appended to the
+        evaluator version of every evaluation this judge makes."""
+        if not self.deployment:
+            return ""
+        return CALIBRATION_VERSION_PREFIX + calibrator_set_digest(self.deployment)
 
     def deployment_calibrator_for(self, judge_input: JudgeInput) -> Calibrator | None:
         """The deployment calibrator of the record's app, else the one of every app, else ``None``."""

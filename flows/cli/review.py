@@ -1,0 +1,254 @@
+"""``stef review ...``: reviewers close the loop (issue 18).
+
+``sample`` writes answers to label (CSV, JSONL or Label Studio tasks); ``import`` stores the filled
+file's labels in the warehouse (all rows checked first, nothing half-imported; importing the same
+file again changes nothing); ``stats`` prints the judge's agreement with the labels (accuracy of
+"Φ ≥ 75 means correct", Cohen's κ, base rate, AUROC, ECE, with bootstrap 95 % intervals);
+``calibrate`` fits a deployment calibrator from them, stores it for the nightly flow and writes it
+for ``stef evaluate --calibrator``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from flows.cli.common import CliError, console, user_errors
+from stef.display import one_line, shorten
+
+review_app = typer.Typer(
+    no_args_is_help=True,
+    help="Reviewer labels: sample answers to label, import the labels, measure and recalibrate the judge.",
+)
+
+_DATE = ["%Y-%m-%d"]
+_WAREHOUSE = typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``review`` command group to ``app``."""
+    app.add_typer(review_app, name="review")
+
+
+@review_app.command("sample")
+def sample(
+    out: Annotated[Path, typer.Option("--out", "-o", help="The review file to write (.csv, .jsonl, or .json).")],
+    n: Annotated[int, typer.Option("--n", min=1, help="Answers to sample.")] = 100,
+    strategy: Annotated[
+        str,
+        typer.Option(
+            "--strategy",
+            help="random; uncertain (P(correct) near 0.5 first); stratified (balanced over score bands and apps).",
+        ),
+    ] = "random",
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (the same seed gives the same sample).")] = 0,
+    file_format: Annotated[
+        str | None,
+        typer.Option("--format", help="csv, jsonl or label-studio (default: from the file name; .json: label-studio)."),
+    ] = None,
+    warehouse: Annotated[str | None, _WAREHOUSE] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's answers.")] = None,
+    app_id: Annotated[str | None, typer.Option("--app", help="Only this app's answers.")] = None,
+    start: Annotated[datetime | None, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")] = None,
+    end: Annotated[datetime | None, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD.")] = None,
+) -> None:
+    """Write a sample of scored answers for reviewers to label (empty label, error_category, note columns)."""
+    from stef.monitor.review import FORMATS, LABEL_STUDIO_CONFIG, STRATEGIES
+    from tasks.review import write_sample
+
+    with user_errors():
+        if strategy not in STRATEGIES:
+            raise CliError(f"--strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
+        chosen = file_format or {".jsonl": "jsonl", ".json": "label-studio"}.get(out.suffix.lower(), "csv")
+        if chosen not in FORMATS:
+            raise CliError(f"--format {chosen!r}: use one of {', '.join(FORMATS)}")
+        result = write_sample(
+            warehouse,
+            out,
+            n,
+            strategy,
+            seed,
+            chosen,
+            agent,
+            app_id,
+            start.date() if start else None,
+            end.date() if end else None,
+        )
+        config = None
+        if chosen == "label-studio":
+            config = out.with_suffix(".label-config.xml")
+            try:
+                config.write_text(LABEL_STUDIO_CONFIG, encoding="utf-8")
+            except OSError as exc:
+                raise CliError(f"{config}: cannot write ({exc.strerror or exc})") from exc
+    console.print(
+        Text(
+            f"wrote {result.rows} answers to review ({strategy}, seed {seed}) of {result.candidates} stored under "
+            f"{result.evaluator_version}: {out}"
+        )
+    )
+    if config is not None:
+        console.print(Text(f"Label Studio labeling config: {config}; import its JSON export with `stef review import`"))
+    else:
+        console.print(
+            Text(
+                "fill `label` (correct / incorrect), optionally `error_category` (NL2SQL-BUGs category) and `note`, "
+                f"then: stef review import {out}"
+            )
+        )
+
+
+@review_app.command("import")
+def import_(
+    label_file: Annotated[
+        Path, typer.Argument(metavar="FILE", help="A filled review file (.csv, .jsonl) or a Label Studio JSON export.")
+    ],
+    warehouse: Annotated[str | None, _WAREHOUSE] = None,
+    reviewer: Annotated[
+        str | None,
+        typer.Option("--reviewer", help="Who labelled (default: the file's annotator, else your user name)."),
+    ] = None,
+) -> None:
+    """Check every labelled row against the warehouse and store the labels (all or none)."""
+    from tasks.review import import_labels
+
+    with user_errors():
+        result = import_labels(warehouse, label_file, reviewer)
+    counts = result.counts
+    console.print(
+        Text(
+            f"{one_line(label_file)}: {result.labelled} labelled rows: {counts.inserted} new, {counts.replaced} "
+            f"replaced, {counts.unchanged} unchanged; {result.unlabelled} rows without a label left out"
+        )
+    )
+
+
+@review_app.command("stats")
+def stats(
+    warehouse: Annotated[str | None, _WAREHOUSE] = None,
+    app_id: Annotated[str | None, typer.Option("--app", help="Only this app's reviews.")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's reviews.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")] = False,
+) -> None:
+    """The judge's agreement with the reviewers: accuracy of Φ ≥ 75, κ, base rate, AUROC, ECE, per app and version."""
+    from tasks.review import review_stats
+
+    with user_errors():
+        figures = review_stats(warehouse, app_id, agent)
+    if as_json:
+        typer.echo(json.dumps(figures, ensure_ascii=False, allow_nan=False, default=str))
+        return
+    if not figures["n"]:
+        console.print(Text("no reviews stored yet: `stef review sample`, then `stef review import`"))
+        return
+    console.print(_figures_table("Judge vs reviewers", [("all reviewed answers", figures)]))
+    for key, title in (("by_app", "app_id"), ("by_evaluator_version", "evaluator_version"), ("by_week", "week")):
+        rows = [(str(row.get(title) or "(none)"), row) for row in figures[key]]
+        if len(rows) > 1 or key == "by_evaluator_version":
+            console.print(_figures_table(f"By {title}", rows))
+    categories = figures.get("recall_by_category") or {}
+    if categories:
+        table = Table(
+            title="Recall of wrong answers per labelled error category", box=box.SIMPLE_HEAD, title_justify="left"
+        )
+        for header in ("category", "n", "recall"):
+            table.add_column(header, justify="left" if header == "category" else "right")
+        for name, entry in categories.items():
+            table.add_row(Text(name), str(entry["n"]), f"{entry['recall']:.2f}")
+        console.print(table)
+
+
+def _figures_table(title: str, rows: list[tuple[str, dict[str, Any]]]) -> Table:
+    table = Table(title=Text(title), box=box.SIMPLE_HEAD, title_justify="left")
+    for header in ("", "n", "wrong (labels)", "accuracy [95 % CI]", "κ [95 % CI]", "AUROC", "ECE"):
+        table.add_column(header, justify="left" if not header else "right")
+    for name, figures in rows:
+        table.add_row(
+            Text(shorten(name)),
+            str(figures["n"]),
+            _share(figures.get("base_rate_incorrect")),
+            _with_ci(figures, "accuracy"),
+            _with_ci(figures, "kappa"),
+            _plain(figures.get("auroc")),
+            _plain(figures.get("ece")),
+        )
+    return table
+
+
+def _plain(value: Any) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def _share(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:.0f} %"
+
+
+def _with_ci(figures: dict[str, Any], key: str) -> str:
+    value, interval = figures.get(key), (figures.get("ci") or {}).get(key)
+    if value is None:
+        return "–"
+    return f"{value:.3f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
+@review_app.command("calibrate")
+def calibrate(
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="Also write the calibrator here (for stef evaluate --calibrator)."),
+    ] = None,
+    warehouse: Annotated[str | None, _WAREHOUSE] = None,
+    app_id: Annotated[
+        str | None, typer.Option("--app", help="Fit on this app's reviews and apply to it (default: every app).")
+    ] = None,
+    rules_dir: Annotated[str | None, typer.Option("--rules-dir", help="As for the nightly run.")] = None,
+    schema_dir: Annotated[str | None, typer.Option("--schema-dir", help="As for the nightly run.")] = None,
+    observed_catalog: Annotated[
+        str | None, typer.Option("--observed-catalog", help="As for the nightly run (default: the warehouse's).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Fit and print the figures; store nothing in the warehouse.")
+    ] = False,
+) -> None:
+    """Fit a calibrator from the reviews (shrunk toward the shipped one), print its cross-validated
+    accuracy and AUROC against the shipped one, and store it: the nightly flow uses it from its next run."""
+    from stef.pipeline.judge.deployment import NotEnoughLabelsError
+    from tasks.review import calibrate_from_reviews
+
+    with user_errors():
+        try:
+            result = calibrate_from_reviews(
+                warehouse, out, app_id, rules_dir, schema_dir, observed_catalog, store=not dry_run
+            )
+        except NotEnoughLabelsError as exc:
+            raise CliError(f"not fitted: {exc}") from exc
+    fit = result.fit
+    table = Table(
+        title=Text(
+            f"Calibrator {fit.calibrator.version}: {fit.n} reviewed answers ({fit.incorrect} incorrect), "
+            "5-fold cross-validation grouped by question"
+        ),
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+    )
+    for header in ("calibrator", "accuracy (Φ ≥ 75)", "AUROC", "log-loss"):
+        table.add_column(header, justify="left" if header == "calibrator" else "right")
+    for name, figures in (("shipped", fit.shipped), ("refit on the reviews", fit.fitted)):
+        table.add_row(name, f"{figures.accuracy:.3f}", _plain(figures.auroc), f"{figures.log_loss:.3f}")
+    console.print(table)
+    if result.skipped:
+        console.print(
+            Text("left out (cannot be scored now): " + ", ".join(f"{k} {v}" for k, v in sorted(result.skipped.items())))
+        )
+    where = (
+        "not stored (--dry-run)"
+        if dry_run
+        else f"stored for {app_id or 'every app'}; the nightly flow uses it from its next run"
+    )
+    console.print(Text(f"{where}" + (f"; written to {out} (stef evaluate --calibrator {out})" if out else "")))

@@ -1,0 +1,540 @@
+"""Reviewers close the loop (issue 18): review samples, label files, and the judge's agreement
+with people.
+
+* :func:`sample_answers` draws the answers a team labels (``random``, ``uncertain``: P(correct)
+  near 0.5, ``stratified``: balanced over score bands and apps);
+* :func:`write_review_file` writes them as CSV, JSONL or Label Studio tasks, and
+  :func:`read_label_file` reads the filled file back (or a Label Studio export), checking every row
+  (:class:`LabelFileError` names each bad line; nothing is half-read);
+* :func:`agreement` measures STEF against the labels: n, base rate of wrong answers, accuracy of
+  its call (Φ ≥ 75 means "correct"), precision and recall of both classes, Cohen's κ, AUROC of
+  P(correct), expected calibration error, recall per error category, each with a bootstrap 95 %
+  interval.
+
+Labels are ``correct`` / ``incorrect``; the error category, when given, is a category of the
+NL2SQL-BUGs taxonomy (Liu et al., KDD 2025; :data:`stef.llm.verdict.TAXONOMY`).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from stef.classification_metrics import auroc, expected_calibration_error
+from stef.errors import StefError
+from stef.llm.verdict import TAXONOMY
+
+STRATEGIES = ("random", "uncertain", "stratified")
+"""How :func:`sample_answers` draws a review sample."""
+FORMATS = ("csv", "jsonl", "label-studio")
+"""Review file formats (:func:`write_review_file`)."""
+CORRECT_FROM_SCORE = 75.0
+"""Φ at or above which STEF calls an answer correct."""
+BOOTSTRAP_RESAMPLES = 1000
+ERROR_CATEGORIES: tuple[str, ...] = tuple(TAXONOMY)
+"""The NL2SQL-BUGs categories a reviewer may name."""
+
+REVIEW_COLUMNS = (
+    "run_id",
+    "app_id",
+    "agent_id",
+    "agent_version",
+    "log_date",
+    "question",
+    "enriched_question",
+    "sql",
+    "score",
+    "verdict",
+    "p_correct",
+    "evidence",
+    "evaluator_version",
+    "label",
+    "error_category",
+    "note",
+)
+"""Columns of a review file, in order; reviewers fill the last three."""
+
+_LABEL_WORDS = {
+    "correct": "correct",
+    "right": "correct",
+    "true": "correct",
+    "yes": "correct",
+    "1": "correct",
+    "incorrect": "incorrect",
+    "wrong": "incorrect",
+    "false": "incorrect",
+    "no": "incorrect",
+    "0": "incorrect",
+}
+
+
+class LabelFileError(StefError):
+    """A label file cannot be imported: the message names every bad line (up to 20) and why."""
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def sample_answers(
+    candidates: Sequence[Mapping[str, Any]], n: int, strategy: str, seed: int = 0
+) -> list[dict[str, Any]]:
+    """``n`` answers of ``candidates`` to review (all of them when there are fewer), in run-id order.
+
+    Args:
+        candidates: scored answers with ``run_id``, ``score``, ``p_correct`` and ``app_id``
+            (:func:`warehouse.reviews.read_review_candidates`).
+        n: sample size (≥ 1).
+        strategy: ``random`` (uniform); ``uncertain`` (weighted sampling without replacement,
+            weight 1.05 − 2·|p − 0.5|: answers the judge is least sure about come first, the others
+            still appear); ``stratified`` (the same number from every score band × app, round robin,
+            random within a stratum).
+        seed: the random seed (the same seed and candidates give the same sample).
+
+    Raises:
+        ValueError: an unknown strategy or ``n`` < 1.
+
+    >>> rows = [{"run_id": f"r{i}", "score": 10.0 * i, "p_correct": i / 10, "app_id": "a"} for i in range(10)]
+    >>> [r["run_id"] for r in sample_answers(rows, 3, "random", seed=7)] == [r["run_id"] for r in sample_answers(rows, 3, "random", seed=7)]
+    True
+    >>> len(sample_answers(rows, 50, "stratified"))
+    10
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown sampling strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
+    if n < 1:
+        raise ValueError(f"the sample size must be at least 1, got {n}")
+    rng = random.Random(seed)
+    pool = sorted((dict(row) for row in candidates), key=lambda row: str(row["run_id"]))
+    if n >= len(pool):
+        chosen = pool
+    elif strategy == "random":
+        chosen = rng.sample(pool, n)
+    elif strategy == "uncertain":
+        keyed = []
+        for row in pool:
+            p = row.get("p_correct")
+            weight = 1.05 - 2.0 * abs((0.5 if p is None else float(p)) - 0.5)
+            keyed.append((rng.random() ** (1.0 / weight), row))  # Efraimidis–Spirakis: top n keys
+        chosen = [row for _, row in sorted(keyed, key=lambda item: -item[0])[:n]]
+    else:
+        strata: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for row in pool:
+            strata.setdefault((score_band(row.get("score")), str(row.get("app_id") or "")), []).append(row)
+        queues = [rng.sample(rows, len(rows)) for _, rows in sorted(strata.items())]
+        chosen = []
+        while len(chosen) < n:
+            for queue in queues:
+                if queue and len(chosen) < n:
+                    chosen.append(queue.pop())
+    return sorted(chosen, key=lambda row: str(row["run_id"]))
+
+
+def score_band(score: object) -> str:
+    """The band of a Φ (``excellent`` ≥ 90, ``good`` ≥ 75, ``marginal`` ≥ 50, else ``poor``).
+
+    >>> score_band(90.0), score_band(80), score_band(50), score_band(None)
+    ('excellent', 'good', 'marginal', 'poor')
+    """
+    value = float(score) if isinstance(score, int | float) else 0.0
+    return "excellent" if value >= 90 else "good" if value >= 75 else "marginal" if value >= 50 else "poor"
+
+
+def evidence_summary(row: Mapping[str, Any], limit: int = 300) -> str:
+    """A one-line summary of why STEF scored an answer as it did: its verdict, P(correct) and
+    suspected error categories, then the start of the judge's rationale.
+
+    >>> evidence_summary({"verdict": "INCORRECT", "p_correct": 0.12, "categories": ["Value-Related Errors"],
+    ...     "rationale": "INCORRECT (calibrated P(correct)=0.12, calib): filter value differs"})
+    'INCORRECT, P(correct) 0.12; suspected Value-Related Errors; filter value differs'
+    """
+    parts = [f"{row.get('verdict') or '?'}, P(correct) {_number(row.get('p_correct'), '.2f')}"]
+    categories = [str(c) for c in row.get("categories") or ()]
+    if categories:
+        parts.append("suspected " + ", ".join(categories))
+    rationale = str(row.get("rationale") or "")
+    if "): " in rationale:
+        rationale = rationale.split("): ", 1)[1]
+    if rationale:
+        parts.append(rationale)
+    text = " ".join("; ".join(parts).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _number(value: object, spec: str) -> str:
+    return "–" if not isinstance(value, int | float) else format(float(value), spec)
+
+
+def review_rows(sample: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The sample as review-file rows (:data:`REVIEW_COLUMNS`), label columns empty."""
+    rows = []
+    for row in sample:
+        out = {name: row.get(name) for name in REVIEW_COLUMNS}
+        out["log_date"] = str(row.get("log_date")) if row.get("log_date") is not None else None
+        out["evidence"] = evidence_summary(row)
+        out["label"] = out["error_category"] = out["note"] = ""
+        rows.append(out)
+    return rows
+
+
+def write_review_file(rows: Sequence[Mapping[str, Any]], path: Path, file_format: str) -> None:
+    """Write review rows as CSV (RFC 4180, UTF-8, header first), JSONL (one object per line) or a
+    Label Studio task list (JSON; each task's ``data`` holds the row, see :data:`LABEL_STUDIO_CONFIG`).
+
+    Raises:
+        ValueError: an unknown format.
+        OSError: the file cannot be written.
+    """
+    if file_format == "csv":
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(REVIEW_COLUMNS), lineterminator="\n")
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in REVIEW_COLUMNS})
+        text = buffer.getvalue()
+    elif file_format == "jsonl":
+        text = "".join(json.dumps({k: row.get(k) for k in REVIEW_COLUMNS}, ensure_ascii=False) + "\n" for row in rows)
+    elif file_format == "label-studio":
+        tasks = [
+            {"data": {k: ("" if row.get(k) is None else row.get(k)) for k in REVIEW_COLUMNS if k not in _LABEL_KEYS}}
+            for row in rows
+        ]
+        text = json.dumps(tasks, ensure_ascii=False, indent=1) + "\n"
+    else:
+        raise ValueError(f"unknown review file format {file_format!r}: use one of {', '.join(FORMATS)}")
+    path.write_text(text, encoding="utf-8")
+
+
+_LABEL_KEYS = ("label", "error_category", "note")
+
+LABEL_STUDIO_CONFIG = (
+    """<View>
+  <Header value="$question"/>
+  <Text name="enriched" value="$enriched_question"/>
+  <Text name="sql" value="$sql"/>
+  <Text name="evidence" value="$evidence"/>
+  <Choices name="label" toName="sql" choice="single" required="true">
+    <Choice value="correct"/>
+    <Choice value="incorrect"/>
+  </Choices>
+  <Choices name="error_category" toName="sql" choice="single">
+"""
+    + "".join(f'    <Choice value="{c}"/>\n' for c in ERROR_CATEGORIES)
+    + """  </Choices>
+  <TextArea name="note" toName="sql" maxSubmissions="1"/>
+</View>
+"""
+)
+"""Label Studio labeling config for the task file (paste it into the project's settings)."""
+
+
+# --------------------------------------------------------------------------- reading labels
+
+
+@dataclass(frozen=True)
+class LabelRow:
+    """One labelled answer read from a file.
+
+    Attributes:
+        line: its line number (CSV: counting the header as line 1; JSON: the task's position, from 1).
+        run_id: the answer's run id.
+        label: ``correct`` or ``incorrect``.
+        error_category: an NL2SQL-BUGs category, or ``None``.
+        note: free text, or ``None``.
+        evaluator_version: the evaluation the reviewer was shown (``None``: not in the file).
+        reviewer: who labelled it (Label Studio exports; ``None`` otherwise).
+        reviewed_at: when (a naive UTC time; ``None``: not in the file).
+    """
+
+    line: int
+    run_id: str
+    label: str
+    error_category: str | None
+    note: str | None
+    evaluator_version: str | None = None
+    reviewer: str | None = None
+    reviewed_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LabelFile:
+    """A read label file: its labelled rows and how many rows had no label yet."""
+
+    rows: tuple[LabelRow, ...]
+    unlabelled: int
+
+
+def read_label_file(path: Path) -> LabelFile:
+    """Read a filled review file (CSV, JSONL, or a Label Studio JSON export), checking every row.
+
+    Rows with an empty ``label`` are not reviewed yet and are counted, not read. A row is bad
+    when its run id is empty, its label is not one of ``correct`` / ``incorrect`` (also accepted:
+    right/wrong, true/false, yes/no, 1/0), its error category is not an NL2SQL-BUGs category, its
+    ``reviewed_at`` is not an ISO-8601 time, or its run id appears twice.
+
+    Raises:
+        LabelFileError: the file cannot be read, or any row is bad (every bad line is named).
+    """
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LabelFileError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from exc
+    stripped = text.lstrip()
+    if path.suffix.lower() == ".json" or stripped.startswith("["):
+        records = _label_studio_records(path, text)
+    elif path.suffix.lower() == ".jsonl" or stripped.startswith("{"):
+        records = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise LabelFileError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+                records.append((number, value if isinstance(value, dict) else {"run_id": None}))
+    else:
+        reader = csv.DictReader(io.StringIO(text))
+        if reader.fieldnames is None or "run_id" not in reader.fieldnames or "label" not in reader.fieldnames:
+            raise LabelFileError(f"{path}: a CSV label file needs the columns run_id and label (header line)")
+        records = [(reader.line_num, dict(row)) for row in reader]
+    return _checked(path, records)
+
+
+def _label_studio_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    """(task position, flat row) of a Label Studio export: the task's data plus its newest
+    annotation's choices (``label``, ``error_category``), text (``note``), annotator and time."""
+    try:
+        tasks = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise LabelFileError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+    if not isinstance(tasks, list):
+        raise LabelFileError(f"{path}: a Label Studio export is a JSON list of tasks")
+    records: list[tuple[int, dict[str, Any]]] = []
+    for number, task in enumerate(tasks, start=1):
+        if not isinstance(task, dict):
+            records.append((number, {"run_id": None}))
+            continue
+        row: dict[str, Any] = dict(task.get("data") or {})
+        annotations = [a for a in task.get("annotations") or [] if isinstance(a, dict) and not a.get("was_cancelled")]
+        if annotations:
+            newest = max(annotations, key=lambda a: str(a.get("updated_at") or a.get("created_at") or ""))
+            for result in newest.get("result") or []:
+                if not isinstance(result, dict):
+                    continue
+                value = result.get("value") or {}
+                name = result.get("from_name")
+                if name in ("label", "error_category") and value.get("choices"):
+                    row[name] = value["choices"][0]
+                elif name == "note" and value.get("text"):
+                    row["note"] = " ".join(str(t) for t in value["text"])
+            author = newest.get("completed_by")
+            if isinstance(author, dict):
+                author = author.get("email") or author.get("username") or author.get("id")
+            row["reviewer"] = None if author is None else str(author)
+            row["reviewed_at"] = newest.get("updated_at") or newest.get("created_at")
+        else:
+            row["label"] = ""
+        records.append((number, row))
+    return records
+
+
+def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> LabelFile:
+    problems: list[str] = []
+    rows: list[LabelRow] = []
+    unlabelled = 0
+    seen: dict[str, int] = {}
+    for number, record in records:
+        run_id = _text(record.get("run_id"))
+        raw_label = _text(record.get("label"))
+        if raw_label is None:
+            unlabelled += 1
+            continue
+        if run_id is None:
+            problems.append(f"line {number}: no run_id")
+            continue
+        label = _LABEL_WORDS.get(raw_label.casefold())
+        if label is None:
+            problems.append(f"line {number}: label {raw_label!r} is not 'correct' or 'incorrect' (run_id {run_id!r})")
+            continue
+        category = _text(record.get("error_category"))
+        if category is not None:
+            matched = next((c for c in ERROR_CATEGORIES if c.casefold() == category.casefold()), None)
+            if matched is None:
+                problems.append(
+                    f"line {number}: error_category {category!r} is not an NL2SQL-BUGs category "
+                    f"({', '.join(ERROR_CATEGORIES)})"
+                )
+                continue
+            category = matched
+        reviewed_at = None
+        raw_time = _text(record.get("reviewed_at"))
+        if raw_time is not None:
+            try:
+                parsed = datetime.fromisoformat(raw_time.replace("Z", "+00:00"))
+            except ValueError:
+                problems.append(f"line {number}: reviewed_at {raw_time!r} is not an ISO-8601 time")
+                continue
+            if parsed.tzinfo is not None:
+                from datetime import UTC
+
+                parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+            reviewed_at = parsed
+        if run_id in seen:
+            problems.append(f"line {number}: run_id {run_id!r} is labelled twice (first at line {seen[run_id]})")
+            continue
+        seen[run_id] = number
+        rows.append(
+            LabelRow(
+                line=number,
+                run_id=run_id,
+                label=label,
+                error_category=category,
+                note=_text(record.get("note")),
+                evaluator_version=_text(record.get("evaluator_version")),
+                reviewer=_text(record.get("reviewer")),
+                reviewed_at=reviewed_at,
+            )
+        )
+    if problems:
+        shown = "; ".join(problems[:20]) + (f"; … and {len(problems) - 20} more" if len(problems) > 20 else "")
+        raise LabelFileError(f"{path}: {len(problems)} bad row(s), nothing imported: {shown}")
+    return LabelFile(rows=tuple(rows), unlabelled=unlabelled)
+
+
+def _text(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+# --------------------------------------------------------------------------- agreement
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """One labelled answer with STEF's figures for it.
+
+    Attributes:
+        correct: the reviewer's label (``True``: correct).
+        score: Φ (``None``: STEF gave no score; counts as called incorrect, P(correct) 0).
+        p_correct: STEF's P(correct).
+        category: the reviewer's error category, if any.
+    """
+
+    correct: bool
+    score: float | None
+    p_correct: float | None
+    category: str | None = None
+
+    @property
+    def called_correct(self) -> bool:
+        """STEF's call: Φ ≥ 75."""
+        return self.score is not None and self.score >= CORRECT_FROM_SCORE
+
+
+def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
+    """STEF's agreement with reviewer labels, with bootstrap 95 % intervals (percentile method,
+    ``resamples`` resamples of the answers, seeded).
+
+    Returns:
+        A JSON-ready dict: ``n``, ``base_rate_incorrect``, ``accuracy``, ``kappa`` (Cohen's κ of
+        STEF's call and the label), ``auroc`` (of P(correct), correct as the positive class),
+        ``ece`` (10 equal-width bins), ``precision_correct``, ``recall_correct``,
+        ``precision_incorrect``, ``recall_incorrect``, ``recall_by_category`` (share of the wrong
+        answers of each labelled category that STEF called incorrect, with ``n``), and ``ci``: per
+        figure its [low, high] (``None`` where undefined). A figure is ``None`` when undefined
+        (e.g. AUROC with one class only).
+
+    >>> rows = [Reviewed(True, 80.0, 0.8), Reviewed(True, 40.0, 0.4), Reviewed(False, 30.0, 0.2), Reviewed(False, 90.0, 0.9)]
+    >>> figures = agreement(rows, resamples=50)
+    >>> figures["n"], figures["accuracy"], figures["kappa"], figures["base_rate_incorrect"]
+    (4, 0.5, 0.0, 0.5)
+    """
+    figures = _figures(reviewed)
+    rng = random.Random(seed)
+    samples: dict[str, list[float]] = {}
+    if len(reviewed) >= 2:
+        for _ in range(resamples):
+            resample = [reviewed[rng.randrange(len(reviewed))] for _ in reviewed]
+            for key, value in _figures(resample).items():
+                if isinstance(value, float) and math.isfinite(value):
+                    samples.setdefault(key, []).append(value)
+    ci: dict[str, list[float] | None] = {}
+    for key, value in figures.items():
+        if key == "n" or not isinstance(value, float):
+            continue
+        values = sorted(samples.get(key, []))
+        ci[key] = [round(_quantile(values, 0.025), 4), round(_quantile(values, 0.975), 4)] if values else None
+    categories: dict[str, list[bool]] = {}
+    for row in reviewed:
+        if not row.correct and row.category:
+            categories.setdefault(row.category, []).append(not row.called_correct)
+    figures_out: dict[str, Any] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()}
+    figures_out["recall_by_category"] = {
+        name: {"n": len(calls), "recall": round(sum(calls) / len(calls), 4)}
+        for name, calls in sorted(categories.items())
+    }
+    figures_out["ci"] = ci
+    return figures_out
+
+
+def _figures(reviewed: Sequence[Reviewed]) -> dict[str, Any]:
+    n = len(reviewed)
+    if n == 0:
+        return {"n": 0, **dict.fromkeys(_FIGURE_KEYS)}
+    tp = sum(1 for r in reviewed if r.correct and r.called_correct)
+    tn = sum(1 for r in reviewed if not r.correct and not r.called_correct)
+    fp = sum(1 for r in reviewed if not r.correct and r.called_correct)
+    fn = sum(1 for r in reviewed if r.correct and not r.called_correct)
+    accuracy = (tp + tn) / n
+    called = (tp + fp) / n
+    actual = (tp + fn) / n
+    chance = called * actual + (1 - called) * (1 - actual)
+    kappa = None if chance >= 1.0 else (accuracy - chance) / (1.0 - chance)
+    ps = [0.0 if r.score is None or r.p_correct is None else float(r.p_correct) for r in reviewed]
+    labels = [r.correct for r in reviewed]
+    area = auroc(ps, labels)
+    return {
+        "n": n,
+        "base_rate_incorrect": (tn + fp) / n,
+        "accuracy": accuracy,
+        "kappa": kappa,
+        "auroc": None if math.isnan(area) else area,
+        "ece": expected_calibration_error(ps, labels),
+        "precision_correct": _ratio(tp, tp + fp),
+        "recall_correct": _ratio(tp, tp + fn),
+        "precision_incorrect": _ratio(tn, tn + fn),
+        "recall_incorrect": _ratio(tn, tn + fp),
+    }
+
+
+_FIGURE_KEYS = (
+    "base_rate_incorrect",
+    "accuracy",
+    "kappa",
+    "auroc",
+    "ece",
+    "precision_correct",
+    "recall_correct",
+    "precision_incorrect",
+    "recall_incorrect",
+)
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return None if denominator == 0 else numerator / denominator
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile of sorted ``values`` (numpy's default method)."""
+    position = q * (len(values) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)

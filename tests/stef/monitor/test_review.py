@@ -1,0 +1,186 @@
+"""Review samples, label files and the judge's agreement with reviewers (issue 18)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from stef.monitor.review import (
+    REVIEW_COLUMNS,
+    LabelFileError,
+    Reviewed,
+    agreement,
+    read_label_file,
+    review_rows,
+    sample_answers,
+    score_band,
+    write_review_file,
+)
+
+
+def _candidates(n: int = 400) -> list[dict[str, object]]:
+    return [
+        {"run_id": f"r{i:03d}", "score": float(i % 101), "p_correct": (i % 101) / 100, "app_id": f"app{i % 4}"}
+        for i in range(n)
+    ]
+
+
+def test_random_sample_is_reproducible_and_of_the_size_asked() -> None:
+    first = sample_answers(_candidates(), 50, "random", seed=7)
+    assert len(first) == 50 and len({r["run_id"] for r in first}) == 50
+    assert first == sample_answers(_candidates(), 50, "random", seed=7)
+    assert first != sample_answers(_candidates(), 50, "random", seed=8)
+
+
+def test_uncertain_favours_p_near_one_half() -> None:
+    chosen = sample_answers(_candidates(), 100, "uncertain", seed=1)
+    near = sum(1 for r in chosen if abs(float(r["p_correct"]) - 0.5) <= 0.25)  # type: ignore[arg-type]
+    assert near >= 65  # half the candidates are that close; the weighting favours them
+
+
+def test_stratified_balances_bands_and_apps() -> None:
+    chosen = sample_answers(_candidates(), 64, "stratified", seed=3)
+    strata = Counter((r["app_id"], score_band(r["score"])) for r in chosen)
+    assert len(strata) == 16 and set(strata.values()) == {4}  # 4 apps x 4 bands, 4 answers each
+
+
+@pytest.mark.parametrize("bad", [("unknown", 0), ("nope", -5)])
+def test_bad_strategy_or_size_is_refused(bad: tuple[str, int]) -> None:
+    with pytest.raises(ValueError):
+        sample_answers(_candidates(), bad[1] or 10, bad[0])
+
+
+def _rows() -> list[dict[str, object]]:
+    sample = [
+        {
+            "run_id": "r1",
+            "question": "How many?",
+            "sql": "SELECT 1",
+            "score": 80.0,
+            "verdict": "CORRECT",
+            "p_correct": 0.8,
+        },
+        {
+            "run_id": "r2",
+            "question": 'A "quoted", line\nbreak',
+            "sql": "SELECT 2",
+            "score": 20.0,
+            "verdict": "INCORRECT",
+            "p_correct": 0.1,
+        },
+    ]
+    return review_rows(sample)
+
+
+def test_csv_round_trip_reads_labels_and_counts_unlabelled(tmp_path: Path) -> None:
+    path = tmp_path / "review.csv"
+    rows = _rows()
+    rows[0].update(label="Correct", note="fine")
+    write_review_file(rows, path, "csv")
+    assert path.read_text(encoding="utf-8").splitlines()[0] == ",".join(REVIEW_COLUMNS)
+    read = read_label_file(path)
+    assert read.unlabelled == 1
+    assert [(r.run_id, r.label, r.note, r.line) for r in read.rows] == [("r1", "correct", "fine", 2)]
+
+
+def test_every_bad_line_is_named_and_nothing_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "review.jsonl"
+    lines = [
+        {"run_id": "r1", "label": "correct"},
+        {"run_id": "r2", "label": "maybe"},
+        {"run_id": "r3", "label": "incorrect", "error_category": "Spelling Errors"},
+        {"run_id": "r1", "label": "incorrect"},
+        {"run_id": "", "label": "correct"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    message = str(caught.value)
+    assert "4 bad row(s), nothing imported" in message
+    assert "line 2: label 'maybe' is not 'correct' or 'incorrect'" in message
+    assert "line 3: error_category 'Spelling Errors' is not an NL2SQL-BUGs category" in message
+    assert "line 4: run_id 'r1' is labelled twice (first at line 1)" in message
+    assert "line 5: no run_id" in message
+
+
+def test_label_studio_export_takes_the_newest_annotation(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    tasks = [
+        {
+            "id": 1,
+            "data": {"run_id": "r1", "question": "How many?"},
+            "annotations": [
+                {
+                    "completed_by": {"email": "ana@example.com"},
+                    "updated_at": "2026-12-01T10:00:00Z",
+                    "result": [{"from_name": "label", "type": "choices", "value": {"choices": ["correct"]}}],
+                },
+                {
+                    "completed_by": {"email": "ana@example.com"},
+                    "updated_at": "2026-12-02T10:00:00Z",
+                    "result": [
+                        {"from_name": "label", "type": "choices", "value": {"choices": ["incorrect"]}},
+                        {
+                            "from_name": "error_category",
+                            "type": "choices",
+                            "value": {"choices": ["Value-Related Errors"]},
+                        },
+                        {"from_name": "note", "type": "textarea", "value": {"text": ["wrong city"]}},
+                    ],
+                },
+            ],
+        },
+        {"id": 2, "data": {"run_id": "r2"}, "annotations": []},
+    ]
+    path.write_text(json.dumps(tasks), encoding="utf-8")
+    read = read_label_file(path)
+    assert read.unlabelled == 1
+    (row,) = read.rows
+    assert (row.run_id, row.label, row.error_category, row.note, row.reviewer) == (
+        "r1",
+        "incorrect",
+        "Value-Related Errors",
+        "wrong city",
+        "ana@example.com",
+    )
+    assert row.reviewed_at is not None and row.reviewed_at.isoformat() == "2026-12-02T10:00:00"
+
+
+def test_label_studio_task_file_holds_the_answer_not_the_labels(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.json"
+    write_review_file(_rows(), path, "label-studio")
+    tasks = json.loads(path.read_text(encoding="utf-8"))
+    assert [t["data"]["run_id"] for t in tasks] == ["r1", "r2"]
+    assert "label" not in tasks[0]["data"] and tasks[1]["data"]["question"] == 'A "quoted", line\nbreak'
+
+
+def test_agreement_figures_by_hand() -> None:
+    # 10 answers: 6 labelled correct (STEF calls 5 of them correct), 4 incorrect (STEF calls 3 incorrect)
+    rows = (
+        [Reviewed(True, 80.0, 0.8)] * 5
+        + [Reviewed(True, 40.0, 0.4)]
+        + [Reviewed(False, 30.0, 0.3, "Value-Related Errors")] * 2
+        + [Reviewed(False, None, None, "Value-Related Errors")]
+        + [Reviewed(False, 90.0, 0.9, "Table-Related Errors")]
+    )
+    figures = agreement(rows, resamples=200)
+    # accuracy 8/10; chance agreement: called correct 6/10 and labelled correct 6/10 -> 0.36 + 0.16 = 0.52
+    assert figures["n"] == 10 and figures["accuracy"] == 0.8 and figures["base_rate_incorrect"] == 0.4
+    assert figures["kappa"] == pytest.approx((0.8 - 0.52) / (1 - 0.52), abs=1e-4)
+    assert figures["precision_correct"] == pytest.approx(5 / 6, abs=1e-4) and figures[
+        "recall_correct"
+    ] == pytest.approx(5 / 6, abs=1e-4)
+    assert figures["precision_incorrect"] == 0.75 and figures["recall_incorrect"] == 0.75
+    # AUROC of p (an unscored answer counts as p = 0): of 24 (correct, wrong) pairs the correct answer
+    # ranks higher in 18 (each correct answer beats the three wrong ones below 0.4, none beats the 0.9)
+    assert figures["auroc"] == pytest.approx(18 / 24, abs=1e-4)
+    assert figures["recall_by_category"] == {
+        "Table-Related Errors": {"n": 1, "recall": 0.0},
+        "Value-Related Errors": {"n": 3, "recall": 1.0},
+    }
+    low, high = figures["ci"]["accuracy"]
+    assert low <= 0.8 <= high and low >= 0.0 and high <= 1.0
+    assert agreement([])["n"] == 0 and agreement([])["accuracy"] is None
