@@ -1,0 +1,207 @@
+"""`stef review ...` end to end on the demo warehouse (issue 18): sample, label with the bundled
+ground truth, import twice, agreement figures checked against our own computation, calibrate,
+then score with the calibrator (`stef evaluate --calibrator`, the nightly flow)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.flows.cli.cli_support import invoke, read_jsonl
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> Path:
+    """A finished `stef demo` workdir (stef-demo.duckdb, stef-demo/logs, stef-demo/labels.jsonl)."""
+    import flows.nightly  # noqa: F401  (Prefect's console logging bound before CliRunner swaps streams)
+
+    workdir = tmp_path_factory.mktemp("review-demo")
+    result = invoke("demo", "--workdir", str(workdir), "--quiet")
+    assert result.exit_code == 0, result.output
+    return workdir
+
+
+@pytest.fixture
+def workdir(demo: Path, tmp_path: Path) -> Path:
+    """A copy of the demo workdir (each test may write to its warehouse)."""
+    shutil.copy(demo / "stef-demo.duckdb", tmp_path / "stef-demo.duckdb")
+    shutil.copytree(demo / "stef-demo", tmp_path / "stef-demo")
+    return tmp_path
+
+
+def _truth(workdir: Path) -> dict[str, bool]:
+    return {row["run_id"]: bool(row["label"]) for row in read_jsonl(workdir / "stef-demo" / "labels.jsonl")}
+
+
+def _fill(path: Path, truth: dict[str, bool]) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        row["label"] = "correct" if truth[row["run_id"]] else "incorrect"
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+@pytest.mark.flow
+def test_sample_label_import_stats_calibrate_evaluate(workdir: Path) -> None:
+    warehouse = str(workdir / "stef-demo.duckdb")
+    review = workdir / "review.csv"
+    result = invoke(
+        "review",
+        "sample",
+        "--warehouse",
+        warehouse,
+        "--n",
+        "200",
+        "--strategy",
+        "random",
+        "--seed",
+        "7",
+        "--out",
+        str(review),
+    )
+    assert result.exit_code == 0, result.output
+    again = workdir / "again.csv"
+    assert (
+        invoke("review", "sample", "--warehouse", warehouse, "--n", "200", "--seed", "7", "--out", str(again)).exit_code
+        == 0
+    )
+    assert again.read_text(encoding="utf-8") == review.read_text(encoding="utf-8")  # the seed fixes the sample
+    rows = _fill(review, _truth(workdir))
+    assert len(rows) == 200 and len({r["run_id"] for r in rows}) == 200
+
+    first = invoke("review", "import", str(review), "--warehouse", warehouse)
+    assert first.exit_code == 0, first.output
+    assert "200 labelled rows: 200 new, 0 replaced, 0 unchanged" in first.stdout
+    second = invoke("review", "import", str(review), "--warehouse", warehouse)
+    assert "200 labelled rows: 0 new, 0 replaced, 200 unchanged" in second.stdout
+
+    stats = invoke("review", "stats", "--warehouse", warehouse, "--json")
+    assert stats.exit_code == 0, stats.output
+    figures = json.loads(stats.stdout)
+    called = [r["score"] != "" and float(r["score"]) >= 75 for r in rows]
+    labels = [r["label"] == "correct" for r in rows]
+    accuracy = sum(c == y for c, y in zip(called, labels, strict=True)) / 200
+    p_called, p_label = sum(called) / 200, sum(labels) / 200
+    chance = p_called * p_label + (1 - p_called) * (1 - p_label)
+    assert figures["n"] == 200
+    assert figures["accuracy"] == pytest.approx(accuracy, abs=1e-4)
+    assert figures["kappa"] == pytest.approx((accuracy - chance) / (1 - chance), abs=1e-4)
+    assert figures["base_rate_incorrect"] == pytest.approx(1 - p_label, abs=1e-4)
+    assert 0.5 < figures["auroc"] <= 1.0 and 0.0 <= figures["ece"] <= 1.0
+    assert figures["ci"]["accuracy"][0] <= accuracy <= figures["ci"]["accuracy"][1]
+    assert [v["evaluator_version"] for v in figures["by_evaluator_version"]] == [rows[0]["evaluator_version"]]
+
+    calib = workdir / "calib.json"
+    fitted = invoke("review", "calibrate", "--warehouse", warehouse, "--out", str(calib))
+    assert fitted.exit_code == 0, fitted.output
+    assert "refit on the reviews" in fitted.stdout and "stored for every app" in fitted.stdout
+    artifact = json.loads(calib.read_text(encoding="utf-8"))
+    assert artifact["features"][-1] == "shipped:logit" and artifact["metadata"]["labels"]["n"] <= 200
+
+    day = workdir / "stef-demo" / "logs" / "2026-11-26"
+    plain, refit = workdir / "plain.jsonl", workdir / "refit.jsonl"
+    assert invoke("evaluate", str(day), "--out", str(plain)).exit_code == 0
+    scored = invoke("evaluate", str(day), "--calibrator", str(calib), "--out", str(refit))
+    assert scored.exit_code == 0, scored.output
+    before, after = read_jsonl(plain), read_jsonl(refit)
+    assert [r["run_id"] for r in before] == [r["run_id"] for r in after]
+    assert all("+calib=" in r["evaluator_version"] for r in after if r["status"] == "evaluated")
+    assert any(
+        a["p_correct"] != b["p_correct"] for a, b in zip(after, before, strict=True) if a["p_correct"] is not None
+    )
+
+    # the nightly flow applies the stored calibrator from its next run: a new evaluator version
+    night = invoke(
+        "nightly", "--date", "2026-11-26", "--logs-root", str(workdir / "stef-demo" / "logs"), "--warehouse", warehouse
+    )
+    assert night.exit_code == 0, night.output
+    from warehouse import connect
+
+    with connect(warehouse, read_only=True) as conn:
+        versions = dict(
+            conn.execute(
+                "SELECT evaluator_version, count(*) FROM evaluations WHERE log_date = DATE '2026-11-26' GROUP BY 1"
+            ).fetchall()
+        )
+    calibrated = [v for v in versions if "+calib=" in v]
+    assert len(calibrated) == 1 and versions[calibrated[0]] == 120
+    assert calibrated[0].endswith(after[0]["evaluator_version"].split("+calib=")[1])  # the same calibrator
+
+
+def test_a_bad_file_is_refused_whole_naming_its_lines(workdir: Path) -> None:
+    warehouse = str(workdir / "stef-demo.duckdb")
+    review = workdir / "review.csv"
+    assert (
+        invoke("review", "sample", "--warehouse", warehouse, "--n", "5", "--seed", "1", "--out", str(review)).exit_code
+        == 0
+    )
+    rows = _fill(review, _truth(workdir))
+    rows[1]["label"] = "looks fine"
+    rows[3]["run_id"] = "no-such-run"
+    with review.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    result = invoke("review", "import", str(review), "--warehouse", warehouse)
+    assert result.exit_code == 2
+    assert "line 3: label 'looks fine' is not 'correct' or 'incorrect'" in result.output
+    rows[1]["label"] = "correct"
+    with review.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    result = invoke("review", "import", str(review), "--warehouse", warehouse)
+    assert (
+        result.exit_code == 2
+        and "line 5: run_id 'no-such-run' is not an answer stored in the warehouse" in result.output
+    )
+    stats = json.loads(invoke("review", "stats", "--warehouse", warehouse, "--json").stdout)
+    assert stats["n"] == 0  # nothing half-imported
+
+    refused = invoke("review", "calibrate", "--warehouse", warehouse)
+    assert refused.exit_code == 2 and "needs at least 100" in refused.output
+
+
+def test_a_newer_label_replaces_the_older_one(workdir: Path) -> None:
+    warehouse = str(workdir / "stef-demo.duckdb")
+    path = workdir / "labels.jsonl"
+    run_id = next(iter(_truth(workdir)))
+    path.write_text(
+        json.dumps({"run_id": run_id, "label": "correct", "reviewed_at": "2026-12-01T10:00:00"}) + "\n",
+        encoding="utf-8",
+    )
+    assert "1 new" in invoke("review", "import", str(path), "--warehouse", warehouse, "--reviewer", "ana").stdout
+    older = {"run_id": run_id, "label": "incorrect", "reviewed_at": "2026-11-30T10:00:00"}
+    path.write_text(json.dumps(older) + "\n", encoding="utf-8")
+    assert "1 unchanged" in invoke("review", "import", str(path), "--warehouse", warehouse, "--reviewer", "ana").stdout
+    newer = {**older, "reviewed_at": "2026-12-02T10:00:00", "error_category": "Value-Related Errors"}
+    path.write_text(json.dumps(newer) + "\n", encoding="utf-8")
+    assert "1 replaced" in invoke("review", "import", str(path), "--warehouse", warehouse, "--reviewer", "ana").stdout
+    stats = json.loads(invoke("review", "stats", "--warehouse", warehouse, "--json").stdout)
+    assert stats["n"] == 1 and stats["base_rate_incorrect"] == 1.0
+
+
+def test_evaluate_refuses_a_file_that_is_not_a_deployment_calibrator(tmp_path: Path) -> None:
+    from importlib import resources
+
+    shipped = tmp_path / "shipped.json"
+    shipped.write_text(
+        resources.files("stef.pipeline.judge.calibrators").joinpath("symbolic-v2.json").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
+    logs = tmp_path / "logs.jsonl"
+    logs.write_text(json.dumps({"run_id": "r1", "question": "How many?", "sql": "SELECT 1"}) + "\n", encoding="utf-8")
+    result = invoke("evaluate", str(logs), "--calibrator", str(shipped), "--out", str(tmp_path / "o.jsonl"))
+    assert result.exit_code == 2 and "is not a deployment calibrator" in result.output
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    result = invoke("evaluate", str(logs), "--calibrator", str(broken), "--out", str(tmp_path / "o.jsonl"))
+    assert result.exit_code == 2 and "not a calibrator artifact" in result.output
