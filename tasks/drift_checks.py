@@ -26,6 +26,7 @@ from stef.monitor.models import (
     DriftPlan,
     DriftSample,
     DriftThresholds,
+    OperatingPoint,
 )
 from stef.monitor.windows import order_versions, previous_window, trailing_window
 from warehouse import WarehouseError, connect, resolve_path
@@ -240,12 +241,39 @@ def drift_sample(rows: Iterable[Sequence[Any]]) -> DriftSample:
     )
 
 
+def operating_points_for(conn: Any, evaluator_version: str) -> dict[str, OperatingPoint]:
+    """The judge's operating points for the evaluations of ``evaluator_version``
+    (:mod:`stef.monitor.error_rate`): the shipped calibrators'; for a version scored with the
+    warehouse's deployment calibrators (``+calib=``), theirs (from their nested cross-validation);
+    and, where reviewers labelled enough of that version's answers, the points measured on the
+    labels (:func:`stef.monitor.error_rate.reviewed_operating_points`).
+    """
+    from stef.monitor.error_rate import artifact_operating_point, reviewed_operating_points, shipped_operating_points
+    from stef.pipeline.judge.deployment import CALIBRATION_VERSION_PREFIX, calibrator_set_digest, parse_calibrator
+    from warehouse.reviews import active_calibrators, has_review_tables, read_reviewed_evaluations
+
+    points = dict(shipped_operating_points())
+    if not has_review_tables(conn):
+        return points
+    if CALIBRATION_VERSION_PREFIX in evaluator_version:
+        deployed = {app: parse_calibrator(doc, "warehouse") for app, doc in active_calibrators(conn)}
+        if deployed and evaluator_version.endswith(CALIBRATION_VERSION_PREFIX + calibrator_set_digest(deployed)):
+            main = deployed.get(None) or next(iter(deployed.values()))
+            point = artifact_operating_point(main.metadata, main.version, f"nested cross-validation of {main.version}")
+            if point is not None:
+                points = dict.fromkeys(points, point)
+    points.update(reviewed_operating_points(read_reviewed_evaluations(conn, evaluator_version)))
+    return points
+
+
 def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = None) -> DriftCheck:
-    """Read both samples of ``plan`` from the warehouse and compare them (:func:`stef.monitor.drift.compare`)."""
+    """Read both samples of ``plan`` from the warehouse and compare them (:func:`stef.monitor.drift.compare`),
+    with the operating points of :func:`operating_points_for`."""
     result = compare(
         read_drift_sample(conn, plan.agent_id, plan.baseline_version, plan.baseline_window, plan.evaluator_version),
         read_drift_sample(conn, plan.agent_id, plan.candidate_version, plan.candidate_window, plan.evaluator_version),
         thresholds,
+        operating_points_for(conn, plan.evaluator_version),
     )
     return DriftCheck(plan, result)
 

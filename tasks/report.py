@@ -9,7 +9,8 @@ charts (:mod:`stef.monitor.charts`) and writes the self-contained HTML file and 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -33,7 +34,7 @@ from stef.monitor.report import (
     report_data,
 )
 from tasks._runtime import io_task
-from tasks.drift_checks import drift_sample, read_drift_sample
+from tasks.drift_checks import drift_sample, operating_points_for, read_drift_sample
 from warehouse import connect, read_daily_metrics, resolve_path
 from warehouse.monitoring import (
     latest_evaluator_version,
@@ -99,13 +100,16 @@ def collect(
     metrics = read_daily_metrics(conn, start, end, evaluator_version=version)
     drift_rows = read_drift_checks(conn, start, end, evaluator_version=version).to_dicts()
     pairs = rows.select("agent_id", "agent_version").unique().rows()
+    points = operating_points_for(conn, version)
     error_rates = {
-        (agent, agent_version): sample_error_rate(read_drift_sample(conn, agent, agent_version, (start, end), version))
+        (agent, agent_version): sample_error_rate(
+            read_drift_sample(conn, agent, agent_version, (start, end), version), points
+        )
         for agent, agent_version in pairs
     }
     daily_error_rates = {
         (day, agent, agent_version): sample_error_rate(
-            read_drift_sample(conn, agent, agent_version, (day, day), version)
+            read_drift_sample(conn, agent, agent_version, (day, day), version), points
         )
         for day, agent, agent_version in rows.select("log_date", "agent_id", "agent_version").unique().rows()
     }
@@ -121,7 +125,39 @@ def collect(
         error_rates,
         daily_error_rates,
     )
-    return _with_breakdowns(conn, data, version)
+    return replace(_with_breakdowns(conn, data, version), reviewers=reviewer_agreement(conn, version, points))
+
+
+def reviewer_agreement(conn: Any, version: str, points: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The report's "judge vs reviewers" figures (:attr:`stef.monitor.report.ReportData.reviewers`)."""
+    from stef.monitor.review import Reviewed, agreement
+    from warehouse.reviews import has_review_tables, read_reviewed_evaluations
+
+    if not has_review_tables(conn):
+        return None
+    stored = int(conn.execute("SELECT count(DISTINCT run_id) FROM reviews").fetchall()[0][0])
+    if not stored:
+        return None
+    rows = read_reviewed_evaluations(conn, version)
+
+    def reviewed(row: Mapping[str, Any]) -> Reviewed:
+        score = row["score"] if row["status"] == "evaluated" else None
+        return Reviewed(row["label"] == "correct", score, row["p_correct"], row["error_category"])
+
+    weeks: dict[str, list[Reviewed]] = {}
+    for row in rows:
+        iso = row["log_date"].isocalendar()
+        weeks.setdefault(f"{iso.year}-W{iso.week:02d}", []).append(reviewed(row))
+    keys = ("n", "accuracy", "kappa", "base_rate_incorrect", "auroc")
+    return {
+        **agreement([reviewed(row) for row in rows], resamples=500),
+        "by_week": [
+            {"week": week, **{k: v for k, v in agreement(items, resamples=0).items() if k in keys}}
+            for week, items in sorted(weeks.items())
+        ],
+        "stored": stored,
+        "corrected": sorted(key for key, point in points.items() if str(point.source).startswith("reviewer labels")),
+    }
 
 
 def _with_breakdowns(conn: Any, data: ReportData, version: str) -> ReportData:

@@ -273,3 +273,48 @@ def read_run_inputs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> 
         {"ids": list(run_ids)},
     ).fetchall()
     return {str(row[0]): dict(zip(names, row, strict=True)) for row in rows}
+
+
+def read_reviewed_evaluations(conn: duckdb.DuckDBPyConnection, evaluator_version: str) -> list[dict[str, Any]]:
+    """The reviewed answers' evaluations of ``evaluator_version`` with their newest label: ``run_id``,
+    ``log_date``, ``label``, ``error_category``, ``status``, ``score``, ``p_correct``, ``judge``,
+    ``schema_checked``, ``observed_checked`` (what picks the calibrator of the p), by run id.
+
+    A label belongs to the answer, so it counts for every evaluator version that scored the answer.
+    """
+    rows = conn.execute(
+        """
+        WITH newest AS (
+            SELECT run_id, label, error_category FROM reviews
+            QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY reviewed_at DESC, imported_at DESC, reviewer) = 1
+        )
+        SELECT e.run_id, e.log_date, v.label, v.error_category, e.status, e.score, e.p_correct, e.judge,
+               coalesce(json_type(e.evidence, '$.schema_report') = 'OBJECT', false),
+               coalesce(json_type(e.evidence, '$.observed_report') = 'OBJECT', false)
+        FROM newest AS v JOIN evaluations AS e ON e.run_id = v.run_id AND e.evaluator_version = $version
+        ORDER BY e.run_id
+        """,
+        {"version": evaluator_version},
+    ).fetchall()
+    names = (
+        "run_id",
+        "log_date",
+        "label",
+        "error_category",
+        "status",
+        "score",
+        "p_correct",
+        "judge",
+        "schema_checked",
+        "observed_checked",
+    )
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def has_review_tables(conn: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the warehouse has the ``reviews`` and ``calibrators`` tables (migration 0008; a
+    file opened read-only before it was migrated has not)."""
+    rows = conn.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('reviews', 'calibrators')"
+    ).fetchall()
+    return int(rows[0][0]) == 2

@@ -56,6 +56,7 @@ from stef.monitor.models import (
 
 __all__ = [
     "CALIBRATION_ARTIFACTS",
+    "artifact_operating_point",
     "calibration_key",
     "category_shifts",
     "error_rate_delta",
@@ -64,6 +65,7 @@ __all__ = [
     "operating_point_from_labels",
     "paired_delta",
     "question_key",
+    "reviewed_operating_points",
     "shipped_operating_points",
     "with_unscored_delta",
 ]
@@ -84,18 +86,12 @@ def shipped_operating_points() -> dict[str, OperatingPoint]:
     points: dict[str, OperatingPoint] = {}
     for key, artifact in CALIBRATION_ARTIFACTS.items():
         calibrator = load_calibrator(artifact)
-        figures = calibrator.metadata.get("quantification")
-        if not isinstance(figures, Mapping):
-            raise DriftError(f"calibrator {artifact} has no quantification figures; retrain it")
-        points[key] = OperatingPoint(
-            name=calibrator.version,
-            mean_p_correct=float(figures["mean_p_correct"]),
-            mean_p_incorrect=float(figures["mean_p_incorrect"]),
-            se_p_correct=math.hypot(float(figures["se_p_correct"]), float(figures["transfer_sd_p_correct"])),
-            se_p_incorrect=math.hypot(float(figures["se_p_incorrect"]), float(figures["transfer_sd_p_incorrect"])),
-            source=f"grouped cross-validation of {calibrator.version} "
-            f"({figures['rows_correct']} correct, {figures['rows_incorrect']} wrong answers)",
+        point = artifact_operating_point(
+            calibrator.metadata, calibrator.version, f"grouped cross-validation of {calibrator.version}"
         )
+        if point is None:
+            raise DriftError(f"calibrator {artifact} has no quantification figures; retrain it")
+        points[key] = point
     return points
 
 
@@ -129,6 +125,69 @@ def operating_point_from_labels(p_correct: Sequence[float], labels: Sequence[boo
         se_p_incorrect=float(wrong.std(ddof=1) / math.sqrt(wrong.size)),
         source=f"reviewer labels ({correct.size} correct, {wrong.size} wrong answers)",
     )
+
+
+def artifact_operating_point(metadata: Mapping[str, object], name: str, source: str) -> OperatingPoint | None:
+    """The operating point in a calibrator artifact's ``metadata.quantification`` (``None`` without one)."""
+    figures = metadata.get("quantification")
+    if not isinstance(figures, Mapping):
+        return None
+    return OperatingPoint(
+        name=name,
+        mean_p_correct=float(figures["mean_p_correct"]),
+        mean_p_incorrect=float(figures["mean_p_incorrect"]),
+        se_p_correct=math.hypot(float(figures["se_p_correct"]), float(figures.get("transfer_sd_p_correct", 0.0))),
+        se_p_incorrect=math.hypot(float(figures["se_p_incorrect"]), float(figures.get("transfer_sd_p_incorrect", 0.0))),
+        source=f"{source} ({figures['rows_correct']} correct, {figures['rows_incorrect']} wrong answers)",
+    )
+
+
+MIN_REVIEWED_PER_SIDE = 20
+"""Fewest reviewed answers per label (correct, wrong) under one calibration key before their
+operating point replaces the shipped one (:func:`reviewed_operating_points`)."""
+
+
+def reviewed_operating_points(
+    rows: Sequence[Mapping[str, object]], minimum_per_side: int = MIN_REVIEWED_PER_SIDE
+) -> dict[str, OperatingPoint]:
+    """Operating points measured on reviewer labels, per calibration key, where there are enough.
+
+    Args:
+        rows: reviewed answers with ``label`` (``correct`` / ``incorrect``), ``status``,
+            ``p_correct``, ``judge``, ``schema_checked``, ``observed_checked``
+            (:func:`warehouse.reviews.read_reviewed_evaluations`).
+        minimum_per_side: fewest labelled answers per label under a key.
+
+    Returns:
+        Calibration key -> :func:`operating_point_from_labels` of its reviewed answers, for the
+        keys with at least ``minimum_per_side`` answers per label and a > b; the others are left
+        out (the shipped point stays). The labels should come from a random sample: a sample drawn
+        by p (``uncertain``, ``stratified``) shifts the means of p within each label.
+    """
+    grouped: dict[str, tuple[list[float], list[bool]]] = defaultdict(lambda: ([], []))
+    for row in rows:
+        p = row.get("p_correct")
+        if row.get("status") != "evaluated" or not isinstance(p, int | float):
+            continue
+        key = calibration_key(
+            None if row.get("judge") is None else str(row.get("judge")),
+            bool(row.get("schema_checked")),
+            bool(row.get("observed_checked")),
+        )
+        if key is None:
+            continue
+        ps, labels = grouped[key]
+        ps.append(float(p))
+        labels.append(row.get("label") == "correct")
+    points: dict[str, OperatingPoint] = {}
+    for key, (ps, labels) in sorted(grouped.items()):
+        correct = sum(labels)
+        if min(correct, len(labels) - correct) < minimum_per_side:
+            continue
+        point = operating_point_from_labels(ps, labels, f"reviews ({key})")
+        if point.mean_p_correct > point.mean_p_incorrect:
+            points[key] = point
+    return points
 
 
 def normal_quantile(level: float) -> float:

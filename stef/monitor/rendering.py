@@ -50,6 +50,19 @@ def _rate_delta(value: Any, interval: Any = None, unit: str = " points") -> Mark
     return Markdown(f"{100 * value:+.1f} [{100 * interval[0]:+.1f}, {100 * interval[1]:+.1f}]{unit}")
 
 
+def _figure(value: Any, interval: Any = None) -> Markdown:
+    """A figure in [0, 1] (κ, AUROC, ECE) with two decimals and its interval (``0.21 [0.13–0.29]``), or ``–``.
+
+    >>> _figure(0.2094, [0.128, 0.291]), _figure(0.76), _figure(None)
+    ('0.21 [0.13–0.29]', '0.76', '–')
+    """
+    if value is None:
+        return Markdown("–")
+    if not interval or interval[0] is None:
+        return Markdown(f"{value:.2f}")
+    return Markdown(f"{value:.2f} [{interval[0]:.2f}–{interval[1]:.2f}]")
+
+
 def _rate(value: Any, interval: Any = None) -> Markdown:
     """A share with its interval, in whole percent (``72 % [41–100 %]``), or ``–`` (:func:`stef.monitor.report.share_text`).
 
@@ -99,7 +112,7 @@ def _environment(markdown: bool) -> Any:
         keep_trailing_newline=True,
         **options,
     )
-    environment.filters.update(num=_num, pct=_pct, rate=_rate, delta=_delta, rate_delta=_rate_delta)
+    environment.filters.update(num=_num, pct=_pct, rate=_rate, figure=_figure, delta=_delta, rate_delta=_rate_delta)
     if markdown:
         environment.filters.update(name=md_name, md=md_text, code=md_code, code_block=md_code_block)
     else:

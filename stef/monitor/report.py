@@ -93,6 +93,11 @@ class ReportData:
             (:data:`tasks.report.WORST_PER_VERSION`); a newer version's new failures (``new_failure``:
             a question an older version answered with Φ ≥ 50) first.
         by_app, by_category, vs_previous: the breakdowns of :func:`breakdowns`.
+        reviewers: the judge against reviewer labels (:func:`stef.monitor.review.agreement` of the
+            reviewed answers this evaluator version scored, every week): the figures with
+            ``by_week`` (ISO week of the answers), ``stored`` (all stored reviews) and
+            ``corrected`` (calibration keys whose error-rate estimate uses the labels); ``None``
+            when the warehouse has no reviews.
     """
 
     week: str
@@ -110,6 +115,7 @@ class ReportData:
     by_app: list[dict[str, Any]] = field(default_factory=list)
     by_category: list[dict[str, Any]] = field(default_factory=list)
     vs_previous: list[dict[str, Any]] = field(default_factory=list)
+    reviewers: dict[str, Any] | None = None
 
     @property
     def agents(self) -> list[str]:

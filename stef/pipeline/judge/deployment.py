@@ -180,6 +180,7 @@ def fit_deployment_calibrator(
             "method": "logistic refit shrunk toward the shipped calibrator (stef.pipeline.judge.deployment)",
             "penalty": {"ab": penalty[0], "w": penalty[1]},
             "labels": {"n": n, "incorrect": incorrect},
+            "quantification": _quantification(oof_fitted, y),
         },
     )
     return DeploymentFit(
@@ -327,6 +328,23 @@ def _select_penalty(matrix: np.ndarray, base: np.ndarray, y: np.ndarray, folds: 
 
     losses = [(cross_validated_loss(penalty), -index) for index, penalty in enumerate(PENALTY_GRID)]
     return PENALTY_GRID[-min(losses)[1]]
+
+
+def _quantification(p: np.ndarray, y: np.ndarray) -> dict[str, float | int]:
+    """The refit's operating characteristics from its nested out-of-fold p: the mean p of the
+    correct and of the wrong reviewed answers with their standard errors (the keys
+    :func:`stef.monitor.error_rate.shipped_operating_points` reads from a shipped artifact)."""
+    correct, wrong = p[y == 1.0], p[y == 0.0]
+    return {
+        "mean_p_correct": round(float(correct.mean()), 6),
+        "mean_p_incorrect": round(float(wrong.mean()), 6),
+        "se_p_correct": round(float(correct.std(ddof=1) / math.sqrt(correct.size)), 6),
+        "se_p_incorrect": round(float(wrong.std(ddof=1) / math.sqrt(wrong.size)), 6),
+        "transfer_sd_p_correct": 0.0,
+        "transfer_sd_p_incorrect": 0.0,
+        "rows_correct": int(correct.size),
+        "rows_incorrect": int(wrong.size),
+    }
 
 
 def _grouped_folds(groups: Sequence[str], k: int) -> np.ndarray:

@@ -99,6 +99,27 @@ def test_sample_label_import_stats_calibrate_evaluate(workdir: Path) -> None:
     assert figures["ci"]["accuracy"][0] <= accuracy <= figures["ci"]["accuracy"][1]
     assert [v["evaluator_version"] for v in figures["by_evaluator_version"]] == [rows[0]["evaluator_version"]]
 
+    # the weekly report shows the agreement; the error-rate estimates use the labels' operating point
+    report = invoke("report", "--warehouse", warehouse, "--week", "2026-W48", "--out", str(workdir / "r.html"))
+    assert report.exit_code == 0, report.output
+    section = (workdir / "r.md").read_text(encoding="utf-8").split("## Judge vs reviewers\n\n", 1)[1].split("\n## ")[0]
+    assert section.startswith(
+        "200 reviewed answers were scored by this evaluator version (200 answers reviewed in all)."
+    )
+    assert f"agreed with the label on {100 * accuracy:.0f} % [" in section
+    assert f"Reviewers found {100 * (1 - p_label):.0f} % [" in section
+    assert "uses the operating characteristics measured on these labels for symbolic" in section
+    assert "Judge vs reviewers" in (workdir / "r.html").read_text(encoding="utf-8")
+    from tasks.drift_checks import operating_points_for
+    from warehouse import connect
+
+    with connect(warehouse, read_only=True) as conn:
+        points = operating_points_for(conn, rows[0]["evaluator_version"])
+    reviewed = [point for point in points.values() if point.source.startswith("reviewer labels")]
+    scored = [(float(r["p_correct"]), r["label"] == "correct") for r in rows if r["p_correct"] != ""]
+    mean_correct = sum(p for p, y in scored if y) / sum(1 for _, y in scored if y)
+    assert len(reviewed) == 1 and reviewed[0].mean_p_correct == pytest.approx(mean_correct, abs=1e-6)
+
     calib = workdir / "calib.json"
     fitted = invoke("review", "calibrate", "--warehouse", warehouse, "--out", str(calib))
     assert fitted.exit_code == 0, fitted.output
@@ -123,8 +144,6 @@ def test_sample_label_import_stats_calibrate_evaluate(workdir: Path) -> None:
         "nightly", "--date", "2026-11-26", "--logs-root", str(workdir / "stef-demo" / "logs"), "--warehouse", warehouse
     )
     assert night.exit_code == 0, night.output
-    from warehouse import connect
-
     with connect(warehouse, read_only=True) as conn:
         versions = dict(
             conn.execute(
