@@ -241,28 +241,52 @@ def drift_sample(rows: Iterable[Sequence[Any]]) -> DriftSample:
     )
 
 
+def deployment_calibrators_of(conn: Any, evaluator_version: str) -> tuple[Any, dict[str | None, Any]] | None:
+    """For a ``+calib=`` evaluator version, ``(created_at, {app_id: Calibrator})`` of the warehouse's
+    calibrator set that scored it (:func:`warehouse.reviews.calibrator_history`); ``None`` for
+    another version or a set no longer stored."""
+    from stef.pipeline.judge.deployment import CALIBRATION_VERSION_PREFIX, calibrator_set_digest, parse_calibrator
+    from warehouse.reviews import calibrator_history, has_review_tables
+
+    if CALIBRATION_VERSION_PREFIX not in evaluator_version or not has_review_tables(conn):
+        return None
+    for created_at, documents in reversed(calibrator_history(conn)):
+        deployed = {app: parse_calibrator(doc, "warehouse") for app, doc in documents}
+        if evaluator_version.endswith(CALIBRATION_VERSION_PREFIX + calibrator_set_digest(deployed)):
+            return created_at, deployed
+    return None
+
+
 def operating_points_for(conn: Any, evaluator_version: str) -> dict[str, OperatingPoint]:
     """The judge's operating points for the evaluations of ``evaluator_version``
-    (:mod:`stef.monitor.error_rate`): the shipped calibrators'; for a version scored with the
-    warehouse's deployment calibrators (``+calib=``), theirs (from their nested cross-validation);
-    and, where reviewers labelled enough of that version's answers, the points measured on the
-    labels (:func:`stef.monitor.error_rate.reviewed_operating_points`).
+    (:mod:`stef.monitor.error_rate`).
+
+    The shipped calibrators' points; for a version scored with one deployment calibrator for every
+    app (``+calib=``, found in the warehouse's calibrator history), that calibrator's point from its
+    nested cross-validation (with per-app calibrators the shipped points stay: no one point fits
+    every app); then, per calibration key with enough labels, the point measured on reviewer labels
+    (:func:`stef.monitor.error_rate.reviewed_operating_points`) — only labels of unbiased samples
+    (:data:`stef.monitor.review.UNBIASED_STRATEGIES`) and, for a ``+calib`` version, only labels
+    imported after its calibrator was stored (the others trained it).
     """
     from stef.monitor.error_rate import artifact_operating_point, reviewed_operating_points, shipped_operating_points
-    from stef.pipeline.judge.deployment import CALIBRATION_VERSION_PREFIX, calibrator_set_digest, parse_calibrator
-    from warehouse.reviews import active_calibrators, has_review_tables, read_reviewed_evaluations
+    from stef.monitor.review import UNBIASED_STRATEGIES
+    from warehouse.reviews import has_review_tables, read_reviewed_evaluations
 
     points = dict(shipped_operating_points())
     if not has_review_tables(conn):
         return points
-    if CALIBRATION_VERSION_PREFIX in evaluator_version:
-        deployed = {app: parse_calibrator(doc, "warehouse") for app, doc in active_calibrators(conn)}
-        if deployed and evaluator_version.endswith(CALIBRATION_VERSION_PREFIX + calibrator_set_digest(deployed)):
-            main = deployed.get(None) or next(iter(deployed.values()))
-            point = artifact_operating_point(main.metadata, main.version, f"nested cross-validation of {main.version}")
+    fitted_at = None
+    deployment = deployment_calibrators_of(conn, evaluator_version)
+    if deployment is not None:
+        fitted_at, deployed = deployment
+        if set(deployed) == {None}:
+            only = deployed[None]
+            point = artifact_operating_point(only.metadata, only.version, f"nested cross-validation of {only.version}")
             if point is not None:
                 points = dict.fromkeys(points, point)
-    points.update(reviewed_operating_points(read_reviewed_evaluations(conn, evaluator_version)))
+    labelled = read_reviewed_evaluations(conn, evaluator_version, imported_after=fitted_at)
+    points.update(reviewed_operating_points([row for row in labelled if row["sample_strategy"] in UNBIASED_STRATEGIES]))
     return points
 
 

@@ -34,7 +34,7 @@ from stef.monitor.report import (
     report_data,
 )
 from tasks._runtime import io_task
-from tasks.drift_checks import drift_sample, operating_points_for, read_drift_sample
+from tasks.drift_checks import deployment_calibrators_of, drift_sample, operating_points_for, read_drift_sample
 from warehouse import connect, read_daily_metrics, resolve_path
 from warehouse.monitoring import (
     latest_evaluator_version,
@@ -138,7 +138,10 @@ def reviewer_agreement(conn: Any, version: str, points: Mapping[str, Any]) -> di
     stored = int(conn.execute("SELECT count(DISTINCT run_id) FROM reviews").fetchall()[0][0])
     if not stored:
         return None
-    rows = read_reviewed_evaluations(conn, version)
+    deployment = deployment_calibrators_of(conn, version)
+    fitted_at = None if deployment is None else deployment[0]
+    # a +calib version is measured only on labels its calibrator was not fitted on
+    rows = read_reviewed_evaluations(conn, version, imported_after=fitted_at)
 
     def reviewed(row: Mapping[str, Any]) -> Reviewed:
         score = row["score"] if row["status"] == "evaluated" else None
@@ -156,6 +159,7 @@ def reviewer_agreement(conn: Any, version: str, points: Mapping[str, Any]) -> di
             for week, items in sorted(weeks.items())
         ],
         "stored": stored,
+        "held_out_only": fitted_at is not None,
         "corrected": sorted(key for key, point in points.items() if str(point.source).startswith("reviewer labels")),
     }
 

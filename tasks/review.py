@@ -25,12 +25,13 @@ from stef.monitor.review import (
     sample_answers,
     write_review_file,
 )
-from warehouse import connect
+from warehouse import WarehouseError, connect, resolve_path
 from warehouse.monitoring import latest_evaluator_version
 from warehouse.reviews import (
     ReviewCounts,
     active_calibrators,
     evaluation_versions,
+    quarantine_reasons,
     read_review_candidates,
     read_reviews,
     read_run_inputs,
@@ -68,12 +69,12 @@ def write_sample(
             be written.
         ValueError: an unknown strategy or format, or ``n`` < 1.
     """
-    with connect(warehouse_path, read_only=True) as conn:
+    with connect(_existing(warehouse_path), read_only=True) as conn:
         version = latest_evaluator_version(conn, agent_id, start, end)
         candidates = read_review_candidates(conn, version, agent_id, app_id, start, end) if version else []
     if not candidates or version is None:
         raise InputError("no stored answers in the warehouse match the filters: nothing to sample")
-    rows = review_rows(sample_answers(candidates, n, strategy, seed))
+    rows = review_rows(sample_answers(candidates, n, strategy, seed), "all" if n >= len(candidates) else strategy)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         write_review_file(rows, out, file_format)
@@ -84,19 +85,23 @@ def write_sample(
 
 @dataclass(frozen=True)
 class ImportResult:
-    """What :func:`import_labels` did (:class:`warehouse.reviews.ReviewCounts`) and how many rows
-    of the file had no label yet."""
+    """What :func:`import_labels` did (:class:`warehouse.reviews.ReviewCounts`), how many rows
+    of the file had no label yet, and how many ``--skip-unknown`` left out."""
 
     counts: ReviewCounts
     labelled: int
     unlabelled: int
+    skipped: int = 0
 
 
-def import_labels(warehouse_path: str | None, path: Path, reviewer: str | None = None) -> ImportResult:
+def import_labels(
+    warehouse_path: str | None, path: Path, reviewer: str | None = None, skip_unknown: bool = False
+) -> ImportResult:
     """Validate a filled review file against the warehouse and store its labels (all or none).
 
-    A row is rejected when its run id has no evaluation in the warehouse, or names an
-    evaluator version the run was not scored with; without one, the run's newest evaluation is
+    A row is rejected when its run id has no evaluation in the warehouse (with ``skip_unknown``
+    it is left out and counted instead; a quarantined line is named with its reason), or names
+    an evaluator version the run was not scored with; without one, the run's newest evaluation is
     the one reviewed. The reviewer is ``reviewer``, else the file's (Label Studio's annotator),
     else the user running the command.
 
@@ -107,14 +112,28 @@ def import_labels(warehouse_path: str | None, path: Path, reviewer: str | None =
     labels = read_label_file(path)
     now = datetime.now(UTC).replace(tzinfo=None)
     default_reviewer = reviewer or _user()
-    with connect(warehouse_path) as conn:
+    with connect(_existing(warehouse_path)) as conn:
         versions = evaluation_versions(conn, [row.run_id for row in labels.rows])
+        unknown = [row.run_id for row in labels.rows if not versions.get(row.run_id)]
+        quarantined = quarantine_reasons(conn, unknown)
         problems: list[str] = []
         reviews: list[dict[str, Any]] = []
+        skipped = 0
         for row in labels.rows:
             stored = versions.get(row.run_id)
             if not stored:
-                problems.append(f"line {row.line}: run_id {row.run_id!r} is not an answer stored in the warehouse")
+                if skip_unknown:
+                    skipped += 1
+                elif row.run_id in quarantined:
+                    problems.append(
+                        f"line {row.line}: run_id {row.run_id!r} is a quarantined log line "
+                        f"({quarantined[row.run_id]}), not a scored answer (--skip-unknown leaves such rows out)"
+                    )
+                else:
+                    problems.append(
+                        f"line {row.line}: run_id {row.run_id!r} is not an answer stored in the warehouse "
+                        "(--skip-unknown leaves such rows out)"
+                    )
                 continue
             if row.evaluator_version is not None and row.evaluator_version not in stored:
                 problems.append(
@@ -131,6 +150,7 @@ def import_labels(warehouse_path: str | None, path: Path, reviewer: str | None =
                     "note": row.note,
                     "evaluator_version": row.evaluator_version or stored[0],
                     "reviewed_at": row.reviewed_at or now,
+                    "sample_strategy": row.sample_strategy,
                     "line_number": row.line,
                 }
             )
@@ -138,7 +158,21 @@ def import_labels(warehouse_path: str | None, path: Path, reviewer: str | None =
             shown = "; ".join(problems[:20]) + (f"; … and {len(problems) - 20} more" if len(problems) > 20 else "")
             raise LabelFileError(f"{path}: {len(problems)} bad row(s), nothing imported: {shown}")
         counts = store_reviews(conn, reviews, str(path))
-    return ImportResult(counts=counts, labelled=len(labels.rows), unlabelled=labels.unlabelled)
+    return ImportResult(counts=counts, labelled=len(labels.rows), unlabelled=labels.unlabelled, skipped=skipped)
+
+
+def _existing(warehouse_path: str | None) -> Path:
+    """The warehouse file, which must exist (a mistyped --warehouse never creates an empty one).
+
+    Raises:
+        WarehouseError: there is no such file.
+    """
+    target = resolve_path(warehouse_path)
+    if not target.is_file():
+        raise WarehouseError(
+            f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
+        )
+    return target
 
 
 def _user() -> str:
@@ -159,7 +193,7 @@ def review_stats(
         The overall figures with ``by_app``, ``by_evaluator_version`` and ``by_week`` lists (each
         entry: its key and its figures).
     """
-    with connect(warehouse_path, read_only=True) as conn:
+    with connect(_existing(warehouse_path), read_only=True) as conn:
         reviews = read_reviews(conn, app_id, agent_id)
         scores = read_scores_of_runs(conn, [r["run_id"] for r in reviews])
     overall = agreement([_reviewed(r) for r in reviews], seed)
@@ -239,7 +273,7 @@ def calibrate_from_reviews(
     from tasks.evaluate import rulebook
     from warehouse.observed import latest_observed_catalogs
 
-    with connect(warehouse_path, read_only=True) as conn:
+    with connect(_existing(warehouse_path), read_only=True) as conn:
         reviews = read_reviews(conn, app_id)
         inputs = read_run_inputs(conn, [r["run_id"] for r in reviews])
         needs_observed = any("+observed" in str(r["evaluator_version"]) for r in reviews)
@@ -307,7 +341,7 @@ def calibrate_from_reviews(
         except OSError as exc:
             raise InputError(f"{out}: cannot write the calibrator ({exc.strerror or exc})") from exc
     if store:
-        with connect(warehouse_path) as conn:
+        with connect(_existing(warehouse_path)) as conn:
             store_calibrator(
                 conn,
                 version,
@@ -331,7 +365,7 @@ def warehouse_calibrators(warehouse_path: str | None) -> tuple[tuple[str | None,
     path = resolve_path(warehouse_path)
     if str(path) != ":memory:" and not Path(path).exists():
         return ()
-    with connect(warehouse_path) as conn:  # writable: an older file gets the calibrators table first
+    with connect(_existing(warehouse_path)) as conn:  # writable: an older file gets the calibrators table first
         return active_calibrators(conn)
 
 

@@ -18,7 +18,16 @@ import duckdb
 
 from warehouse.transaction import transaction
 
-REVIEW_FIELDS = ("run_id", "reviewer", "label", "error_category", "note", "evaluator_version", "reviewed_at")
+REVIEW_FIELDS = (
+    "run_id",
+    "reviewer",
+    "label",
+    "error_category",
+    "note",
+    "evaluator_version",
+    "reviewed_at",
+    "sample_strategy",
+)
 """Keys of a review to store (:func:`store_reviews`); ``source_file`` and ``line_number`` come beside them."""
 
 
@@ -145,8 +154,8 @@ def store_reviews(
             conn.execute(
                 """
                 INSERT INTO reviews (run_id, reviewer, label, error_category, note, evaluator_version, reviewed_at,
-                                     source_file, line_number, imported_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                     sample_strategy, source_file, line_number, imported_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
                 [*(review[name] for name in REVIEW_FIELDS), source_file, int(review["line_number"]), now],
             )
@@ -250,6 +259,22 @@ def active_calibrators(conn: duckdb.DuckDBPyConnection) -> tuple[tuple[str | Non
     return tuple((None if app_id is None else str(app_id), str(artifact)) for app_id, artifact in rows)
 
 
+def calibrator_history(conn: duckdb.DuckDBPyConnection) -> list[tuple[datetime, tuple[tuple[str | None, str], ...]]]:
+    """Every set of calibrators that was active, oldest first: ``(created_at of the calibrator that
+    completed it, the set as in :func:`active_calibrators`)``; what an older ``+calib=`` evaluator
+    version was scored with."""
+    rows = conn.execute(
+        "SELECT app_id, CAST(artifact AS VARCHAR), created_at FROM calibrators ORDER BY created_at, calibrator_version"
+    ).fetchall()
+    history: list[tuple[datetime, tuple[tuple[str | None, str], ...]]] = []
+    active: dict[str | None, str] = {}
+    for app_id, artifact, created_at in rows:
+        active[None if app_id is None else str(app_id)] = str(artifact)
+        ordered = tuple(sorted(active.items(), key=lambda item: (item[0] is not None, item[0] or "")))
+        history.append((created_at, ordered))
+    return history
+
+
 def read_calibrators(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Every stored calibrator, newest first: ``calibrator_version``, ``app_id``, ``reviews``,
     ``figures`` (dict), ``created_at``."""
@@ -275,26 +300,32 @@ def read_run_inputs(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str]) -> 
     return {str(row[0]): dict(zip(names, row, strict=True)) for row in rows}
 
 
-def read_reviewed_evaluations(conn: duckdb.DuckDBPyConnection, evaluator_version: str) -> list[dict[str, Any]]:
+def read_reviewed_evaluations(
+    conn: duckdb.DuckDBPyConnection, evaluator_version: str, imported_after: datetime | None = None
+) -> list[dict[str, Any]]:
     """The reviewed answers' evaluations of ``evaluator_version`` with their newest label: ``run_id``,
     ``log_date``, ``label``, ``error_category``, ``status``, ``score``, ``p_correct``, ``judge``,
-    ``schema_checked``, ``observed_checked`` (what picks the calibrator of the p), by run id.
+    ``schema_checked``, ``observed_checked`` (what picks the calibrator of the p),
+    ``sample_strategy``, by run id. ``imported_after``: only labels imported later (those a
+    calibrator stored at that time was not fitted on).
 
     A label belongs to the answer, so it counts for every evaluator version that scored the answer.
     """
     rows = conn.execute(
         """
         WITH newest AS (
-            SELECT run_id, label, error_category FROM reviews
+            SELECT run_id, label, error_category, sample_strategy FROM reviews
+            WHERE $after IS NULL OR imported_at > $after
             QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY reviewed_at DESC, imported_at DESC, reviewer) = 1
         )
         SELECT e.run_id, e.log_date, v.label, v.error_category, e.status, e.score, e.p_correct, e.judge,
                coalesce(json_type(e.evidence, '$.schema_report') = 'OBJECT', false),
-               coalesce(json_type(e.evidence, '$.observed_report') = 'OBJECT', false)
+               coalesce(json_type(e.evidence, '$.observed_report') = 'OBJECT', false),
+               v.sample_strategy
         FROM newest AS v JOIN evaluations AS e ON e.run_id = v.run_id AND e.evaluator_version = $version
         ORDER BY e.run_id
         """,
-        {"version": evaluator_version},
+        {"version": evaluator_version, "after": imported_after},
     ).fetchall()
     names = (
         "run_id",
@@ -307,8 +338,26 @@ def read_reviewed_evaluations(conn: duckdb.DuckDBPyConnection, evaluator_version
         "judge",
         "schema_checked",
         "observed_checked",
+        "sample_strategy",
     )
     return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def quarantine_reasons(conn: duckdb.DuckDBPyConnection, run_ids: Sequence[str], limit: int = 50) -> dict[str, str]:
+    """The quarantine reason of each of the first ``limit`` of ``run_ids`` that is a quarantined log
+    line: its stored run id, or (a line too broken to read one) its raw text holding the quoted id."""
+    found: dict[str, str] = {}
+    for run_id in list(dict.fromkeys(run_ids))[:limit]:
+        rows = conn.execute(
+            """
+            SELECT reason FROM quarantine WHERE run_id = $id OR contains(raw, '"' || $id || '"')
+            ORDER BY run_id = $id DESC, quarantined_at DESC LIMIT 1
+            """,
+            {"id": run_id},
+        ).fetchall()
+        if rows:
+            found[run_id] = str(rows[0][0])
+    return found
 
 
 def has_review_tables(conn: duckdb.DuckDBPyConnection) -> bool:

@@ -321,7 +321,8 @@ def _quiet_stef_tracebacks() -> None:
 
 def read_calibrator_option(path: Path | None) -> tuple[tuple[str | None, str], ...]:
     """``--calibrator FILE.json`` as :attr:`stef.llm.settings.JudgeSettings.calibrators`: the
-    artifact for every app (``()`` without the option).
+    artifact for the app it was fitted for (``metadata.app_id``, from ``stef review calibrate
+    --app``), else for every app (``()`` without the option).
 
     Raises:
         CliError: the file cannot be read or is not a calibrator artifact.
@@ -343,7 +344,8 @@ def read_calibrator_option(path: Path | None) -> tuple[tuple[str | None, str], .
             f"--calibrator {path}: {calibrator.version} is not a deployment calibrator "
             "(write one with `stef review calibrate --out FILE.json`)"
         )
-    return ((None, document),)
+    app_id = calibrator.metadata.get("app_id")
+    return ((None if app_id is None else str(app_id), document),)
 
 
 def validate_dialect(name: str) -> str:

@@ -115,18 +115,27 @@ def import_(
         str | None,
         typer.Option("--reviewer", help="Who labelled (default: the file's annotator, else your user name)."),
     ] = None,
+    skip_unknown: Annotated[
+        bool,
+        typer.Option(
+            "--skip-unknown",
+            help="Leave out (and count) rows whose run_id has no stored evaluation instead of refusing the file.",
+        ),
+    ] = False,
 ) -> None:
     """Check every labelled row against the warehouse and store the labels (all or none)."""
     from tasks.review import import_labels
 
     with user_errors():
-        result = import_labels(warehouse, label_file, reviewer)
+        result = import_labels(warehouse, label_file, reviewer, skip_unknown)
     counts = result.counts
+    skipped = f"; {result.skipped} rows of answers not stored left out (--skip-unknown)" if result.skipped else ""
     console.print(
         Text(
             f"{one_line(label_file)}: {result.labelled} labelled rows: {counts.inserted} new, {counts.replaced} "
-            f"replaced, {counts.unchanged} unchanged; {result.unlabelled} rows without a label left out"
-        )
+            f"replaced, {counts.unchanged} unchanged; {result.unlabelled} rows without a label left out{skipped}"
+        ),
+        soft_wrap=True,
     )
 
 
@@ -149,6 +158,17 @@ def stats(
         console.print(Text("no reviews stored yet: `stef review sample`, then `stef review import`"))
         return
     console.print(_figures_table("Judge vs reviewers", [("all reviewed answers", figures)]))
+    classes = Table(
+        title="STEF's call (Φ ≥ 75 = correct) against the labels", box=box.SIMPLE_HEAD, title_justify="left"
+    )
+    for header in ("class", "precision [95 % CI]", "recall [95 % CI]"):
+        classes.add_column(header, justify="left" if header == "class" else "right")
+    for name in ("correct", "incorrect"):
+        classes.add_row(name, _with_ci(figures, f"precision_{name}"), _with_ci(figures, f"recall_{name}"))
+    console.print(classes)
+    console.print(
+        Text(f"AUROC of P(correct) {_with_ci(figures, 'auroc')}; expected calibration error {_with_ci(figures, 'ece')}")
+    )
     for key, title in (("by_app", "app_id"), ("by_evaluator_version", "evaluator_version"), ("by_week", "week")):
         rows = [(str(row.get(title) or "(none)"), row) for row in figures[key]]
         if len(rows) > 1 or key == "by_evaluator_version":

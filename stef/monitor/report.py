@@ -95,9 +95,10 @@ class ReportData:
         by_app, by_category, vs_previous: the breakdowns of :func:`breakdowns`.
         reviewers: the judge against reviewer labels (:func:`stef.monitor.review.agreement` of the
             reviewed answers this evaluator version scored, every week): the figures with
-            ``by_week`` (ISO week of the answers), ``stored`` (all stored reviews) and
-            ``corrected`` (calibration keys whose error-rate estimate uses the labels); ``None``
-            when the warehouse has no reviews.
+            ``by_week`` (ISO week of the answers), ``stored`` (all stored reviews),
+            ``held_out_only`` (a ``+calib`` version: only labels imported after its calibrator,
+            which were not used to fit it) and ``corrected`` (calibration keys whose error-rate
+            estimate uses the labels); ``None`` when the warehouse has no reviews.
     """
 
     week: str

@@ -56,6 +56,7 @@ REVIEW_COLUMNS = (
     "p_correct",
     "evidence",
     "evaluator_version",
+    "sample_strategy",
     "label",
     "error_category",
     "note",
@@ -93,8 +94,8 @@ def sample_answers(
             (:func:`warehouse.reviews.read_review_candidates`).
         n: sample size (≥ 1).
         strategy: ``random`` (uniform); ``uncertain`` (weighted sampling without replacement,
-            weight 1.05 − 2·|p − 0.5|: answers the judge is least sure about come first, the others
-            still appear); ``stratified`` (the same number from every score band × app, round robin,
+            weight 1.05 − 2·|p − 0.5|, 0.05 for an unscored answer: answers the judge is least sure
+            about come first, the others still appear); ``stratified`` (the same number from every score band × app, round robin,
             random within a stratum).
         seed: the random seed (the same seed and candidates give the same sample).
 
@@ -121,7 +122,8 @@ def sample_answers(
         keyed = []
         for row in pool:
             p = row.get("p_correct")
-            weight = 1.05 - 2.0 * abs((0.5 if p is None else float(p)) - 0.5)
+            # an unscored answer (no p) has a fixed call, "incorrect": least worth a reviewer's time
+            weight = 0.05 if p is None else 1.05 - 2.0 * abs(float(p) - 0.5)
             keyed.append((rng.random() ** (1.0 / weight), row))  # Efraimidis–Spirakis: top n keys
         chosen = [row for _, row in sorted(keyed, key=lambda item: -item[0])[:n]]
     else:
@@ -172,11 +174,19 @@ def _number(value: object, spec: str) -> str:
     return "–" if not isinstance(value, int | float) else format(float(value), spec)
 
 
-def review_rows(sample: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The sample as review-file rows (:data:`REVIEW_COLUMNS`), label columns empty."""
+UNBIASED_STRATEGIES = ("random", "all")
+"""Sample strategies whose labels estimate the judge's operating characteristics without bias
+(``all``: the sample is every candidate answer). Labels from ``uncertain`` or ``stratified`` samples
+over-represent some P(correct) values, so they are used for agreement figures and refits only."""
+
+
+def review_rows(sample: Sequence[Mapping[str, Any]], strategy: str | None = None) -> list[dict[str, Any]]:
+    """The sample as review-file rows (:data:`REVIEW_COLUMNS`), label columns empty;
+    ``sample_strategy`` is ``strategy`` (``all`` when the sample is every candidate)."""
     rows = []
     for row in sample:
         out = {name: row.get(name) for name in REVIEW_COLUMNS}
+        out["sample_strategy"] = strategy
         out["log_date"] = str(row.get("log_date")) if row.get("log_date") is not None else None
         out["evidence"] = evidence_summary(row)
         out["label"] = out["error_category"] = out["note"] = ""
@@ -197,7 +207,7 @@ def write_review_file(rows: Sequence[Mapping[str, Any]], path: Path, file_format
         writer = csv.DictWriter(buffer, fieldnames=list(REVIEW_COLUMNS), lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in REVIEW_COLUMNS})
+            writer.writerow({k: _spreadsheet_text(row.get(k)) for k in REVIEW_COLUMNS})
         text = buffer.getvalue()
     elif file_format == "jsonl":
         text = "".join(json.dumps({k: row.get(k) for k in REVIEW_COLUMNS}, ensure_ascii=False) + "\n" for row in rows)
@@ -213,6 +223,23 @@ def write_review_file(rows: Sequence[Mapping[str, Any]], path: Path, file_format
 
 
 _LABEL_KEYS = ("label", "error_category", "note")
+
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _spreadsheet_text(value: object) -> object:
+    """A CSV cell that a spreadsheet would run as a formula (``=HYPERLINK(…)``, ``+1``, ``@SUM``)
+    prefixed with ``'``, so Excel and Sheets show it as text (OWASP CSV injection).
+
+    >>> print(_spreadsheet_text('=HYPERLINK("http://x")'), _spreadsheet_text("SELECT 1"), _spreadsheet_text(80.0))
+    '=HYPERLINK("http://x") SELECT 1 80.0
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
 
 LABEL_STUDIO_CONFIG = (
     """<View>
@@ -251,6 +278,7 @@ class LabelRow:
         evaluator_version: the evaluation the reviewer was shown (``None``: not in the file).
         reviewer: who labelled it (Label Studio exports; ``None`` otherwise).
         reviewed_at: when (a naive UTC time; ``None``: not in the file).
+        sample_strategy: how ``stef review sample`` drew the answer (``None``: not in the file).
     """
 
     line: int
@@ -261,6 +289,7 @@ class LabelRow:
     evaluator_version: str | None = None
     reviewer: str | None = None
     reviewed_at: datetime | None = None
+    sample_strategy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -277,7 +306,8 @@ def read_label_file(path: Path) -> LabelFile:
     Rows with an empty ``label`` are not reviewed yet and are counted, not read. A row is bad
     when its run id is empty, its label is not one of ``correct`` / ``incorrect`` (also accepted:
     right/wrong, true/false, yes/no, 1/0), its error category is not an NL2SQL-BUGs category, its
-    ``reviewed_at`` is not an ISO-8601 time, or its run id appears twice.
+    ``reviewed_at`` is not an ISO-8601 time, its ``sample_strategy`` is unknown, or its run id
+    appears twice for one reviewer. A CSV may use ``,``, ``;`` or tabs between fields.
 
     Raises:
         LabelFileError: the file cannot be read, or any row is bad (every bad line is named).
@@ -297,12 +327,25 @@ def read_label_file(path: Path) -> LabelFile:
                     value = json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise LabelFileError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-                records.append((number, value if isinstance(value, dict) else {"run_id": None}))
+                if not isinstance(value, dict):
+                    raise LabelFileError(f"{path}:{number}: not a JSON object but {type(value).__name__}")
+                records.append((number, value))
     else:
-        reader = csv.DictReader(io.StringIO(text))
-        if reader.fieldnames is None or "run_id" not in reader.fieldnames or "label" not in reader.fieldnames:
-            raise LabelFileError(f"{path}: a CSV label file needs the columns run_id and label (header line)")
-        records = [(reader.line_num, dict(row)) for row in reader]
+        header = text.split("\n", 1)[0]
+        delimiter = max((",", ";", "\t"), key=header.count)  # Excel writes ';' in many locales
+        reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+        names = [str(name).strip() for name in reader.fieldnames or []]
+        if "run_id" not in names or "label" not in names:
+            raise LabelFileError(
+                f"{path}: a CSV label file needs the columns run_id and label in its header line "
+                f"(found: {', '.join(names[:12]) or 'none'})"
+            )
+        reader.fieldnames = names
+        records = []
+        start = 2
+        for row in reader:
+            records.append((start, {k: v for k, v in row.items() if k is not None}))
+            start = reader.line_num + 1
     return _checked(path, records)
 
 
@@ -318,12 +361,15 @@ def _label_studio_records(path: Path, text: str) -> list[tuple[int, dict[str, An
     records: list[tuple[int, dict[str, Any]]] = []
     for number, task in enumerate(tasks, start=1):
         if not isinstance(task, dict):
-            records.append((number, {"run_id": None}))
-            continue
-        row: dict[str, Any] = dict(task.get("data") or {})
+            raise LabelFileError(f"{path}: task {number} is not a JSON object but {type(task).__name__}")
         annotations = [a for a in task.get("annotations") or [] if isinstance(a, dict) and not a.get("was_cancelled")]
-        if annotations:
-            newest = max(annotations, key=lambda a: str(a.get("updated_at") or a.get("created_at") or ""))
+        newest_by_author: dict[str, dict[str, Any]] = {}
+        for annotation in sorted(annotations, key=lambda a: str(a.get("updated_at") or a.get("created_at") or "")):
+            newest_by_author[str(_annotator(annotation))] = annotation
+        if not newest_by_author:
+            records.append((number, {**dict(task.get("data") or {}), "label": ""}))
+        for newest in newest_by_author.values():
+            row: dict[str, Any] = dict(task.get("data") or {})
             for result in newest.get("result") or []:
                 if not isinstance(result, dict):
                     continue
@@ -333,22 +379,25 @@ def _label_studio_records(path: Path, text: str) -> list[tuple[int, dict[str, An
                     row[name] = value["choices"][0]
                 elif name == "note" and value.get("text"):
                     row["note"] = " ".join(str(t) for t in value["text"])
-            author = newest.get("completed_by")
-            if isinstance(author, dict):
-                author = author.get("email") or author.get("username") or author.get("id")
+            author = _annotator(newest)
             row["reviewer"] = None if author is None else str(author)
             row["reviewed_at"] = newest.get("updated_at") or newest.get("created_at")
-        else:
-            row["label"] = ""
-        records.append((number, row))
+            records.append((number, row))
     return records
+
+
+def _annotator(annotation: Mapping[str, Any]) -> object:
+    author = annotation.get("completed_by")
+    if isinstance(author, dict):
+        author = author.get("email") or author.get("username") or author.get("id")
+    return author
 
 
 def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> LabelFile:
     problems: list[str] = []
     rows: list[LabelRow] = []
     unlabelled = 0
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, str | None], int] = {}
     for number, record in records:
         run_id = _text(record.get("run_id"))
         raw_label = _text(record.get("label"))
@@ -385,10 +434,20 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> La
 
                 parsed = parsed.astimezone(UTC).replace(tzinfo=None)
             reviewed_at = parsed
-        if run_id in seen:
-            problems.append(f"line {number}: run_id {run_id!r} is labelled twice (first at line {seen[run_id]})")
+        reviewer = _text(record.get("reviewer"))
+        strategy = _text(record.get("sample_strategy"))
+        if strategy is not None and strategy not in (*STRATEGIES, "all"):
+            problems.append(
+                f"line {number}: sample_strategy {strategy!r} is not one of {', '.join((*STRATEGIES, 'all'))}"
+            )
             continue
-        seen[run_id] = number
+        if (run_id, reviewer) in seen:
+            who = f" by {reviewer!r}" if reviewer else ""
+            problems.append(
+                f"line {number}: run_id {run_id!r} is labelled twice{who} (first at line {seen[run_id, reviewer]})"
+            )
+            continue
+        seen[run_id, reviewer] = number
         rows.append(
             LabelRow(
                 line=number,
@@ -397,8 +456,9 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> La
                 error_category=category,
                 note=_text(record.get("note")),
                 evaluator_version=_text(record.get("evaluator_version")),
-                reviewer=_text(record.get("reviewer")),
+                reviewer=reviewer,
                 reviewed_at=reviewed_at,
+                sample_strategy=strategy,
             )
         )
     if problems:

