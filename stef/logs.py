@@ -21,6 +21,10 @@ from pydantic import ValidationError
 from stef.errors import InputError
 from stef.models import AgentLogRecord
 
+SOURCE_ERROR_KEY = "source_error"
+"""Key of a log line ``stef pull`` could not map from a trace span (:mod:`stef.traces.spans`): its
+value is the reason, and :func:`parse_line` rejects the line with it."""
+
 MAX_LINE_BYTES = 16 * 1024 * 1024
 """Lines longer than this are rejected without being decoded (16 MiB)."""
 
@@ -222,6 +226,9 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
     if not isinstance(payload, dict):
         return LogLine(source, line_number, None, f"not a JSON object but {type(payload).__name__}", text[:_SCAN_BYTES])
     run_id = _run_id_of(payload)
+    source_error = payload.get(SOURCE_ERROR_KEY)
+    if isinstance(source_error, str):  # a span `stef pull` could not map (stef.traces.spans)
+        return LogLine(source, line_number, None, f"unreadable trace span: {source_error}", text[:_SCAN_BYTES], run_id)
     reason = _structure_problem(payload, text)
     if reason is not None:
         return LogLine(source, line_number, None, reason, text[:_SCAN_BYTES], run_id)

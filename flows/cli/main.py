@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import typer
 
-from flows.cli import bench, campaign, catalog, evaluate, monitoring, nightly, review
+from flows.cli import bench, campaign, catalog, evaluate, monitoring, nightly, review, traces
 from flows.cli.common import OneLineUsageErrors
 
 app = typer.Typer(
@@ -52,6 +52,8 @@ catalog.register(app)
 
 # Reviewer labels: sample, import, agreement, deployment calibrator (`stef review ...`).
 review.register(app)
+# Trace stores: logs in from Phoenix / OTLP files, scores out (`stef pull ...`, `stef push ...`).
+traces.register(app)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,158 @@
+"""``stef pull ...`` / ``stef push ...``: logs from trace stores, scores back to them (issue 19).
+
+``pull phoenix`` reads a day's spans of an Arize Phoenix project (the official client) and
+``pull otlp`` reads OTLP JSON trace files; both write ``<logs-root>/<day>/<source>-<name>.jsonl``
+for ``stef nightly``. ``push phoenix`` writes one ``stef`` span annotation per scored SQL span;
+``push otlp`` emits the OpenTelemetry GenAI evaluation event per SQL span over OTLP/HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from flows.cli.common import CliError, console, user_errors
+from stef.display import one_line
+
+pull_app = typer.Typer(no_args_is_help=True, help="Write a day's log file from a trace store (Phoenix, OTLP JSON).")
+push_app = typer.Typer(no_args_is_help=True, help="Send a day's scores back to the trace store (Phoenix, OTLP).")
+
+_DATE = ["%Y-%m-%d"]
+_DAY = typer.Option("--date", formats=_DATE, help="The day (UTC), YYYY-MM-DD: spans that started in [D, D+1).")
+_LOGS_ROOT = typer.Option("--logs-root", help="Logs root: the file goes to <logs-root>/<day>/.")
+_MAPPING = typer.Option(
+    "--mapping", help="JSON file: which spans and attributes hold what (`stef pull json-schema` prints its schema)."
+)
+_WAREHOUSE = typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
+_VERSION = typer.Option(
+    "--evaluator-version", help="Push this evaluator version's scores (default: the newest per answer)."
+)
+_API_KEY = typer.Option("--api-key", help="Phoenix API key (default: $PHOENIX_API_KEY).")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``pull`` and ``push`` command groups to ``app``."""
+    app.add_typer(pull_app, name="pull")
+    app.add_typer(push_app, name="push")
+
+
+def _pulled(result: object) -> None:
+    from tasks.traces import PullResult
+
+    assert isinstance(result, PullResult)
+    console.print(
+        Text(
+            f"{result.path}: {result.records} records from {result.spans} spans"
+            + (
+                f"; {result.unreadable} SQL spans the mapping cannot read (quarantined by the nightly)"
+                if result.unreadable
+                else ""
+            )
+        ),
+        soft_wrap=True,
+    )
+
+
+@pull_app.command("phoenix")
+def pull_phoenix(
+    endpoint: Annotated[str, typer.Option("--endpoint", help="Phoenix server URL, e.g. http://127.0.0.1:6006.")],
+    project: Annotated[str, typer.Option("--project", help="Phoenix project name (the default agent_id).")],
+    day: Annotated[datetime, _DAY],
+    logs_root: Annotated[Path, _LOGS_ROOT] = Path("logs"),
+    mapping: Annotated[Path | None, _MAPPING] = None,
+    api_key: Annotated[str | None, _API_KEY] = None,
+) -> None:
+    """Write <logs-root>/<day>/phoenix-<project>.jsonl from the day's spans of a Phoenix project."""
+    from tasks.traces import pull_phoenix as pull
+    from tasks.traces import read_mapping
+
+    with user_errors():
+        _pulled(pull(endpoint, project, day.date(), logs_root, read_mapping(mapping), api_key))
+
+
+@pull_app.command("otlp")
+def pull_otlp(
+    inputs: Annotated[
+        list[Path], typer.Option("--input", help="OTLP JSON trace file or folder (*.json, *.jsonl); repeatable.")
+    ],
+    day: Annotated[datetime, _DAY],
+    logs_root: Annotated[Path, _LOGS_ROOT] = Path("logs"),
+    mapping: Annotated[Path | None, _MAPPING] = None,
+    project: Annotated[
+        str | None,
+        typer.Option(
+            "--project", help="Only this project's spans (resource openinference.project.name or service.name)."
+        ),
+    ] = None,
+) -> None:
+    """Write <logs-root>/<day>/otlp-<project or traces>.jsonl from OTLP JSON trace files."""
+    from tasks.traces import pull_otlp as pull
+    from tasks.traces import read_mapping
+
+    with user_errors():
+        _pulled(pull(inputs, day.date(), logs_root, read_mapping(mapping), project))
+
+
+@pull_app.command("json-schema")
+def mapping_json_schema() -> None:
+    """Print the JSON Schema of a --mapping file."""
+    from stef.traces.spans import SpanMapping
+
+    typer.echo(json.dumps(SpanMapping.model_json_schema(), indent=2))
+
+
+def _pushed(result: object, where: str) -> None:
+    from tasks.traces import PushResult
+
+    assert isinstance(result, PushResult)
+    version = f" (evaluator {one_line(result.evaluator_version)})" if result.evaluator_version else ""
+    console.print(
+        Text(f"{where}: {result.results} results sent, {result.unscored} of them unscored{version}"), soft_wrap=True
+    )
+
+
+@push_app.command("phoenix")
+def push_phoenix(
+    endpoint: Annotated[str, typer.Option("--endpoint", help="Phoenix server URL, e.g. http://127.0.0.1:6006.")],
+    day: Annotated[datetime, _DAY],
+    project: Annotated[
+        str | None,
+        typer.Option("--project", help="Only the answers pulled from this project (default: every pulled answer)."),
+    ] = None,
+    warehouse: Annotated[str | None, _WAREHOUSE] = None,
+    evaluator_version: Annotated[str | None, _VERSION] = None,
+    api_key: Annotated[str | None, _API_KEY] = None,
+) -> None:
+    """Annotate each pulled SQL span of the day with STEF's score (annotation `stef`; a rerun replaces it)."""
+    from tasks.traces import push_phoenix as push
+
+    with user_errors():
+        _pushed(push(endpoint, warehouse, day.date(), evaluator_version, api_key, project=project), endpoint)
+
+
+@push_app.command("otlp")
+def push_otlp(
+    endpoint: Annotated[str, typer.Option("--endpoint", help="OTLP/HTTP receiver, e.g. http://127.0.0.1:4318.")],
+    day: Annotated[datetime, _DAY],
+    warehouse: Annotated[str | None, _WAREHOUSE] = None,
+    evaluator_version: Annotated[str | None, _VERSION] = None,
+    header: Annotated[
+        list[str] | None, typer.Option("--header", help="HTTP header KEY=VALUE for the receiver; repeatable.")
+    ] = None,
+) -> None:
+    """Emit the OpenTelemetry GenAI evaluation event (gen_ai.evaluation.result) of each pulled SQL span of the day."""
+    from tasks.traces import push_otlp as push
+
+    with user_errors():
+        headers: dict[str, str] = {}
+        for item in header or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise CliError(f"--header {item!r}: expected KEY=VALUE")
+            headers[key.strip()] = value
+        _pushed(push(endpoint, warehouse, day.date(), evaluator_version, headers), endpoint)

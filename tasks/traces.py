@@ -1,0 +1,451 @@
+"""Pull agent logs from trace stores, push STEF's scores back (issue 19).
+
+- :func:`pull_phoenix`: the day's spans of a Phoenix project through the official client
+  (``arize-phoenix-client``, extra ``phoenix``), mapped by :func:`stef.traces.spans.map_spans`,
+  written as ``<logs-root>/<day>/phoenix-<project>.jsonl``.
+- :func:`pull_otlp`: the same from OTLP JSON trace files (the Collector's file exporter).
+- :func:`push_phoenix`: one span annotation ``stef`` per pulled answer of a day (score Φ, label
+  the verdict or the status, explanation, metadata), synchronous, with a stable identifier so a
+  rerun replaces the annotation.
+- :func:`push_otlp`: the OpenTelemetry GenAI evaluation event ``gen_ai.evaluation.result`` per
+  answer over OTLP/HTTP (OpenTelemetry SDK log exporter), linked to the SQL span.
+
+A day file is written whole to a temporary file and renamed, so a rerun rewrites it and a crash
+never leaves half a file; every SQL span gives one line (a record, or a ``source_error`` line the
+nightly quarantines with its reason).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
+from pathlib import Path
+from typing import Any
+
+from stef.errors import InputError
+from stef.logs import SOURCE_ERROR_KEY
+from stef.traces.otlp import (
+    EVALUATION_EVENT,
+    EVALUATION_NAME,
+    OtlpFileError,
+    evaluation_event_attributes,
+    evaluation_result,
+    read_otlp_json,
+)
+from stef.traces.spans import SourceSpan, SpanMapping, map_spans, parse_time
+
+__all__ = [
+    "ANNOTATION_IDENTIFIER",
+    "PHOENIX_PAGE_TIMEOUT_S",
+    "PullResult",
+    "PushResult",
+    "TraceSourceError",
+    "day_window",
+    "pull_otlp",
+    "pull_phoenix",
+    "push_otlp",
+    "push_phoenix",
+    "read_mapping",
+    "write_day_file",
+]
+
+PHOENIX_PAGE_TIMEOUT_S = 60
+"""Timeout of one Phoenix REST request, seconds (the client's default is 5)."""
+
+PHOENIX_SPAN_LIMIT = 10_000_000
+"""Most spans read for one day (the client pages 100 at a time with its cursor until then)."""
+
+ANNOTATION_IDENTIFIER = "stef-nightly"
+"""Identifier of STEF's span annotations: Phoenix keeps one annotation per (span, name,
+identifier), so pushing a day again replaces them."""
+
+ANNOTATION_BATCH = 500
+"""Span annotations per request."""
+
+
+class TraceSourceError(InputError):
+    """A trace store that cannot be read or written (unreachable, refused, not OTLP JSON)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    """What ``stef pull`` wrote.
+
+    Attributes:
+        path: the day file.
+        spans: spans read (the day's plus their traces' roots).
+        records: log records written.
+        unreadable: SQL spans written as ``source_error`` lines (quarantined by the nightly).
+    """
+
+    path: Path
+    spans: int
+    records: int
+    unreadable: int
+
+
+@dataclass(frozen=True, slots=True)
+class PushResult:
+    """What ``stef push`` sent: ``results`` annotations / events, of which ``unscored`` without Φ."""
+
+    results: int
+    unscored: int
+    evaluator_version: str | None
+
+
+def day_window(day: date) -> tuple[datetime, datetime]:
+    """``[day 00:00, day + 1 00:00)`` in UTC."""
+    start = datetime.combine(day, time(0), tzinfo=UTC)
+    return start, start + timedelta(days=1)
+
+
+def read_mapping(path: Path | None) -> SpanMapping:
+    """The ``--mapping`` file as a :class:`SpanMapping` (the defaults without one).
+
+    Raises:
+        InputError: unreadable, not JSON, or not a valid mapping (naming the key).
+    """
+    if path is None:
+        return SpanMapping()
+    from pydantic import ValidationError
+
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the mapping ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise InputError(f"{path}: the mapping is not JSON ({exc})") from exc
+    try:
+        return SpanMapping.model_validate(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+        raise InputError(f"{path}: invalid mapping at {where}: {first['msg']} ({exc.error_count()} error(s))") from exc
+
+
+def _safe_name(name: str) -> str:
+    """A project name as a file-name part (letters, digits, ``._-``; others as ``_``)."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name).strip("._") or "project"
+
+
+def write_day_file(logs_root: Path, day: date, name: str, lines: Sequence[Mapping[str, Any]]) -> Path:
+    """Write ``lines`` as ``<logs_root>/<day>/<name>.jsonl`` atomically (temporary file, rename)."""
+    folder = logs_root / day.isoformat()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.jsonl"
+    temporary = folder / f".{name}.jsonl.tmp"
+    with temporary.open("w", encoding="utf-8") as handle:
+        for line in lines:
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+    return path
+
+
+def _day_lines(
+    spans: Sequence[SourceSpan], project: str, mapping: SpanMapping, day: date, source: str
+) -> list[dict[str, Any]]:
+    """The log lines of the SQL spans that started on ``day`` (their traces' other spans may not)."""
+    start, end = day_window(day)
+    lines = map_spans(spans, project, mapping, source=source)
+    starts = {span.span_id: span.start_time for span in spans}
+    return [line for line in lines if start <= starts[line["span_id"]] < end]
+
+
+def _phoenix_client(endpoint: str, api_key: str | None) -> Any:
+    try:
+        from phoenix.client import Client
+    except ImportError as exc:
+        raise TraceSourceError(
+            "the Phoenix client is not installed: pip install 'stef[phoenix]' (arize-phoenix-client)"
+        ) from exc
+    return Client(base_url=endpoint, api_key=api_key)
+
+
+def _phoenix_span(raw: Mapping[str, Any]) -> SourceSpan:
+    context = raw.get("context") or {}
+    attributes = dict(raw.get("attributes") or {})
+    return SourceSpan(
+        trace_id=str(context["trace_id"]),
+        span_id=str(context["span_id"]),
+        parent_id=str(raw["parent_id"]) if raw.get("parent_id") else None,
+        name=str(raw.get("name") or ""),
+        kind=str(raw.get("span_kind") or attributes.get("openinference.span.kind") or "") or None,
+        start_time=parse_time(raw["start_time"]),
+        end_time=parse_time(raw["end_time"]) if raw.get("end_time") else None,
+        attributes=attributes,
+    )
+
+
+def _http_failure(exc: Exception, endpoint: str, what: str) -> TraceSourceError:
+    import httpx
+
+    if isinstance(exc, httpx.HTTPStatusError):
+        body = exc.response.text[:300].replace("\n", " ")
+        return TraceSourceError(f"{endpoint}: {what} failed with HTTP {exc.response.status_code}: {body}")
+    return TraceSourceError(f"{endpoint}: {what} failed: {exc}")
+
+
+def pull_phoenix(
+    endpoint: str,
+    project: str,
+    day: date,
+    logs_root: Path,
+    mapping: SpanMapping | None = None,
+    api_key: str | None = None,
+) -> PullResult:
+    """Read the day's spans of a Phoenix project and write its log file.
+
+    The SQL spans whose start time is in ``[day, day + 1)`` UTC give the records; the roots of
+    their traces are fetched by trace id when they started earlier.
+
+    Raises:
+        TraceSourceError: the client is missing, the server cannot be reached, or it refuses
+            (unknown project, HTTP error), naming the endpoint.
+    """
+    import httpx
+
+    mapping = mapping or SpanMapping()
+    client = _phoenix_client(endpoint, api_key or os.environ.get("PHOENIX_API_KEY"))
+    start, end = day_window(day)
+    try:
+        raw = client.spans.get_spans(
+            project_identifier=project,
+            start_time=start,
+            end_time=end,
+            limit=PHOENIX_SPAN_LIMIT,
+            timeout=PHOENIX_PAGE_TIMEOUT_S,
+        )
+        spans = {span.span_id: span for span in map(_phoenix_span, raw)}
+        have_root = {s.trace_id for s in spans.values() if s.parent_id is None}
+        missing = sorted({s.trace_id for s in spans.values()} - have_root)
+        for offset in range(0, len(missing), 50):
+            for extra in client.spans.get_spans(
+                project_identifier=project,
+                trace_ids=missing[offset : offset + 50],
+                limit=PHOENIX_SPAN_LIMIT,
+                timeout=PHOENIX_PAGE_TIMEOUT_S,
+            ):
+                span = _phoenix_span(extra)
+                spans.setdefault(span.span_id, span)
+    except (httpx.HTTPError, OSError) as exc:
+        raise _http_failure(exc, endpoint, f"reading the spans of project {project!r}") from exc
+    lines = _day_lines(list(spans.values()), project, mapping, day, "phoenix")
+    path = write_day_file(logs_root, day, f"phoenix-{_safe_name(project)}", lines)
+    unreadable = sum(1 for line in lines if SOURCE_ERROR_KEY in line)
+    return PullResult(path, len(spans), len(lines) - unreadable, unreadable)
+
+
+def _otlp_files(inputs: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in inputs:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl"}))
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise InputError(f"{path}: no such file or folder")
+    if not files:
+        raise InputError("no OTLP JSON files (*.json, *.jsonl) in " + ", ".join(map(str, inputs)))
+    return files
+
+
+def pull_otlp(
+    inputs: Sequence[Path],
+    day: date,
+    logs_root: Path,
+    mapping: SpanMapping | None = None,
+    project: str | None = None,
+) -> PullResult:
+    """Read OTLP JSON trace files (files or folders of ``*.json`` / ``*.jsonl``) and write the
+    day's log file ``otlp-<project or 'traces'>.jsonl``.
+
+    Args:
+        project: keep only this project's spans (resource ``openinference.project.name`` or
+            ``service.name``); it is also the default ``agent_id``. Without it every span is
+            read and each project names its own records' ``agent_id`` (``unknown`` without one).
+
+    Raises:
+        InputError: a missing input or a file that is not OTLP JSON (naming file and line).
+    """
+    mapping = mapping or SpanMapping()
+    by_project: dict[str, list[SourceSpan]] = {}
+    count = 0
+    for path in _otlp_files(inputs):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: cannot read ({exc})") from exc
+        try:
+            for name, span in read_otlp_json(text, str(path)):
+                if project is None or name == project:
+                    by_project.setdefault(name or project or "unknown", []).append(span)
+                    count += 1
+        except OtlpFileError as exc:
+            raise InputError(str(exc)) from exc
+    lines: list[dict[str, Any]] = []
+    for name, spans in sorted(by_project.items()):
+        lines.extend(_day_lines(spans, name, mapping, day, "otlp"))
+    lines.sort(key=lambda line: (line.get("timestamp") or "", line["span_id"]))
+    path = write_day_file(logs_root, day, f"otlp-{_safe_name(project or 'traces')}", lines)
+    unreadable = sum(1 for line in lines if SOURCE_ERROR_KEY in line)
+    return PullResult(path, count, len(lines) - unreadable, unreadable)
+
+
+def _results(
+    warehouse_path: str | None, day: date, evaluator_version: str | None, source_file_name: str | None = None
+) -> list[dict[str, Any]]:
+    from warehouse import connect, resolve_path
+    from warehouse.traces import read_span_evaluations
+
+    with connect(resolve_path(warehouse_path), read_only=True) as conn:
+        return read_span_evaluations(conn, day, evaluator_version, source_file_name)
+
+
+def push_phoenix(
+    endpoint: str,
+    warehouse_path: str | None,
+    day: date,
+    evaluator_version: str | None = None,
+    api_key: str | None = None,
+    project: str | None = None,
+) -> PushResult:
+    """Annotate every pulled answer of ``day`` (only those of ``phoenix-<project>.jsonl`` with
+    ``project``) on its Phoenix span (name ``stef``, annotator
+    ``CODE``, identifier :data:`ANNOTATION_IDENTIFIER`; score Φ, label the verdict or the
+    status, explanation the rationale and main evidence; metadata ``p_correct``, filter status,
+    band, evaluator version), :data:`ANNOTATION_BATCH` per synchronous request.
+
+    Raises:
+        TraceSourceError: the client is missing or the server refuses (naming the endpoint).
+    """
+    import httpx
+
+    rows = _results(
+        warehouse_path, day, evaluator_version, None if project is None else f"phoenix-{_safe_name(project)}.jsonl"
+    )
+    client = _phoenix_client(endpoint, api_key or os.environ.get("PHOENIX_API_KEY"))
+    annotations: list[dict[str, Any]] = []
+    unscored = 0
+    for row in rows:
+        result = evaluation_result(row)
+        unscored += result.score is None
+        outcome: dict[str, Any] = {"label": result.label, "explanation": result.explanation}
+        if result.score is not None:
+            outcome["score"] = result.score
+        annotations.append(
+            {
+                "name": EVALUATION_NAME,
+                "annotator_kind": "CODE",
+                "span_id": result.span_id,
+                "identifier": ANNOTATION_IDENTIFIER,
+                "result": outcome,
+                "metadata": result.metadata,
+            }
+        )
+    try:
+        for offset in range(0, len(annotations), ANNOTATION_BATCH):
+            client.spans.log_span_annotations(
+                span_annotations=annotations[offset : offset + ANNOTATION_BATCH], sync=True
+            )
+    except (httpx.HTTPError, OSError) as exc:
+        raise _http_failure(exc, endpoint, "writing the span annotations") from exc
+    versions = {row["evaluator_version"] for row in rows}
+    return PushResult(len(annotations), unscored, versions.pop() if len(versions) == 1 else None)
+
+
+def _otlp_logs_endpoint(endpoint: str) -> str:
+    """``http://host:4318`` → ``http://host:4318/v1/logs`` (a full ``…/v1/logs`` URL is kept)."""
+    trimmed = endpoint.rstrip("/")
+    return trimmed if trimmed.endswith("/v1/logs") else trimmed + "/v1/logs"
+
+
+def push_otlp(
+    endpoint: str,
+    warehouse_path: str | None,
+    day: date,
+    evaluator_version: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> PushResult:
+    """Emit one ``gen_ai.evaluation.result`` event per pulled answer of ``day`` over OTLP/HTTP
+    (protobuf, the OpenTelemetry SDK's log exporter), in the SQL span's trace context, from a
+    resource ``service.name=stef``.
+
+    Raises:
+        TraceSourceError: the OpenTelemetry SDK or exporter is missing (extra ``otel``) or the
+            receiver refused a batch.
+    """
+    try:
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        from opentelemetry.sdk._logs import LoggerProvider
+        from opentelemetry.sdk._logs.export import (
+            BatchLogRecordProcessor,
+            LogRecordExporter,
+            LogRecordExportResult,
+        )
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
+    except ImportError as exc:
+        raise TraceSourceError(
+            "the OpenTelemetry SDK is not installed: pip install 'stef[otel]' "
+            "(opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http)"
+        ) from exc
+
+    class _Checked(LogRecordExporter):
+        """The OTLP exporter, counting the batches it could not deliver."""
+
+        def __init__(self, inner: Any) -> None:
+            self.inner, self.failed = inner, 0
+
+        def export(self, batch: Any) -> Any:
+            outcome = self.inner.export(batch)
+            if outcome != LogRecordExportResult.SUCCESS:
+                self.failed += len(batch)
+            return outcome
+
+        def shutdown(self) -> None:
+            self.inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30_000) -> bool:
+            return bool(self.inner.force_flush(timeout_millis))
+
+    rows = _results(warehouse_path, day, evaluator_version)
+    url = _otlp_logs_endpoint(endpoint)
+    exporter = _Checked(OTLPLogExporter(endpoint=url, headers=dict(headers or {}), timeout=30))
+    provider = LoggerProvider(resource=Resource.create({"service.name": "stef"}))
+    provider.add_log_record_processor(BatchLogRecordProcessor(exporter, max_export_batch_size=512))
+    logger = provider.get_logger("stef")
+    unscored = 0
+    for row in rows:
+        result = evaluation_result(row)
+        unscored += result.score is None
+        context = None
+        if (
+            result.trace_id
+            and re.fullmatch(r"[0-9a-f]{32}", result.trace_id)
+            and re.fullmatch(r"[0-9a-f]{16}", result.span_id)
+        ):
+            span_context = SpanContext(
+                int(result.trace_id, 16),
+                int(result.span_id, 16),
+                is_remote=True,
+                trace_flags=TraceFlags(TraceFlags.SAMPLED),
+            )
+            context = set_span_in_context(NonRecordingSpan(span_context))
+        logger.emit(
+            event_name=EVALUATION_EVENT,
+            body=result.explanation,
+            attributes=evaluation_event_attributes(result),
+            context=context,
+        )
+    provider.force_flush()
+    provider.shutdown()
+    if exporter.failed:
+        raise TraceSourceError(f"{url}: {exporter.failed} of {len(rows)} evaluation events were not accepted")
+    versions = {row["evaluator_version"] for row in rows}
+    return PushResult(len(rows), unscored, versions.pop() if len(versions) == 1 else None)
