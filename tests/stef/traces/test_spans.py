@@ -135,7 +135,7 @@ def test_otlp_json_lines_are_read_with_hex_ids_nanosecond_times_and_typed_attrib
     }
     with pytest.raises(OtlpFileError, match=r"f\.json:2: not JSON"):
         read_otlp_json(json.dumps(export) + "\n{oops\n", "f.json")
-    with pytest.raises(OtlpFileError, match="f.json:1: no resourceSpans"):
+    with pytest.raises(OtlpFileError, match=r"f\.json:1: no resourceSpans"):
         read_otlp_json('{"resourceLogs": []}', "f.json")
 
 

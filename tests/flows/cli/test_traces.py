@@ -1,0 +1,248 @@
+"""`stef pull` / `stef push` against a real local Arize Phoenix server and a local OTLP receiver
+(issue 19): traces sent with the OpenTelemetry SDK in the OpenInference LangChain shape, pulled
+into a day's log file, scored by `stef nightly`, pushed back as span annotations and as
+`gen_ai.evaluation.result` events; nothing leaves 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from tests.flows.cli.cli_support import invoke, read_jsonl
+from tests.support.phoenix_server import TracedRun, free_port, phoenix_server, send_traces, wait_for_spans
+from warehouse import connect
+
+DAY = "2026-11-30"
+PROJECT = "sql-agent"
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with phoenix_server(tmp_path_factory.mktemp("phoenix")) as url:
+        yield url
+
+
+def _runs() -> list[TracedRun]:
+    start = datetime(2026, 11, 30, 6, 0, tzinfo=UTC)
+    runs = [
+        TracedRun(
+            question=f"How many singers are older than {18 + i % 40} in country {i % 7}?",
+            sql=f"SELECT count(*) FROM singer WHERE age > {18 + i % 40} AND country = 'c{i % 7}'",
+            start=start + timedelta(seconds=30 * i),
+            metadata={"agent_version": "v1" if i % 2 else "v2", "app_id": "concert_singer"},
+            sql_as_json=i % 3 != 0,
+        )
+        for i in range(240)
+    ]
+    # a trace whose root starts the day before, its SQL span on the day: fetched by trace id
+    runs.append(
+        TracedRun("Name every singer.", "SELECT name FROM singer", datetime(2026, 11, 29, 23, 59, 59, 800_000, tzinfo=UTC), {"agent_version": "v2"})
+    )  # fmt: skip
+    # another day: not pulled
+    runs.append(TracedRun("Oldest singer?", "SELECT max(age) FROM singer", datetime(2026, 11, 29, 12, 0, tzinfo=UTC)))
+    return runs
+
+
+@pytest.mark.flow
+def test_pull_nightly_push_twice_leaves_one_stef_annotation_per_sql_span(
+    phoenix: str, tmp_path: Path, prefect_harness: None
+) -> None:
+    runs = _runs()
+    unreadable = TracedRun(
+        "Broken?", "SELECT 1", datetime(2026, 11, 30, 20, 0, tzinfo=UTC), sql_span_name="execute_sql"
+    )
+    send_traces(phoenix, PROJECT, [*runs, unreadable])
+    # the unreadable span: JSON input without the SQL key
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.trace import set_span_in_context
+
+    provider = TracerProvider(resource=Resource.create({"openinference.project.name": PROJECT}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{phoenix}/v1/traces")))
+    tracer = provider.get_tracer("stef-tests")
+    t0 = int(datetime(2026, 11, 30, 21, 0, tzinfo=UTC).timestamp() * 1e9)
+    root = tracer.start_span("AgentExecutor", start_time=t0, attributes={"input.value": "Top singers?"})
+    bad = tracer.start_span("sql_db_query", context=set_span_in_context(root), start_time=t0 + 1000, attributes={"input.value": '{"statement": "SELECT 1"}'})  # fmt: skip
+    bad.end(end_time=t0 + 2000)
+    root.end(end_time=t0 + 3000)
+    provider.shutdown()
+    bad_id = format(bad.get_span_context().span_id, "016x")
+    wait_for_spans(phoenix, PROJECT, 3 * (len(runs) + 1) + 2)
+
+    logs = tmp_path / "logs"
+    pulled = invoke(
+        "pull", "phoenix", "--endpoint", phoenix, "--project", PROJECT, "--date", DAY, "--logs-root", str(logs)
+    )
+    assert pulled.exit_code == 0, pulled.output
+    day_file = logs / DAY / f"phoenix-{PROJECT}.jsonl"
+    assert "242 records" in pulled.stdout and "1 SQL spans the mapping cannot read" in pulled.stdout
+    lines = read_jsonl(day_file)
+    records = {line["run_id"]: line for line in lines if "source_error" not in line}
+    on_day = [*runs[:241], unreadable]
+    assert set(records) == {run.sql_span_id for run in on_day}
+    for run in on_day:
+        record = records[run.sql_span_id]
+        assert (record["question"], record["sql"]) == (run.question, run.sql)
+        assert record["agent_version"] == run.metadata.get("agent_version", "unknown")
+        assert record["trace_id"] == run.trace_id and record["agent_id"] == PROJECT
+    assert records[runs[0].sql_span_id]["tokens"] == {"prompt": 120, "completion": 30, "total": 150}
+    (broken,) = [line for line in lines if "source_error" in line]
+    assert broken["span_id"] == bad_id and "without query / sql" in broken["source_error"]
+    first_text = day_file.read_bytes()
+    again = invoke(
+        "pull", "phoenix", "--endpoint", phoenix, "--project", PROJECT, "--date", DAY, "--logs-root", str(logs)
+    )
+    assert again.exit_code == 0 and day_file.read_bytes() == first_text  # a rerun rewrites the same file
+
+    warehouse = str(tmp_path / "stef.duckdb")
+    night = invoke("nightly", "--date", DAY, "--logs-root", str(logs), "--warehouse", warehouse)
+    assert night.exit_code == 0, night.output
+    with connect(warehouse, read_only=True) as conn:
+        (reason,) = conn.execute("SELECT reason FROM quarantine WHERE run_id = ?", [bad_id]).fetchall()[0]
+        stored = dict(conn.execute("SELECT run_id, score FROM evaluations").fetchall())
+    assert reason.startswith("unreadable trace span: SQL span 'sql_db_query'")
+
+    for _ in range(2):
+        pushed = invoke(
+            "push", "phoenix", "--endpoint", phoenix, "--project", PROJECT, "--date", DAY, "--warehouse", warehouse
+        )
+        assert pushed.exit_code == 0, pushed.output
+        assert "243 results sent, 1 of them unscored" in pushed.stdout
+    from phoenix.client import Client
+
+    span_ids = [run.sql_span_id for run in on_day] + [bad_id]
+    annotations = Client(base_url=phoenix).spans.get_span_annotations(
+        span_ids=span_ids, project_identifier=PROJECT, include_annotation_names=["stef"], limit=10_000
+    )
+    by_span: dict[str, list[dict[str, Any]]] = {}
+    for annotation in annotations:
+        by_span.setdefault(annotation["span_id"], []).append(dict(annotation))
+    assert sorted(by_span) == sorted(span_ids) and all(len(v) == 1 for v in by_span.values())
+    for span_id, (annotation,) in by_span.items():
+        assert annotation["annotator_kind"] == "CODE"
+        assert annotation["result"].get("score") == stored[span_id]
+    assert by_span[bad_id][0]["result"]["label"] == "invalid_input"
+    assert by_span[runs[0].sql_span_id][0]["metadata"]["evaluator_version"]
+
+
+def test_an_unreachable_phoenix_is_one_error_line_naming_the_endpoint(tmp_path: Path) -> None:
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    result = invoke(
+        "pull", "phoenix", "--endpoint", endpoint, "--project", "p", "--date", DAY, "--logs-root", str(tmp_path)
+    )
+    assert result.exit_code == 2
+    assert f"error: {endpoint}: reading the spans of project 'p' failed" in result.output
+    assert not (tmp_path / DAY).exists() or not list((tmp_path / DAY).iterdir())
+
+
+def test_a_bad_mapping_file_is_refused_naming_the_key(tmp_path: Path) -> None:
+    mapping = tmp_path / "mapping.json"
+    mapping.write_text(json.dumps({"sql_span_names": "execute_sql"}), encoding="utf-8")
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    result = invoke(
+        "pull", "otlp", "--input", str(bundled), "--date", DAY, "--logs-root", str(tmp_path), "--mapping", str(mapping)
+    )
+    assert result.exit_code == 2 and "invalid mapping at sql_span_names" in result.output
+    schema = json.loads(invoke("pull", "json-schema").stdout)
+    assert "sql_span_names" in schema["properties"]
+
+
+class _Receiver(BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver on 127.0.0.1 that keeps every request body it is sent."""
+
+    bodies: ClassVar[list[tuple[str, bytes]]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        type(self).bodies.append((self.path, self.rfile.read(length)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.flow
+def test_otlp_file_pull_nightly_and_evaluation_events_to_a_local_receiver(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    logs = tmp_path / "logs"
+    pulled = invoke("pull", "otlp", "--input", str(bundled), "--date", DAY, "--logs-root", str(logs))
+    assert pulled.exit_code == 0, pulled.output
+    lines = read_jsonl(logs / DAY / "otlp-traces.jsonl")
+    assert [line["run_id"] for line in lines] == ["a1b2c3d4e5f60718", "run-0002", "c1b2c3d4e5f6071a"]
+    assert lines[2]["sql"].startswith("SELECT DISTINCT T1.creation FROM department")  # db.query.text
+    assert {line["agent_id"] for line in lines} == {"sql-agent"} and lines[0]["latency_ms"] == 1200.0
+    warehouse = str(tmp_path / "stef.duckdb")
+    assert invoke("nightly", "--date", DAY, "--logs-root", str(logs), "--warehouse", warehouse).exit_code == 0
+    with connect(warehouse, read_only=True) as conn:
+        scores = dict(conn.execute("SELECT run_id, score FROM evaluations").fetchall())
+
+    _Receiver.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        pushed = invoke(
+            "push", "otlp", "--endpoint", endpoint, "--date", DAY, "--warehouse", warehouse, "--header", "x-team=sql"
+        )
+        assert pushed.exit_code == 0, pushed.output
+        assert "3 results sent" in pushed.stdout
+    finally:
+        server.shutdown()
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    events = []
+    for path, body in _Receiver.bodies:
+        assert path == "/v1/logs"
+        request = ExportLogsServiceRequest()
+        request.ParseFromString(body)
+        for resource_logs in request.resource_logs:
+            for scope_logs in resource_logs.scope_logs:
+                events.extend(scope_logs.log_records)
+    assert len(events) == 3
+    by_span = {event.span_id.hex(): event for event in events}
+    for line in lines:
+        event = by_span[line["span_id"]]
+        assert event.event_name == "gen_ai.evaluation.result" and event.trace_id.hex() == line["trace_id"]
+        attributes = {a.key: a.value for a in event.attributes}
+        assert attributes["gen_ai.evaluation.name"].string_value == "stef"
+        assert attributes["gen_ai.evaluation.score.value"].double_value == scores[line["run_id"]]
+        assert attributes["stef.run_id"].string_value == line["run_id"]
+
+
+def test_a_receiver_that_refuses_is_an_error(tmp_path: Path, prefect_harness: None) -> None:
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    logs = tmp_path / "logs"
+    assert invoke("pull", "otlp", "--input", str(bundled), "--date", DAY, "--logs-root", str(logs)).exit_code == 0
+    warehouse = str(tmp_path / "stef.duckdb")
+    assert invoke("nightly", "--date", DAY, "--logs-root", str(logs), "--warehouse", warehouse).exit_code == 0
+
+    class Refusing(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(400)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        result = invoke("push", "otlp", "--endpoint", endpoint, "--date", DAY, "--warehouse", warehouse)
+    finally:
+        server.shutdown()
+    assert result.exit_code == 2 and "3 of 3 evaluation events were not accepted" in result.output
