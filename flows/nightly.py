@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal, cast
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
 from flows.progress import batch_evaluated, evaluation_finished, evaluation_started
-from stef.errors import InputError
+from stef.errors import InputError, StefError
 from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
 from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings, preflight
 from stef.models import BATCH_SIZE, EVALUATOR_VERSION, CompactEvaluation
@@ -39,6 +39,7 @@ from tasks import (
 )
 from tasks.drift import nightly_drift_step
 from tasks.evaluate import RecordBatch, batches, rulebook
+from tasks.traces import PUSH_TARGETS, TraceSource, is_transient, pull_source, push_day
 from warehouse import resolve_path
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
@@ -67,6 +68,9 @@ class NightlySummary:
             records, why, how many records then got the symbolic verdict without a request);
             ``None`` while it stayed closed (or with the process / Dask task runner, whose
             workers each log their own breaker).
+        pulled: what ``--source phoenix|otlp`` wrote before the run (``None`` for log files).
+        pushed: what ``--push`` sent after it; ``push_error``: why it failed (the day is stored
+            either way).
     """
 
     log_date: date
@@ -81,6 +85,9 @@ class NightlySummary:
     drift_checks: list[dict[str, Any]] = field(default_factory=list)
     drift_error: str | None = None
     judge_breaker: str | None = None
+    pulled: str | None = None
+    pushed: str | None = None
+    push_error: str | None = None
 
 
 TaskRunnerKind = Literal["thread", "process", "dask"]
@@ -183,6 +190,13 @@ def nightly(
     schema_dir: str | None = None,
     observed_catalog: str | None = None,
     learn_catalog: bool = False,
+    source: str = "files",
+    source_endpoint: str | None = None,
+    source_project: str | None = None,
+    source_input: list[str] | None = None,
+    source_mapping: str | None = None,
+    push: str | None = None,
+    push_endpoint: str | None = None,
 ) -> NightlySummary:
     """Score one day of agent logs into the warehouse.
 
@@ -214,6 +228,15 @@ def nightly(
             a schema; the day is stored under the evaluator version with ``+observed``.
         learn_catalog: learn the observed catalogs from the warehouse's answers of the 30 days
             before the day, store them (``observed_catalogs``) and use them (``+observed`` too).
+        source: ``files`` (the day folder as it is), ``phoenix`` or ``otlp``: pull the day's spans
+            into ``<logs_root>/<day>/`` first (:func:`tasks.traces.pull_source`), then score.
+        source_endpoint, source_project: the Phoenix URL and project (``phoenix``); the project
+            filter for ``otlp``.
+        source_input: OTLP JSON files or folders (``otlp``).
+        source_mapping: a span mapping JSON file (``stef pull json-schema``).
+        push: ``phoenix`` or ``otlp``: send the day's scores there at the end
+            (:func:`tasks.traces.push_day`); a failure is logged and returned in the summary.
+        push_endpoint: the receiver (default: ``source_endpoint`` when pushing to Phoenix).
 
     Returns:
         A :class:`NightlySummary`.
@@ -248,6 +271,16 @@ def nightly(
         get_run_logger().warning("%s", warning)
     day = resolve_log_date(log_date)
     warehouse_path = str(resolve_path(warehouse))
+    trace_source = None
+    if source != "files":
+        trace_source = TraceSource(source, source_endpoint, source_project, tuple(source_input or ()), source_mapping)
+        trace_source.check()
+    push_to = push_target(push, push_endpoint or (source_endpoint if push == "phoenix" else None))
+    pulled = None
+    if trace_source is not None:
+        result = pull_traces(trace_source, day, logs_root)
+        pulled = f"{result.path}: {result.records} records from {result.spans} spans ({result.unreadable} unreadable)"
+        get_run_logger().info("pulled %s", pulled)
     lines = load_logs(logs_root, day)
     check_warehouse(warehouse_path)  # a locked or unwritable warehouse fails here, before any evaluation
     settings = with_deployment_calibrators(settings, warehouse_path)
@@ -296,6 +329,14 @@ def nightly(
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
     publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
     drift = nightly_drift_step(warehouse_path, day, stored.evaluator_version)  # never raises
+    pushed = push_error = None
+    if push_to is not None:
+        try:
+            sent = push_scores(push_to[0], push_to[1], warehouse_path, day, stored.evaluator_version, source_project)
+            pushed = f"{sent.results} results sent to {push_to[0]} {push_to[1]} ({sent.unscored} unscored)"
+        except StefError as exc:  # the day is stored: say why the push failed, do not fail the run
+            push_error = str(exc)
+            get_run_logger().error("push to %s failed: %s", push_to[0], exc)
     return NightlySummary(
         log_date=day,
         records=stored.lines,
@@ -309,7 +350,28 @@ def nightly(
         drift_checks=drift.checks,
         drift_error=drift.error,
         judge_breaker=breaker_summary,
+        pulled=pulled,
+        pushed=pushed,
+        push_error=push_error,
     )
+
+
+def push_target(push: str | None, endpoint: str | None) -> tuple[str, str] | None:
+    """``(target, endpoint)`` of ``--push``, checked before any work; ``None`` without it."""
+    if push is None:
+        return None
+    if push not in PUSH_TARGETS:
+        raise InputError(f"unknown push target {push!r}: use one of {', '.join(PUSH_TARGETS)}")
+    if not endpoint:
+        raise InputError(f"--push {push} needs --push-endpoint URL")
+    return push, endpoint
+
+
+pull_traces = task(name="pull-traces", retries=2, retry_delay_seconds=5, retry_condition_fn=is_transient)(pull_source)
+"""The pull as a Prefect task: retried twice on an unreachable or failing (5xx) store."""
+
+push_scores = task(name="push-scores", retries=2, retry_delay_seconds=5, retry_condition_fn=is_transient)(push_day)
+"""The push as a Prefect task, retried the same way."""
 
 
 def run_nightly(

@@ -41,12 +41,17 @@ from stef.traces.spans import SourceSpan, SpanMapping, map_spans, parse_time
 __all__ = [
     "ANNOTATION_IDENTIFIER",
     "PHOENIX_PAGE_TIMEOUT_S",
+    "PUSH_TARGETS",
+    "TRACE_SOURCES",
     "PullResult",
     "PushResult",
+    "TraceSource",
     "TraceSourceError",
     "day_window",
     "pull_otlp",
     "pull_phoenix",
+    "pull_source",
+    "push_day",
     "push_otlp",
     "push_phoenix",
     "read_mapping",
@@ -68,7 +73,20 @@ ANNOTATION_BATCH = 500
 
 
 class TraceSourceError(InputError):
-    """A trace store that cannot be read or written (unreachable, refused, not OTLP JSON)."""
+    """A trace store that cannot be read or written (unreachable, refused, not OTLP JSON).
+
+    Attributes:
+        transient: the server could not be reached or answered 5xx: worth retrying.
+    """
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def is_transient(task: Any, task_run: Any, state: Any) -> bool:
+    """``retry_condition_fn`` of the pull and push tasks: retry a transient :class:`TraceSourceError`."""
+    return isinstance(state.data, TraceSourceError) and state.data.transient
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,8 +205,9 @@ def _http_failure(exc: Exception, endpoint: str, what: str) -> TraceSourceError:
 
     if isinstance(exc, httpx.HTTPStatusError):
         body = exc.response.text[:300].replace("\n", " ")
-        return TraceSourceError(f"{endpoint}: {what} failed with HTTP {exc.response.status_code}: {body}")
-    return TraceSourceError(f"{endpoint}: {what} failed: {exc}")
+        status = exc.response.status_code
+        return TraceSourceError(f"{endpoint}: {what} failed with HTTP {status}: {body}", transient=status >= 500)
+    return TraceSourceError(f"{endpoint}: {what} failed: {exc}", transient=True)
 
 
 def pull_phoenix(
@@ -446,6 +465,81 @@ def push_otlp(
     provider.force_flush()
     provider.shutdown()
     if exporter.failed:
-        raise TraceSourceError(f"{url}: {exporter.failed} of {len(rows)} evaluation events were not accepted")
+        raise TraceSourceError(
+            f"{url}: {exporter.failed} of {len(rows)} evaluation events were not accepted", transient=True
+        )
     versions = {row["evaluator_version"] for row in rows}
     return PushResult(len(rows), unscored, versions.pop() if len(versions) == 1 else None)
+
+
+TRACE_SOURCES = ("files", "phoenix", "otlp")
+"""Where the nightly flow gets a day's logs (``--source``): the log folder as it is, or pulled first."""
+
+PUSH_TARGETS = ("phoenix", "otlp")
+"""Where the nightly flow can send the day's scores at its end (``--push``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSource:
+    """A trace store the nightly flow pulls the day from (``stef nightly --source``).
+
+    Attributes:
+        kind: ``phoenix`` or ``otlp``.
+        endpoint: the Phoenix URL (``phoenix``).
+        project: the Phoenix project (``phoenix``, required) or the OTLP project filter.
+        inputs: OTLP JSON files or folders (``otlp``, required).
+        mapping: a ``--mapping`` JSON file.
+    """
+
+    kind: str
+    endpoint: str | None = None
+    project: str | None = None
+    inputs: tuple[str, ...] = ()
+    mapping: str | None = None
+
+    def check(self) -> None:
+        """Raise :class:`InputError` for a missing or unknown setting, before any work."""
+        if self.kind not in TRACE_SOURCES[1:]:
+            raise InputError(f"unknown log source {self.kind!r}: use one of {', '.join(TRACE_SOURCES)}")
+        if self.kind == "phoenix" and (not self.endpoint or not self.project):
+            raise InputError("--source phoenix needs --source-endpoint URL and --source-project NAME")
+        if self.kind == "otlp" and not self.inputs:
+            raise InputError("--source otlp needs --source-input PATH (an OTLP JSON file or folder)")
+        read_mapping(None if self.mapping is None else Path(self.mapping))
+
+
+def pull_source(source: TraceSource, day: date, logs_root: str) -> PullResult:
+    """Pull ``day`` from ``source`` into ``<logs_root>/<day>/`` (:func:`pull_phoenix`, :func:`pull_otlp`).
+
+    Raises:
+        InputError: ``logs_root`` is not a local folder (a pulled file is written locally), or
+            what the pull raises.
+    """
+    if "://" in logs_root:
+        raise InputError(f"--source {source.kind} writes the day's file locally: {logs_root} is not a local folder")
+    source.check()
+    mapping = read_mapping(None if source.mapping is None else Path(source.mapping))
+    if source.kind == "phoenix":
+        assert source.endpoint is not None and source.project is not None
+        return pull_phoenix(source.endpoint, source.project, day, Path(logs_root), mapping)
+    return pull_otlp([Path(p) for p in source.inputs], day, Path(logs_root), mapping, source.project)
+
+
+def push_day(
+    target: str,
+    endpoint: str,
+    warehouse_path: str,
+    day: date,
+    evaluator_version: str | None = None,
+    project: str | None = None,
+) -> PushResult:
+    """Send the day's scores to ``target`` (:func:`push_phoenix` or :func:`push_otlp`).
+
+    Raises:
+        InputError: an unknown target; and what the push raises.
+    """
+    if target == "phoenix":
+        return push_phoenix(endpoint, warehouse_path, day, evaluator_version, project=project)
+    if target == "otlp":
+        return push_otlp(endpoint, warehouse_path, day, evaluator_version)
+    raise InputError(f"unknown push target {target!r}: use one of {', '.join(PUSH_TARGETS)}")

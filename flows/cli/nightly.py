@@ -29,6 +29,7 @@ from flows.cli.common import (
     CliError,
     console,
     drift_sentences,
+    err_console,
     number,
     percent,
     running_flows,
@@ -211,6 +212,39 @@ def nightly(
             "(default: $STEF_NOTIFY_WEBHOOK).",
         ),
     ] = None,
+    source: Annotated[
+        str,
+        typer.Option(
+            "--source",
+            metavar="files|phoenix|otlp",
+            help="files: the day folder as it is; phoenix / otlp: pull the day's spans into it first (`stef pull`).",
+        ),
+    ] = "files",
+    source_endpoint: Annotated[
+        str | None, typer.Option("--source-endpoint", metavar="URL", help="Phoenix server URL (--source phoenix).")
+    ] = None,
+    source_project: Annotated[
+        str | None,
+        typer.Option("--source-project", help="Phoenix project (--source phoenix); project filter for --source otlp."),
+    ] = None,
+    source_input: Annotated[
+        list[str] | None,
+        typer.Option("--source-input", metavar="PATH", help="OTLP JSON file or folder (--source otlp); repeatable."),
+    ] = None,
+    source_mapping: Annotated[
+        str | None,
+        typer.Option("--source-mapping", metavar="FILE", help="Span mapping JSON (`stef pull json-schema`)."),
+    ] = None,
+    push: Annotated[
+        str | None,
+        typer.Option("--push", metavar="phoenix|otlp", help="Send the day's scores there at the end (`stef push`)."),
+    ] = None,
+    push_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--push-endpoint", metavar="URL", help="Receiver of --push (default for phoenix: --source-endpoint)."
+        ),
+    ] = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Show only warnings and errors of Prefect on the console.")
     ] = False,
@@ -240,7 +274,15 @@ def nightly(
             os.environ[NOTIFY_WEBHOOK_ENV] = notify_webhook  # read by the drift step, in this process and its workers
 
         day = resolve_log_date(log_date.date() if log_date is not None else None)
-        if not day_has_logs(logs_root, day):  # before Prefect starts: said once, at once
+        if source != "files":
+            from tasks.traces import TraceSource
+
+            TraceSource(source, source_endpoint, source_project, tuple(source_input or ()), source_mapping).check()
+        if push is not None:
+            from flows.nightly import push_target
+
+            push_target(push, push_endpoint or (source_endpoint if push == "phoenix" else None))
+        if source == "files" and not day_has_logs(logs_root, day):  # before Prefect starts: said once, at once
             raise CliError(
                 f"no logs for {day} in {one_line(logs_root)} (expected "
                 f"{one_line(logs_root.rstrip('/'))}/{day}/*.jsonl); nothing was run or stored"
@@ -266,8 +308,21 @@ def nightly(
                 schema_dir=schema_dir,
                 observed_catalog=observed_catalog,
                 learn_catalog=learn_catalog,
+                source=source,
+                source_endpoint=source_endpoint,
+                source_project=source_project,
+                source_input=source_input,
+                source_mapping=source_mapping,
+                push=push,
+                push_endpoint=push_endpoint,
             )
+    if summary.pulled:
+        console.print(Text(f"pulled {summary.pulled}"), soft_wrap=True)
     console.print(summary_line(summary), soft_wrap=True)
+    if summary.pushed:
+        console.print(Text(f"pushed {summary.pushed}"), soft_wrap=True)
+    if summary.push_error:
+        err_console.print(Text.assemble(("push failed: ", "bold red"), summary.push_error), soft_wrap=True)
     for line in drift_sentences(summary.drift_checks):
         console.print(line, soft_wrap=True)
     if summary.judge != "symbolic":

@@ -246,3 +246,64 @@ def test_a_receiver_that_refuses_is_an_error(tmp_path: Path, prefect_harness: No
     finally:
         server.shutdown()
     assert result.exit_code == 2 and "3 of 3 evaluation events were not accepted" in result.output
+
+
+@pytest.mark.flow
+def test_the_nightly_flow_pulls_from_phoenix_and_pushes_back(
+    phoenix: str, tmp_path: Path, prefect_harness: None
+) -> None:
+    project = "nightly-agent"
+    start = datetime(2026, 11, 28, 8, 0, tzinfo=UTC)
+    runs = [
+        TracedRun(f"How many singers are from country {i}?", f"SELECT count(*) FROM singer WHERE country = 'c{i}'", start + timedelta(minutes=i), {"agent_version": "v3"})
+        for i in range(5)
+    ]  # fmt: skip
+    send_traces(phoenix, project, runs)
+    wait_for_spans(phoenix, project, 15)
+    warehouse, logs = str(tmp_path / "stef.duckdb"), str(tmp_path / "logs")
+    night = invoke(
+        "nightly", "--date", "2026-11-28", "--logs-root", logs, "--warehouse", warehouse,
+        "--source", "phoenix", "--source-endpoint", phoenix, "--source-project", project, "--push", "phoenix",
+    )  # fmt: skip
+    assert night.exit_code == 0, night.output
+    assert "pulled " in night.stdout and "5 records from 15 spans" in night.stdout
+    assert f"pushed 5 results sent to phoenix {phoenix} (0 unscored)" in night.stdout
+    from phoenix.client import Client
+
+    annotations = Client(base_url=phoenix).spans.get_span_annotations(
+        span_ids=[run.sql_span_id for run in runs], project_identifier=project, include_annotation_names=["stef"]
+    )
+    assert sorted(a["span_id"] for a in annotations) == sorted(run.sql_span_id for run in runs)
+
+
+def test_nightly_source_and_push_settings_are_checked_before_any_work(tmp_path: Path) -> None:
+    args = ("nightly", "--date", DAY, "--logs-root", str(tmp_path), "--warehouse", str(tmp_path / "w.duckdb"))
+    missing = invoke(*args, "--source", "phoenix", "--source-endpoint", "http://127.0.0.1:1")
+    assert (
+        missing.exit_code == 2
+        and "--source phoenix needs --source-endpoint URL and --source-project NAME" in missing.output
+    )
+    unknown = invoke(*args, "--source", "kafka")
+    assert unknown.exit_code == 2 and "unknown log source 'kafka'" in unknown.output
+    no_endpoint = invoke(*args, "--push", "otlp")
+    assert no_endpoint.exit_code == 2 and "--push otlp needs --push-endpoint URL" in no_endpoint.output
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+@pytest.mark.flow
+def test_the_nightly_flow_pulls_otlp_files_and_pushes_evaluation_events(tmp_path: Path, prefect_harness: None) -> None:
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    _Receiver.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        night = invoke(
+            "nightly", "--date", DAY, "--logs-root", str(tmp_path / "logs"), "--warehouse", str(tmp_path / "w.duckdb"),
+            "--source", "otlp", "--source-input", str(bundled), "--push", "otlp", "--push-endpoint", endpoint,
+        )  # fmt: skip
+    finally:
+        server.shutdown()
+    assert night.exit_code == 0, night.output
+    assert "3 records from 9 spans" in night.stdout and "pushed 3 results sent to otlp" in night.stdout
+    assert [path for path, _ in _Receiver.bodies] == ["/v1/logs"]
