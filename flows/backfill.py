@@ -80,6 +80,13 @@ def backfill(
     schema_dir: str | None = None,
     observed_catalog: str | None = None,
     learn_catalog: bool = False,
+    source: str = "files",
+    source_endpoint: str | None = None,
+    source_project: str | None = None,
+    source_input: list[str] | None = None,
+    source_mapping: str | None = None,
+    push: str | None = None,
+    push_endpoint: str | None = None,
 ) -> BackfillSummary:
     """Run the nightly work for every day from ``start`` to ``end``, skipping days already done.
 
@@ -132,7 +139,7 @@ def backfill(
     for day in days:
         if day in done:
             result = BackfillDay(day, "skipped")
-        elif not day_has_logs(logs_root, day):
+        elif source == "files" and not day_has_logs(logs_root, day):
             logger.warning("backfill: no logs for %s in %s, nothing stored for that day", day, logs_root)
             result = BackfillDay(day, "no_logs")
         else:
@@ -147,6 +154,13 @@ def backfill(
                 schema_dir=schema_dir,
                 observed_catalog=observed_catalog,
                 learn_catalog=learn_catalog,
+                source=source,
+                source_endpoint=source_endpoint,
+                source_project=source_project,
+                source_input=source_input,
+                source_mapping=source_mapping,
+                push=push,
+                push_endpoint=push_endpoint,
             )
             result = BackfillDay(day, "done", summary)
         results.append(result)

@@ -39,7 +39,7 @@ from tasks import (
 )
 from tasks.drift import nightly_drift_step
 from tasks.evaluate import RecordBatch, batches, rulebook
-from tasks.traces import PUSH_TARGETS, TraceSource, is_transient, pull_source, push_day
+from tasks.traces import TraceSource, is_transient, pull_source, push_day, push_target
 from warehouse import resolve_path
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
@@ -354,17 +354,6 @@ def nightly(
         pushed=pushed,
         push_error=push_error,
     )
-
-
-def push_target(push: str | None, endpoint: str | None) -> tuple[str, str] | None:
-    """``(target, endpoint)`` of ``--push``, checked before any work; ``None`` without it."""
-    if push is None:
-        return None
-    if push not in PUSH_TARGETS:
-        raise InputError(f"unknown push target {push!r}: use one of {', '.join(PUSH_TARGETS)}")
-    if not endpoint:
-        raise InputError(f"--push {push} needs --push-endpoint URL")
-    return push, endpoint
 
 
 pull_traces = task(name="pull-traces", retries=2, retry_delay_seconds=5, retry_condition_fn=is_transient)(pull_source)

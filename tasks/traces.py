@@ -54,6 +54,7 @@ __all__ = [
     "push_day",
     "push_otlp",
     "push_phoenix",
+    "push_target",
     "read_mapping",
     "write_day_file",
 ]
@@ -543,3 +544,14 @@ def push_day(
     if target == "otlp":
         return push_otlp(endpoint, warehouse_path, day, evaluator_version)
     raise InputError(f"unknown push target {target!r}: use one of {', '.join(PUSH_TARGETS)}")
+
+
+def push_target(push: str | None, endpoint: str | None) -> tuple[str, str] | None:
+    """``(target, endpoint)`` of ``--push``, checked before any work; ``None`` without it."""
+    if push is None:
+        return None
+    if push not in PUSH_TARGETS:
+        raise InputError(f"unknown push target {push!r}: use one of {', '.join(PUSH_TARGETS)}")
+    if not endpoint:
+        raise InputError(f"--push {push} needs --push-endpoint URL")
+    return push, endpoint

@@ -30,6 +30,16 @@ from flows.cli.common import (
     user_errors,
     validate_judge,
 )
+from flows.cli.traces import (
+    PushEndpointOption,
+    PushOption,
+    SourceEndpointOption,
+    SourceInputOption,
+    SourceMappingOption,
+    SourceOption,
+    SourceProjectOption,
+    check_trace_options,
+)
 from stef.display import DISPLAY_WIDTH, one_line, shorten
 from stef.models import BATCH_SIZE
 from stef.monitor.alerts import is_new_worse_drift
@@ -350,6 +360,13 @@ def backfill(
     learn_catalog: Annotated[
         bool, typer.Option("--learn-catalog", help="Learn and use observed catalogs day by day, as for stef nightly.")
     ] = False,
+    source: SourceOption = "files",
+    source_endpoint: SourceEndpointOption = None,
+    source_project: SourceProjectOption = None,
+    source_input: SourceInputOption = None,
+    source_mapping: SourceMappingOption = None,
+    push: PushOption = None,
+    push_endpoint: PushEndpointOption = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Show only warnings and errors of Prefect on the console.")
     ] = False,
@@ -370,7 +387,8 @@ def backfill(
         first, last = start.date(), end.date()
         days = days_in_range(first, last)  # checks the range before Prefect starts
         total = len(days)
-        if not any(day_has_logs(logs_root, day) for day in days):  # a mistyped --logs-root is no green run
+        check_trace_options(source, source_endpoint, source_project, source_input, source_mapping, push, push_endpoint)
+        if source == "files" and not any(day_has_logs(logs_root, day) for day in days):  # a mistyped --logs-root
             raise CliError(
                 f"no logs for any day of {first} … {last} in {one_line(logs_root)} "
                 f"(expected {one_line(logs_root.rstrip('/'))}/<YYYY-MM-DD>/*.jsonl); nothing was run or stored"
@@ -412,6 +430,13 @@ def backfill(
                     schema_dir=schema_dir,
                     observed_catalog=observed_catalog,
                     learn_catalog=learn_catalog,
+                    source=source,
+                    source_endpoint=source_endpoint,
+                    source_project=source_project,
+                    source_input=source_input,
+                    source_mapping=source_mapping,
+                    push=push,
+                    push_endpoint=push_endpoint,
                 )
     done, skipped, missing = (summary.with_status(s) for s in ("done", "skipped", "no_logs"))
     console.print(

@@ -38,6 +38,16 @@ from flows.cli.common import (
     user_errors,
     validate_judge,
 )
+from flows.cli.traces import (
+    PushEndpointOption,
+    PushOption,
+    SourceEndpointOption,
+    SourceInputOption,
+    SourceMappingOption,
+    SourceOption,
+    SourceProjectOption,
+    check_trace_options,
+)
 from stef.display import one_line, shorten
 from stef.models import BATCH_SIZE
 
@@ -212,39 +222,13 @@ def nightly(
             "(default: $STEF_NOTIFY_WEBHOOK).",
         ),
     ] = None,
-    source: Annotated[
-        str,
-        typer.Option(
-            "--source",
-            metavar="files|phoenix|otlp",
-            help="files: the day folder as it is; phoenix / otlp: pull the day's spans into it first (`stef pull`).",
-        ),
-    ] = "files",
-    source_endpoint: Annotated[
-        str | None, typer.Option("--source-endpoint", metavar="URL", help="Phoenix server URL (--source phoenix).")
-    ] = None,
-    source_project: Annotated[
-        str | None,
-        typer.Option("--source-project", help="Phoenix project (--source phoenix); project filter for --source otlp."),
-    ] = None,
-    source_input: Annotated[
-        list[str] | None,
-        typer.Option("--source-input", metavar="PATH", help="OTLP JSON file or folder (--source otlp); repeatable."),
-    ] = None,
-    source_mapping: Annotated[
-        str | None,
-        typer.Option("--source-mapping", metavar="FILE", help="Span mapping JSON (`stef pull json-schema`)."),
-    ] = None,
-    push: Annotated[
-        str | None,
-        typer.Option("--push", metavar="phoenix|otlp", help="Send the day's scores there at the end (`stef push`)."),
-    ] = None,
-    push_endpoint: Annotated[
-        str | None,
-        typer.Option(
-            "--push-endpoint", metavar="URL", help="Receiver of --push (default for phoenix: --source-endpoint)."
-        ),
-    ] = None,
+    source: SourceOption = "files",
+    source_endpoint: SourceEndpointOption = None,
+    source_project: SourceProjectOption = None,
+    source_input: SourceInputOption = None,
+    source_mapping: SourceMappingOption = None,
+    push: PushOption = None,
+    push_endpoint: PushEndpointOption = None,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Show only warnings and errors of Prefect on the console.")
     ] = False,
@@ -274,14 +258,7 @@ def nightly(
             os.environ[NOTIFY_WEBHOOK_ENV] = notify_webhook  # read by the drift step, in this process and its workers
 
         day = resolve_log_date(log_date.date() if log_date is not None else None)
-        if source != "files":
-            from tasks.traces import TraceSource
-
-            TraceSource(source, source_endpoint, source_project, tuple(source_input or ()), source_mapping).check()
-        if push is not None:
-            from flows.nightly import push_target
-
-            push_target(push, push_endpoint or (source_endpoint if push == "phoenix" else None))
+        check_trace_options(source, source_endpoint, source_project, source_input, source_mapping, push, push_endpoint)
         if source == "files" and not day_has_logs(logs_root, day):  # before Prefect starts: said once, at once
             raise CliError(
                 f"no logs for {day} in {one_line(logs_root)} (expected "

@@ -35,6 +35,59 @@ _VERSION = typer.Option(
 _API_KEY = typer.Option("--api-key", help="Phoenix API key (default: $PHOENIX_API_KEY).")
 
 
+SourceOption = Annotated[
+    str,
+    typer.Option(
+        "--source",
+        metavar="files|phoenix|otlp",
+        help="files: the day folder as it is; phoenix / otlp: pull the day's spans into it first (`stef pull`).",
+    ),
+]
+SourceEndpointOption = Annotated[
+    str | None, typer.Option("--source-endpoint", metavar="URL", help="Phoenix server URL (--source phoenix).")
+]
+SourceProjectOption = Annotated[
+    str | None,
+    typer.Option("--source-project", help="Phoenix project (--source phoenix); project filter for --source otlp."),
+]
+SourceInputOption = Annotated[
+    list[str] | None,
+    typer.Option("--source-input", metavar="PATH", help="OTLP JSON file or folder (--source otlp); repeatable."),
+]
+SourceMappingOption = Annotated[
+    str | None, typer.Option("--source-mapping", metavar="FILE", help="Span mapping JSON (`stef pull json-schema`).")
+]
+PushOption = Annotated[
+    str | None,
+    typer.Option("--push", metavar="phoenix|otlp", help="Send each day's scores there at the end (`stef push`)."),
+]
+PushEndpointOption = Annotated[
+    str | None,
+    typer.Option("--push-endpoint", metavar="URL", help="Receiver of --push (default for phoenix: --source-endpoint)."),
+]
+
+
+def check_trace_options(
+    source: str,
+    source_endpoint: str | None,
+    source_project: str | None,
+    source_input: list[str] | None,
+    source_mapping: str | None,
+    push: str | None,
+    push_endpoint: str | None,
+) -> None:
+    """Check ``--source …`` and ``--push …`` of ``stef nightly`` / ``stef backfill`` before Prefect starts.
+
+    Raises:
+        InputError: a missing or unknown setting.
+    """
+    from tasks.traces import TraceSource, push_target
+
+    if source != "files":
+        TraceSource(source, source_endpoint, source_project, tuple(source_input or ()), source_mapping).check()
+    push_target(push, push_endpoint or (source_endpoint if push == "phoenix" else None))
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``pull`` and ``push`` command groups to ``app``."""
     app.add_typer(pull_app, name="pull")

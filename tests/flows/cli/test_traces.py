@@ -307,3 +307,18 @@ def test_the_nightly_flow_pulls_otlp_files_and_pushes_evaluation_events(tmp_path
     assert night.exit_code == 0, night.output
     assert "3 records from 9 spans" in night.stdout and "pushed 3 results sent to otlp" in night.stdout
     assert [path for path, _ in _Receiver.bodies] == ["/v1/logs"]
+
+
+@pytest.mark.flow
+def test_backfill_pulls_each_day_from_the_otlp_files(tmp_path: Path, prefect_harness: None) -> None:
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    result = invoke(
+        "backfill", "--start", "2026-11-29", "--end", DAY, "--logs-root", str(tmp_path / "logs"),
+        "--warehouse", str(tmp_path / "w.duckdb"), "--source", "otlp", "--source-input", str(bundled),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert read_jsonl(tmp_path / "logs" / "2026-11-29" / "otlp-traces.jsonl") == []  # no span that day
+    assert len(read_jsonl(tmp_path / "logs" / DAY / "otlp-traces.jsonl")) == 3
+    with connect(str(tmp_path / "w.duckdb"), read_only=True) as conn:
+        days = dict(conn.execute("SELECT log_date::VARCHAR, count(*) FROM evaluations GROUP BY 1").fetchall())
+    assert days == {DAY: 3}
