@@ -107,6 +107,10 @@ def backfill(
             evaluator version that marks a day done.
         observed_catalog, learn_catalog: observed catalogs, as for ``stef nightly`` (each day
             learns from the days before it, the ones this backfill stored included).
+        source, source_endpoint, source_project, source_input, source_mapping, push,
+            push_endpoint: pull each day from a trace store first and push its scores after, as
+            for :func:`flows.nightly.nightly` (with a source, a day without a log folder is pulled,
+            not skipped).
 
     Returns:
         A :class:`BackfillSummary`.
