@@ -332,7 +332,15 @@ def nightly(
     pushed = push_error = None
     if push_to is not None:
         try:
-            sent = push_scores(push_to[0], push_to[1], warehouse_path, day, stored.evaluator_version, source_project)
+            sent = push_scores(
+                push_to[0],
+                push_to[1],
+                warehouse_path,
+                day,
+                stored.evaluator_version,
+                source_project if source != "files" else None,
+                source if source != "files" else "phoenix",
+            )
             pushed = f"{sent.results} results sent to {push_to[0]} {push_to[1]} ({sent.unscored} unscored)"
         except StefError as exc:  # the day is stored: say why the push failed, do not fail the run
             push_error = str(exc)

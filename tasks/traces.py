@@ -109,11 +109,13 @@ class PullResult:
 
 @dataclass(frozen=True, slots=True)
 class PushResult:
-    """What ``stef push`` sent: ``results`` annotations / events, of which ``unscored`` without Φ."""
+    """What ``stef push`` sent: ``results`` annotations / events, of which ``unscored`` without Φ;
+    ``missing_spans``: span ids the server does not have (their annotations were not written)."""
 
     results: int
     unscored: int
     evaluator_version: str | None
+    missing_spans: tuple[str, ...] = ()
 
 
 def day_window(day: date) -> tuple[datetime, datetime]:
@@ -147,8 +149,24 @@ def read_mapping(path: Path | None) -> SpanMapping:
 
 
 def _safe_name(name: str) -> str:
-    """A project name as a file-name part (letters, digits, ``._-``; others as ``_``)."""
-    return re.sub(r"[^A-Za-z0-9._-]", "_", name).strip("._") or "project"
+    """A project name as a file-name part: letters, digits, ``._-``; when others had to go, a
+    digest of the whole name follows, so two projects never share a file (``销售`` and ``日本``).
+
+    >>> _safe_name("sql-agent"), _safe_name("a/b") != _safe_name("a_b")
+    ('sql-agent', True)
+    """
+    import hashlib
+
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip("._") or "project"
+    if cleaned == name:
+        return cleaned
+    return f"{cleaned[:60]}-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+def day_file_name(kind: str, project: str | None) -> str:
+    """The day file ``stef pull <kind>`` writes for ``project``: ``phoenix-<project>.jsonl``,
+    ``otlp-<project or traces>.jsonl``."""
+    return f"{kind}-{_safe_name(project or 'traces')}.jsonl"
 
 
 def write_day_file(logs_root: Path, day: date, name: str, lines: Sequence[Mapping[str, Any]]) -> Path:
@@ -198,6 +216,7 @@ def _phoenix_span(raw: Mapping[str, Any]) -> SourceSpan:
         start_time=parse_time(raw["start_time"]),
         end_time=parse_time(raw["end_time"]) if raw.get("end_time") else None,
         attributes=attributes,
+        status=str(raw["status_code"]) if raw.get("status_code") else None,
     )
 
 
@@ -256,7 +275,7 @@ def pull_phoenix(
     except (httpx.HTTPError, OSError) as exc:
         raise _http_failure(exc, endpoint, f"reading the spans of project {project!r}") from exc
     lines = _day_lines(list(spans.values()), project, mapping, day, "phoenix")
-    path = write_day_file(logs_root, day, f"phoenix-{_safe_name(project)}", lines)
+    path = write_day_file(logs_root, day, day_file_name("phoenix", project).removesuffix(".jsonl"), lines)
     unreadable = sum(1 for line in lines if SOURCE_ERROR_KEY in line)
     return PullResult(path, len(spans), len(lines) - unreadable, unreadable)
 
@@ -312,19 +331,26 @@ def pull_otlp(
     for name, spans in sorted(by_project.items()):
         lines.extend(_day_lines(spans, name, mapping, day, "otlp"))
     lines.sort(key=lambda line: (line.get("timestamp") or "", line["span_id"]))
-    path = write_day_file(logs_root, day, f"otlp-{_safe_name(project or 'traces')}", lines)
+    path = write_day_file(logs_root, day, day_file_name("otlp", project).removesuffix(".jsonl"), lines)
     unreadable = sum(1 for line in lines if SOURCE_ERROR_KEY in line)
     return PullResult(path, count, len(lines) - unreadable, unreadable)
 
 
 def _results(
-    warehouse_path: str | None, day: date, evaluator_version: str | None, source_file_name: str | None = None
+    warehouse_path: str | None,
+    day: date,
+    evaluator_version: str | None,
+    source_file_name: str | None = None,
+    source_file_prefix: str | None = None,
 ) -> list[dict[str, Any]]:
-    from warehouse import connect, resolve_path
+    from warehouse import WarehouseError, connect, resolve_path
     from warehouse.traces import read_span_evaluations
 
-    with connect(resolve_path(warehouse_path), read_only=True) as conn:
-        return read_span_evaluations(conn, day, evaluator_version, source_file_name)
+    target = resolve_path(warehouse_path)
+    if not target.is_file():
+        raise WarehouseError(f"warehouse {target} does not exist; run `stef nightly` first, or pass --warehouse")
+    with connect(target, read_only=True) as conn:
+        return read_span_evaluations(conn, day, evaluator_version, source_file_name, source_file_prefix)
 
 
 def push_phoenix(
@@ -334,9 +360,11 @@ def push_phoenix(
     evaluator_version: str | None = None,
     api_key: str | None = None,
     project: str | None = None,
+    source_kind: str = "phoenix",
 ) -> PushResult:
-    """Annotate every pulled answer of ``day`` (only those of ``phoenix-<project>.jsonl`` with
-    ``project``) on its Phoenix span (name ``stef``, annotator
+    """Annotate every answer of ``day`` pulled by ``stef pull <source_kind>`` (default
+    ``phoenix``: the day's ``phoenix-*.jsonl`` files; with ``project``, only its file) on its
+    Phoenix span (name ``stef``, annotator
     ``CODE``, identifier :data:`ANNOTATION_IDENTIFIER`; score Φ, label the verdict or the
     status, explanation the rationale and main evidence; metadata ``p_correct``, filter status,
     band, evaluator version), :data:`ANNOTATION_BATCH` per synchronous request.
@@ -346,9 +374,10 @@ def push_phoenix(
     """
     import httpx
 
-    rows = _results(
-        warehouse_path, day, evaluator_version, None if project is None else f"phoenix-{_safe_name(project)}.jsonl"
-    )
+    if project is not None or source_kind == "otlp":
+        rows = _results(warehouse_path, day, evaluator_version, day_file_name(source_kind, project))
+    else:
+        rows = _results(warehouse_path, day, evaluator_version, source_file_prefix=f"{source_kind}-")
     client = _phoenix_client(endpoint, api_key or os.environ.get("PHOENIX_API_KEY"))
     annotations: list[dict[str, Any]] = []
     unscored = 0
@@ -368,15 +397,30 @@ def push_phoenix(
                 "metadata": result.metadata,
             }
         )
+    missing: list[str] = []
     try:
         for offset in range(0, len(annotations), ANNOTATION_BATCH):
-            client.spans.log_span_annotations(
-                span_annotations=annotations[offset : offset + ANNOTATION_BATCH], sync=True
-            )
+            batch = annotations[offset : offset + ANNOTATION_BATCH]
+            try:
+                client.spans.log_span_annotations(span_annotations=batch, sync=True)
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code != 404:
+                    raise
+                # a span the server no longer has (retention, another store) refuses the whole
+                # batch: send its annotations one by one and count the missing spans
+                for annotation in batch:
+                    try:
+                        client.spans.log_span_annotations(span_annotations=[annotation], sync=True)
+                    except httpx.HTTPStatusError as single:
+                        if single.response.status_code != 404:
+                            raise
+                        missing.append(annotation["span_id"])
     except (httpx.HTTPError, OSError) as exc:
         raise _http_failure(exc, endpoint, "writing the span annotations") from exc
     versions = {row["evaluator_version"] for row in rows}
-    return PushResult(len(annotations), unscored, versions.pop() if len(versions) == 1 else None)
+    return PushResult(
+        len(annotations) - len(missing), unscored, versions.pop() if len(versions) == 1 else None, tuple(missing)
+    )
 
 
 def _otlp_logs_endpoint(endpoint: str) -> str:
@@ -438,7 +482,10 @@ def push_otlp(
     url = _otlp_logs_endpoint(endpoint)
     exporter = _Checked(OTLPLogExporter(endpoint=url, headers=dict(headers or {}), timeout=30))
     provider = LoggerProvider(resource=Resource.create({"service.name": "stef"}))
-    provider.add_log_record_processor(BatchLogRecordProcessor(exporter, max_export_batch_size=512))
+    # a queue for every event: the SDK drops what does not fit (its default holds 2,048)
+    provider.add_log_record_processor(
+        BatchLogRecordProcessor(exporter, max_queue_size=max(2048, len(rows) + 1), max_export_batch_size=512)
+    )
     logger = provider.get_logger("stef")
     unscored = 0
     for row in rows:
@@ -463,8 +510,10 @@ def push_otlp(
             attributes=evaluation_event_attributes(result),
             context=context,
         )
-    provider.force_flush()
+    flushed = provider.force_flush(timeout_millis=max(30_000, 20 * len(rows)))
     provider.shutdown()
+    if not flushed:
+        raise TraceSourceError(f"{url}: the evaluation events were not all sent in time", transient=True)
     if exporter.failed:
         raise TraceSourceError(
             f"{url}: {exporter.failed} of {len(rows)} evaluation events were not accepted", transient=True
@@ -533,6 +582,7 @@ def push_day(
     day: date,
     evaluator_version: str | None = None,
     project: str | None = None,
+    source_kind: str = "phoenix",
 ) -> PushResult:
     """Send the day's scores to ``target`` (:func:`push_phoenix` or :func:`push_otlp`).
 
@@ -540,7 +590,7 @@ def push_day(
         InputError: an unknown target; and what the push raises.
     """
     if target == "phoenix":
-        return push_phoenix(endpoint, warehouse_path, day, evaluator_version, project=project)
+        return push_phoenix(endpoint, warehouse_path, day, evaluator_version, project=project, source_kind=source_kind)
     if target == "otlp":
         return push_otlp(endpoint, warehouse_path, day, evaluator_version)
     raise InputError(f"unknown push target {target!r}: use one of {', '.join(PUSH_TARGETS)}")

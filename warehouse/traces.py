@@ -16,14 +16,17 @@ def read_span_evaluations(
     log_date: date,
     evaluator_version: str | None = None,
     source_file_name: str | None = None,
+    source_file_prefix: str | None = None,
 ) -> list[dict[str, Any]]:
     """The day's evaluations of answers pulled from traces, one per answer, by run id.
 
     An answer is pulled from a trace when its stored log line has ``span_id`` (``stef pull``);
     quarantined lines with a ``span_id`` (spans the mapping could not read) come too, with the
     status and reason the nightly stored. Per answer the evaluation of ``evaluator_version``, or
-    by default the newest one (latest ``evaluated_at``). ``source_file_name``: only the lines of
-    day files of that name (``phoenix-<project>.jsonl``).
+    by default the newest one (latest ``evaluated_at``). ``source_file_name`` /
+    ``source_file_prefix``: only the lines of day files of that name (``phoenix-<project>.jsonl``)
+    or name prefix (``phoenix-``). A quarantined line whose run id belongs to a stored answer (a
+    duplicate) is left out: its evaluation is the other line's. One row per span.
 
     Returns:
         Dicts with ``run_id``, ``span_id``, ``trace_id``, ``status``, ``reason``, ``score``,
@@ -41,6 +44,7 @@ def read_span_evaluations(
             FROM quarantine AS q
             WHERE q.log_date = $day AND q.run_id IS NOT NULL AND try(json_valid(q.raw))
               AND try(json_extract_string(q.raw, '$.span_id')) IS NOT NULL
+              AND q.run_id NOT IN (SELECT run_id FROM agent_runs WHERE log_date = $day)
         )
         SELECT p.run_id, p.span_id, p.trace_id, e.status, e.status_reason, e.score, e.verdict,
                e.evidence->>'$.p_correct', e.filter_status, e.band, e.evaluator_version,
@@ -49,10 +53,11 @@ def read_span_evaluations(
         FROM pulled AS p JOIN evaluations AS e ON e.run_id = p.run_id AND e.log_date = $day
         WHERE ($version IS NULL OR e.evaluator_version = $version)
           AND ($file IS NULL OR regexp_replace(p.source_file, '^.*[/\\\\]', '') = $file)
-        QUALIFY row_number() OVER (PARTITION BY p.run_id ORDER BY e.evaluated_at DESC, e.evaluator_version DESC) = 1
+          AND ($prefix IS NULL OR starts_with(regexp_replace(p.source_file, '^.*[/\\\\]', ''), $prefix))
+        QUALIFY row_number() OVER (PARTITION BY p.span_id ORDER BY e.evaluated_at DESC, e.evaluator_version DESC) = 1
         ORDER BY p.run_id
         """,
-        {"day": log_date, "version": evaluator_version, "file": source_file_name},
+        {"day": log_date, "version": evaluator_version, "file": source_file_name, "prefix": source_file_prefix},
     ).fetchall()
     out: list[dict[str, Any]] = []
     for row in rows:

@@ -106,6 +106,11 @@ def _pulled(result: object) -> None:
                 if result.unreadable
                 else ""
             )
+            + (
+                "; no SQL span among them: check the span names and attributes (`--mapping`, README 'Trace stores')"
+                if result.spans and not result.records and not result.unreadable
+                else ""
+            )
         ),
         soft_wrap=True,
     )
@@ -164,8 +169,16 @@ def _pushed(result: object, where: str) -> None:
 
     assert isinstance(result, PushResult)
     version = f" (evaluator {one_line(result.evaluator_version)})" if result.evaluator_version else ""
+    missing = (
+        f"; {len(result.missing_spans)} spans not found on the server, not annotated: "
+        + ", ".join(result.missing_spans[:5])
+        + (" …" if len(result.missing_spans) > 5 else "")
+        if result.missing_spans
+        else ""
+    )
     console.print(
-        Text(f"{where}: {result.results} results sent, {result.unscored} of them unscored{version}"), soft_wrap=True
+        Text(f"{where}: {result.results} results sent, {result.unscored} of them unscored{version}{missing}"),
+        soft_wrap=True,
     )
 
 

@@ -95,6 +95,19 @@ def _objects(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
         yield number, payload
 
 
+_STATUS_CODES = {0: "UNSET", 1: "OK", 2: "ERROR"}
+
+
+def _status(value: object) -> str | None:
+    """An OTLP span status (``{"code": 2}`` or ``{"code": "STATUS_CODE_ERROR"}``) as ``UNSET`` / ``OK`` / ``ERROR``."""
+    if not isinstance(value, Mapping) or "code" not in value:
+        return None
+    code = value["code"]
+    if isinstance(code, int):
+        return _STATUS_CODES.get(code)
+    return str(code).removeprefix("STATUS_CODE_") or None
+
+
 def read_otlp_json(text: str, source: str = "<otlp>") -> list[tuple[str | None, SourceSpan]]:
     """The spans of an OTLP JSON trace file with their project.
 
@@ -130,6 +143,7 @@ def read_otlp_json(text: str, source: str = "<otlp>") -> list[tuple[str | None, 
                             start_time=parse_time(raw["startTimeUnixNano"]),
                             end_time=parse_time(raw["endTimeUnixNano"]) if raw.get("endTimeUnixNano") else None,
                             attributes=attributes,
+                            status=_status(raw.get("status")),
                         )
                     except (KeyError, ValueError, TypeError) as exc:
                         raise OtlpFileError(

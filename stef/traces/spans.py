@@ -5,15 +5,20 @@ LlamaIndex SQL agent produces, and the OpenTelemetry database conventions:
 
 - the **SQL span** is a span named ``sql_db_query`` (also ``query_sql_db``, ``execute_sql``,
   ``run_sql``) whose ``input.value`` is JSON ``{"query": SQL}`` (or ``{"sql": SQL}``) or the raw
-  SQL text, or any span carrying ``db.statement`` / ``db.query.text``;
-- the **question** is the ``input.value`` of the trace's root span (the text itself, or the
-  ``input`` / ``question`` / ``query`` key of a JSON object);
+  SQL text; in a trace without one, any span carrying ``db.statement`` / ``db.query.text`` (so a
+  database driver's own spans under a SQL tool are not scored twice);
+- the **question** is the ``input.value`` of the outermost span above the SQL span that has one
+  (the text itself, or the ``input`` / ``question`` / ``query`` key of a JSON object, or the
+  first message of a LangGraph ``messages`` list); an app's outer span without one, or a parent
+  in another service, is passed over;
 - ``agent_id``, ``agent_version``, ``app_id``, ``enriched_question``, ``run_id``, ``dialect``
-  come from the root span's ``metadata`` (OpenInference: a JSON object in the ``metadata``
-  attribute, or flattened ``metadata.<key>`` attributes as Phoenix returns them);
-  ``run_id`` defaults to the SQL span's id, ``agent_id`` to the project name;
+  come from the ``metadata`` of that span and the SQL span's other ancestors (OpenInference: a
+  JSON object in the ``metadata`` attribute, or flattened ``metadata.<key>`` attributes as
+  Phoenix returns them); ``run_id`` defaults to the SQL span's id, ``agent_id`` to the project;
 - tokens (``llm.token_count.*``, ``gen_ai.usage.*``) and the model name (``llm.model_name``,
-  ``gen_ai.request.model``) from the trace's LLM spans; latency from the root span.
+  ``gen_ai.request.model``) from the trace's LLM spans (kind ``LLM``, or GenAI attributes), each
+  counted for one SQL span; latency from the question's span; a retried query gives one record
+  per SQL span with ``sql_attempt`` / ``sql_attempts`` and the span's status.
 
 Every SQL span gives one line of the day's log file: a record, or — when the mapping cannot read
 it (no question, SQL JSON without the key) — a line with ``source_error`` that the nightly
@@ -53,6 +58,7 @@ class SourceSpan:
         kind: the OpenInference span kind (``LLM``, ``TOOL``, ``CHAIN`` …) when known.
         start_time, end_time: timezone-aware UTC times (``end_time`` ``None`` when unknown).
         attributes: flattened attributes, dotted keys (``input.value``, ``metadata.app_id``).
+        status: the span status (``OK``, ``ERROR``, ``UNSET``) when known.
     """
 
     trace_id: str
@@ -63,6 +69,7 @@ class SourceSpan:
     start_time: datetime
     end_time: datetime | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
+    status: str | None = None
 
 
 class SpanMapping(BaseModel):
@@ -80,18 +87,21 @@ class SpanMapping(BaseModel):
         default="input.value", description="Attribute of a SQL span holding the SQL (raw text or a JSON object)."
     )
     sql_json_keys: list[str] = Field(
-        default=["query", "sql"], description="Keys of that JSON object that hold the SQL, first found wins."
+        default=["query", "sql"],
+        description="Keys (dotted paths) of that JSON object that hold the SQL, first found wins.",
     )
     sql_attributes: list[str] = Field(
         default=["db.statement", "db.query.text"],
-        description="Attributes that make any span a SQL span and hold its SQL (OpenTelemetry DB conventions).",
+        description="Attributes holding SQL (OpenTelemetry DB conventions); read in traces without a named SQL span.",
     )
     question_attribute: str = Field(
-        default="input.value", description="Attribute of the trace's root span holding the question."
+        default="input.value",
+        description="Attribute holding the question: the outermost span above the SQL span that has one.",
     )
     question_json_keys: list[str] = Field(
-        default=["input", "question", "query"],
-        description="Keys of a JSON-object question attribute that hold the question text.",
+        default=["input", "question", "query", "messages.0.content", "messages.0.1"],
+        description="Keys (dotted paths, list indices as numbers) of a JSON question attribute that hold the "
+        "question text, first found wins (messages.0.content: LangGraph / chat inputs).",
     )
     metadata_attribute: str = Field(
         default="metadata", description="Root-span attribute (JSON object or dotted prefix) of the record fields."
@@ -165,49 +175,6 @@ def _metadata(span: SourceSpan, mapping: SpanMapping) -> dict[str, Any]:
     return merged
 
 
-def _sql_of(span: SourceSpan, mapping: SpanMapping) -> tuple[str | None, str | None]:
-    """``(sql, None)`` for a SQL span, ``(None, reason)`` for one the mapping cannot read,
-    ``(None, None)`` for a span that is not a SQL span."""
-    for name in mapping.sql_attributes:
-        value = span.attributes.get(name)
-        if isinstance(value, str) and value.strip():
-            return value, None
-    if span.name not in mapping.sql_span_names:
-        return None, None
-    value = span.attributes.get(mapping.sql_input_attribute)
-    if not isinstance(value, str) or not value.strip():
-        return None, f"SQL span {span.name!r} has no text in {mapping.sql_input_attribute!r}"
-    parsed = _json_object(value)
-    if parsed is None:
-        return value, None
-    for key in mapping.sql_json_keys:
-        sql = parsed.get(key)
-        if isinstance(sql, str) and sql.strip():
-            return sql, None
-    keys = ", ".join(sorted(map(str, parsed))) or "none"
-    wanted = " / ".join(mapping.sql_json_keys)
-    return (
-        None,
-        f"SQL span {span.name!r}: {mapping.sql_input_attribute!r} is a JSON object without {wanted} (keys: {keys})",
-    )
-
-
-def _question_of(root: SourceSpan | None, mapping: SpanMapping) -> tuple[str | None, str | None]:
-    if root is None:
-        return None, "the trace's root span is missing (no question)"
-    value = root.attributes.get(mapping.question_attribute)
-    parsed = _json_object(value)
-    if parsed is not None:
-        for key in mapping.question_json_keys:
-            text = parsed.get(key)
-            if isinstance(text, str) and text.strip():
-                return text, None
-        return None, f"root span {root.name!r}: {mapping.question_attribute!r} is a JSON object without a question"
-    if isinstance(value, str) and value.strip():
-        return value, None
-    return None, f"root span {root.name!r} has no question in {mapping.question_attribute!r}"
-
-
 def _first_number(span: SourceSpan, names: Sequence[str]) -> int | None:
     for name in names:
         value = span.attributes.get(name)
@@ -218,14 +185,123 @@ def _first_number(span: SourceSpan, names: Sequence[str]) -> int | None:
     return None
 
 
+def _lookup(value: object, path: str) -> object:
+    """``path`` (dotted keys and list indices: ``messages.0.content``) inside a JSON value."""
+    for part in path.split("."):
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        elif isinstance(value, list) and part.lstrip("-").isdigit() and -len(value) <= int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return value
+
+
+def _named_sql(span: SourceSpan, mapping: SpanMapping) -> tuple[str | None, str | None]:
+    """``(sql, None)`` for a span named as a SQL span, ``(None, reason)`` when its SQL cannot be
+    read, ``(None, None)`` for another span."""
+    if span.name not in mapping.sql_span_names:
+        return None, None
+    value = span.attributes.get(mapping.sql_input_attribute)
+    parsed = _json_object(value)
+    if parsed is None:
+        if isinstance(value, str) and value.strip():
+            return value, None
+        return None, f"SQL span {span.name!r} has no text in {mapping.sql_input_attribute!r}"
+    for key in mapping.sql_json_keys:
+        sql = _lookup(parsed, key)
+        if isinstance(sql, str) and sql.strip():
+            return sql, None
+    keys = ", ".join(sorted(map(str, parsed))) or "none"
+    wanted = " / ".join(mapping.sql_json_keys)
+    return (
+        None,
+        f"SQL span {span.name!r}: {mapping.sql_input_attribute!r} is a JSON object without {wanted} (keys: {keys})",
+    )
+
+
+def _attribute_sql(span: SourceSpan, mapping: SpanMapping) -> str | None:
+    for name in mapping.sql_attributes:
+        value = span.attributes.get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def _sql_spans(members: Sequence[SourceSpan], mapping: SpanMapping) -> list[tuple[SourceSpan, str | None, str | None]]:
+    """The trace's SQL spans as ``(span, sql, problem)``, in start order: the named SQL spans
+    (``sql_span_names``); only in a trace without one, the spans with a SQL attribute (a database
+    driver's own spans under a SQL tool, or its schema introspection, are not the agent's answer)."""
+    named = [(span, *_named_sql(span, mapping)) for span in members]
+    found = [item for item in named if item[1:] != (None, None)]
+    if not found:
+        found = [(span, sql, None) for span in members if (sql := _attribute_sql(span, mapping)) is not None]
+    return sorted(found, key=lambda item: (item[0].start_time, item[0].span_id))
+
+
+def _question_text(span: SourceSpan, mapping: SpanMapping) -> str | None:
+    value = span.attributes.get(mapping.question_attribute)
+    parsed: object = _json_object(value)
+    if parsed is None and isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+    if parsed is not None:
+        for key in mapping.question_json_keys:
+            text = _lookup(parsed, key)
+            if isinstance(text, str) and text.strip():
+                return text
+        return None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _ancestors(span: SourceSpan, by_id: Mapping[str, SourceSpan]) -> list[SourceSpan]:
+    """The span's ancestors present in the trace, nearest first (a remote or missing parent ends it)."""
+    chain: list[SourceSpan] = []
+    seen = {span.span_id}
+    current = span
+    while current.parent_id is not None and current.parent_id in by_id and current.parent_id not in seen:
+        current = by_id[current.parent_id]
+        seen.add(current.span_id)
+        chain.append(current)
+    return chain
+
+
+def _question_span(
+    span: SourceSpan, by_id: Mapping[str, SourceSpan], mapping: SpanMapping
+) -> tuple[SourceSpan | None, str | None, str | None]:
+    """``(question span, question, problem)``: the outermost ancestor of the SQL span that holds a
+    question (an app's own outer span without one, or a parent in another service, is skipped)."""
+    chain = _ancestors(span, by_id)
+    for ancestor in reversed(chain):
+        text = _question_text(ancestor, mapping)
+        if text is not None:
+            return ancestor, text, None
+    if not chain:
+        return None, None, f"SQL span {span.name!r} has no parent span in the trace (no question)"
+    top = chain[-1]
+    return (
+        None,
+        None,
+        f"no span above SQL span {span.name!r} has a question in {mapping.question_attribute!r} (top: {top.name!r})",
+    )
+
+
+def _is_llm_span(span: SourceSpan, mapping: SpanMapping) -> bool:
+    if span.kind in mapping.llm_span_kinds or "gen_ai.operation.name" in span.attributes:
+        return True
+    return any(
+        name in span.attributes for name in (*mapping.prompt_token_attributes, *mapping.completion_token_attributes)
+    )
+
+
 def _llm_fields(spans: Sequence[SourceSpan], mapping: SpanMapping) -> dict[str, Any]:
-    """Tokens summed over the trace's LLM spans and the first model name."""
+    """Tokens summed over LLM spans and the first model name."""
     prompt = completion = 0
     counted = False
     model: str | None = None
     for span in spans:
-        if span.kind not in mapping.llm_span_kinds:
-            continue
         p = _first_number(span, mapping.prompt_token_attributes)
         c = _first_number(span, mapping.completion_token_attributes)
         if p is not None or c is not None:
@@ -260,8 +336,12 @@ def map_spans(
     Returns:
         Per SQL span a log record (``run_id``, ``timestamp`` = the SQL span's start, ``agent_id``,
         ``agent_version``, ``question``, ``sql``, optional fields, plus ``trace_id``, ``span_id``,
-        ``source``) or, when it cannot be read, an object with ``run_id``, ``trace_id``,
-        ``span_id`` and :data:`SOURCE_ERROR_KEY` (the reason). Nothing is dropped.
+        ``span_status``, ``sql_attempt`` / ``sql_attempts`` (its place among the trace's SQL spans:
+        a retried query gives several), ``source``) or, when it cannot be read, an object with
+        ``run_id``, ``agent_id``, ``agent_version``, ``trace_id``, ``span_id`` and
+        :data:`SOURCE_ERROR_KEY` (the reason). Nothing is dropped. The LLM spans' tokens are
+        split between the SQL spans: each gets those that started after the previous SQL span
+        (the last also those after it), so a trace's tokens are counted once.
     """
     mapping = mapping or SpanMapping()
     traces: dict[str, list[SourceSpan]] = {}
@@ -269,18 +349,20 @@ def map_spans(
         traces.setdefault(span.trace_id, []).append(span)
     lines: list[tuple[datetime, str, dict[str, Any]]] = []
     for trace_id, members in traces.items():
-        ids = {span.span_id for span in members}
-        roots = [span for span in members if span.parent_id is None or span.parent_id not in ids]
-        roots.sort(key=lambda span: (span.parent_id is not None, span.start_time))
-        root = roots[0] if roots and roots[0].parent_id is None else None
-        metadata = _metadata(root, mapping) if root is not None else {}
-        extras = _llm_fields(members, mapping)
-        if root is not None and root.end_time is not None:
-            extras["latency_ms"] = round(max((root.end_time - root.start_time).total_seconds(), 0.0) * 1000, 3)
-        sql_spans = [(span, *_sql_of(span, mapping)) for span in members]
-        sql_spans = [item for item in sql_spans if item[1:] != (None, None)]
-        question, question_problem = _question_of(root, mapping)
-        for span, sql, problem in sql_spans:
+        by_id = {span.span_id: span for span in members}
+        sql_spans = _sql_spans(members, mapping)
+        llm = sorted((s for s in members if _is_llm_span(s, mapping)), key=lambda s: s.start_time)
+        for index, (span, sql, problem) in enumerate(sql_spans):
+            after = sql_spans[index - 1][0].start_time if index else None
+            last = index == len(sql_spans) - 1
+            own_llm = [
+                s for s in llm if (after is None or s.start_time >= after) and (last or s.start_time < span.start_time)
+            ]
+            holder, question, question_problem = _question_span(span, by_id, mapping)
+            metadata: dict[str, Any] = {}
+            for ancestor in [*([holder] if holder else []), *_ancestors(span, by_id)]:
+                for key, value in _metadata(ancestor, mapping).items():
+                    metadata.setdefault(key, value)
             problem = problem or question_problem
             run_id = metadata.get(mapping.metadata_fields.get("run_id", "run_id"))
             # a metadata run id names the trace: with several SQL spans each gets its span id appended
@@ -289,26 +371,30 @@ def map_spans(
                 "run_id": str(run_id or span.span_id),
                 "trace_id": trace_id,
                 "span_id": span.span_id,
+                "agent_id": project,
+                "agent_version": "unknown",
             }
+            for target in ("agent_id", "agent_version"):
+                value = metadata.get(mapping.metadata_fields.get(target, target))
+                if value is not None and str(value).strip():
+                    line[target] = str(value)
             if problem is not None:
                 line[SOURCE_ERROR_KEY] = problem
                 lines.append((span.start_time, span.span_id, line))
                 continue
-            line.update(
-                timestamp=span.start_time.isoformat(),
-                agent_id=project,
-                agent_version="unknown",
-                question=question,
-                sql=sql,
-            )
+            line.update(timestamp=span.start_time.isoformat(), question=question, sql=sql)
             if mapping.dialect:
                 line["dialect"] = mapping.dialect
             for target, key in mapping.metadata_fields.items():
                 value = metadata.get(key)
-                if target != "run_id" and value is not None and str(value).strip():
+                if target not in ("run_id", "agent_id", "agent_version") and value is not None and str(value).strip():
                     line[target] = str(value)
-            line.update(extras)
-            line["source"] = source
+            line.update(_llm_fields(own_llm, mapping))
+            if holder is not None and holder.end_time is not None:
+                line["latency_ms"] = round(max((holder.end_time - holder.start_time).total_seconds(), 0.0) * 1000, 3)
+            if span.status:
+                line["span_status"] = span.status
+            line.update(sql_attempt=index + 1, sql_attempts=len(sql_spans), source=source)
             lines.append((span.start_time, span.span_id, line))
     lines.sort(key=lambda item: (item[0], item[1]))
     return [line for _, _, line in lines]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
@@ -322,3 +322,96 @@ def test_backfill_pulls_each_day_from_the_otlp_files(tmp_path: Path, prefect_har
     with connect(str(tmp_path / "w.duckdb"), read_only=True) as conn:
         days = dict(conn.execute("SELECT log_date::VARCHAR, count(*) FROM evaluations GROUP BY 1").fetchall())
     assert days == {DAY: 3}
+
+
+def test_push_otlp_delivers_every_event_beyond_the_sdk_queue(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tasks.traces as traces
+
+    rows = [
+        {"run_id": f"r{i}", "span_id": f"{i:016x}", "trace_id": f"{i:032x}", "status": "evaluated", "score": 80.0,
+         "verdict": "CORRECT", "evaluator_version": "v", "rationale": "ok"}
+        for i in range(1, 5001)
+    ]  # fmt: skip
+    monkeypatch.setattr(traces, "_results", lambda *args, **kwargs: rows)
+    _Receiver.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = traces.push_otlp(f"http://127.0.0.1:{server.server_address[1]}", None, date(2026, 11, 30))
+    finally:
+        server.shutdown()
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    received = 0
+    for _, body in _Receiver.bodies:
+        request = ExportLogsServiceRequest()
+        request.ParseFromString(body)
+        received += sum(len(s.log_records) for r in request.resource_logs for s in r.scope_logs)
+    assert result.results == 5000 and received == 5000
+
+
+@pytest.mark.flow
+def test_push_phoenix_annotates_the_spans_it_finds_and_names_the_missing_ones(
+    phoenix: str, tmp_path: Path, prefect_harness: None
+) -> None:
+    run = TracedRun("How many concerts?", "SELECT count(*) FROM concert", datetime(2026, 11, 27, 9, 0, tzinfo=UTC))
+    send_traces(phoenix, "gone-agent", [run])
+    wait_for_spans(phoenix, "gone-agent", 3)
+    logs = tmp_path / "logs"
+    assert invoke("pull", "phoenix", "--endpoint", phoenix, "--project", "gone-agent", "--date", "2026-11-27", "--logs-root", str(logs)).exit_code == 0  # fmt: skip
+    day_file = logs / "2026-11-27" / "phoenix-gone-agent.jsonl"
+    (line,) = read_jsonl(day_file)
+    ghost = {**line, "run_id": "ghost", "span_id": "abcdefabcdefabcd"}  # a span the server does not have
+    day_file.write_text(json.dumps(line) + "\n" + json.dumps(ghost) + "\n", encoding="utf-8")
+    warehouse = str(tmp_path / "w.duckdb")
+    assert invoke("nightly", "--date", "2026-11-27", "--logs-root", str(logs), "--warehouse", warehouse).exit_code == 0
+    pushed = invoke("push", "phoenix", "--endpoint", phoenix, "--date", "2026-11-27", "--warehouse", warehouse)
+    assert pushed.exit_code == 0, pushed.output
+    assert (
+        "1 results sent" in pushed.stdout
+        and "1 spans not found on the server, not annotated: abcdefabcdefabcd" in pushed.stdout
+    )
+
+
+def _otlp_trace(
+    trace_id: str, sql_span: str, question: str, sql: str, metadata: dict[str, str], hour: int
+) -> dict[str, Any]:
+    def kv(key: str, value: str) -> dict[str, Any]:
+        return {"key": key, "value": {"stringValue": value}}
+
+    t0 = int(datetime(2026, 11, 30, hour, tzinfo=UTC).timestamp() * 1e9)
+    root = "f" * 15 + trace_id[-1]
+    spans = [
+        {"traceId": trace_id, "spanId": root, "name": "AgentExecutor", "startTimeUnixNano": str(t0), "endTimeUnixNano": str(t0 + 10**9),
+         "attributes": [kv("input.value", question), kv("metadata", json.dumps(metadata))]},
+        {"traceId": trace_id, "spanId": sql_span, "parentSpanId": root, "name": "execute_sql", "startTimeUnixNano": str(t0 + 10**8),
+         "attributes": [kv("input.value", sql)]},
+    ]  # fmt: skip
+    return {
+        "resourceSpans": [
+            {"resource": {"attributes": [kv("service.name", "dup-agent")]}, "scopeSpans": [{"spans": spans}]}
+        ]
+    }
+
+
+@pytest.mark.flow
+def test_a_retried_request_with_the_same_run_id_scores_only_its_own_span(tmp_path: Path, prefect_harness: None) -> None:
+    traces_file = tmp_path / "traces.jsonl"
+    first = _otlp_trace("1" * 32, "5" * 16, "How many?", "SELECT 1", {"run_id": "req-1"}, 9)
+    second = _otlp_trace(
+        "2" * 32, "6" * 16, "How many?", "SELECT count(*) FROM t WHERE x = 'oops'", {"run_id": "req-1"}, 10
+    )
+    traces_file.write_text(json.dumps(first) + "\n" + json.dumps(second) + "\n", encoding="utf-8")
+    logs, warehouse = tmp_path / "logs", str(tmp_path / "w.duckdb")
+    assert invoke("pull", "otlp", "--input", str(traces_file), "--date", DAY, "--logs-root", str(logs)).exit_code == 0
+    night = invoke(
+        "nightly", "--date", DAY, "--logs-root", str(logs), "--warehouse", warehouse, "--max-bad-share", "0.6"
+    )
+    assert night.exit_code == 0, night.output
+    from warehouse.traces import read_span_evaluations
+
+    with connect(warehouse, read_only=True) as conn:
+        rows = read_span_evaluations(conn, date(2026, 11, 30))
+        (reason,) = conn.execute("SELECT reason FROM quarantine").fetchall()[0]
+    assert [(row["run_id"], row["span_id"]) for row in rows] == [("req-1", "5" * 16)]  # the first line keeps the id
+    assert "duplicate" in reason

@@ -65,7 +65,8 @@ def test_a_span_the_mapping_cannot_read_becomes_a_line_the_reader_rejects_with_t
     assert lines[0]["source_error"] == (
         "SQL span 'sql_db_query': 'input.value' is a JSON object without query / sql (keys: statement)"
     )
-    assert lines[1]["source_error"] == "the trace's root span is missing (no question)"
+    assert lines[1]["source_error"] == "SQL span 'execute_sql' has no parent span in the trace (no question)"
+    assert (lines[1]["agent_id"], lines[1]["agent_version"]) == ("proj", "unknown")
     line = parse_line(json.dumps(lines[0]).encode(), "phoenix-proj.jsonl", 4)
     assert line is not None and line.record is None and line.run_id == "s1"
     assert line.reason == "unreadable trace span: " + lines[0]["source_error"]
@@ -161,3 +162,68 @@ def test_an_evaluation_becomes_a_label_score_and_explanation_and_the_genai_event
     unscored = evaluation_result({"span_id": "s2", "status": "parse_error", "score": None, "reason": "not SQL"})
     assert (unscored.label, unscored.score, unscored.explanation) == ("parse_error", None, "not SQL")
     assert "gen_ai.evaluation.score.value" not in evaluation_event_attributes(unscored)
+
+
+def _span(
+    span_id: str, parent: str | None, name: str, seconds: float, kind: str | None = None, **attributes: object
+) -> SourceSpan:
+    start = T0 + timedelta(seconds=seconds)
+    return SourceSpan("t", span_id, parent, name, kind, start, start + timedelta(seconds=1), attributes)
+
+
+def test_the_question_comes_from_the_outermost_span_above_the_sql_that_has_one() -> None:
+    langgraph = [
+        _span(
+            "r",
+            None,
+            "LangGraph",
+            0,
+            "CHAIN",
+            **{"input.value": json.dumps({"messages": [["user", "How many singers?"]]})},
+        ),
+        _span("s", "r", "sql_db_query", 1, "TOOL", **{"input.value": "SELECT count(*) FROM singer"}),
+    ]
+    assert map_spans(langgraph, "p")[0]["question"] == "How many singers?"
+    chat = [
+        _span(
+            "r", None, "agent", 0, **{"input.value": json.dumps({"messages": [{"role": "user", "content": "Top 3?"}]})}
+        ),
+        _span("s", "r", "run_sql", 1, **{"input.value": "SELECT 1"}),
+    ]
+    assert map_spans(chat, "p")[0]["question"] == "Top 3?"
+    # the agent runs under a parent in another service, inside the app's own span without input
+    remote = [
+        _span("http", "remote-parent", "POST /ask", 0, **{"http.route": "/ask"}),
+        _span("a", "http", "AgentExecutor", 0.1, "CHAIN", **{"input.value": '{"input": "Oldest singer?"}', "metadata.agent_version": "v9"}),
+        _span("s", "a", "sql_db_query", 0.5, "TOOL", **{"input.value": '{"query": "SELECT max(age) FROM singer"}'}),
+    ]  # fmt: skip
+    (line,) = map_spans(remote, "p")
+    assert (line["question"], line["agent_version"], line["latency_ms"]) == ("Oldest singer?", "v9", 1000.0)
+
+
+def test_driver_spans_under_a_sql_tool_are_not_scored_again_and_retries_split_the_tokens() -> None:
+    spans = [
+        _span("r", None, "AgentExecutor", 0, "CHAIN", **{"input.value": "How many?"}),
+        _span("l1", "r", "ChatOpenAI", 1, "LLM", **{"llm.token_count.prompt": 100, "llm.token_count.completion": 10}),
+        _span("s1", "r", "sql_db_query", 2, "TOOL", **{"input.value": "SELECT count(*) FROM singr"}),
+        _span("d1", "s1", "SELECT", 2.1, **{"db.statement": "SELECT count(*) FROM singr"}),
+        _span("schema", "r", "sql_db_schema", 1.5, "TOOL", **{"db.statement": "SELECT name FROM sqlite_master"}),
+        _span("l2", "r", "openai.chat", 3, **{"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": 150, "gen_ai.usage.output_tokens": 12, "gen_ai.request.model": "gpt-4o"}),
+        _span("s2", "r", "sql_db_query", 4, "TOOL", **{"input.value": "SELECT count(*) FROM singer"}),
+    ]  # fmt: skip
+    spans[2] = SourceSpan(
+        "t", "s1", "r", "sql_db_query", "TOOL", spans[2].start_time, spans[2].end_time, spans[2].attributes, "ERROR"
+    )
+    lines = map_spans(spans, "p")
+    assert [
+        (line["span_id"], line["sql_attempt"], line["sql_attempts"], line.get("span_status")) for line in lines
+    ] == [
+        ("s1", 1, 2, "ERROR"),
+        ("s2", 2, 2, None),
+    ]
+    assert lines[0]["tokens"] == {"prompt": 100, "completion": 10, "total": 110}
+    assert (
+        lines[1]["tokens"] == {"prompt": 150, "completion": 12, "total": 162} and lines[1]["model_version"] == "gpt-4o"
+    )
+    only_driver = [spans[0], _span("d", "r", "SELECT", 1, **{"db.query.text": "SELECT 1"})]
+    assert [line["sql"] for line in map_spans(only_driver, "p")] == ["SELECT 1"]
