@@ -188,7 +188,10 @@ def push_phoenix(
     day: Annotated[datetime, _DAY],
     project: Annotated[
         str | None,
-        typer.Option("--project", help="Only the answers pulled from this project (default: every pulled answer)."),
+        typer.Option(
+            "--project",
+            help="Only the answers pulled from this Phoenix project (default: every phoenix-*.jsonl answer of the day).",
+        ),
     ] = None,
     warehouse: Annotated[str | None, _WAREHOUSE] = None,
     evaluator_version: Annotated[str | None, _VERSION] = None,
