@@ -26,6 +26,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
+from stef.config_files import read_config_text
 from stef.errors import InputError
 from stef.logs import SOURCE_ERROR_KEY
 from stef.traces.otlp import (
@@ -68,6 +69,9 @@ PHOENIX_SPAN_LIMIT = 10_000_000
 ANNOTATION_IDENTIFIER = "stef-nightly"
 """Identifier of STEF's span annotations: Phoenix keeps one annotation per (span, name,
 identifier), so pushing a day again replaces them."""
+
+OTLP_FILE_MAX_BYTES = 1024 * 1024 * 1024
+"""Largest OTLP JSON trace file read (1 GiB; the file exporter rotates long before)."""
 
 ANNOTATION_BATCH = 500
 """Span annotations per request."""
@@ -135,7 +139,7 @@ def read_mapping(path: Path | None) -> SpanMapping:
     from pydantic import ValidationError
 
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload = json.loads(read_config_text(path))
     except OSError as exc:
         raise InputError(f"{path}: cannot read the mapping ({exc.strerror or exc})") from exc
     except ValueError as exc:
@@ -284,9 +288,15 @@ def _otlp_files(inputs: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for path in inputs:
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in {".json", ".jsonl"}))
+            found = sorted(p for p in path.rglob("*") if p.suffix in {".json", ".jsonl"} and not p.is_dir())
+            odd = [p for p in found if not p.is_file()]
+            if odd:  # a FIFO or dangling link named *.json is no trace file to skip quietly
+                raise InputError(f"{odd[0]}: not a regular file")
+            files.extend(found)
         elif path.is_file():
             files.append(path)
+        elif path.exists() or path.is_symlink():
+            raise InputError(f"{path}: not a regular file or folder")
         else:
             raise InputError(f"{path}: no such file or folder")
     if not files:
@@ -317,9 +327,11 @@ def pull_otlp(
     count = 0
     for path in _otlp_files(inputs):
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: cannot read ({exc})") from exc
+            text = read_config_text(path, OTLP_FILE_MAX_BYTES)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not a UTF-8 text file (invalid byte at offset {exc.start})") from exc
         try:
             for name, span in read_otlp_json(text, str(path)):
                 if project is None or name == project:

@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 
+from warehouse.store import registered
 from warehouse.transaction import transaction
 
 REVIEW_FIELDS = (
@@ -115,7 +116,7 @@ class ReviewCounts:
 def store_reviews(
     conn: duckdb.DuckDBPyConnection, reviews: Sequence[Mapping[str, Any]], source_file: str
 ) -> ReviewCounts:
-    """Store validated reviews in one transaction: all of them or none.
+    """Store validated reviews in one transaction: all of them or none (one Arrow insert).
 
     A review whose (run id, reviewer) is stored with the same label, category and note changes
     nothing (importing a file twice is a no-op); a different one replaces the stored label when it
@@ -129,36 +130,64 @@ def store_reviews(
     Raises:
         WarehouseError: the write failed (rolled back).
     """
+    import pyarrow as pa
+
     now = datetime.now(UTC).replace(tzinfo=None)
+    keys = pa.table(
+        {
+            "run_id": pa.array([r["run_id"] for r in reviews], pa.string()),
+            "reviewer": pa.array([r["reviewer"] for r in reviews], pa.string()),
+        }
+    )
+    with registered(conn, "_stef_review_keys", keys):
+        existing = conn.execute(
+            """
+            SELECT v.run_id, v.reviewer, v.label, v.error_category, v.note, v.reviewed_at
+            FROM reviews AS v JOIN _stef_review_keys AS k ON v.run_id = k.run_id AND v.reviewer = k.reviewer
+            """
+        ).fetchall()
+    stored = {(row[0], row[1]): row[2:] for row in existing}
+    kept: list[Mapping[str, Any]] = []
     inserted = replaced = unchanged = 0
-    with transaction(conn, f"importing the reviews of {source_file} failed and was rolled back"):
-        for review in reviews:
-            stored = conn.execute(
-                "SELECT label, error_category, note, reviewed_at FROM reviews WHERE run_id = ? AND reviewer = ?",
-                [review["run_id"], review["reviewer"]],
-            ).fetchall()
-            if stored:
-                label, category, note, reviewed_at = stored[0]
-                if (label, category, note) == (review["label"], review["error_category"], review["note"]):
-                    unchanged += 1
-                    continue
-                if review["reviewed_at"] < reviewed_at:
-                    unchanged += 1
-                    continue
-                conn.execute(
-                    "DELETE FROM reviews WHERE run_id = ? AND reviewer = ?", [review["run_id"], review["reviewer"]]
-                )
-                replaced += 1
-            else:
-                inserted += 1
-            conn.execute(
-                """
-                INSERT INTO reviews (run_id, reviewer, label, error_category, note, evaluator_version, reviewed_at,
-                                     sample_strategy, source_file, line_number, imported_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [*(review[name] for name in REVIEW_FIELDS), source_file, int(review["line_number"]), now],
-            )
+    for review in reviews:
+        before = stored.get((review["run_id"], review["reviewer"]))
+        if before is not None:
+            label, category, note, reviewed_at = before
+            same = (label, category, note) == (review["label"], review["error_category"], review["note"])
+            if same or review["reviewed_at"] < reviewed_at:
+                unchanged += 1
+                continue
+            replaced += 1
+        else:
+            inserted += 1
+        kept.append(review)
+    table = pa.table(
+        {
+            **{name: [review[name] for review in kept] for name in REVIEW_FIELDS},
+            "source_file": [source_file] * len(kept),
+            "line_number": pa.array([int(review["line_number"]) for review in kept], pa.int32()),
+            "imported_at": [now] * len(kept),
+        }
+    )
+    with (
+        transaction(conn, f"importing the reviews of {source_file} failed and was rolled back"),
+        registered(conn, "_stef_reviews", table),
+    ):
+        conn.execute(
+            """
+            DELETE FROM reviews AS v USING _stef_reviews AS n
+            WHERE v.run_id = n.run_id AND v.reviewer = n.reviewer
+            """
+        )
+        conn.execute(
+            """
+            INSERT INTO reviews (run_id, reviewer, label, error_category, note, evaluator_version, reviewed_at,
+                                 sample_strategy, source_file, line_number, imported_at)
+            SELECT run_id, reviewer, label, error_category, note, evaluator_version, reviewed_at,
+                   sample_strategy, source_file, line_number, imported_at
+            FROM _stef_reviews
+            """
+        )
     return ReviewCounts(inserted, replaced, unchanged)
 
 

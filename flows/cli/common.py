@@ -329,10 +329,11 @@ def read_calibrator_option(path: Path | None) -> tuple[tuple[str | None, str], .
     """
     if path is None:
         return ()
+    from stef.config_files import read_config_text
     from stef.pipeline.judge.deployment import is_deployment_calibrator, parse_calibrator
 
     try:
-        document = path.read_text(encoding="utf-8")
+        document = read_config_text(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise CliError(f"--calibrator {path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from exc
     try:

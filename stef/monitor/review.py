@@ -300,6 +300,10 @@ class LabelFile:
     unlabelled: int
 
 
+LABEL_FILE_MAX_BYTES = 256 * 1024 * 1024
+"""Largest label file read (256 MiB); a FIFO, a directory or a device is refused at once."""
+
+
 def read_label_file(path: Path) -> LabelFile:
     """Read a filled review file (CSV, JSONL, or a Label Studio JSON export), checking every row.
 
@@ -312,8 +316,10 @@ def read_label_file(path: Path) -> LabelFile:
     Raises:
         LabelFileError: the file cannot be read, or any row is bad (every bad line is named).
     """
+    from stef.config_files import read_config_text
+
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = read_config_text(path, LABEL_FILE_MAX_BYTES).removeprefix("\ufeff")  # Excel's byte-order mark
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelFileError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from exc
     stripped = text.lstrip()

@@ -415,3 +415,34 @@ def test_a_retried_request_with_the_same_run_id_scores_only_its_own_span(tmp_pat
         (reason,) = conn.execute("SELECT reason FROM quarantine").fetchall()[0]
     assert [(row["run_id"], row["span_id"]) for row in rows] == [("req-1", "5" * 16)]  # the first line keeps the id
     assert "duplicate" in reason
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_a_mapping_calibrator_or_label_path_that_is_no_regular_file_is_refused_at_once(
+    tmp_path: Path, kind: str
+) -> None:
+    import os
+
+    target = tmp_path / "odd.json"
+    if kind == "fifo":
+        os.mkfifo(target)  # reading would wait for a writer forever
+    else:
+        target.mkdir()
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    pulled = invoke(
+        "pull", "otlp", "--input", str(bundled), "--date", DAY, "--logs-root", str(tmp_path), "--mapping", str(target)
+    )
+    assert pulled.exit_code == 2 and "cannot read the mapping" in pulled.output
+    scored = invoke("evaluate", str(bundled), "--calibrator", str(target), "--out", str(tmp_path / "o.jsonl"))
+    assert scored.exit_code == 2 and f"--calibrator {target}: cannot read" in scored.output
+    (tmp_path / "w.duckdb").touch()
+    imported = invoke("review", "import", str(target), "--warehouse", str(tmp_path / "w.duckdb"))
+    assert imported.exit_code == 2 and "cannot read" in imported.output
+    if kind == "fifo":
+        otlp = invoke("pull", "otlp", "--input", str(target), "--date", DAY, "--logs-root", str(tmp_path))
+        assert otlp.exit_code == 2 and "not a regular file or folder" in otlp.output
+        folder = tmp_path / "traces"
+        folder.mkdir()
+        os.mkfifo(folder / "live.jsonl")
+        otlp = invoke("pull", "otlp", "--input", str(folder), "--date", DAY, "--logs-root", str(tmp_path))
+        assert otlp.exit_code == 2 and "live.jsonl: not a regular file" in otlp.output
