@@ -124,7 +124,9 @@ def make_task_runner(
         try:
             from prefect_dask.task_runners import DaskTaskRunner
         except ImportError as exc:
-            raise InputError(f"the dask task runner needs prefect-dask ({exc}): pip install 'stef[dask]'") from exc
+            raise InputError(
+                f"the dask task runner needs prefect-dask ({exc}): pip install '.[dask]' in the STEF checkout"
+            ) from exc
         if address is not None:
             return DaskTaskRunner(address=address)
         return DaskTaskRunner(cluster_kwargs={} if max_workers is None else {"n_workers": max_workers})

@@ -100,7 +100,7 @@ class PullResult:
 
     Attributes:
         path: the day file.
-        spans: spans read (the day's plus their traces' roots).
+        spans: spans of the day read (Phoenix: plus the roots of their traces from the day before).
         records: log records written.
         unreadable: SQL spans written as ``source_error`` lines (quarantined by the nightly).
     """
@@ -203,7 +203,7 @@ def _phoenix_client(endpoint: str, api_key: str | None) -> Any:
         from phoenix.client import Client
     except ImportError as exc:
         raise TraceSourceError(
-            "the Phoenix client is not installed: pip install 'stef[phoenix]' (arize-phoenix-client)"
+            "the Phoenix client is not installed: pip install '.[phoenix]' in the STEF checkout (arize-phoenix-client)"
         ) from exc
     return Client(base_url=endpoint, api_key=api_key)
 
@@ -324,7 +324,6 @@ def pull_otlp(
     """
     mapping = mapping or SpanMapping()
     by_project: dict[str, list[SourceSpan]] = {}
-    count = 0
     for path in _otlp_files(inputs):
         try:
             text = read_config_text(path, OTLP_FILE_MAX_BYTES)
@@ -336,16 +335,17 @@ def pull_otlp(
             for name, span in read_otlp_json(text, str(path)):
                 if project is None or name == project:
                     by_project.setdefault(name or project or "unknown", []).append(span)
-                    count += 1
         except OtlpFileError as exc:
             raise InputError(str(exc)) from exc
     lines: list[dict[str, Any]] = []
+    start, end = day_window(day)
+    on_day = sum(1 for spans in by_project.values() for span in spans if start <= span.start_time < end)
     for name, spans in sorted(by_project.items()):
         lines.extend(_day_lines(spans, name, mapping, day, "otlp"))
     lines.sort(key=lambda line: (line.get("timestamp") or "", line["span_id"]))
     path = write_day_file(logs_root, day, day_file_name("otlp", project).removesuffix(".jsonl"), lines)
     unreadable = sum(1 for line in lines if SOURCE_ERROR_KEY in line)
-    return PullResult(path, count, len(lines) - unreadable, unreadable)
+    return PullResult(path, on_day, len(lines) - unreadable, unreadable)
 
 
 def _results(
@@ -468,7 +468,7 @@ def push_otlp(
         from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
     except ImportError as exc:
         raise TraceSourceError(
-            "the OpenTelemetry SDK is not installed: pip install 'stef[otel]' "
+            "the OpenTelemetry SDK is not installed: pip install '.[otel]' in the STEF checkout "
             "(opentelemetry-sdk, opentelemetry-exporter-otlp-proto-http)"
         ) from exc
 

@@ -111,6 +111,7 @@ def _pulled(result: object) -> None:
                 if result.spans and not result.records and not result.unreadable
                 else ""
             )
+            + ("; no span started on that day (UTC): check --date" if not result.spans else "")
         ),
         soft_wrap=True,
     )

@@ -415,7 +415,10 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> La
             continue
         label = _LABEL_WORDS.get(raw_label.casefold())
         if label is None:
-            problems.append(f"line {number}: label {raw_label!r} is not 'correct' or 'incorrect' (run_id {run_id!r})")
+            problems.append(
+                f"line {number}: label {raw_label!r} is not 'correct' or 'incorrect' "
+                f"(also read: right/wrong, true/false, yes/no, 1/0; run_id {run_id!r})"
+            )
             continue
         category = _text(record.get("error_category"))
         if category is not None:

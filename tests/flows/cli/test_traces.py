@@ -446,3 +446,11 @@ def test_a_mapping_calibrator_or_label_path_that_is_no_regular_file_is_refused_a
         os.mkfifo(folder / "live.jsonl")
         otlp = invoke("pull", "otlp", "--input", str(folder), "--date", DAY, "--logs-root", str(tmp_path))
         assert otlp.exit_code == 2 and "live.jsonl: not a regular file" in otlp.output
+
+
+def test_a_day_without_spans_says_so_instead_of_blaming_the_mapping(tmp_path: Path) -> None:
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    result = invoke("pull", "otlp", "--input", str(bundled), "--date", "2026-11-29", "--logs-root", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "0 records from 0 spans; no span started on that day (UTC): check --date" in result.stdout
+    assert "--mapping" not in result.stdout
