@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger, task
+from prefect.context import FlowRunContext
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
@@ -39,11 +40,12 @@ from tasks import (
 )
 from tasks.drift import nightly_drift_step
 from tasks.evaluate import RecordBatch, batches, rulebook
+from tasks.scoring_pool import ScoringPoolTaskRunner, pool_processes_of
 from tasks.traces import TraceSource, is_transient, pull_source, push_day, push_target
 from warehouse import resolve_path
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
-"""Workers of the default thread-pool task runner."""
+"""Workers of the thread-pool task runner (``--task-runner thread``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,8 @@ class NightlySummary:
         pulled: what ``--source phoenix|otlp`` wrote before the run (``None`` for log files).
         pushed: what ``--push`` sent after it; ``push_error``: why it failed (the day is stored
             either way).
+        timings: seconds per phase of the flow run, in order (``load``, ``validate``,
+            ``evaluate``, ``store``, ``metrics``, ``drift`` ...; ``stef nightly --timings``).
     """
 
     log_date: date
@@ -88,25 +92,49 @@ class NightlySummary:
     pulled: str | None = None
     pushed: str | None = None
     push_error: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
 
 
-TaskRunnerKind = Literal["thread", "process", "dask"]
+class PhaseTimer:
+    """Wall seconds of consecutive phases: :meth:`lap` closes the phase running since the last lap.
+
+    >>> timer = PhaseTimer()
+    >>> timer.lap("load"); timer.lap("load"); sorted(timer.seconds)
+    ['load']
+    """
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._since = time.perf_counter()
+
+    def lap(self, phase: str) -> None:
+        """Add the time since the previous lap (or the start) to ``phase``."""
+        now = time.perf_counter()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._since
+        self._since = now
+
+
+TaskRunnerKind = Literal["pool", "thread", "process", "dask"]
 """Task runners the nightly flow can evaluate its batches on (``--task-runner``)."""
-TASK_RUNNERS: tuple[str, ...] = ("thread", "process", "dask")
+TASK_RUNNERS: tuple[str, ...] = ("pool", "thread", "process", "dask")
 
 
 def make_task_runner(
-    kind: TaskRunnerKind = "thread", max_workers: int | None = None, address: str | None = None
+    kind: TaskRunnerKind = "pool", max_workers: int | None = None, address: str | None = None
 ) -> TaskRunner[Any]:
     """A task runner for the evaluation batches.
 
     Args:
-        kind: ``"thread"`` (default; light, shares memory), ``"process"`` (uses every core for
-            the CPU-bound scoring; with no Prefect server configured each worker process starts
-            its own temporary API, so use it with a server) or ``"dask"`` (prefect-dask, the
-            ``dask`` extra: a Dask cluster at ``address``, else a temporary local cluster).
-        max_workers: pool size (default :data:`DEFAULT_WORKERS` threads / one process per core /
-            Dask's default number of local workers).
+        kind: ``"pool"`` (default: the batch tasks run in threads of the flow's process and
+            score in one process pool per process, one worker per core:
+            :class:`tasks.scoring_pool.ScoringPoolTaskRunner`; with a model judge the batches
+            stay in the threads, their requests are I/O), ``"thread"`` (scoring in threads: one
+            core), ``"process"`` (Prefect's process runner; with no Prefect server configured
+            each worker process starts its own temporary API, so use it with a server) or
+            ``"dask"`` (prefect-dask, the ``dask`` extra: a Dask cluster at ``address``, else a
+            temporary local cluster).
+        max_workers: pool size (default one scoring process per core / :data:`DEFAULT_WORKERS`
+            threads / one process per core / Dask's default number of local workers).
         address: scheduler address of a running Dask cluster (``tcp://host:8786``); only with
             ``kind="dask"``.
 
@@ -116,6 +144,8 @@ def make_task_runner(
     """
     if address is not None and kind != "dask":
         raise ValueError(f"a Dask scheduler address only applies to the dask task runner, not {kind!r}")
+    if kind == "pool":
+        return ScoringPoolTaskRunner(processes=max_workers)
     if kind == "thread":
         return ThreadPoolTaskRunner(max_workers=max_workers or DEFAULT_WORKERS)
     if kind == "process":
@@ -175,7 +205,7 @@ def with_deployment_calibrators(settings: JudgeSettings, warehouse_path: str) ->
     return settings
 
 
-@flow(name="stef-nightly", task_runner=make_task_runner("thread"))
+@flow(name="stef-nightly", task_runner=make_task_runner("pool"))
 def nightly(
     log_date: date | str | None = None,
     logs_root: str = "./logs",
@@ -266,11 +296,13 @@ def nightly(
         observed_catalog=observed_catalog,
         learn_catalog=learn_catalog,
     )
+    timer = PhaseTimer()
     settings.schemas()  # a missing schema folder or catalog file fails here, before any work
     settings.observed()
     rulebook(rules_dir).validate_all()  # so does a broken rule file, not when a record first names its app
     for warning in preflight(settings):
         get_run_logger().warning("%s", warning)
+    timer.lap("settings")
     day = resolve_log_date(log_date)
     warehouse_path = str(resolve_path(warehouse))
     trace_source = None
@@ -283,12 +315,16 @@ def nightly(
         result = pull_traces(trace_source, day, logs_root)
         pulled = f"{result.path}: {result.records} records from {result.spans} spans ({result.unreadable} unreadable)"
         get_run_logger().info("pulled %s", pulled)
+        timer.lap("pull")
     lines = load_logs(logs_root, day)
+    timer.lap("load")
     check_warehouse(warehouse_path)  # a locked or unwritable warehouse fails here, before any evaluation
     settings = with_deployment_calibrators(settings, warehouse_path)
     observed = learn_observed_catalogs(warehouse_path, day) if settings.learn_catalog else None
+    timer.lap("warehouse")
     # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
     lines = validate_logs(quote(lines), max_bad_share, raise_on_bad_share=False)  # type: ignore[call-overload]
+    timer.lap("validate")
     too_bad = bad_share_error(lines, max_bad_share)
     if too_bad is not None:  # keep the rejected lines to inspect, then stop
         stored_rejected = store_rejected(warehouse_path, day, quote(lines))
@@ -301,11 +337,15 @@ def nightly(
     catalogs = (
         {} if observed is None else {"observed": observed}
     )  # not quoted: a Dask worker would get the quote itself
+    run_context = FlowRunContext.get()
+    processes = pool_processes_of(run_context.task_runner if run_context else None) if settings.is_symbolic else 0
     started = time.perf_counter()
     evaluation_started(day, len(records), len(parts))
     try:
         futures = [
-            evaluate_batch.submit(RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, **catalogs)
+            evaluate_batch.submit(
+                RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, processes=processes, **catalogs
+            )
             for batch in parts
         ]
         while futures:  # in order; each finished future is dropped so its task state is freed early
@@ -324,13 +364,17 @@ def nightly(
         elapsed,
         len(records) / elapsed if elapsed > 0 else 0.0,
     )
+    timer.lap("evaluate")
     breaker_summary = breaker.summary() if breaker is not None else None
     if breaker_summary is not None:
         get_run_logger().warning("judge %s: %s", settings.name, breaker_summary)
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)
+    timer.lap("store")
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
     publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
+    timer.lap("metrics")
     drift = nightly_drift_step(warehouse_path, day, stored.evaluator_version)  # never raises
+    timer.lap("drift")
     pushed = push_error = None
     if push_to is not None:
         try:
@@ -347,6 +391,7 @@ def nightly(
         except StefError as exc:  # the day is stored: say why the push failed, do not fail the run
             push_error = str(exc)
             get_run_logger().error("push to %s failed: %s", push_to[0], exc)
+        timer.lap("push")
     return NightlySummary(
         log_date=day,
         records=stored.lines,
@@ -363,6 +408,7 @@ def nightly(
         pulled=pulled,
         pushed=pushed,
         push_error=push_error,
+        timings=timer.seconds,
     )
 
 
@@ -373,8 +419,29 @@ push_scores = task(name="push-scores", retries=2, retry_delay_seconds=5, retry_c
 """The push as a Prefect task, retried the same way."""
 
 
+def prepare_process(task_runner: TaskRunnerKind = "pool", workers: int | None = None, symbolic: bool = True) -> None:
+    """The start-up work of a process that runs nightly flows, done once (``stef nightly``,
+    ``stef demo`` and ``stef backfill`` do it while Prefect's temporary API starts): the scoring
+    pool of the ``pool`` runner forked (:func:`tasks.scoring_pool.shared_pool`, symbolic judge
+    only) and Great Expectations imported. A flow run without it does the same work when it
+    first needs it.
+
+    Args:
+        task_runner: the runner the flows will use.
+        workers: its ``max_workers`` (:func:`make_task_runner`).
+        symbolic: whether the judge is the symbolic one (a model judge scores in threads).
+    """
+    from tasks.log_checks import import_great_expectations
+    from tasks.scoring_pool import shared_pool, usable_cores
+
+    processes = workers or usable_cores()
+    if task_runner == "pool" and symbolic and processes > 1:
+        shared_pool(processes)
+    import_great_expectations()
+
+
 def run_nightly(
-    task_runner: TaskRunnerKind = "thread",
+    task_runner: TaskRunnerKind = "pool",
     workers: int | None = None,
     dask_address: str | None = None,
     **params: Any,
@@ -385,7 +452,7 @@ def run_nightly(
     (DuckDB allows one writer process), so the rows are the same with every runner.
 
     Args:
-        task_runner: ``thread``, ``process`` or ``dask`` (see :func:`make_task_runner`).
+        task_runner: ``pool`` (default), ``thread``, ``process`` or ``dask`` (see :func:`make_task_runner`).
         workers: pool size / number of local Dask workers (default: the runner's own).
         dask_address: scheduler address of a running Dask cluster (``dask`` only).
         **params: the parameters of :func:`nightly`.

@@ -6,16 +6,27 @@ command that is killed (``kill -9``, the OOM killer, a CI timeout) runs no exit 
 server, about 220 MB and listening on a local port, is left running. :func:`temporary_prefect_api`
 starts that same server up front, points the process at it, and starts a small guard process
 that stops the server as soon as the command's process is gone, however it ended.
+
+The server takes seconds to start (its own imports, the app, the database). It is started
+first, with the command Prefect's ephemeral mode runs (:class:`TemporaryApiServer`, without
+importing Prefect's server package here: that alone costs this process 1.5 s), and the command
+prepares its own work (imports, warm caches) while it boots, on the other core.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import random
+import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib.util import find_spec
+from pathlib import Path
 
 MIN_STARTUP_TIMEOUT_S = 90
 """Seconds the temporary server is given to answer, at least (Prefect's own default is 20 s,
@@ -87,22 +98,154 @@ def _start_guard() -> subprocess.Popen[bytes]:
     )
 
 
-def _report_server_processes(server: object, guard: subprocess.Popen[bytes], done: threading.Event) -> None:
-    """Send the guard the id of every process the server object starts (Prefect starts a new one
-    when the port was taken), from the moment it exists: the server can take seconds to answer,
-    and a kill in that time must not leave it behind."""
-    sent: set[int] = set()
-    while True:
-        process = getattr(server, "server_process", None)
-        if process is not None and process.pid not in sent and guard.stdin is not None:
-            sent.add(process.pid)
-            try:
-                guard.stdin.write(f"{process.pid}\n".encode())
-                guard.stdin.flush()
-            except OSError:
-                return  # the guard is gone
-        if done.wait(0.01):
+class TemporaryApiServer:
+    """Prefect's temporary API server, as ephemeral mode runs it, started without waiting.
+
+    The command line and environment are those of Prefect's ``SubprocessASGIServer`` (Prefect
+    3.x, ``prefect.server.api.server``): ``uvicorn --factory prefect.server.api.server:create_app``
+    on 127.0.0.1 with the UI off, on a free port in 8000-8999; a server that exits with code 3
+    (the port was taken meanwhile) is started again on another port. Unlike Prefect's class it
+    does not import Prefect's server package into this process, and :meth:`start` returns at
+    once, so the caller works while the server boots.
+
+    Args:
+        report: called with the process id of every server process started (the guard's feed).
+    """
+
+    PORTS = range(8000, 9000)
+    """Ports tried, as Prefect's ``SubprocessASGIServer._port_range``."""
+    PORT_TAKEN_EXIT_CODE = 3
+    """uvicorn's exit code when the port cannot be bound."""
+
+    def __init__(self, report: Callable[[int], None] | None = None) -> None:
+        self.port: int | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self._report = report
+        self._with_settings = True
+        self._announced = False
+
+    @property
+    def api_url(self) -> str:
+        """``http://127.0.0.1:<port>/api``.
+
+        Raises:
+            RuntimeError: the server was not started.
+        """
+        if self.port is None:
+            raise RuntimeError("the temporary Prefect API server was not started")
+        return f"http://127.0.0.1:{self.port}/api"
+
+    @staticmethod
+    def _free_port() -> int:
+        for _ in range(10):
+            port = random.choice(TemporaryApiServer.PORTS)
+            with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as probe:
+                try:
+                    probe.bind(("127.0.0.1", port))
+                except OSError:
+                    time.sleep(random.uniform(0.1, 0.5))
+                    continue
+                return port
+        raise RuntimeError("no free port for the temporary Prefect API server in 8000-8999")
+
+    def start(self, with_settings: bool = True) -> None:
+        """Start the server process and return at once (:meth:`wait_ready` waits for it).
+
+        Args:
+            with_settings: pass this process's Prefect settings to the server in its
+                environment, as Prefect does (imports Prefect, 0.8 s); ``False``: the server
+                reads them itself from the same environment and profile, which differs only
+                for settings changed inside this process (``temporary_settings``).
+
+        Raises:
+            RuntimeError: no free port, or Prefect is not installed.
+        """
+        spec = find_spec("prefect")
+        if spec is None or spec.origin is None:
+            raise RuntimeError("Prefect is not installed: the temporary API server cannot start")
+        self.port = self._free_port()
+        environment = {
+            **os.environ,
+            "PREFECT_UI_ENABLED": "0",
+            "PREFECT__SERVER_EPHEMERAL": "1",
+            "PREFECT__SERVER_FINAL": "1",
+        }
+        if with_settings:
+            from prefect.settings import get_current_settings
+
+            environment.update(get_current_settings().to_environment_variables(exclude_unset=True))
+        self._with_settings = with_settings
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--app-dir",
+                str(Path(spec.origin).parent.parent),
+                "--factory",
+                SERVER_MARKER,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "error",
+                "--lifespan",
+                "on",
+            ],
+            env=environment,
+        )
+        if self._report is not None:
+            self._report(self.process.pid)
+
+    def wait_ready(self, timeout_s: float) -> None:
+        """Wait until the API answers ``GET /health`` with 200.
+
+        Raises:
+            RuntimeError: the server exited, or did not answer within ``timeout_s`` seconds.
+        """
+        import httpx
+
+        logging.getLogger("prefect").info("Starting temporary server on http://127.0.0.1:%d", self.port)
+        self._announced = True
+        deadline = time.monotonic() + timeout_s
+        with httpx.Client() as client:
+            while True:
+                process = self.process
+                if process is None:
+                    raise RuntimeError("the temporary Prefect API server was not started")
+                code = process.poll()
+                if code == self.PORT_TAKEN_EXIT_CODE:
+                    self.start(self._with_settings)  # the port was taken meanwhile: another one
+                    continue
+                if code is not None:
+                    raise RuntimeError(f"the temporary Prefect API server exited with code {code} before it answered")
+                try:
+                    if client.get(f"{self.api_url}/health").status_code == 200:
+                        return
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"Timed out after {timeout_s:.0f} s while attempting to connect to the temporary Prefect API server"
+                    )
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Stop the server as Prefect stops it: terminate, then kill after 5 s. Its start and stop
+        are logged only once it was waited for: a command that fails before (an error a person
+        fixes) prints just its error."""
+        process, self.process = self.process, None
+        if process is None:
             return
+        if self._announced:
+            logging.getLogger("prefect").info("Stopping temporary server on http://127.0.0.1:%d", self.port)
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def _drain_workers() -> None:
@@ -129,44 +272,67 @@ def _drain_workers() -> None:
 
 
 @contextmanager
-def temporary_prefect_api() -> Iterator[str | None]:
+def temporary_prefect_api(prepare: Callable[[], object] | None = None) -> Iterator[str | None]:
     """Run the block against a temporary Prefect API that dies with this process.
 
     When ``PREFECT_API_URL`` is configured (a real server, or a test harness), nothing is
-    started and the block runs against it. Otherwise Prefect's own temporary server
-    (``SubprocessASGIServer``, what ephemeral mode starts) is started now, ``PREFECT_API_URL``
-    points at it for the block, and a guard process (:func:`_start_guard`) stops it should this
-    process be killed; at the end of the block the server is stopped as Prefect would stop it.
-    Every flow of the block shares the one server.
+    started and the block runs against it. Otherwise Prefect's own temporary server (what
+    ephemeral mode starts; :class:`TemporaryApiServer`) is started now, ``prepare`` runs while
+    it boots, ``PREFECT_API_URL`` points at it for the block, and a guard process
+    (:func:`_start_guard`) stops it should this process be killed; at the end of the block the
+    server is stopped as Prefect would stop it. Every flow of the block shares the one server.
+
+    With ``PREFECT_API_URL`` not in the environment the server is started before Prefect is
+    imported here (0.8 s sooner), and stopped at once if Prefect's settings (a profile) name an
+    API after all.
+
+    Args:
+        prepare: work to do while the server starts (imports, warm caches); run in any case,
+            before the block.
 
     Yields:
         The API URL of the temporary server, or ``None`` when a configured one is used.
 
     Raises:
-        RuntimeError: the server did not start (Prefect's message).
+        RuntimeError: the server did not start.
     """
-    from prefect.context import _temporary_global_settings_context, get_settings_context
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
+    guard: subprocess.Popen[bytes] | None = None
+    server: TemporaryApiServer | None = None
 
-    if PREFECT_API_URL.value():
-        yield None
-        return
-    from prefect.server.api.server import SubprocessASGIServer
+    def report(pid: int) -> None:
+        if guard is not None and guard.stdin is not None:
+            try:
+                guard.stdin.write(f"{pid}\n".encode())
+                guard.stdin.flush()
+            except OSError:
+                pass  # the guard is gone
 
-    server = SubprocessASGIServer()
-    guard = _start_guard()
-    started = threading.Event()
-    reporter = threading.Thread(
-        target=_report_server_processes, args=(server, guard, started), name="stef-prefect-api-guard", daemon=True
-    )
-    reporter.start()
     try:
-        try:
-            server.start(timeout=max(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value(), MIN_STARTUP_TIMEOUT_S))
-        finally:
-            started.set()
-            reporter.join()
-        _report_server_processes(server, guard, started)  # the process that answered, if Prefect restarted it
+        if not os.environ.get("PREFECT_API_URL"):
+            guard = _start_guard()
+            server = TemporaryApiServer(report=report)
+            server.start(with_settings=False)
+        from prefect.context import _temporary_global_settings_context, get_settings_context
+        from prefect.settings import (
+            PREFECT_API_URL,
+            PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+            temporary_settings,
+        )
+
+        if PREFECT_API_URL.value():
+            if server is not None:  # a profile names the API: the server started for nothing
+                server.stop()
+            if prepare is not None:
+                prepare()
+            yield None
+            return
+        if server is None:  # PREFECT_API_URL set but empty
+            guard = _start_guard()
+            server = TemporaryApiServer(report=report)
+            server.start()
+        if prepare is not None:
+            prepare()
+        server.wait_ready(max(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value(), MIN_STARTUP_TIMEOUT_S))
         with (
             temporary_settings(updates={PREFECT_API_URL: server.api_url}),
             _temporary_global_settings_context(get_settings_context()),
@@ -176,11 +342,13 @@ def temporary_prefect_api() -> Iterator[str | None]:
             finally:
                 _drain_workers()
     finally:
-        server.stop()
-        if guard.stdin is not None:
-            try:
-                guard.stdin.write(b"stop\n")
-                guard.stdin.close()
-            except OSError:
-                pass  # the guard is gone already
-        guard.wait()
+        if server is not None:
+            server.stop()
+        if guard is not None:
+            if guard.stdin is not None:
+                try:
+                    guard.stdin.write(b"stop\n")
+                    guard.stdin.close()
+                except OSError:
+                    pass  # the guard is gone already
+            guard.wait()

@@ -84,6 +84,7 @@ def evaluate_batch(
     warehouse_path: str | None = None,
     compact: bool = False,
     observed: ObservedCatalogBook | None = None,
+    processes: int = 0,
 ) -> list[Evaluation] | list[CompactEvaluation]:
     """Evaluate one batch with :func:`stef.pipeline.evaluate.evaluate_many` (symbolic judge), or with the
     LLM judge of ``judge`` (:class:`stef.llm.evaluate.LLMEvaluator`, STEF paper §2.D).
@@ -103,6 +104,10 @@ def evaluate_batch(
             nightly flow does.
         observed: observed catalogs learned by the flow for this day (``None``: those of
             ``judge.observed_catalog``, if any).
+        processes: with the symbolic judge and ``compact``, score in the process-wide pool of
+            this many worker processes (:func:`tasks.scoring_pool.score_in_pool`; the nightly
+            flow's default runner); 0 or 1: in this task's own thread or process. The rows are
+            the same either way.
 
     Returns:
         One :class:`stef.models.Evaluation` (or its compact form) per record, in order; a bad record gets a typed
@@ -117,6 +122,10 @@ def evaluate_batch(
     records = list(records)
     if observed is None and judge is not None:
         observed = judge.observed()
+    if (judge is None or judge.is_symbolic) and compact and processes > 1:
+        from tasks.scoring_pool import score_in_pool
+
+        return score_in_pool(records, rules_dir, judge, observed, processes)
     if judge is None or judge.is_symbolic:
         schemas = judge.schemas() if judge is not None else None
         symbolic = judge.symbolic_judge() if judge is not None else None

@@ -62,6 +62,17 @@ def _expectations() -> list[Any]:
     return [classes[expectation.kind](column=expectation.field) for expectation in LOG_EXPECTATIONS]
 
 
+def import_great_expectations() -> Any:
+    """Import Great Expectations (about 2 s, once per process) with its analytics off; return the module.
+
+    :func:`flows.nightly.prepare_process` calls it while Prefect's temporary API starts.
+    """
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations as gx
+
+    return gx
+
+
 def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
     """Position in ``lines`` -> quarantine reason, for the records Great Expectations rejects.
 
@@ -70,8 +81,7 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
     frame = _frame(lines)
     if frame.empty:
         return {}
-    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
+    gx = import_great_expectations()
     from great_expectations.data_context.types.base import (
         DataContextConfig,
         InMemoryStoreBackendDefaults,

@@ -358,6 +358,79 @@ def test_reading_a_50mb_log_streams(tmp_path: Path, bad_line: bytes) -> None:
     assert big_rss - small_rss < 15 * 1024, f"peak RSS grew by {(big_rss - small_rss) // 1024} MiB for a 50 MB file"
 
 
+# --------------------------------------------------------------------------- scoring pool (default runner)
+
+
+def _without_duration(evidence: str) -> dict[str, Any]:
+    """An evaluation's evidence JSON without ``duration_ms``, the one field that differs between two runs."""
+    document = json.loads(evidence)
+    assert document.pop("duration_ms") >= 0
+    return document
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_nightly_stores_the_same_rows_with_the_pool_thread_and_process_runners(tmp_path: Path) -> None:
+    import os
+
+    import tasks.scoring_pool
+    from flows.nightly import run_nightly
+
+    logs = tmp_path / "logs"
+    _write_day(logs, DAY, 300, "runners")
+    columns = "run_id, status, status_reason, score, band, verdict, p_correct, filter_status, flags, evidence"
+    rows: dict[str, list[tuple[Any, ...]]] = {}
+    for runner in ("pool", "thread", "process"):
+        warehouse = tmp_path / f"{runner}.duckdb"
+        summary = run_nightly(
+            task_runner=runner, workers=2, log_date=DAY, logs_root=str(logs), warehouse=str(warehouse), batch_size=50
+        )
+        assert (summary.records, summary.evaluated) == (300, 300)
+        assert list(summary.timings)[:4] == ["settings", "load", "warehouse", "validate"]
+        assert summary.timings["evaluate"] > 0
+        with duckdb.connect(str(warehouse), read_only=True) as conn:
+            rows[runner] = [
+                (*row[:-1], _without_duration(row[-1]))
+                for row in conn.execute(f"SELECT {columns} FROM evaluations ORDER BY run_id").fetchall()
+            ]
+        if runner == "pool":  # the batches were scored in the shared pool's worker processes
+            pool = tasks.scoring_pool._POOL
+            assert pool is not None and tasks.scoring_pool._POOL_WORKERS == 2
+            workers = {process.pid for process in pool._processes.values()}  # type: ignore[attr-defined]
+            assert len(workers) == 2 and os.getpid() not in workers
+    assert len(rows["pool"]) == 300
+    assert rows["pool"] == rows["thread"] == rows["process"]
+
+
+def test_a_dead_scoring_process_costs_time_never_the_batch() -> None:
+    import os
+    import signal
+
+    import tasks.scoring_pool
+    from stef.models import AgentLogRecord
+    from tasks.evaluate import rulebook
+
+    records = [
+        AgentLogRecord.model_validate({**row, "run_id": f"dead-{i}"})
+        for i, row in enumerate(demo_source_records()[:20])
+    ]
+
+    def scored(rows: list[Any]) -> list[dict[str, Any]]:
+        return [_without_duration(row.evidence_json()) for row in rows]
+
+    expected = scored(tasks.scoring_pool.score_batch(records, rulebook(None), None, None, None))
+    assert len(expected) == 20 and {row["status"] for row in expected} == {"evaluated"}
+    pool = tasks.scoring_pool.shared_pool(2)
+    assert scored(tasks.scoring_pool.score_in_pool(records, None, None, None, 2)) == expected
+    victim = next(iter(pool._processes.values()))  # type: ignore[attr-defined]
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join()
+    assert scored(tasks.scoring_pool.score_in_pool(records, None, None, None, 2)) == expected  # in this thread
+    assert tasks.scoring_pool._POOL is not pool  # the broken pool was dropped
+    assert scored(tasks.scoring_pool.score_in_pool(records, None, None, None, 2)) == expected  # a new pool
+    assert tasks.scoring_pool._POOL is not None and tasks.scoring_pool._POOL is not pool
+
+
 # --------------------------------------------------------------------------- Dask task runner
 
 

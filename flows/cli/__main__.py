@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from flows.cli.main import app
+from flows.cli.main import main
 
-app(prog_name="stef")
+main()

@@ -11,14 +11,17 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
@@ -258,8 +261,59 @@ class _ProgressBar:
             self._progress = None
 
 
+class CommandClock:
+    """Wall seconds of a command's phases, from the command's start (``stef nightly --timings``).
+
+    :meth:`lap` closes the phase running since the previous lap (the first phase starts when
+    the command line was imported: :data:`flows.cli.COMMAND_STARTED`); a phase may list its
+    parts (the flow's own phases), and :meth:`timed` measures a part inside the next phase.
+    """
+
+    def __init__(self) -> None:
+        from flows.cli import COMMAND_STARTED
+
+        self._since = COMMAND_STARTED
+        self._started = COMMAND_STARTED
+        self._parts: dict[str, float] = {}
+        self.phases: list[tuple[str, float, dict[str, float]]] = []
+
+    def timed(self, part: str, work: Callable[[], object]) -> Callable[[], None]:
+        """``work`` wrapped so that its seconds count as ``part`` of the next phase."""
+
+        def run() -> None:
+            started = time.perf_counter()
+            try:
+                work()
+            finally:
+                self._parts[part] = time.perf_counter() - started
+
+        return run
+
+    def lap(self, phase: str, parts: Mapping[str, float] | None = None) -> None:
+        """Close ``phase``: the seconds since the previous lap, with its ``parts`` (seconds each)."""
+        now = time.perf_counter()
+        self.phases.append((phase, now - self._since, {**self._parts, **(parts or {})}))
+        self._parts = {}
+        self._since = now
+
+    def table(self) -> Table:
+        """The phases as a table: each phase, its parts indented (and what the parts leave
+        unaccounted), and the total since the command started."""
+        table = Table(title="Timings (wall seconds)", box=box.SIMPLE_HEAD)
+        table.add_column("phase")
+        table.add_column("s", justify="right")
+        for phase, seconds, parts in self.phases:
+            table.add_row(Text(phase), f"{seconds:.2f}")
+            for part, part_seconds in parts.items():
+                table.add_row(Text(f"  {part}"), f"{part_seconds:.2f}")
+            if parts:
+                table.add_row(Text("  other"), f"{seconds - sum(parts.values()):.2f}")
+        table.add_row(Text("total"), f"{self._since - self._started:.2f}")
+        return table
+
+
 @contextmanager
-def running_flows(quiet: bool = False) -> Iterator[None]:
+def running_flows(quiet: bool = False, prepare: Callable[[], object] | None = None) -> Iterator[None]:
     """Around the flow runs of one command: Prefect's console without the tracebacks of errors a
     person fixes nor one line per evaluation batch (:func:`_quiet_stef_tracebacks`), a progress
     bar of the evaluation on a terminal (:class:`_ProgressBar`), and a temporary Prefect API
@@ -269,6 +323,8 @@ def running_flows(quiet: bool = False) -> Iterator[None]:
     Args:
         quiet: show only Prefect's warnings and errors on the console (``--quiet``); the Prefect
             API still receives every run's logs.
+        prepare: the command's own start-up work (imports, warm caches), done while the
+            temporary API server boots.
     """
     from flows.prefect_api import temporary_prefect_api
     from flows.progress import showing_progress
@@ -279,7 +335,7 @@ def running_flows(quiet: bool = False) -> Iterator[None]:
         with ExitStack() as stack:
             if err_console.is_terminal:
                 stack.enter_context(showing_progress(_ProgressBar()))
-            stack.enter_context(temporary_prefect_api())
+            stack.enter_context(temporary_prefect_api(prepare))
             yield
     finally:
         for handler, level in previous.items():

@@ -27,6 +27,7 @@ from flows.cli.common import (
     OBSERVED_HELP,
     SCHEMA_DIR_HELP,
     CliError,
+    CommandClock,
     console,
     drift_sentences,
     err_console,
@@ -131,6 +132,7 @@ def metrics_table(rows: Sequence[Mapping[str, Any]], title: str, day_key: str | 
 class TaskRunnerChoice(str, Enum):
     """Values of ``stef nightly --task-runner`` (:func:`flows.nightly.make_task_runner`)."""
 
+    pool = "pool"
     thread = "thread"
     process = "process"
     dask = "dask"
@@ -187,12 +189,18 @@ def nightly(
         TaskRunnerChoice,
         typer.Option(
             "--task-runner",
-            help="Where evaluation batches run: thread (default), process (every core), dask (prefect-dask: --dask-address, else a local cluster).",
+            help="Where evaluation batches run: pool (default: tasks in threads, scoring in one process per core), "
+            "thread (one core), process (Prefect's process runner: a temporary API per worker without a server), "
+            "dask (prefect-dask: --dask-address, else a local cluster).",
         ),
-    ] = TaskRunnerChoice.thread,
+    ] = TaskRunnerChoice.pool,
     workers: Annotated[
         int | None,
-        typer.Option("--workers", min=1, help="Threads / processes / local Dask workers (default: the runner's own)."),
+        typer.Option(
+            "--workers",
+            min=1,
+            help="Scoring processes / threads / processes / local Dask workers (default: the runner's own).",
+        ),
     ] = None,
     dask_address: Annotated[
         str | None,
@@ -232,12 +240,16 @@ def nightly(
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Show only warnings and errors of Prefect on the console.")
     ] = False,
+    timings: Annotated[
+        bool,
+        typer.Option("--timings", help="Print the seconds of each phase (start-up, load, validate, evaluate ...)."),
+    ] = False,
 ) -> None:
     """Run the nightly flow for one day: load, validate, evaluate, store, daily metrics."""
     from stef.time_cap import configured_time_cap_s
 
     with user_errors():
-        validate_judge(
+        settings = validate_judge(
             judge,
             api_base=api_base,
             concurrency=concurrency,
@@ -246,26 +258,37 @@ def nightly(
             breaker_failures=breaker_failures,
             schema_dir=schema_dir,
             observed_catalog=observed_catalog,
-        ).observed()
+        )
+        settings.observed()
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
-        from flows.nightly import resolve_log_date, run_nightly
-        from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV
-        from tasks.backfill import day_has_logs
-
-        if notify_webhook:
-            os.environ[NOTIFY_WEBHOOK_ENV] = notify_webhook  # read by the drift step, in this process and its workers
-
-        day = resolve_log_date(log_date.date() if log_date is not None else None)
         check_trace_options(source, source_endpoint, source_project, source_input, source_mapping, push, push_endpoint)
-        if source == "files" and not day_has_logs(logs_root, day):  # before Prefect starts: said once, at once
-            raise CliError(
-                f"no logs for {day} in {one_line(logs_root)} (expected "
-                f"{one_line(logs_root.rstrip('/'))}/{day}/*.jsonl); nothing was run or stored"
-            )
+        day: date | None = None
 
-        with running_flows(quiet=quiet):
+        def prepare() -> None:  # while Prefect's temporary API boots; an error here stops it at once
+            nonlocal day
+            from flows.nightly import prepare_process, resolve_log_date
+            from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV
+            from tasks.backfill import day_has_logs
+
+            if notify_webhook:
+                os.environ[NOTIFY_WEBHOOK_ENV] = (
+                    notify_webhook  # read by the drift step, in this process and its workers
+                )
+            day = resolve_log_date(log_date.date() if log_date is not None else None)
+            if source == "files" and not day_has_logs(logs_root, day):  # before any flow runs: said once, at once
+                raise CliError(
+                    f"no logs for {day} in {one_line(logs_root)} (expected "
+                    f"{one_line(logs_root.rstrip('/'))}/{day}/*.jsonl); nothing was run or stored"
+                )
+            prepare_process(task_runner.value, workers, settings.is_symbolic)
+
+        clock = CommandClock()
+        with running_flows(quiet=quiet, prepare=clock.timed("prepare", prepare)):
+            from flows.nightly import run_nightly
+
+            clock.lap("start-up")
             summary = run_nightly(
                 task_runner=task_runner.value,
                 workers=workers,
@@ -293,6 +316,10 @@ def nightly(
                 push=push,
                 push_endpoint=push_endpoint,
             )
+            clock.lap("flow run", summary.timings)
+        clock.lap("stop")
+    if timings:
+        console.print(clock.table())
     if summary.pulled:
         console.print(Text(f"pulled {summary.pulled}"), soft_wrap=True)
     console.print(summary_line(summary), soft_wrap=True)

@@ -81,6 +81,8 @@ def check_trace_options(
     Raises:
         InputError: a missing or unknown setting.
     """
+    if source == "files" and push is None and push_endpoint is None:
+        return  # nothing to check (and Prefect, which tasks.traces loads, is not imported yet)
     from tasks.traces import TraceSource, push_target
 
     if source != "files":

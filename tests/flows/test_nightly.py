@@ -91,7 +91,7 @@ def test_malformed_log_date_is_a_clear_error() -> None:
 
 
 def test_make_task_runner_rejects_an_unknown_kind() -> None:
-    with pytest.raises(ValueError, match=r"task runner must be one of thread, process, dask, got 'cluster'"):
+    with pytest.raises(ValueError, match=r"task runner must be one of pool, thread, process, dask, got 'cluster'"):
         flows.nightly.make_task_runner("cluster")
 
 
