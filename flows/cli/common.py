@@ -329,13 +329,22 @@ def running_flows(quiet: bool = False, prepare: Callable[[], object] | None = No
     from flows.prefect_api import temporary_prefect_api
     from flows.progress import showing_progress
 
-    _quiet_stef_tracebacks()
-    previous = _console_level(logging.WARNING) if quiet else {}
+    previous: dict[logging.Handler, int] = {}
+
+    def prepare_then_console() -> None:
+        if prepare is not None:
+            prepare()
+        import prefect.main  # noqa: F401 - sets up Prefect's logging: its console handlers exist from here on
+
+        _quiet_stef_tracebacks()
+        if quiet:
+            previous.update(_console_level(logging.WARNING))
+
     try:
         with ExitStack() as stack:
             if err_console.is_terminal:
                 stack.enter_context(showing_progress(_ProgressBar()))
-            stack.enter_context(temporary_prefect_api(prepare))
+            stack.enter_context(temporary_prefect_api(prepare_then_console))
             yield
     finally:
         for handler, level in previous.items():
