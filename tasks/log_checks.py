@@ -7,22 +7,45 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from stef.errors import StefError
-from stef.log_contract import LOG_EXPECTATIONS, duplicate_reason, missing_reason, rejection_kind, timestamp_reason
+from stef.log_contract import (
+    LOG_EXPECTATIONS,
+    LogExpectation,
+    duplicate_reason,
+    missing_reason,
+    rejection_kind,
+    timestamp_reason,
+)
 from stef.logs import LogLine
+from stef.models import AgentLogRecord
 from tasks._runtime import run_logger
 
 if TYPE_CHECKING:
     import pandas as pd  # type: ignore[import-untyped]
 
 
-GX_COLUMNS = ("run_id", "agent_id", "agent_version", "question", "sql", "timestamp")
-"""Record fields handed to Great Expectations (one pandas row per valid record)."""
+def _model_guarantees(expectation: LogExpectation) -> bool:
+    """Whether every :class:`stef.models.AgentLogRecord` meets ``expectation`` by its type alone:
+    a ``not_null`` expectation on a field whose annotation admits no ``None`` (pydantic rejects
+    such a line before validation: :func:`stef.logs.parse_line`)."""
+    if expectation.kind != "not_null":
+        return False
+    annotation = AgentLogRecord.model_fields[expectation.field].annotation
+    return type(None) not in get_args(annotation) and annotation is not type(None)
+
+
+GX_EXPECTATIONS: tuple[LogExpectation, ...] = tuple(e for e in LOG_EXPECTATIONS if not _model_guarantees(e))
+"""The expectations of the log contract Great Expectations checks: those the record model does
+not already guarantee (today ``timestamp`` readable and ``run_id`` unique; a ``not_null`` on a
+field the model makes non-nullable can never fail, so it costs GX a column scan for nothing)."""
+
+GX_COLUMNS: tuple[str, ...] = tuple(dict.fromkeys(e.field for e in GX_EXPECTATIONS))
+"""Record fields handed to Great Expectations (one pandas row per valid record, only these columns)."""
 
 
 class LogQualityError(StefError):
@@ -59,7 +82,7 @@ def _expectations() -> list[Any]:
         "dateutil_parseable": ExpectColumnValuesToBeDateutilParseable,
         "unique": ExpectColumnValuesToBeUnique,
     }
-    return [classes[expectation.kind](column=expectation.field) for expectation in LOG_EXPECTATIONS]
+    return [classes[expectation.kind](column=expectation.field) for expectation in GX_EXPECTATIONS]
 
 
 def import_great_expectations() -> Any:
@@ -160,9 +183,11 @@ def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05, raise_on_ba
     The expectations are :data:`stef.log_contract.LOG_EXPECTATIONS`: ``run_id``, ``agent_id``,
     ``agent_version``, ``question``, ``sql`` not null; ``timestamp`` readable as a date and time
     (when present); ``run_id`` unique within the day (the first line meeting the others keeps
-    it, later ones are quarantined). The reasons are worded by :mod:`stef.log_contract`, as
-    ``stef evaluate`` words them. Great Expectations is imported here, not at module import (it
-    costs seconds).
+    it, later ones are quarantined). Great Expectations checks those the record model does not
+    guarantee already (:data:`GX_EXPECTATIONS`) on a frame of their columns only. The reasons
+    are worded by :mod:`stef.log_contract`, as ``stef evaluate`` words them. Great Expectations
+    is imported on first use, not at module import (it costs seconds;
+    :func:`flows.nightly.prepare_process` imports it while Prefect's API starts).
 
     Args:
         lines: the day's lines from :func:`tasks.logs.load_logs`.

@@ -312,6 +312,20 @@ class CommandClock:
         return table
 
 
+def nightly_preparation(
+    task_runner: str = "pool", workers: int | None = None, symbolic: bool = True
+) -> Callable[[], None]:
+    """The ``prepare`` of :func:`running_flows` for commands that run nightly flows (``stef demo``,
+    ``stef backfill``): :func:`flows.nightly.prepare_process` (scoring pool, Great Expectations)."""
+
+    def prepare() -> None:
+        from flows.nightly import prepare_process
+
+        prepare_process(task_runner, workers, symbolic)  # type: ignore[arg-type]
+
+    return prepare
+
+
 @contextmanager
 def running_flows(quiet: bool = False, prepare: Callable[[], object] | None = None) -> Iterator[None]:
     """Around the flow runs of one command: Prefect's console without the tracebacks of errors a

@@ -25,6 +25,7 @@ from flows.cli.common import (
     console,
     drift_sentences,
     err_console,
+    nightly_preparation,
     running_flows,
     summary_line,
     user_errors,
@@ -415,7 +416,7 @@ def backfill(
                 console.print(Text(_day_line(day, version)), soft_wrap=True)  # above the bar while it is shown
                 progress.advance(bar)
 
-            with running_flows(quiet=quiet):
+            with running_flows(quiet=quiet, prepare=nightly_preparation(symbolic=settings.is_symbolic)):
                 summary = backfill_flow(
                     start=first,
                     end=last,

@@ -31,6 +31,7 @@ from flows.cli.common import (
     console,
     drift_sentences,
     err_console,
+    nightly_preparation,
     number,
     percent,
     running_flows,
@@ -420,7 +421,7 @@ def demo(
         from flows.nightly import nightly_days
         from warehouse import connect, read_daily_metrics
 
-        with running_flows(quiet=quiet):
+        with running_flows(quiet=quiet, prepare=nightly_preparation()):
             summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
         with connect(str(warehouse_path)) as conn:
             frame = read_daily_metrics(
