@@ -280,7 +280,8 @@ def temporary_prefect_api(prepare: Callable[[], object] | None = None) -> Iterat
     ephemeral mode starts; :class:`TemporaryApiServer`) is started now, ``prepare`` runs while
     it boots, ``PREFECT_API_URL`` points at it for the block, and a guard process
     (:func:`_start_guard`) stops it should this process be killed; at the end of the block the
-    server is stopped as Prefect would stop it. Every flow of the block shares the one server.
+    server is stopped as Prefect would stop it. Every flow of the block shares the one server,
+    and sends it no flow-run heartbeats (they serve a server that outlives the run).
 
     With ``PREFECT_API_URL`` not in the environment the server is started before Prefect is
     imported here (0.8 s sooner), and stopped at once if Prefect's settings (a profile) name an
@@ -315,6 +316,7 @@ def temporary_prefect_api(prepare: Callable[[], object] | None = None) -> Iterat
         from prefect.context import _temporary_global_settings_context, get_settings_context
         from prefect.settings import (
             PREFECT_API_URL,
+            PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
             PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
             temporary_settings,
         )
@@ -334,7 +336,9 @@ def temporary_prefect_api(prepare: Callable[[], object] | None = None) -> Iterat
             prepare()
         server.wait_ready(max(PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value(), MIN_STARTUP_TIMEOUT_S))
         with (
-            temporary_settings(updates={PREFECT_API_URL: server.api_url}),
+            # No flow-run heartbeats: they tell a server that a run still lives, and this server
+            # dies with the command; stopping the heartbeat thread cost every flow run up to 1 s.
+            temporary_settings(updates={PREFECT_API_URL: server.api_url, PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}),
             _temporary_global_settings_context(get_settings_context()),
         ):
             try:
