@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from stef.llm.budget import CostBudget
 from stef.llm.judge import LLMJudge, PendingJudgements
@@ -37,6 +38,11 @@ from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, JudgeResul
 from stef.pipeline.evaluate import Judged, evaluate_many, finish, internal_error, judge_many_prepared, overridden
 from stef.pipeline.judge.models import Judge
 from stef.pipeline.rules import RuleBook
+
+FIRST_PART = 50
+"""Records of a run's first batch that :meth:`LLMEvaluator.submit` prepares before queueing their
+requests (then the rest of the batch): the run's first requests start after 50 records, not after
+the whole batch. Later batches are queued in one part (one cache read each) while the pool is busy."""
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
 """Symbolic verdicts that ``hybrid:MODEL`` sends to the model: p_correct in [0.35, 0.65), where
@@ -158,6 +164,7 @@ class LLMEvaluator:
         self.stats = JudgeRunStats(judge=settings.name)
         self.schemas = settings.schemas()
         self.observed = observed if observed is not None else settings.observed()
+        self._submitted = False
 
     @property
     def name(self) -> str:
@@ -191,30 +198,36 @@ class LLMEvaluator:
             RulesError: an invalid rule file (a configuration error, as in ``evaluate_many``).
             SchemaError: an app's schema file cannot be read.
         """
-        judged = judge_many_prepared(
-            list(records),
-            rulebook=rulebook or RuleBook(),
-            judge=self.symbolic,
-            default_dialect=default_dialect,
-            schemas=self.schemas,
-            observed=self.observed,
-            finished=False,
-        )
+        rulebook = rulebook or RuleBook()
+        batch = list(records)
+        judged: list[Judged] = []
         escalated: list[int] = []
-        for index, item in enumerate(judged):
-            if item.prepared is not None and item.result is not None:
-                self.stats.records += 1
-                if self._escalate(item):
-                    escalated.append(index)
-        judgements = None
-        if escalated:
-            prepared = [judged[index] for index in escalated]
-            judgements = self.judge.start_many(
-                [item.prepared.judge_input for item in prepared if item.prepared is not None],
-                cache=self.cache,
-                budget=self.budget,
-                fallbacks=[item.result for item in prepared if item.result is not None],
+        judgements = self.judge.start_many([], cache=self.cache, budget=self.budget)
+        bounds = [0, FIRST_PART, len(batch)] if not self._submitted and len(batch) > FIRST_PART else [0, len(batch)]
+        self._submitted = True
+        for start, end in pairwise(bounds):
+            part = judge_many_prepared(
+                batch[start:end],
+                rulebook=rulebook,
+                judge=self.symbolic,
+                default_dialect=default_dialect,
+                schemas=self.schemas,
+                observed=self.observed,
+                finished=False,
             )
+            asked: list[Judged] = []
+            for index, item in enumerate(part, start=len(judged)):
+                if item.prepared is not None and item.result is not None:
+                    self.stats.records += 1
+                    if self._escalate(item):
+                        escalated.append(index)
+                        asked.append(item)
+            judged.extend(part)
+            if asked:
+                judgements.add(
+                    [item.prepared.judge_input for item in asked if item.prepared is not None],
+                    fallbacks=[item.result for item in asked if item.result is not None],
+                )
         return PendingBatch(self, judged, escalated, judgements)
 
     def evaluate_many(
@@ -282,7 +295,7 @@ class PendingBatch:
     """
 
     def __init__(
-        self, evaluator: LLMEvaluator, judged: list[Judged], escalated: list[int], judgements: PendingJudgements | None
+        self, evaluator: LLMEvaluator, judged: list[Judged], escalated: list[int], judgements: PendingJudgements
     ) -> None:
         self.evaluator = evaluator
         self.judged = judged
@@ -292,7 +305,7 @@ class PendingBatch:
 
     def cancel(self) -> None:
         """Give up the batch's model requests not yet made (a run that stops on an error)."""
-        if self.judgements is not None and self._evaluations is None:
+        if self._evaluations is None:
             self.judgements.cancel()
 
     def evaluations(self) -> list[Evaluation]:
@@ -309,7 +322,7 @@ class PendingBatch:
     def _collect(self) -> list[Evaluation]:
         evaluator = self.evaluator
         version = evaluator.settings.evaluator_version
-        outcomes = self.judgements.outcomes() if self.judgements is not None else []
+        outcomes = self.judgements.outcomes()
         by_index = dict(zip(self.escalated, outcomes, strict=True))
         out: list[Evaluation] = []
         for index, item in enumerate(self.judged):

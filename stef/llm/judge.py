@@ -375,50 +375,8 @@ class LLMJudge:
         Raises:
             ValueError: ``fallbacks`` is not as long as ``inputs``.
         """
-        if fallbacks is not None and len(fallbacks) != len(inputs):
-            raise ValueError(f"{len(fallbacks)} fallback verdicts for {len(inputs)} inputs")
-        budget = budget or CostBudget()
-        messages: list[list[dict[str, str]] | None] = []
-        unrendered: dict[int, str] = {}
-        for index, item in enumerate(inputs):
-            try:
-                messages.append(render_messages(item))
-            except (ValueError, TypeError, RecursionError) as exc:  # one record's odd evidence never stops the batch
-                messages.append(None)
-                unrendered[index] = f"the prompt could not be rendered ({type(exc).__name__}: {str(exc)[:120]})"
-        keys = [cache_key(self.model, m) if m is not None else "" for m in messages]
-        first: dict[str, int] = {}
-        for index, key in enumerate(keys):
-            if key:
-                first.setdefault(key, index)
-        cached: dict[str, JudgeOutcome] = {}
-        if cache is not None and first:
-            try:
-                rows = cache.get_many(list(first))
-            except StefError as exc:  # a cache that cannot be read costs money, not records
-                logger.warning("judge cache not read, asking the model for every record: %s", exc)
-                rows = {}
-            for key, entry in rows.items():
-                outcome = self._from_cache(entry)
-                if outcome is not None:
-                    cached[key] = outcome
-        pending = PendingJudgements(self, inputs, keys, first, unrendered, cached, cache, budget, fallbacks)
-        todo = [index for key, index in first.items() if key not in cached]
-        if todo:
-            import_litellm()  # once, in this thread: the first import takes seconds and must not stall the loop
-        for index in todo:
-            key = keys[index]
-            if cache is not None:
-                with self._asking_lock:
-                    earlier = self._asking.get(key)
-                if earlier is not None:
-                    pending.followed[key] = earlier
-                    continue
-            asked = self._ask(inputs[index], messages[index] or [], budget, pending.fallback(index))
-            pending.asked[key] = asked
-            if cache is not None:
-                with self._asking_lock:
-                    self._asking[key] = asked
+        pending = PendingJudgements(self, cache, budget or CostBudget())
+        pending.add(inputs, fallbacks)
         return pending
 
     def _ask(
@@ -570,36 +528,87 @@ class PendingJudgements:
     one :class:`JudgeOutcome` per input, in order; :meth:`cancel` gives up the requests not yet made.
     """
 
-    def __init__(
-        self,
-        judge: LLMJudge,
-        inputs: Sequence[JudgeInput],
-        keys: list[str],
-        first: dict[str, int],
-        unrendered: dict[int, str],
-        cached: dict[str, JudgeOutcome],
-        cache: JudgeCache | None,
-        budget: CostBudget,
-        fallbacks: Sequence[JudgeResult] | None,
-    ) -> None:
+    def __init__(self, judge: LLMJudge, cache: JudgeCache | None, budget: CostBudget) -> None:
         self.judge = judge
-        self.inputs = inputs
-        self.keys = keys
-        self.first = first
-        self.unrendered = unrendered
-        self.cached = cached
         self.cache = cache
         self.budget = budget
-        self.fallbacks = fallbacks
+        self.inputs: list[JudgeInput] = []
+        self.keys: list[str] = []
+        """The cache key of each input (``""``: its prompt could not be rendered)."""
+        self.first: dict[str, int] = {}
+        """The first input with each key."""
+        self.unrendered: dict[int, str] = {}
+        self.cached: dict[str, JudgeOutcome] = {}
+        self.fallbacks: list[JudgeResult | None] = []
         self.asked: dict[str, Future[tuple[JudgeOutcome, LLMVerdict | None]]] = {}
         """Keys this batch asked the model about (the first record with each key)."""
         self.followed: dict[str, Future[tuple[JudgeOutcome, LLMVerdict | None]]] = {}
         """Keys an earlier batch was still asking about when this one started."""
         self._outcomes: list[JudgeOutcome] | None = None
 
+    def add(self, inputs: Sequence[JudgeInput], fallbacks: Sequence[JudgeResult] | None = None) -> None:
+        """Add inputs to the batch: render their prompts, read the cache for their new keys and queue
+        a request for every miss at once (so a long batch can be added in parts whose requests
+        start while the next part is prepared). Identical inputs of the batch are asked once.
+
+        Args:
+            inputs: the records' evidence.
+            fallbacks: their fallback verdicts when the caller has them (as :meth:`LLMJudge.judge_many`).
+
+        Raises:
+            ValueError: ``fallbacks`` is not as long as ``inputs``, or the batch was collected already.
+        """
+        if fallbacks is not None and len(fallbacks) != len(inputs):
+            raise ValueError(f"{len(fallbacks)} fallback verdicts for {len(inputs)} inputs")
+        if self._outcomes is not None:
+            raise ValueError("inputs added to a batch whose outcomes were collected")
+        judge, cache = self.judge, self.cache
+        offset = len(self.inputs)
+        self.inputs.extend(inputs)
+        self.fallbacks.extend(fallbacks if fallbacks is not None else [None] * len(inputs))
+        messages: dict[int, list[dict[str, str]]] = {}
+        new: dict[str, int] = {}
+        for index, item in enumerate(inputs, start=offset):
+            try:
+                messages[index] = render_messages(item)
+            except (ValueError, TypeError, RecursionError) as exc:  # one record's odd evidence never stops the batch
+                self.unrendered[index] = f"the prompt could not be rendered ({type(exc).__name__}: {str(exc)[:120]})"
+                self.keys.append("")
+                continue
+            key = cache_key(judge.model, messages[index])
+            self.keys.append(key)
+            if key not in self.first:
+                self.first[key] = new[key] = index
+        if cache is not None and new:
+            try:
+                rows = cache.get_many(list(new))
+            except StefError as exc:  # a cache that cannot be read costs money, not records
+                logger.warning("judge cache not read, asking the model for every record: %s", exc)
+                rows = {}
+            for key, entry in rows.items():
+                outcome = judge._from_cache(entry)
+                if outcome is not None:
+                    self.cached[key] = outcome
+        todo = [index for key, index in new.items() if key not in self.cached]
+        if todo:
+            import_litellm()  # once, in this thread: the first import takes seconds and must not stall the loop
+        for index in todo:
+            key = self.keys[index]
+            if cache is not None:
+                with judge._asking_lock:
+                    earlier = judge._asking.get(key)
+                if earlier is not None:
+                    self.followed[key] = earlier
+                    continue
+            asked = judge._ask(self.inputs[index], messages[index], self.budget, self.fallback(index))
+            self.asked[key] = asked
+            if cache is not None:
+                with judge._asking_lock:
+                    judge._asking[key] = asked
+
     def fallback(self, index: int) -> JudgeResult | None:
         """The caller's fallback verdict of input ``index`` (``None``: not given)."""
-        return self.fallbacks[index] if self.fallbacks is not None else None
+        return self.fallbacks[index]
 
     def cancel(self) -> None:
         """Give up this batch: its requests not yet started are not made (those in flight end on their own)."""
