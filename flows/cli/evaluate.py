@@ -9,7 +9,7 @@ the judge is a model.
 from __future__ import annotations
 
 import statistics
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -166,7 +166,8 @@ def evaluate_lines(
         rulebook: resolves each record's ``app_id`` to its rules.
         dialect: default dialect for records that name none (``None``: the rules decide).
         judge: the judge (``None``: the default symbolic judge), or an object that evaluates whole
-            batches (:class:`stef.llm.evaluate.LLMEvaluator`: it has ``evaluate_many``).
+            batches (:class:`stef.llm.evaluate.LLMEvaluator`: it has ``evaluate_batches``; the
+            model's requests of the next batch are queued while this one's are answered).
         batch_size: records per :func:`stef.pipeline.evaluate.evaluate_many` call (default :data:`BATCH_SIZE`).
         schemas: the apps' schemas (``--schema-dir``; a model judge takes them from its settings).
         observed: the apps' observed catalogs (``--observed-catalog``; likewise).
@@ -177,26 +178,60 @@ def evaluate_lines(
     from flows.cli.parallel import rejected_row, with_dialect
     from stef.pipeline.evaluate import evaluate_many
 
-    batch_evaluate = getattr(judge, "evaluate_many", None)
     batch_size = batch_size or BATCH_SIZE
     iterator = iter(lines)
-    while batch := list(islice(iterator, batch_size)):
+    batches = iter(lambda: list(islice(iterator, batch_size)), [])
+    evaluate_batches = getattr(judge, "evaluate_batches", None)
+    if evaluate_batches is not None:  # a model judge: batches overlap on the run's request pool
+        pairs = _RememberedBatches(batches)
+        evaluated_batches = evaluate_batches(
+            (
+                [with_dialect(line.record, dialect) for line in batch if line.record is not None]
+                for batch in pairs.feed()
+            ),
+            rulebook,
+        )
+        try:
+            for evaluations in evaluated_batches:
+                evaluated = iter([OutputRow.of(e) for e in evaluations])
+                for line in pairs.collected():
+                    yield rejected_row(line) if line.record is None else next(evaluated)
+        finally:
+            evaluated_batches.close()  # a run that stops early gives up the batches still queued
+        return
+    for batch in batches:
         records = [with_dialect(line.record, dialect) for line in batch if line.record is not None]
-        if batch_evaluate is not None:
-            evaluated = iter([OutputRow.of(e) for e in batch_evaluate(records, rulebook)])
-        else:
-            evaluated = iter(
-                evaluate_many(
-                    records,
-                    rulebook=rulebook,
-                    judge=cast("Judge | None", judge),  # without evaluate_many: a per-record judge
-                    convert=OutputRow.of,
-                    schemas=schemas,
-                    observed=observed,
-                )
+        evaluated = iter(
+            evaluate_many(
+                records,
+                rulebook=rulebook,
+                judge=cast("Judge | None", judge),  # without evaluate_many: a per-record judge
+                convert=OutputRow.of,
+                schemas=schemas,
+                observed=observed,
             )
+        )
         for line in batch:
             yield rejected_row(line) if line.record is None else next(evaluated)
+
+
+class _RememberedBatches:
+    """The batches of lines fed to a pipelined evaluator, kept until their evaluations come back
+    (:meth:`stef.llm.evaluate.LLMEvaluator.evaluate_batches` submits one batch ahead)."""
+
+    def __init__(self, batches: Iterator[list[LogLine]]) -> None:
+        self._batches = batches
+        self._fed: deque[list[LogLine]] = deque()
+
+    def feed(self) -> Iterator[list[LogLine]]:
+        """The batches, each remembered for :meth:`collected`."""
+        for batch in self._batches:
+            self._fed.append(batch)
+            yield batch
+
+    def collected(self) -> list[LogLine]:
+        """The lines of the earliest batch whose evaluations came back."""
+        return self._fed.popleft()
 
 
 def _workers(requested: int, evaluator: object | None) -> int:

@@ -2,15 +2,19 @@
 
 :func:`stef.pipeline.evaluate.evaluate` judges one record at a time. A language model wants the opposite:
 many requests in flight, a cache lookup per batch and one budget per run. :class:`LLMEvaluator`
-therefore runs the pipeline in three steps, each record through stages A–E once:
+therefore runs the pipeline in three steps, each record through stages A–E, the symbolic judge
+and :func:`stef.pipeline.evaluate.finish` once:
 
-1. :func:`stef.pipeline.evaluate.evaluate_many_prepared`: stages A–E and the symbolic verdict for every
+1. :func:`stef.pipeline.evaluate.judge_many_prepared`: stages A–E and the symbolic verdict for every
    record, keeping each record's :class:`stef.pipeline.evaluate.Prepared` stages (records that cannot be
    evaluated keep their typed status);
-2. one :meth:`stef.llm.judge.LLMJudge.judge_many` call for the records that go to the model
+2. one :meth:`stef.llm.judge.LLMJudge.start_many` call for the records that go to the model
    (all of them, or in hybrid mode those the symbolic judge hedged on: a LIKELY_CORRECT or
-   POTENTIALLY_INCORRECT verdict, p_correct in [0.35, 0.65));
-3. :func:`stef.pipeline.evaluate.finish` of each prepared record with the model's verdict, so every rule
+   POTENTIALLY_INCORRECT verdict, p_correct in [0.35, 0.65)); their requests join the run's
+   request pool at once (:class:`stef.llm.pool.RequestSlots`), so the next batch can be prepared
+   and queued while this one waits (:meth:`LLMEvaluator.submit`, :meth:`LLMEvaluator.evaluate_batches`);
+3. :func:`stef.pipeline.evaluate.finish` of each prepared record with the verdict it keeps (the
+   model's, or the symbolic one when the model was not asked or could not answer), so every rule
    applied after the judge (Φ, the non-SELECT override) holds as in :func:`stef.pipeline.evaluate.evaluate`.
 
 Every evaluation then carries ``judge`` (the model string, or ``symbolic``),
@@ -20,19 +24,25 @@ Every evaluation then carries ``judge`` (the model string, or ``symbolic``),
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, deque
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from stef.llm.budget import CostBudget
-from stef.llm.judge import LLMJudge
+from stef.llm.judge import LLMJudge, PendingJudgements
 from stef.llm.models import JudgeCache, JudgeConfigError, JudgeOutcome
 from stef.llm.settings import JudgeSettings
 from stef.llm.usage import USAGE_FLAG
-from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, ObservedCatalogBook, Verdict
-from stef.pipeline.evaluate import Prepared, evaluate_many, evaluate_many_prepared, finish
+from stef.models import AgentLogRecord, Evaluation, EvaluationStatus, JudgeResult, ObservedCatalogBook, Verdict
+from stef.pipeline.evaluate import Judged, evaluate_many, finish, internal_error, judge_many_prepared, overridden
 from stef.pipeline.judge.models import Judge
 from stef.pipeline.rules import RuleBook
+
+FIRST_PART = 50
+"""Records of a run's first batch that :meth:`LLMEvaluator.submit` prepares before queueing their
+requests (then the rest of the batch): the run's first requests start after 50 records, not after
+the whole batch. Later batches are queued in one part (one cache read each) while the pool is busy."""
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
 """Symbolic verdicts that ``hybrid:MODEL`` sends to the model: p_correct in [0.35, 0.65), where
@@ -154,16 +164,71 @@ class LLMEvaluator:
         self.stats = JudgeRunStats(judge=settings.name)
         self.schemas = settings.schemas()
         self.observed = observed if observed is not None else settings.observed()
+        self._submitted = False
 
     @property
     def name(self) -> str:
         """The ``--judge`` setting (``MODEL`` or ``hybrid:MODEL``)."""
         return self.settings.name
 
-    def _escalate(self, evaluation: Evaluation, rulebook: RuleBook, record: AgentLogRecord) -> bool:
+    def _escalate(self, judged: Judged) -> bool:
+        """Whether a judged record goes to the model: every one, or in hybrid mode those whose
+        symbolic verdict (as :func:`finish` stores it) is hedged."""
         if not self.settings.hybrid:
             return True
-        return evaluation.verdict in HEDGED_VERDICTS
+        assert judged.prepared is not None and judged.result is not None
+        return overridden(judged.prepared, judged.result).verdict in HEDGED_VERDICTS
+
+    def submit(
+        self, records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None, default_dialect: str | None = None
+    ) -> PendingBatch:
+        """Start a batch and return at once: stages A–E and the symbolic verdict of every record
+        run now, in this thread; the model's requests are queued on the run's request pool.
+
+        Submit the next batch before collecting this one (:meth:`PendingBatch.evaluations`) and
+        the pool never runs dry between batches (:meth:`evaluate_batches` does so).
+
+        Args: as :meth:`evaluate_many`.
+
+        Returns:
+            The :class:`PendingBatch`; collect it in the thread that submitted it (the cache is
+            written there).
+
+        Raises:
+            RulesError: an invalid rule file (a configuration error, as in ``evaluate_many``).
+            SchemaError: an app's schema file cannot be read.
+        """
+        rulebook = rulebook or RuleBook()
+        batch = list(records)
+        judged: list[Judged] = []
+        escalated: list[int] = []
+        judgements = self.judge.start_many([], cache=self.cache, budget=self.budget)
+        bounds = [0, FIRST_PART, len(batch)] if not self._submitted and len(batch) > FIRST_PART else [0, len(batch)]
+        self._submitted = True
+        for start, end in pairwise(bounds):
+            part = judge_many_prepared(
+                batch[start:end],
+                rulebook=rulebook,
+                judge=self.symbolic,
+                default_dialect=default_dialect,
+                schemas=self.schemas,
+                observed=self.observed,
+                finished=False,
+            )
+            asked: list[Judged] = []
+            for index, item in enumerate(part, start=len(judged)):
+                if item.prepared is not None and item.result is not None:
+                    self.stats.records += 1
+                    if self._escalate(item):
+                        escalated.append(index)
+                        asked.append(item)
+            judged.extend(part)
+            if asked:
+                judgements.add(
+                    [item.prepared.judge_input for item in asked if item.prepared is not None],
+                    fallbacks=[item.result for item in asked if item.result is not None],
+                )
+        return PendingBatch(self, judged, escalated, judgements)
 
     def evaluate_many(
         self, records: Iterable[AgentLogRecord], rulebook: RuleBook | None = None, default_dialect: str | None = None
@@ -183,53 +248,126 @@ class LLMEvaluator:
             RulesError: an invalid rule file (a configuration error, as in ``evaluate_many``).
             SchemaError: an app's schema file cannot be read.
         """
+        return self.submit(records, rulebook, default_dialect).evaluations()
+
+    def evaluate_batches(
+        self,
+        batches: Iterable[Sequence[AgentLogRecord]],
+        rulebook: RuleBook | None = None,
+        default_dialect: str | None = None,
+        ahead: int = 1,
+    ) -> Iterator[list[Evaluation]]:
+        """Evaluate batches in order, each as :meth:`evaluate_many` would, with the model's requests
+        of consecutive batches overlapping: ``ahead`` more batches are submitted before one is
+        collected, so the run's request pool stays full across batch boundaries and the symbolic
+        stages of the next batch run while this one's requests are in flight.
+
+        Args:
+            batches: the batches (e.g. :data:`stef.models.BATCH_SIZE` records each).
+            rulebook, default_dialect: as :meth:`evaluate_many`.
+            ahead: batches submitted beyond the one being collected (0: one batch at a time).
+
+        Yields:
+            The evaluations of each batch (one per record, same order), batch after batch.
+
+        Raises:
+            RulesError, SchemaError: as :meth:`evaluate_many`; the batches still waiting are cancelled.
+        """
         rulebook = rulebook or RuleBook()
-        version = self.settings.evaluator_version
-        batch = list(records)
-        first: list[Evaluation] = []
-        pending: list[tuple[int, Prepared]] = []
-        for evaluation, prepared in evaluate_many_prepared(
-            batch,
-            rulebook=rulebook,
-            judge=self.symbolic,
-            default_dialect=default_dialect,
-            schemas=self.schemas,
-            observed=self.observed,
-        ):
-            first.append(evaluation.model_copy(update={"evaluator_version": version}))
-            if evaluation.status is EvaluationStatus.EVALUATED and prepared is not None:
-                self.stats.records += 1
-                if self._escalate(evaluation, rulebook, prepared.record):
-                    pending.append((len(first) - 1, prepared))
-        outcomes = self.judge.judge_many(
-            [prepared.judge_input for _, prepared in pending], cache=self.cache, budget=self.budget
-        )
-        out = list(first)
-        for (index, prepared), outcome in zip(pending, outcomes, strict=True):
-            symbolic = first[index]
-            flags = (*symbolic.flags, *(flag for flag in outcome.flags if flag not in symbolic.flags))
+        waiting: deque[PendingBatch] = deque()
+        try:
+            for batch in batches:
+                waiting.append(self.submit(batch, rulebook, default_dialect))
+                while len(waiting) > ahead:
+                    yield waiting.popleft().evaluations()
+            while waiting:
+                yield waiting.popleft().evaluations()
+        finally:
+            for pending in waiting:
+                pending.cancel()
+
+
+class PendingBatch:
+    """A batch of :meth:`LLMEvaluator.submit`: judged symbolically, its model requests queued.
+
+    :meth:`evaluations` waits for the model, finishes every record once with the verdict it keeps
+    and adds the batch to the evaluator's :attr:`LLMEvaluator.stats`.
+    """
+
+    def __init__(
+        self, evaluator: LLMEvaluator, judged: list[Judged], escalated: list[int], judgements: PendingJudgements
+    ) -> None:
+        self.evaluator = evaluator
+        self.judged = judged
+        self.escalated = escalated
+        self.judgements = judgements
+        self._evaluations: list[Evaluation] | None = None
+
+    def cancel(self) -> None:
+        """Give up the batch's model requests not yet made (a run that stops on an error)."""
+        if self._evaluations is None:
+            self.judgements.cancel()
+
+    def evaluations(self) -> list[Evaluation]:
+        """One :class:`Evaluation` per record of the batch, same order (computed once).
+
+        A record that went to the model carries its verdict, or the symbolic one with
+        ``judge_fallback_reason``; a record whose verdict cannot be finished (an unexpected
+        error) gets the ``internal_error`` status. Never raises for a model failure.
+        """
+        if self._evaluations is None:
+            self._evaluations = self._collect()
+        return self._evaluations
+
+    def _collect(self) -> list[Evaluation]:
+        evaluator = self.evaluator
+        version = evaluator.settings.evaluator_version
+        outcomes = self.judgements.outcomes()
+        by_index = dict(zip(self.escalated, outcomes, strict=True))
+        out: list[Evaluation] = []
+        for index, item in enumerate(self.judged):
+            if item.evaluation is not None:  # a record that could not be judged: its typed status
+                out.append(item.evaluation.model_copy(update={"evaluator_version": version}))
+                continue
+            assert item.prepared is not None and item.result is not None
+            outcome = by_index.get(index)
+            if outcome is None:
+                out.append(_finished(item, item.result, version, item.duration_ms))
+                continue
+            flags = (*item.prepared.flags, *(flag for flag in outcome.flags if flag not in item.prepared.flags))
             if outcome.fallback_reason is None:
-                duration = (symbolic.duration_ms or 0.0) + outcome.latency_ms
-                out[index] = finish(prepared, outcome.result, version).model_copy(
-                    update={
-                        "cost_usd": outcome.cost_usd,
-                        "tokens": outcome.tokens,
-                        "duration_ms": round(duration, 3),
-                        "flags": flags,
-                    }
-                )
+                duration = round((item.duration_ms or 0.0) + outcome.latency_ms, 3)
+                update: dict[str, object] = {"cost_usd": outcome.cost_usd, "tokens": outcome.tokens, "flags": flags}
+                evaluation = _finished(item, outcome.result, version, duration, update)
             else:
-                out[index] = symbolic.model_copy(
-                    update={
-                        "judge_fallback_reason": outcome.fallback_reason,
-                        "cost_usd": outcome.cost_usd,
-                        "tokens": outcome.tokens,
-                        "flags": flags,
-                    }
-                )
-            self.stats.add(outcome, out[index])
-        self.stats.breaker = self.judge.breaker.summary()
+                update = {
+                    "judge_fallback_reason": outcome.fallback_reason,
+                    "cost_usd": outcome.cost_usd,
+                    "tokens": outcome.tokens,
+                    "flags": flags,
+                }
+                evaluation = _finished(item, item.result, version, item.duration_ms, update)
+            out.append(evaluation)
+            evaluator.stats.add(outcome, evaluation)
+        evaluator.stats.breaker = evaluator.judge.breaker.summary()
         return out
+
+
+def _finished(
+    item: Judged,
+    result: JudgeResult,
+    version: str,
+    duration_ms: float | None,
+    update: dict[str, object] | None = None,
+) -> Evaluation:
+    """:func:`finish` of a judged record with ``result`` and the model's figures (``update``);
+    an unexpected error becomes the record's ``internal_error`` evaluation."""
+    assert item.prepared is not None
+    try:
+        evaluation = finish(item.prepared, result, version, duration_ms)
+        return evaluation.model_copy(update=update) if update else evaluation
+    except Exception as exc:
+        return internal_error(item.prepared.record, exc).model_copy(update={"evaluator_version": version})
 
 
 def evaluate_with_judge(

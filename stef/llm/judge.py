@@ -19,7 +19,10 @@ at temperature 0, and validated strictly with pydantic.
 
 Bounded and never losing a record:
 
-* requests of one batch run concurrently under an ``asyncio.Semaphore`` (:data:`stef.llm.settings.DEFAULT_CONCURRENCY`);
+* requests run concurrently, at most ``concurrency`` in flight for the whole run
+  (:class:`stef.llm.pool.RequestSlots`, :data:`stef.llm.settings.DEFAULT_CONCURRENCY`): every batch
+  queues its requests on the run's slots as soon as it is started (:meth:`LLMJudge.start_many`),
+  so batches overlap and none waits for another's stragglers;
 * each request has a timeout; 429, 5xx, connection errors and timeouts are retried with
   exponential backoff and jitter (tenacity), other errors are not;
 * a :class:`stef.llm.breaker.CircuitBreaker` shared by the run's batches stops calling a model that does not
@@ -46,6 +49,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from concurrent.futures import CancelledError, Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -56,6 +60,7 @@ from stef.llm.breaker import BREAKER_OPEN, CircuitBreaker, shared_breaker
 from stef.llm.budget import CostBudget
 from stef.llm.litellm_loader import import_litellm
 from stef.llm.models import CachedVerdict, JudgeCache, JudgeConfigError, JudgeOutcome, MalformedOutputError
+from stef.llm.pool import RequestSlots, shared_slots
 from stef.llm.prompt import PROMPT_VERSION, cache_key, render_messages, repair_messages
 from stef.llm.settings import (
     DEFAULT_BACKOFF_S,
@@ -95,7 +100,8 @@ class _LoopThread:
     _loop: asyncio.AbstractEventLoop | None = None
 
     @classmethod
-    def run(cls, coro: Coroutine[Any, Any, _T]) -> _T:
+    def submit(cls, coro: Coroutine[Any, Any, _T]) -> Future[_T]:
+        """Schedule ``coro`` on the process's judge loop (started on first use); returns at once."""
         import asyncio  # not at module level: `stef evaluate` with the symbolic judge imports this module too
 
         with cls._lock:
@@ -104,7 +110,12 @@ class _LoopThread:
                 threading.Thread(target=loop.run_forever, name="stef-llm-judge", daemon=True).start()
                 cls._loop = loop
             loop = cls._loop
-        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+        return asyncio.run_coroutine_threadsafe(coro, loop)
+
+    @classmethod
+    def run(cls, coro: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``coro`` on the process's judge loop and wait for its result."""
+        return cls.submit(coro).result()
 
 
 class _Stop(Exception):
@@ -181,7 +192,8 @@ class LLMJudge:
     Attributes:
         model: any litellm model string (``openai/gpt-4o-mini``, ``anthropic/…``, ``ollama/…``).
         api_base: base URL of an OpenAI-compatible endpoint (``None``: the provider's default).
-        concurrency: requests in flight per batch.
+        concurrency: requests in flight across every batch given to this judge (the size of
+            ``slots`` when it is made here).
         timeout_s: seconds per request.
         max_retries: retries after the first attempt on 429 / 5xx / connection errors / timeouts.
         backoff_s: first backoff wait (doubles per retry, plus jitter, at most :data:`MAX_BACKOFF_S`).
@@ -190,6 +202,8 @@ class LLMJudge:
         extra_params: more keyword arguments for every call (e.g. ``mock_response`` in tests).
         breaker: the run's :class:`CircuitBreaker` (default: a new one with
             :data:`stef.llm.breaker.DEFAULT_BREAKER_FAILURES`); give the same breaker to every judge of a run.
+        slots: the run's request pool (default: a new one of ``concurrency`` slots); give the same
+            pool to every judge of a run (:func:`stef.llm.pool.shared_slots`).
     """
 
     model: str
@@ -202,16 +216,32 @@ class LLMJudge:
     completion: Completion | None = None
     extra_params: Mapping[str, Any] = field(default_factory=dict)
     breaker: CircuitBreaker = field(default_factory=CircuitBreaker)
+    slots: RequestSlots | None = None
     name: str = field(init=False)
     """The model string (stored as ``Evaluation.judge``)."""
+    _asking: dict[str, Future[tuple[JudgeOutcome, LLMVerdict | None]]] = field(
+        init=False, default_factory=dict, repr=False, compare=False
+    )
+    """Cache keys asked by a started batch whose verdicts are not in the cache yet: a later batch
+    with the same inputs takes that answer (as it would have from the cache) instead of asking again."""
+    _asking_lock: threading.Lock = field(init=False, default_factory=threading.Lock, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.name = self.model
+        if self.slots is None:
+            self.slots = RequestSlots(self.concurrency)
+
+    @property
+    def pool(self) -> RequestSlots:
+        """The request pool of this judge's run (``slots``)."""
+        assert self.slots is not None  # set in __post_init__
+        return self.slots
 
     @classmethod
     def from_settings(cls, settings: JudgeSettings, **overrides: Any) -> LLMJudge:
         """The judge for ``settings`` (which must name a model); with ``settings.run_key`` its
-        breaker is the run's :func:`shared_breaker`, else a new one.
+        breaker is the run's :func:`shared_breaker` and its request pool the run's
+        :func:`stef.llm.pool.shared_slots`, else new ones.
 
         Raises:
             JudgeConfigError: ``settings`` is the symbolic judge.
@@ -231,6 +261,7 @@ class LLMJudge:
             "max_retries": settings.max_retries,
             "backoff_s": settings.backoff_s,
             "breaker": breaker,
+            "slots": shared_slots(settings.run_key, settings.concurrency) if settings.run_key is not None else None,
         }
         return cls(**{**params, **overrides})
 
@@ -247,10 +278,17 @@ class LLMJudge:
         return outcome.result.model_copy(update={"rationale": rationale[:MAX_RATIONALE_CHARS]})
 
     def _fallback(
-        self, judge_input: JudgeInput, reason: str, kind: str, tally: _Tally | None = None, latency_ms: float = 0.0
+        self,
+        judge_input: JudgeInput,
+        reason: str,
+        kind: str,
+        tally: _Tally | None = None,
+        latency_ms: float = 0.0,
+        known: JudgeResult | None = None,
     ) -> JudgeOutcome:
-        """The symbolic verdict with ``reason`` (prefixed with the model) and what the requests cost."""
-        result = self.fallback.judge(judge_input)
+        """The symbolic verdict with ``reason`` (prefixed with the model) and what the requests cost;
+        ``known``: that verdict when the caller has it already (the fallback judge is then not run again)."""
+        result = known if known is not None else self.fallback.judge(judge_input)
         if tally is None or not tally.requests:
             return JudgeOutcome(result, f"{self.model}: {reason}", latency_ms=latency_ms, fallback_kind=kind)
         return JudgeOutcome(
@@ -283,9 +321,14 @@ class LLMJudge:
         )
 
     def judge_many(
-        self, inputs: Sequence[JudgeInput], cache: JudgeCache | None = None, budget: CostBudget | None = None
+        self,
+        inputs: Sequence[JudgeInput],
+        cache: JudgeCache | None = None,
+        budget: CostBudget | None = None,
+        fallbacks: Sequence[JudgeResult] | None = None,
     ) -> list[JudgeOutcome]:
-        """Judge a batch: cache lookup, concurrent model calls for the misses, cache write.
+        """Judge a batch: cache lookup, concurrent model calls for the misses, cache write
+        (:meth:`start_many`, then :meth:`PendingJudgements.outcomes`).
 
         Identical inputs in the batch are asked once. Only valid model answers are cached, so a
         record that fell back is asked again on the next run. A cache that cannot be read or
@@ -296,109 +339,77 @@ class LLMJudge:
             inputs: the records' evidence.
             cache: verdict cache (``None``: none).
             budget: the run's cost budget (``None``: no limit).
+            fallbacks: the fallback judge's verdict of each input, when the caller has them
+                (same length as ``inputs``): a record that falls back gets it without running
+                the fallback judge again (``None``: it is run for each such record).
 
         Returns:
             One :class:`JudgeOutcome` per input, same order; never raises for a model failure.
+
+        Raises:
+            ValueError: ``fallbacks`` is not as long as ``inputs``.
         """
-        if not inputs:
-            return []
-        budget = budget or CostBudget()
-        messages: list[list[dict[str, str]] | None] = []
-        unrendered: dict[int, str] = {}
-        for index, item in enumerate(inputs):
-            try:
-                messages.append(render_messages(item))
-            except (ValueError, TypeError, RecursionError) as exc:  # one record's odd evidence never stops the batch
-                messages.append(None)
-                unrendered[index] = f"the prompt could not be rendered ({type(exc).__name__}: {str(exc)[:120]})"
-        keys = [cache_key(self.model, m) if m is not None else "" for m in messages]
-        first: dict[str, int] = {}
-        for index, key in enumerate(keys):
-            if key:
-                first.setdefault(key, index)
-        cached: dict[str, JudgeOutcome] = {}
-        if cache is not None and first:
-            try:
-                rows = cache.get_many(list(first))
-            except StefError as exc:  # a cache that cannot be read costs money, not records
-                logger.warning("judge cache not read, asking the model for every record: %s", exc)
-                rows = {}
-            for key, entry in rows.items():
-                outcome = self._from_cache(entry)
-                if outcome is not None:
-                    cached[key] = outcome
-        todo = [index for key, index in first.items() if key not in cached]
-        fresh: dict[str, JudgeOutcome] = {}
-        new_entries: list[CachedVerdict] = []
-        if todo:
-            import_litellm()  # once, in this thread: the first import takes seconds and must not stall the loop
-            results = _LoopThread.run(self._ask_all([(inputs[i], messages[i] or []) for i in todo], budget))
-            for index, (outcome, verdict) in zip(todo, results, strict=True):
-                fresh[keys[index]] = outcome
-                if verdict is not None:
-                    new_entries.append(
-                        CachedVerdict(
-                            keys[index],
-                            self.model,
-                            PROMPT_VERSION,
-                            verdict.model_dump(mode="json"),
-                            outcome.cost_usd,
-                            outcome.tokens,
-                            outcome.flags,
-                        )
-                    )
-        if cache is not None and new_entries:
-            try:
-                cache.put_many(new_entries)
-            except StefError as exc:  # the verdicts are kept; only the next run pays for them again
-                logger.warning("judge cache not written (%d verdicts): %s", len(new_entries), exc)
-        outcomes: list[JudgeOutcome] = []
-        for index, key in enumerate(keys):
-            if index in unrendered:
-                outcomes.append(self._fallback(inputs[index], unrendered[index], "prompt not rendered"))
-            elif key in cached:
-                outcomes.append(cached[key])
-            elif first[key] == index:
-                outcomes.append(fresh[key])
-            else:  # the same inputs as an earlier record of this batch: its verdict, asked once
-                outcome = fresh[key]
-                if outcome.fallback_reason is None:
-                    outcomes.append(
-                        JudgeOutcome(
-                            outcome.result, None, outcome.cost_usd, outcome.tokens, cache_hit=True, flags=outcome.flags
-                        )
-                    )
-                else:
-                    outcomes.append(
-                        JudgeOutcome(outcome.result, outcome.fallback_reason, fallback_kind=outcome.fallback_kind)
-                    )
-        return outcomes
+        return self.start_many(inputs, cache, budget, fallbacks).outcomes()
 
-    async def _ask_all(
-        self, items: Sequence[tuple[JudgeInput, list[dict[str, str]]]], budget: CostBudget
-    ) -> list[tuple[JudgeOutcome, LLMVerdict | None]]:
-        import asyncio
+    def start_many(
+        self,
+        inputs: Sequence[JudgeInput],
+        cache: JudgeCache | None = None,
+        budget: CostBudget | None = None,
+        fallbacks: Sequence[JudgeResult] | None = None,
+    ) -> PendingJudgements:
+        """Start judging a batch and return at once: prompts rendered, the cache read, and a
+        request queued on the run's pool (:attr:`slots`) for every miss, in this order.
 
-        semaphore = asyncio.Semaphore(self.concurrency)
-        return list(
-            await asyncio.gather(*(self._ask_one(item, messages, semaphore, budget) for item, messages in items))
-        )
+        Batches started one after the other share the pool: a later batch's requests take the
+        slots an earlier one frees, so the pool stays full across batch boundaries. With a cache,
+        an input that a started batch is still asking about is not asked again: it gets that
+        answer as a cache hit (what it would have read from the cache once that batch wrote it).
+
+        Args: as :meth:`judge_many`.
+
+        Returns:
+            The :class:`PendingJudgements` of the batch; its :meth:`PendingJudgements.outcomes`
+            waits for the answers and writes the cache (call it in the thread that uses the cache).
+
+        Raises:
+            ValueError: ``fallbacks`` is not as long as ``inputs``.
+        """
+        pending = PendingJudgements(self, cache, budget or CostBudget())
+        pending.add(inputs, fallbacks)
+        return pending
+
+    def _ask(
+        self, judge_input: JudgeInput, messages: list[dict[str, str]], budget: CostBudget, known: JudgeResult | None
+    ) -> Future[tuple[JudgeOutcome, LLMVerdict | None]]:
+        """Queue one record's requests on the judge loop (they wait for a slot of :attr:`slots`)."""
+        return _LoopThread.submit(self._ask_one(judge_input, messages, budget, known))
+
+    def _answered(self, key: str, asked: Future[tuple[JudgeOutcome, LLMVerdict | None]]) -> None:
+        """The batch that asked ``key`` has written its cache: later batches read it from there."""
+        with self._asking_lock:
+            if self._asking.get(key) is asked:
+                del self._asking[key]
 
     async def _ask_one(
-        self, judge_input: JudgeInput, messages: list[dict[str, str]], semaphore: asyncio.Semaphore, budget: CostBudget
+        self,
+        judge_input: JudgeInput,
+        messages: list[dict[str, str]],
+        budget: CostBudget,
+        known: JudgeResult | None = None,
     ) -> tuple[JudgeOutcome, LLMVerdict | None]:
         started = time.perf_counter()
         tally = _Tally()
         verdict: LLMVerdict | None = None
         reason, kind = "", ""
         try:
-            response = await self._request(messages, semaphore, budget, tally, first=True)
+            response = await self._request(messages, budget, tally, first=True)
             answer = _content(response)
             try:
                 verdict = parse_verdict(answer)
             except MalformedOutputError as problem:
                 repair = repair_messages(messages, answer, str(problem))
-                response = await self._request(repair, semaphore, budget, tally, first=False)
+                response = await self._request(repair, budget, tally, first=False)
                 try:
                     verdict = parse_verdict(_content(response))
                 except MalformedOutputError as again:
@@ -420,12 +431,11 @@ class LLMJudge:
                 flags=tuple(tally.flags),
             )
             return outcome, verdict
-        return self._fallback(judge_input, reason, kind, tally, latency), None
+        return self._fallback(judge_input, reason, kind, tally, latency, known), None
 
     async def _request(
         self,
         messages: list[dict[str, str]],
-        semaphore: asyncio.Semaphore,
         budget: CostBudget,
         tally: _Tally,
         *,
@@ -433,9 +443,9 @@ class LLMJudge:
     ) -> Any:
         """One completion with retries; raises :class:`_Stop` with the reason when it gives up.
 
-        Before every attempt the run's breaker is checked (and, before a record's first
-        request, the budget); every timeout or connection failure counts on the breaker, any
-        answer from the server resets it.
+        Every attempt waits for a slot of the run's pool (:attr:`slots`). Before every attempt
+        the run's breaker is checked (and, before a record's first request, the budget); every
+        timeout or connection failure counts on the breaker, any answer from the server resets it.
         """
         import asyncio
 
@@ -467,11 +477,12 @@ class LLMJudge:
             reraise=False,
         )
         breaker = self.breaker
+        slots = self.pool
         response: Any = None
         try:
             async for attempt in retrying:
                 with attempt:
-                    async with semaphore:
+                    async with slots:
                         if breaker.is_open:
                             raise _Stop(breaker.kept(tally.requests), breaker.kind or BREAKER_OPEN)
                         if first and attempt.retry_state.attempt_number == 1 and budget.exhausted:
@@ -508,6 +519,176 @@ class LLMJudge:
         tally.add(usage)
         budget.add(usage.charge_usd)
         return response
+
+
+class PendingJudgements:
+    """A batch whose requests are queued or in flight (:meth:`LLMJudge.start_many`'s result).
+
+    :meth:`outcomes` waits for the answers, writes the new verdicts to the cache and returns
+    one :class:`JudgeOutcome` per input, in order; :meth:`cancel` gives up the requests not yet made.
+    """
+
+    def __init__(self, judge: LLMJudge, cache: JudgeCache | None, budget: CostBudget) -> None:
+        self.judge = judge
+        self.cache = cache
+        self.budget = budget
+        self.inputs: list[JudgeInput] = []
+        self.keys: list[str] = []
+        """The cache key of each input (``""``: its prompt could not be rendered)."""
+        self.first: dict[str, int] = {}
+        """The first input with each key."""
+        self.unrendered: dict[int, str] = {}
+        self.cached: dict[str, JudgeOutcome] = {}
+        self.fallbacks: list[JudgeResult | None] = []
+        self.asked: dict[str, Future[tuple[JudgeOutcome, LLMVerdict | None]]] = {}
+        """Keys this batch asked the model about (the first record with each key)."""
+        self.followed: dict[str, Future[tuple[JudgeOutcome, LLMVerdict | None]]] = {}
+        """Keys an earlier batch was still asking about when this one started."""
+        self._outcomes: list[JudgeOutcome] | None = None
+
+    def add(self, inputs: Sequence[JudgeInput], fallbacks: Sequence[JudgeResult] | None = None) -> None:
+        """Add inputs to the batch: render their prompts, read the cache for their new keys and queue
+        a request for every miss at once (so a long batch can be added in parts whose requests
+        start while the next part is prepared). Identical inputs of the batch are asked once.
+
+        Args:
+            inputs: the records' evidence.
+            fallbacks: their fallback verdicts when the caller has them (as :meth:`LLMJudge.judge_many`).
+
+        Raises:
+            ValueError: ``fallbacks`` is not as long as ``inputs``, or the batch was collected already.
+        """
+        if fallbacks is not None and len(fallbacks) != len(inputs):
+            raise ValueError(f"{len(fallbacks)} fallback verdicts for {len(inputs)} inputs")
+        if self._outcomes is not None:
+            raise ValueError("inputs added to a batch whose outcomes were collected")
+        judge, cache = self.judge, self.cache
+        offset = len(self.inputs)
+        self.inputs.extend(inputs)
+        self.fallbacks.extend(fallbacks if fallbacks is not None else [None] * len(inputs))
+        messages: dict[int, list[dict[str, str]]] = {}
+        new: dict[str, int] = {}
+        for index, item in enumerate(inputs, start=offset):
+            try:
+                messages[index] = render_messages(item)
+            except (ValueError, TypeError, RecursionError) as exc:  # one record's odd evidence never stops the batch
+                self.unrendered[index] = f"the prompt could not be rendered ({type(exc).__name__}: {str(exc)[:120]})"
+                self.keys.append("")
+                continue
+            key = cache_key(judge.model, messages[index])
+            self.keys.append(key)
+            if key not in self.first:
+                self.first[key] = new[key] = index
+        if cache is not None and new:
+            try:
+                rows = cache.get_many(list(new))
+            except StefError as exc:  # a cache that cannot be read costs money, not records
+                logger.warning("judge cache not read, asking the model for every record: %s", exc)
+                rows = {}
+            for key, entry in rows.items():
+                outcome = judge._from_cache(entry)
+                if outcome is not None:
+                    self.cached[key] = outcome
+        todo = [index for key, index in new.items() if key not in self.cached]
+        if todo:
+            import_litellm()  # once, in this thread: the first import takes seconds and must not stall the loop
+        for index in todo:
+            key = self.keys[index]
+            if cache is not None:
+                with judge._asking_lock:
+                    earlier = judge._asking.get(key)
+                if earlier is not None:
+                    self.followed[key] = earlier
+                    continue
+            asked = judge._ask(self.inputs[index], messages[index], self.budget, self.fallback(index))
+            self.asked[key] = asked
+            if cache is not None:
+                with judge._asking_lock:
+                    judge._asking[key] = asked
+
+    def fallback(self, index: int) -> JudgeResult | None:
+        """The caller's fallback verdict of input ``index`` (``None``: not given)."""
+        return self.fallbacks[index]
+
+    def cancel(self) -> None:
+        """Give up this batch: its requests not yet started are not made (those in flight end on their own)."""
+        for key, asked in self.asked.items():
+            asked.cancel()
+            self.judge._answered(key, asked)
+
+    def outcomes(self) -> list[JudgeOutcome]:
+        """Wait for the batch's answers, cache the valid new verdicts, and return one
+        :class:`JudgeOutcome` per input, same order (computed once; later calls return the same list).
+
+        Never raises for a model failure (those records get the fallback verdict and the reason);
+        a cache that cannot be written is logged as a warning.
+        """
+        if self._outcomes is None:
+            self._outcomes = self._collect()
+        return self._outcomes
+
+    def _collect(self) -> list[JudgeOutcome]:
+        judge, keys, inputs = self.judge, self.keys, self.inputs
+        fresh: dict[str, JudgeOutcome] = {}
+        new_entries: list[CachedVerdict] = []
+        again: dict[str, Future[tuple[JudgeOutcome, LLMVerdict | None]]] = {}
+        for key, earlier in self.followed.items():
+            try:
+                outcome, verdict = earlier.result()
+            except CancelledError:  # the earlier batch was given up
+                verdict = None
+            entry = _entry(judge.model, key, outcome, verdict) if verdict is not None else None
+            hit = judge._from_cache(entry) if entry is not None else None
+            if hit is not None:
+                fresh[key] = hit
+            else:  # the earlier batch's record fell back: asked again, as a cache miss would be
+                index = self.first[key]
+                messages = render_messages(inputs[index])
+                again[key] = judge._ask(inputs[index], messages, self.budget, self.fallback(index))
+        for key, asked in (*self.asked.items(), *again.items()):
+            outcome, verdict = asked.result()
+            fresh[key] = outcome
+            if verdict is not None:
+                new_entries.append(_entry(judge.model, key, outcome, verdict))
+        if self.cache is not None and new_entries:
+            try:
+                self.cache.put_many(new_entries)
+            except StefError as exc:  # the verdicts are kept; only the next run pays for them again
+                logger.warning("judge cache not written (%d verdicts): %s", len(new_entries), exc)
+        for key, asked in self.asked.items():
+            judge._answered(key, asked)
+        outcomes: list[JudgeOutcome] = []
+        for index, key in enumerate(keys):
+            if index in self.unrendered:
+                outcomes.append(
+                    judge._fallback(
+                        inputs[index], self.unrendered[index], "prompt not rendered", known=self.fallback(index)
+                    )
+                )
+            elif key in self.cached:
+                outcomes.append(self.cached[key])
+            elif self.first[key] == index:
+                outcomes.append(fresh[key])
+            else:  # the same inputs as an earlier record of this batch: its verdict, asked once
+                outcome = fresh[key]
+                if outcome.fallback_reason is None:
+                    outcomes.append(
+                        JudgeOutcome(
+                            outcome.result, None, outcome.cost_usd, outcome.tokens, cache_hit=True, flags=outcome.flags
+                        )
+                    )
+                else:
+                    outcomes.append(
+                        JudgeOutcome(outcome.result, outcome.fallback_reason, fallback_kind=outcome.fallback_kind)
+                    )
+        return outcomes
+
+
+def _entry(model: str, key: str, outcome: JudgeOutcome, verdict: LLMVerdict) -> CachedVerdict:
+    """The cache row of a valid model answer."""
+    return CachedVerdict(
+        key, model, PROMPT_VERSION, verdict.model_dump(mode="json"), outcome.cost_usd, outcome.tokens, outcome.flags
+    )
 
 
 def _content(response: Any) -> str | None:

@@ -27,7 +27,7 @@ HYBRID_PREFIX = "hybrid:"
 API_BASE_ENV = "STEF_LLM_API_BASE"
 """Environment variable with the base URL of an OpenAI-compatible endpoint (``--api-base`` wins)."""
 DEFAULT_CONCURRENCY = 8
-"""Requests in flight per batch."""
+"""Requests in flight for a run, across all its batches (:class:`stef.llm.pool.RequestSlots`)."""
 DEFAULT_TIMEOUT_S = 60.0
 """Seconds one request may take before it counts as a timeout (and is retried)."""
 DEFAULT_RETRIES = 3
@@ -47,15 +47,17 @@ class JudgeSettings:
         hybrid: symbolic first, the model only for the records the symbolic judge hedged on
             (LIKELY_CORRECT or POTENTIALLY_INCORRECT: p_correct in [0.35, 0.65)).
         api_base: base URL of an OpenAI-compatible endpoint (``None``: the provider's default).
-        concurrency: requests in flight per batch.
+        concurrency: requests in flight for the run, across all its batches (one request pool
+            per judge; with ``run_key`` one per run: :func:`stef.llm.pool.shared_slots`).
         timeout_s: seconds per request.
         max_retries: retries after the first attempt (429 / 5xx / timeouts).
         backoff_s: first backoff wait in seconds.
         max_cost_usd: stop calling the model once this much was spent in the run (``None``: no limit).
         breaker_failures: open the run's circuit breaker after this many consecutive timeouts /
             connection failures (0: never); see :class:`stef.llm.breaker.CircuitBreaker`.
-        run_key: names the run whose batches share one :class:`stef.llm.breaker.CircuitBreaker` in this process
-            (:func:`stef.llm.breaker.shared_breaker`; ``None``: each judge has its own). The nightly flow sets it.
+        run_key: names the run whose batches share one :class:`stef.llm.breaker.CircuitBreaker` and one
+            request pool in this process (:func:`stef.llm.breaker.shared_breaker`,
+            :func:`stef.llm.pool.shared_slots`; ``None``: each judge has its own). The nightly flow sets it.
         schema_dir: folder of ``<app_id>.sql`` / ``.json`` schemas (``--schema-dir``): apps with
             one are checked against it (:mod:`stef.pipeline.schema_checks`); part of the evaluator version.
         observed_catalog: an observed catalog file (``--observed-catalog``, :mod:`stef.pipeline.observed`).

@@ -237,7 +237,32 @@ def prepare(
     )
 
 
-def finish(prepared: Prepared, result: JudgeResult, evaluator_version: str = EVALUATOR_VERSION) -> Evaluation:
+def overridden(prepared: Prepared, result: JudgeResult) -> JudgeResult:
+    """The verdict :func:`finish` stores for ``result``: INCORRECT with P(correct) 0 and confidence 1
+    when the answer holds a non-SELECT statement (whatever the judge said), else ``result`` itself.
+
+    Args:
+        prepared: :func:`prepare`'s result.
+        result: a judge's verdict of ``prepared.judge_input``.
+    """
+    if any(f.startswith("non_select_statement") for f in prepared.flags):
+        return result.model_copy(
+            update={
+                "verdict": Verdict.INCORRECT,
+                "confidence": 1.0,
+                "p_correct": 0.0,
+                "rationale": "non-SELECT statement in the answer; " + result.rationale,
+            }
+        )
+    return result
+
+
+def finish(
+    prepared: Prepared,
+    result: JudgeResult,
+    evaluator_version: str = EVALUATOR_VERSION,
+    duration_ms: float | None = None,
+) -> Evaluation:
     """The evaluation of a prepared record with the judge's verdict: Φ from the alignment, the
     verdict and its confidence (STEF paper §3, score Φ).
 
@@ -248,17 +273,11 @@ def finish(prepared: Prepared, result: JudgeResult, evaluator_version: str = EVA
         prepared: :func:`prepare`'s result.
         result: the judge's verdict for ``prepared.judge_input`` (symbolic, or a model's).
         evaluator_version: stamped on the evaluation.
+        duration_ms: the evaluation's ``duration_ms`` (``None``: milliseconds since
+            ``prepared.started``, i.e. until now).
     """
     record = prepared.record
-    if any(f.startswith("non_select_statement") for f in prepared.flags):
-        result = result.model_copy(
-            update={
-                "verdict": Verdict.INCORRECT,
-                "confidence": 1.0,
-                "p_correct": 0.0,
-                "rationale": "non-SELECT statement in the answer; " + result.rationale,
-            }
-        )
+    result = overridden(prepared, result)
     breakdown = compute_score(prepared.alignment, result.verdict, result.confidence, prepared.rules.scoring)
     return Evaluation(
         run_id=record.run_id,
@@ -287,7 +306,7 @@ def finish(prepared: Prepared, result: JudgeResult, evaluator_version: str = EVA
         observed_report=prepared.observed_report,
         suspected_errors=result.suspected_errors,
         flags=prepared.flags,
-        duration_ms=round((time.perf_counter() - prepared.started) * 1000, 3),
+        duration_ms=round((time.perf_counter() - prepared.started) * 1000, 3) if duration_ms is None else duration_ms,
         evaluator_version=evaluator_version,
     )
 
@@ -331,9 +350,29 @@ def evaluate(
     >>> e.status.value, e.filter_status.value, e.verdict.value, e.score, e.p_correct > 0.65
     ('evaluated', 'FULLY_APPLIED', 'CORRECT', 80.0, True)
     """
-    return _evaluate_one(
+    judged = _evaluate_one(
         record, rules, judge or _DEFAULT_JUDGE, default_dialect, deadline, schema, observed, evaluator_version
-    )[0]
+    )
+    assert judged.evaluation is not None  # finished by default
+    return judged.evaluation
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """One record through stages A–E and the batch judge's verdict (:func:`judge_many_prepared`).
+
+    Attributes:
+        evaluation: the finished evaluation, or a record's failure (typed status and reason);
+            ``None`` when the record was judged but not finished (``finished=False``).
+        prepared: the record's stages (``None`` for a failure).
+        result: the judge's verdict of ``prepared.judge_input`` (``None`` for a failure).
+        duration_ms: milliseconds from the start of the record to its verdict (``None`` for a failure).
+    """
+
+    evaluation: Evaluation | None
+    prepared: Prepared | None = None
+    result: JudgeResult | None = None
+    duration_ms: float | None = None
 
 
 def _evaluate_one(
@@ -345,25 +384,31 @@ def _evaluate_one(
     schema: DatabaseSchema | None,
     observed: ObservedCatalog | None,
     evaluator_version: str,
-) -> tuple[Evaluation, Prepared | None]:
-    """``finish(prepare(...), judge.judge(...))``, and the prepared record (``None`` for a failure)."""
+    finished: bool = True,
+) -> Judged:
+    """``prepare(...)``, ``judge.judge(...)`` and (when ``finished``) ``finish(...)`` of one record."""
     judge_name = getattr(judge, "name", "symbolic")
     prepared = prepare(record, rules, judge_name, default_dialect, deadline, schema, observed)
     if isinstance(prepared, Evaluation):
-        return prepared, None
+        return Judged(prepared)
     try:
         result: JudgeResult = judge.judge(prepared.judge_input)
     except RecursionError:
-        return _failure(
-            record,
-            EvaluationStatus.PARSE_ERROR,
-            "SQL nests too deeply to analyse",
-            prepared.dialect,
-            prepared.flags,
-            judge_name,
-            prepared.started,
-        ), None
-    return finish(prepared, result, evaluator_version), prepared
+        return Judged(
+            _failure(
+                record,
+                EvaluationStatus.PARSE_ERROR,
+                "SQL nests too deeply to analyse",
+                prepared.dialect,
+                prepared.flags,
+                judge_name,
+                prepared.started,
+            )
+        )
+    if finished:
+        evaluation = finish(prepared, result, evaluator_version)
+        return Judged(evaluation, prepared, result, evaluation.duration_ms)
+    return Judged(None, prepared, result, round((time.perf_counter() - prepared.started) * 1000, 3))
 
 
 Converted = TypeVar("Converted")
@@ -439,11 +484,11 @@ def evaluate_many(
     """
     batch = _evaluated(records, rulebook, judge, default_dialect, time_cap_s, schemas, observed)
     if convert is None:
-        return [evaluation for _, evaluation, _ in batch]
-    return [_converted(convert, evaluation, record) for record, evaluation, _ in batch]
+        return [_finished(judged) for _, judged in batch]
+    return [_converted(convert, _finished(judged), record) for record, judged in batch]
 
 
-def evaluate_many_prepared(
+def judge_many_prepared(
     records: Iterable[AgentLogRecord],
     rulebook: RuleBook | None = None,
     judge: Judge | None = None,
@@ -451,18 +496,26 @@ def evaluate_many_prepared(
     time_cap_s: float | Literal["configured"] | None = "configured",
     schemas: SchemaBook | None = None,
     observed: ObservedCatalogBook | None = None,
-) -> list[tuple[Evaluation, Prepared | None]]:
-    """:func:`evaluate_many`, keeping each record's :class:`Prepared` stages (``None`` for a
-    record that failed), so a second judge can :func:`finish` it without running the pipeline
-    again (the LLM path: the symbolic verdict first, the model's for the records it is asked about).
+    finished: bool = True,
+) -> list[Judged]:
+    """:func:`evaluate_many`, keeping each record's :class:`Prepared` stages and ``judge``'s verdict
+    (:class:`Judged`), so a second judge can :func:`finish` it without running the pipeline again
+    (the LLM path: the symbolic verdict first, the model's for the records it is asked about).
+
+    Args: as :func:`evaluate_many`, and
+        finished: also :func:`finish` each judged record (``False``: ``Judged.evaluation`` is
+            ``None`` for them, the caller finishes each record once with the verdict it keeps;
+            failures always carry their evaluation).
+
+    Returns:
+        One :class:`Judged` per record, same order; a failure's evaluation carries the batch's
+        evaluator version as in :func:`evaluate_many`.
 
     Raises: as :func:`evaluate_many`.
     """
     return [
-        (evaluation, prepared)
-        for _, evaluation, prepared in _evaluated(
-            records, rulebook, judge, default_dialect, time_cap_s, schemas, observed
-        )
+        judged
+        for _, judged in _evaluated(records, rulebook, judge, default_dialect, time_cap_s, schemas, observed, finished)
     ]
 
 
@@ -474,9 +527,10 @@ def _evaluated(
     time_cap_s: float | Literal["configured"] | None,
     schemas: SchemaBook | None,
     observed: ObservedCatalogBook | None,
-) -> Iterator[tuple[AgentLogRecord, Evaluation, Prepared | None]]:
-    """The batch loop of :func:`evaluate_many`: per record, its evaluation and prepared stages,
-    under the per-record time cap."""
+    finished: bool = True,
+) -> Iterator[tuple[AgentLogRecord, Judged]]:
+    """The batch loop of :func:`evaluate_many`: per record, its :class:`Judged` stages and
+    verdict (finished when ``finished``), under the per-record time cap."""
     if time_cap_s == "configured":
         time_cap_s = configured_time_cap_s()
     rulebook = rulebook or RuleBook()
@@ -490,7 +544,6 @@ def _evaluated(
     with _RecordAlarm(time_cap_s) as alarm:
         for record in records:
             deadline = time.perf_counter() + time_cap_s if time_cap_s else None
-            prepared: Prepared | None = None
             try:
                 rules = rulebook.for_app(record.app_id)
                 schema = (
@@ -500,7 +553,7 @@ def _evaluated(
                 )
                 alarm.deadline = deadline
                 try:
-                    evaluation, prepared = _evaluate_one(
+                    judged = _evaluate_one(
                         record,
                         rules,
                         judge,
@@ -509,25 +562,40 @@ def _evaluated(
                         schema,
                         observed.for_app(record.app_id) if observed is not None else None,
                         version or EVALUATOR_VERSION,
+                        finished,
                     )
                 finally:
                     alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             except RecordTimeout:
-                evaluation = _failure(
-                    record,
-                    EvaluationStatus.TIMEOUT,
-                    f"evaluation exceeded the {time_cap_s:g} s per-record cap",
-                    record.dialect,
+                judged = Judged(
+                    _failure(
+                        record,
+                        EvaluationStatus.TIMEOUT,
+                        f"evaluation exceeded the {time_cap_s:g} s per-record cap",
+                        record.dialect,
+                    )
                 )
             except (RulesError, SchemaError):
                 raise
             except Exception as exc:
-                evaluation = _internal_error(record, exc)
+                judged = Judged(internal_error(record, exc))
+            evaluation = judged.evaluation
             if (
-                version is not None and evaluation.evaluator_version != version
+                version is not None and evaluation is not None and evaluation.evaluator_version != version
             ):  # (evaluate() stamps it; its failures do not)
-                evaluation = evaluation.model_copy(update={"evaluator_version": version})
-            yield record, evaluation, prepared
+                judged = Judged(
+                    evaluation.model_copy(update={"evaluator_version": version}),
+                    judged.prepared,
+                    judged.result,
+                    judged.duration_ms,
+                )
+            yield record, judged
+
+
+def _finished(judged: Judged) -> Evaluation:
+    """The evaluation of a record judged with ``finished=True`` (every record has one then)."""
+    assert judged.evaluation is not None
+    return judged.evaluation
 
 
 def _schema_dialect(record: AgentLogRecord, rules: AppRules, default_dialect: str | None) -> str:
@@ -538,7 +606,9 @@ def _schema_dialect(record: AgentLogRecord, rules: AppRules, default_dialect: st
         return ""
 
 
-def _internal_error(record: AgentLogRecord, exc: BaseException) -> Evaluation:
+def internal_error(record: AgentLogRecord, exc: BaseException) -> Evaluation:
+    """The ``internal_error`` evaluation of ``record`` naming the unexpected exception ``exc``
+    (its type and message, at most 1,000 characters)."""
     return _failure(record, EvaluationStatus.INTERNAL_ERROR, f"{type(exc).__name__}: {exc}"[:1000], record.dialect)
 
 
@@ -548,7 +618,7 @@ def _converted(convert: Callable[[Evaluation], Converted], evaluation: Evaluatio
     try:
         return convert(evaluation)
     except Exception as exc:
-        return convert(_internal_error(record, exc))
+        return convert(internal_error(record, exc))
 
 
 def rejected_evaluation(run_id: str | None, reason: str) -> Evaluation:

@@ -1,0 +1,280 @@
+"""Tests of the model path at its latency bound (stef/llm/pool.py, LLMJudge.start_many,
+LLMEvaluator.submit / evaluate_batches): one request pool per run, batches that overlap on it,
+each record through the pipeline once, and the same rows as one batch at a time.
+
+No network: litellm's ``mock_response`` through a scripted completion, or the stub server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli.main import app
+from stef.llm.cache import MemoryJudgeCache
+from stef.llm.evaluate import LLMEvaluator
+from stef.llm.judge import LLMJudge
+from stef.llm.litellm_loader import import_litellm
+from stef.llm.pool import RequestSlots, shared_slots
+from stef.llm.settings import JudgeSettings
+from stef.llm.verdict import parse_verdict
+from stef.models import AgentLogRecord, Evaluation, EvaluationStatus
+from stef.pipeline.evaluate import evaluate, finish, prepare
+from tests.stef.llm.mocked import MODEL, MODEL_ANSWER, RECORD, one_call_cost, settings
+from tests.support.llm_server import stub_llm_server, synthetic_records
+
+pytestmark = pytest.mark.usefixtures("warm_litellm")
+
+RECORDS = [AgentLogRecord(**row) for row in synthetic_records(20)]
+
+
+def batches_of(records: list[AgentLogRecord], size: int) -> list[list[AgentLogRecord]]:
+    return [records[start : start + size] for start in range(0, len(records), size)]
+
+
+def without_duration(evaluations: list[Evaluation]) -> list[dict[str, Any]]:
+    return [e.model_dump(mode="json", exclude={"duration_ms"}) for e in evaluations]
+
+
+class Recorder:
+    """A completion that records, per call, the batch of its record and how many calls were in
+    flight; each call takes ``delay_s`` and answers ``MODEL_ANSWER`` (litellm's mock path)."""
+
+    def __init__(self, delay_s: float, batch_of: dict[str, int], fail: frozenset[str] = frozenset()) -> None:
+        self.delay_s = delay_s
+        self.batch_of = batch_of
+        self.fail = fail
+        self.in_flight: list[int] = []
+        """Batches of the calls in flight now."""
+        self.max_in_flight = 0
+        self.overlaps = 0
+        """Calls that started while a call of an earlier batch was in flight."""
+        self.calls: list[str] = []
+
+    async def __call__(self, **kwargs: Any) -> Any:
+        litellm = import_litellm()
+        prompt = str(kwargs["messages"][1]["content"])
+        question = next(q for q in self.batch_of if json.dumps(q)[1:-1] in prompt)
+        batch = self.batch_of[question]
+        self.calls.append(question)
+        self.overlaps += any(other < batch for other in self.in_flight)
+        self.in_flight.append(batch)
+        self.max_in_flight = max(self.max_in_flight, len(self.in_flight))
+        try:
+            await asyncio.sleep(self.delay_s)
+            if question in self.fail:
+                raise litellm.InternalServerError(message="planned", llm_provider="openai", model=MODEL)
+            return await litellm.acompletion(**kwargs, mock_response=MODEL_ANSWER)
+        finally:
+            self.in_flight.remove(batch)
+
+
+def recorded_evaluator(
+    recorder: Recorder, concurrency: int, cache: Any = None, **overrides: Any
+) -> tuple[LLMEvaluator, JudgeSettings]:
+    judge_settings = settings(concurrency=concurrency, timeout_s=5.0, **overrides)
+    judge = LLMJudge.from_settings(judge_settings, completion=recorder)
+    return LLMEvaluator(judge_settings, cache=cache, judge=judge), judge_settings
+
+
+def test_batches_share_one_pool_of_concurrency_requests_and_overlap() -> None:
+    """Four batches of five records, 3 in flight: never more than 3 for the run, the pool is full,
+    and the next batch's requests start while the previous batch's last ones are still answered."""
+    batches = batches_of(RECORDS, 5)
+    recorder = Recorder(0.05, {r.question: n for n, batch in enumerate(batches) for r in batch})
+    run, _ = recorded_evaluator(recorder, concurrency=3)
+    evaluated = list(run.evaluate_batches(batches))
+    assert [len(batch) for batch in evaluated] == [5, 5, 5, 5]
+    assert recorder.max_in_flight == 3 and run.judge.pool.max_in_flight == 3
+    assert run.judge.pool.in_flight == 0 and run.judge.pool.entered == 20
+    assert recorder.overlaps > 0  # batch k+1 did not wait for batch k's stragglers
+    assert sorted(recorder.calls) == sorted(r.question for r in RECORDS)  # each record asked once
+    assert {e.judge for batch in evaluated for e in batch} == {MODEL}
+    assert run.stats.requests == 20 and run.stats.model_verdicts == 20
+
+
+def test_one_batch_at_a_time_never_overlaps() -> None:
+    """``ahead=0``: a batch is collected before the next is submitted (the old behaviour)."""
+    batches = batches_of(RECORDS[:10], 5)
+    recorder = Recorder(0.02, {r.question: n for n, batch in enumerate(batches) for r in batch})
+    run, _ = recorded_evaluator(recorder, concurrency=3)
+    list(run.evaluate_batches(batches, ahead=0))
+    assert recorder.overlaps == 0 and recorder.max_in_flight == 3
+
+
+def test_overlapping_batches_give_the_rows_of_one_batch_at_a_time_and_of_evaluate() -> None:
+    """The same rows whether batches overlap or not, and the ones evaluate() + finish() give: the
+    symbolic fields of evaluate(record), the model's verdict finished on the record's stages."""
+    batches = batches_of(RECORDS, 6)
+    questions = {r.question: n for n, batch in enumerate(batches) for r in batch}
+    overlapped, _ = recorded_evaluator(Recorder(0.01, questions), concurrency=4)
+    pipelined = [e for batch in overlapped.evaluate_batches(batches) for e in batch]
+    sequential, judge_settings = recorded_evaluator(Recorder(0.01, questions), concurrency=4)
+    one_by_one = [e for batch in batches for e in sequential.evaluate_many(batch)]
+    assert without_duration(pipelined) == without_duration(one_by_one)
+    model = parse_verdict(MODEL_ANSWER).to_result(MODEL)
+    for record, row in zip(RECORDS, pipelined, strict=True):
+        prepared = prepare(record)
+        assert not isinstance(prepared, Evaluation)
+        expected = finish(prepared, model, judge_settings.evaluator_version)
+        symbolic = evaluate(record)
+        assert row.model_dump(exclude={"duration_ms", "cost_usd", "tokens"}) == expected.model_dump(
+            exclude={"duration_ms", "cost_usd", "tokens"}
+        )
+        assert (row.alignment, row.sql_spec, row.filter_status) == (
+            symbolic.alignment,
+            symbolic.sql_spec,
+            symbolic.filter_status,
+        )
+        assert (row.cost_usd, row.tokens) == (pytest.approx(one_call_cost()), 30)
+    assert overlapped.stats.summary() == sequential.stats.summary()
+
+
+def test_each_record_is_prepared_judged_and_finished_once_also_when_the_model_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stages A–E, the symbolic judge and finish() run once per record, also for the records that
+    fall back (their symbolic verdict is the one computed before the request, not a second one)."""
+    import stef.llm.evaluate as model_path
+    import stef.pipeline.evaluate as pipeline
+
+    counts: Counter[str] = Counter()
+    real_prepare, real_finish = pipeline.prepare, model_path.finish
+
+    def counting_prepare(record: AgentLogRecord, *args: Any, **kwargs: Any) -> Any:
+        counts["prepare"] += 1
+        return real_prepare(record, *args, **kwargs)
+
+    def counting_finish(*args: Any, **kwargs: Any) -> Any:
+        counts["finish"] += 1
+        return real_finish(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "prepare", counting_prepare)
+    monkeypatch.setattr(model_path, "finish", counting_finish)
+    batches = batches_of(RECORDS, 7)
+    failing = frozenset(r.question for r in RECORDS[::3])
+    recorder = Recorder(0.0, {r.question: n for n, batch in enumerate(batches) for r in batch}, fail=failing)
+    # breaker_failures=0: the failing records end after the others, five in a row would open the breaker
+    run, _ = recorded_evaluator(recorder, concurrency=4, max_retries=1, breaker_failures=0)
+    symbolic = run.symbolic
+    real_judge = type(symbolic).judge
+
+    def counting_judge(self: Any, judge_input: Any) -> Any:
+        counts["symbolic judge"] += 1
+        return real_judge(self, judge_input)
+
+    monkeypatch.setattr(type(symbolic), "judge", counting_judge)
+    rows = [e for batch in run.evaluate_batches(batches) for e in batch]
+    assert counts == {"prepare": 20, "symbolic judge": 20, "finish": 20}
+    fell_back = [e for e in rows if e.judge_fallback_reason is not None]
+    assert {e.run_id for e in fell_back} == {r.run_id for r in RECORDS[::3]}
+    for row in fell_back:
+        expected = evaluate(next(r for r in RECORDS if r.run_id == row.run_id))
+        assert (row.judge, row.verdict, row.confidence, row.score) == (
+            "symbolic",
+            expected.verdict,
+            expected.confidence,
+            expected.score,
+        )
+        reason = row.judge_fallback_reason or ""
+        assert "InternalServerError (HTTP 500)" in reason and "after 2 request(s)" in reason
+    assert all(e.status is EvaluationStatus.EVALUATED for e in rows)
+    assert run.stats.fallback_count == len(fell_back) and run.stats.model_verdicts == 20 - len(fell_back)
+
+
+def test_a_record_repeated_in_the_next_batch_is_asked_once_with_a_cache() -> None:
+    """With a cache, a record whose twin in the previous batch is still being asked takes that
+    answer as a cache hit (as it would have read it from the cache once that batch wrote it);
+    without a cache it is asked again, as before."""
+    twin = RECORD.model_copy(update={"run_id": "twin"})
+    batches = [[RECORD], [twin]]
+    cache = MemoryJudgeCache()
+    recorder = Recorder(0.05, {RECORD.question: 0})
+    run, _ = recorded_evaluator(recorder, concurrency=2, cache=cache)
+    first, second = run.evaluate_batches(batches)
+    assert len(recorder.calls) == 1 and len(cache.entries) == 1
+    assert (second[0].judge, second[0].verdict, second[0].cost_usd) == (MODEL, first[0].verdict, first[0].cost_usd)
+    assert (run.stats.requests, run.stats.cache_hits, run.stats.model_verdicts) == (1, 1, 2)
+    uncached = Recorder(0.05, {RECORD.question: 0})
+    again, _ = recorded_evaluator(uncached, concurrency=2)
+    list(again.evaluate_batches(batches))
+    assert len(uncached.calls) == 2
+
+
+def test_a_run_that_stops_gives_up_the_batches_still_queued() -> None:
+    """A generator closed early cancels the requests of the batch submitted ahead."""
+    batches = batches_of(RECORDS, 10)
+    recorder = Recorder(0.05, {r.question: n for n, batch in enumerate(batches) for r in batch})
+    run, _ = recorded_evaluator(recorder, concurrency=1)
+    evaluated = run.evaluate_batches(batches)
+    assert len(next(evaluated)) == 10
+    evaluated.close()
+    asked = len(recorder.calls)
+    time.sleep(0.2)
+    assert asked < 20 and len(recorder.calls) <= asked + 1  # at most the one in flight went on
+
+
+def test_shared_slots_are_one_pool_per_run_key() -> None:
+    first = shared_slots("run-a", 3)
+    assert shared_slots("run-a", 8) is first and first.limit == 3
+    assert shared_slots("run-b", 3) is not first
+    judge_settings = JudgeSettings.parse(MODEL, concurrency=2, run_key="run-c")
+    one, two = LLMJudge.from_settings(judge_settings), LLMJudge.from_settings(judge_settings)
+    assert one.pool is two.pool and one.pool.limit == 2
+    assert LLMJudge(MODEL, concurrency=2).pool is not LLMJudge(MODEL, concurrency=2).pool
+    with pytest.raises(ValueError, match="at least 1 slot"):
+        RequestSlots(0)
+
+
+@pytest.mark.usefixtures("placeholder_key")
+def test_stef_evaluate_keeps_the_pool_full_across_batches_and_every_record_has_a_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``stef evaluate`` with batches of 8: the stub never sees more than --concurrency requests;
+    with a third of them answered HTTP 500 every record still gets a row and a status, and the
+    ones that fell back say so."""
+    import flows.cli.evaluate as command
+
+    monkeypatch.setattr(command, "BATCH_SIZE", 8)
+    rows = synthetic_records(40)
+    logs = tmp_path / "logs.jsonl"
+    logs.write_text("".join(json.dumps(row) + "\n" for row in rows) + "not json\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    with stub_llm_server(delay_s=0.02, fail_share=1 / 3, seed=4) as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "evaluate",
+                str(logs),
+                "--out",
+                str(out),
+                "--judge",
+                MODEL,
+                "--api-base",
+                server.url,
+                "--concurrency",
+                "4",
+                "--timeout",
+                "5",
+                "--cache",
+                str(tmp_path / "cache.duckdb"),
+            ],
+        )
+        assert result.exit_code == 0, result.output
+        assert server.max_in_flight <= 4 and server.failures > 0
+    written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [row.get("run_id") for row in written[:-1]] == [row["run_id"] for row in rows]
+    assert written[-1]["status"] == "invalid_input"
+    assert all(row["status"] == "evaluated" for row in written[:-1])
+    for row in written[:-1]:
+        if row["judge_fallback_reason"] is None:
+            assert row["judge"] == MODEL
+        else:
+            assert row["judge"] == "symbolic" and "HTTP 500" in row["judge_fallback_reason"]
