@@ -246,7 +246,7 @@ def nightly(
             §2.D); model verdicts are cached in the warehouse's ``judge_cache`` table, and the
             evaluations are stored under the judge's evaluator version.
         api_base: OpenAI-compatible endpoint for the model (default ``$STEF_LLM_API_BASE``).
-        concurrency: model requests in flight per evaluation batch.
+        concurrency: model requests in flight for the whole run (the batches share one pool: :mod:`stef.llm.pool`).
         max_cost_usd: budget for model calls in this run, split evenly over the batches (so it
             holds with any task runner); past it, records get the symbolic verdict and say so.
         timeout_s: seconds per model request (then retried).
