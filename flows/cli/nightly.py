@@ -169,7 +169,10 @@ def nightly(
     judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, help="Model requests in flight for the whole run (its batches share them).")
+        int,
+        typer.Option(
+            "--concurrency", min=1, help="Model requests in flight for the whole run (its batches share them)."
+        ),
     ] = 8,
     max_cost_usd: Annotated[
         float | None,
