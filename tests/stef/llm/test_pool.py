@@ -278,3 +278,47 @@ def test_stef_evaluate_keeps_the_pool_full_across_batches_and_every_record_has_a
             assert row["judge"] == MODEL
         else:
             assert row["judge"] == "symbolic" and "HTTP 500" in row["judge_fallback_reason"]
+
+
+@pytest.mark.usefixtures("placeholder_key")
+def test_the_warm_up_sends_nothing_runs_once_per_model_and_the_judge_then_asks_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``LLMJudge.warm_up`` runs litellm's first call locally (``mock_response``): the server gets
+    no request from it, a second warm-up of the same model makes no call at all, and the judge's
+    real requests reach the server afterwards."""
+    import stef.llm.judge as judge_module
+
+    monkeypatch.setattr(judge_module, "_warmed", set())
+    litellm = import_litellm()
+    calls: list[dict[str, Any]] = []
+    real_completion = litellm.completion
+
+    def counting(**kwargs: Any) -> Any:
+        calls.append(kwargs)
+        return real_completion(**kwargs)
+
+    monkeypatch.setattr(litellm, "completion", counting)
+    with stub_llm_server(delay_s=0.0) as server:
+        judge = LLMJudge(model=MODEL, api_base=server.url, timeout_s=5.0)
+        judge.warm_up()
+        judge.warm_up()
+        assert server.requests == 0
+        assert len(calls) == 1 and calls[0]["mock_response"] == "{}" and calls[0]["model"] == MODEL
+        LLMJudge(model=MODEL, api_base=server.url).warm_up()  # another judge, same model: done already
+        assert len(calls) == 1
+        monkeypatch.setattr(litellm, "completion", real_completion)
+        prepared = prepare(RECORDS[0])
+        outcome = judge.judge_many([prepared.judge_input])[0]
+        assert server.requests == 1
+        assert outcome.fallback_reason is None, outcome.fallback_reason
+        assert outcome.result.judge == MODEL
+
+
+def test_a_judge_with_its_own_completion_is_not_warmed_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    import stef.llm.judge as judge_module
+
+    monkeypatch.setattr(judge_module, "_warmed", set())
+    recorder = Recorder(0.0, {r.question: 0 for r in RECORDS})
+    LLMJudge(model=MODEL, completion=recorder).warm_up()
+    assert judge_module._warmed == set() and recorder.calls == []
