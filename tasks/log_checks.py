@@ -23,6 +23,7 @@ from stef.log_contract import (
 )
 from stef.logs import LogLine
 from stef.models import AgentLogRecord
+from stef.module_import import import_uncollected
 from tasks._runtime import run_logger
 
 if TYPE_CHECKING:
@@ -91,9 +92,7 @@ def import_great_expectations() -> Any:
     :func:`flows.nightly.prepare_process` calls it while Prefect's temporary API starts.
     """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
-    import great_expectations as gx
-
-    return gx
+    return import_uncollected("great_expectations")  # 0.4 s less than a plain import
 
 
 def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:

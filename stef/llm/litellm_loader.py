@@ -5,21 +5,19 @@ litellm is imported only when a model is called or checked, and once per process
 reaches the network, and turns off its debug prints; later calls return the same module. The
 range pinned in ``pyproject.toml`` never allows the compromised releases 1.82.7 and 1.82.8.
 
-The import leaves some hundred thousand long-lived objects (litellm's and openai's modules,
-classes and pydantic models). They are moved to the garbage collector's permanent generation
-(:func:`gc.freeze`), so that no later collection walks them again: neither the full collections
-while requests are answered nor the one at interpreter exit (0.8 s of a ``stef evaluate`` run
-otherwise). Reference counting still frees every object; only cycles among the objects alive at
-that moment are never collected. For the same reason the collector is off during the import
-itself (a fifth of its 3 s otherwise goes to collections that find nothing to free).
+The import runs with the garbage collector paused and its objects are frozen afterwards
+(:func:`stef.module_import.import_uncollected`): 0.7 s less than a plain import, and no later
+collection walks them again (neither the full collections while requests are answered nor the
+one at interpreter exit).
 """
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 from typing import TYPE_CHECKING
+
+from stef.module_import import import_uncollected
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -48,14 +46,7 @@ def import_litellm() -> ModuleType:
     with _lock:
         if _litellm is None:
             os.environ.setdefault(COST_MAP_ENV, "True")
-            collecting = gc.isenabled()
-            gc.disable()  # the import makes ~10^6 long-lived objects: collections meanwhile find no garbage
-            try:
-                import litellm
-            finally:
-                if collecting:
-                    gc.enable()
-            litellm.suppress_debug_info = True
+            litellm = import_uncollected("litellm")
+            litellm.suppress_debug_info = True  # type: ignore[attr-defined]  # a ModuleType to mypy
             _litellm = litellm
-            gc.freeze()  # the import's objects live as long as the process: no collection walks them again
         return _litellm
