@@ -275,8 +275,8 @@ class LLMJudge:
         litellm's first call of a process imports more of litellm and fills its provider tables
         (≈ 0.2 s on one free core, seconds once the event loop shares the interpreter with the
         symbolic stages of the next batch). One call answered by litellm itself
-        (``mock_response``: nothing is sent, no key is read, nothing is charged) does it before
-        the request pool starts. A warm-up that fails is logged and changes nothing: the real
+        (``mock_response``: nothing is sent, nothing is charged; ``no-log``: no logging callback
+        of the user's records it) does it before the request pool starts. A warm-up that fails is logged and changes nothing: the real
         requests report their own errors.
         """
         litellm = import_litellm()
@@ -292,6 +292,7 @@ class LLMJudge:
                     messages=[{"role": "user", "content": "warm-up"}],
                     mock_response="{}",
                     drop_params=True,
+                    **{"no-log": True},  # litellm's own switch: the user's logging callbacks never see it
                 )
             except Exception as exc:  # any failure of the warm-up is harmless
                 logger.debug("litellm warm-up for %s failed: %s", self.model, exc)

@@ -305,6 +305,7 @@ def test_the_warm_up_sends_nothing_runs_once_per_model_and_the_judge_then_asks_t
         judge.warm_up()
         assert server.requests == 0
         assert len(calls) == 1 and calls[0]["mock_response"] == "{}" and calls[0]["model"] == MODEL
+        assert calls[0]["no-log"] is True  # the user's litellm callbacks never log the warm-up
         LLMJudge(model=MODEL, api_base=server.url).warm_up()  # another judge, same model: done already
         assert len(calls) == 1
         monkeypatch.setattr(litellm, "completion", real_completion)
