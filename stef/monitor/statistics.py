@@ -147,6 +147,11 @@ def bootstrap_delta(
         raise DriftError(f"a bootstrap interval needs two values per side, got {b.size} and {c.size}")
     b_value = float(statistic(b, axis=-1))
     c_value = float(statistic(c, axis=-1))
+    if b.min() == b.max() and c.min() == c.max():
+        # every resample of a constant sample is that sample (e.g. the coverage indicators of a day
+        # that scored every answer): the bootstrap distribution is one value, the interval that point
+        delta = c_value - b_value
+        return Delta(baseline=b_value, candidate=c_value, delta=delta, ci_low=delta, ci_high=delta)
 
     def difference(x: npt.NDArray[np.float64], y: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
         return np.asarray(statistic(y, axis=axis) - statistic(x, axis=axis))

@@ -104,3 +104,20 @@ def test_category_test_matches_chi2_contingency() -> None:
 )
 def test_category_test_needs_two_categories_and_two_sides(baseline: list[str], candidate: list[str]) -> None:
     assert category_test(baseline, candidate) is None
+
+
+def test_constant_samples_give_their_point_interval_without_resampling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every resample of a constant sample is that sample (a day that scored every answer has
+    coverage indicators all 1): the interval is the point scipy's bootstrap would give, computed
+    without its resamples; a sample with two values is still resampled by scipy."""
+
+    def no_resampling(*args: object, **kwargs: object) -> None:
+        raise AssertionError("constant samples were resampled")
+
+    monkeypatch.setattr(stats, "bootstrap", no_resampling)
+    delta = bootstrap_delta([1.0] * 500, [1.0] * 400, stef.monitor.statistics.mean, FAST)
+    assert (delta.baseline, delta.candidate, delta.delta, delta.ci_low, delta.ci_high) == (1.0, 1.0, 0.0, 0.0, 0.0)
+    shifted = bootstrap_delta([55.5] * 3, [12.0] * 7, stef.monitor.statistics.p90, FAST)
+    assert (shifted.delta, shifted.ci_low, shifted.ci_high, shifted.excludes_zero) == (-43.5, -43.5, -43.5, True)
+    with pytest.raises(AssertionError, match="resampled"):
+        bootstrap_delta([1.0] * 50 + [0.0], [1.0] * 40, stef.monitor.statistics.mean, FAST)
