@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import flows.cli.evaluate
+import stef.log_contract
 from stef.log_contract import LOG_EXPECTATIONS, LogContractCheck, is_readable_timestamp
 from stef.logs import LogLine, read_log_file
 from tasks import validate_logs
@@ -119,3 +120,32 @@ def test_the_contract_lists_each_expectation_with_a_great_expectations_twin() ->
     assert ("timestamp", "dateutil_parseable") in kinds and ("run_id", "unique") in kinds
     assert LOG_EXPECTATIONS[-1].kind == "unique"  # checked last: see stef/log_contract.py
     assert all(e.gx_type.startswith("expect_column_values_to_") for e in LOG_EXPECTATIONS)
+
+
+def _dateutil_reads(value: str) -> bool:
+    from dateutil.parser import parse
+
+    try:
+        parse(value)
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
+@pytest.mark.filterwarnings("ignore::dateutil.parser.UnknownTimezoneWarning")
+def test_the_iso_fast_path_agrees_with_dateutil() -> None:
+    """``is_readable_timestamp`` skips dateutil for ISO 8601 extended timestamps: on every text
+    built from ISO pieces and near-misses (other separators, hours 24, offsets with seconds,
+    nanoseconds, Arabic-Indic digits, trailing text) its verdict is dateutil's."""
+    import itertools
+
+    dates = ["2026-11-24", "2026-02-30", "2024-02-29", "0000-01-01", "9999-12-31", "\u0662\u0660\u0662\u0666-11-24"]
+    separators = ["", "T", "t", " ", "X", "\u00a0"]
+    times = ["", "09:13", "09:13:05", "09:13:05.123", "09:13:05.123456789", "24:00", "09:60", "0913", "09"]
+    offsets = ["", "Z", "z", "+00:00", "-05:30", "+0530", "+24:00", "+05:30:15", " UTC", " trailing"]
+    fast = 0
+    for date, separator, time_of_day, offset in itertools.product(dates, separators, times, offsets):
+        text = f"{date}{separator}{time_of_day}{offset}"
+        assert is_readable_timestamp(text) == _dateutil_reads(text), text
+        fast += stef.log_contract._is_extended_iso_timestamp(text)
+    assert fast > 100  # the fast path decided a good share of them

@@ -22,7 +22,7 @@ import re
 from collections import Counter
 
 from stef.models import QuestionSpec
-from stef.pipeline.hints import _is_relevant, _looks_like_sql, analysed_definitions
+from stef.pipeline.hints import _is_relevant, _looks_like_sql, _rule_set_number, analysed_definitions
 from stef.pipeline.matching import is_grounded
 from stef.pipeline.question_phrases import (
     _ANY_DIGIT,
@@ -61,6 +61,14 @@ _AVERAGE_COMPARISON = re.compile(
 )
 
 
+QUESTION_SPEC_MEMO_TEXTS = 8192
+"""Question specs remembered per process (the memo starts over when full): a question answered
+by several agents or agent versions, or asked again, is read once. A spec is a frozen value of
+its text, dialect and the rules' column mappings and value normalisation."""
+_QUESTION_SPECS: dict[tuple[int, str, str, bool, str | None], QuestionSpec] = {}
+"""(rule-set number, text, dialect, parse_hints, reference) -> the text's spec."""
+
+
 def extract_question_spec(
     text: str | None,
     dialect: str = "",
@@ -69,6 +77,10 @@ def extract_question_spec(
     reference: str | None = None,
 ) -> QuestionSpec:
     """Extract requested features from one natural-language text (Q_u or Q_e).
+
+    Remembered per process (:data:`QUESTION_SPEC_MEMO_TEXTS`), keyed on the arguments and the
+    rule set as :func:`stef.pipeline.hints.analysed_definitions` keys it (a rule set changed in
+    place counts as a new one).
 
     Args:
         text: the question; ``None`` or blank gives an empty spec.
@@ -90,6 +102,19 @@ def extract_question_spec(
     """
     if text is None or not text.strip():
         return QuestionSpec()
+    key = (_rule_set_number(rules), text, dialect, parse_hints, reference)
+    spec = _QUESTION_SPECS.get(key)
+    if spec is None:
+        if len(_QUESTION_SPECS) >= QUESTION_SPEC_MEMO_TEXTS:
+            _QUESTION_SPECS.clear()
+        spec = _QUESTION_SPECS[key] = _question_spec(text, dialect, rules, parse_hints, reference)
+    return spec
+
+
+def _question_spec(
+    text: str, dialect: str, rules: AppRules | None, parse_hints: bool, reference: str | None
+) -> QuestionSpec:
+    """:func:`extract_question_spec` of a non-blank text, not remembered."""
     lowered = " " + " ".join(text.lower().split()) + " "
     word_set = set(_words(text))
 

@@ -181,6 +181,21 @@ def test_hint_features_are_remembered_per_rule_set() -> None:
     assert [f.bindings for _, f in analysed_definitions(clause, "sqlite", mapped)] == [(("sex_code", "=", "m"),)]
 
 
+def test_question_specs_are_remembered_per_text_and_rule_set() -> None:
+    """A repeated question gives the remembered spec; another rule set, dialect or reference, or
+    a rule set changed in place, reads the text again and gives that input's spec."""
+    question = "How many patients live in 'North Bohemia'?"
+    base = parse_rules({}, "base.json")
+    aliased = parse_rules({"value_normalization": {"value_aliases": {"north bohemia": "NB"}}}, "aliased.json")
+    first = extract_question_spec(question, "sqlite", base)
+    assert extract_question_spec(question, "sqlite", base) is first
+    assert first.filter_values == ("north bohemia",)
+    assert extract_question_spec(question, "sqlite", aliased).filter_values == ("NB",)
+    assert extract_question_spec(question, "sqlite", base, reference="How many patients?").filter_values == ()
+    base.value_normalization["lowercase"] = False  # changed in place: a new rule set
+    assert extract_question_spec(question, "sqlite", base).filter_values == ("North Bohemia",)
+
+
 @pytest.mark.parametrize("case", stage_cases("question_spec"))
 def test_question_spec_golden(case: Case) -> None:
     """stage C on each case of ``tests/fixtures/stages/question_spec.jsonl`` gives the recorded output."""
