@@ -12,9 +12,11 @@ times, in the same environment:
 2. a whole ``stef evaluate`` process on the same file (symbolic judge, output written);
 
 and prints records/s of both, the ratio (2)/(1) and the peak RSS of (2). Each record gets a new
-run_id, but the texts repeat (the bundled logs hold 358 records), so STEF's caches keyed on
-text (parsed hint clauses, token lists of a question) hit more often than on a day of distinct
-questions; ``--source`` with a larger file measures that case. Each side runs ``--repeat`` times
+run_id, but the texts repeat (the bundled logs hold 358 records, 314 distinct questions), so
+STEF's memos keyed on text (question specs, parsed hint clauses, token lists of a question) hit
+more often than on a day of distinct questions (a question asked again, or answered by several
+agent versions, is read once; a day of new questions is not): ``--source`` with a larger file
+measures that case. Each side runs ``--repeat`` times
 (default 5), alternating, and the fastest run of each counts (as ``timeit`` does): the slower
 runs measure the machine's other load, not the program. On a shared machine a lucky fast parse
 run can move that ratio by 20 %; the median of the per-pair ratios (parse, then evaluate, back to
