@@ -65,6 +65,10 @@ QUESTION_SPEC_MEMO_TEXTS = 8192
 """Question specs remembered per process (the memo starts over when full): a question answered
 by several agents or agent versions, or asked again, is read once. A spec is a frozen value of
 its text, dialect and the rules' column mappings and value normalisation."""
+QUESTION_SPEC_MEMO_MAX_CHARS = 2_000
+"""Only texts (with their reference) up to this many characters are remembered, so the memo holds
+at most ~16M characters however long the questions (a BIRD question with its evidence: 250
+characters at the median, 830 at most in the bundled logs)."""
 _QUESTION_SPECS: dict[tuple[int, str, str, bool, str | None], QuestionSpec] = {}
 """(rule-set number, text, dialect, parse_hints, reference) -> the text's spec."""
 
@@ -78,7 +82,8 @@ def extract_question_spec(
 ) -> QuestionSpec:
     """Extract requested features from one natural-language text (Q_u or Q_e).
 
-    Remembered per process (:data:`QUESTION_SPEC_MEMO_TEXTS`), keyed on the arguments and the
+    Remembered per process (:data:`QUESTION_SPEC_MEMO_TEXTS` texts of at most
+    :data:`QUESTION_SPEC_MEMO_MAX_CHARS`), keyed on the arguments and the
     rule set as :func:`stef.pipeline.hints.analysed_definitions` keys it (a rule set changed in
     place counts as a new one).
 
@@ -102,6 +107,8 @@ def extract_question_spec(
     """
     if text is None or not text.strip():
         return QuestionSpec()
+    if len(text) + len(reference or "") > QUESTION_SPEC_MEMO_MAX_CHARS:
+        return _question_spec(text, dialect, rules, parse_hints, reference)
     key = (_rule_set_number(rules), text, dialect, parse_hints, reference)
     spec = _QUESTION_SPECS.get(key)
     if spec is None:

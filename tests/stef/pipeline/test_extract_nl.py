@@ -194,6 +194,11 @@ def test_question_specs_are_remembered_per_text_and_rule_set() -> None:
     assert extract_question_spec(question, "sqlite", base, reference="How many patients?").filter_values == ()
     base.value_normalization["lowercase"] = False  # changed in place: a new rule set
     assert extract_question_spec(question, "sqlite", base).filter_values == ("North Bohemia",)
+    long_question = question + " Answer in full." * 200  # past the memo's length cap: read each time
+    assert extract_question_spec(long_question, "sqlite", base) is not extract_question_spec(
+        long_question, "sqlite", base
+    )
+    assert extract_question_spec(long_question, "sqlite", base) == extract_question_spec(long_question, "sqlite", base)
 
 
 @pytest.mark.parametrize("case", stage_cases("question_spec"))
