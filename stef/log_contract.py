@@ -126,9 +126,11 @@ def is_readable_timestamp(value: object) -> bool:
 
 
 _EXTENDED_ISO = re.compile(
-    r"\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:[Zz]|[+-]\d{2}:\d{2})?)?", re.ASCII
+    r"\d{4}-\d{2}-\d{2}(?:[Tt ](?:[01]\d|2[0-3]):\d{2}(?::\d{2}(?:\.\d{1,6})?)?(?:[Zz]|[+-]\d{2}:\d{2})?)?", re.ASCII
 )
-"""ISO 8601 extended format: a date, optionally a time to the microsecond and a UTC offset."""
+"""ISO 8601 extended format: a date, optionally a time to the microsecond and a UTC offset. Hours
+stop at 23: ``fromisoformat`` reads ``24:00`` as the next midnight from Python 3.14 on, dateutil
+never does."""
 
 
 def _is_extended_iso_timestamp(value: str) -> bool:
