@@ -114,7 +114,7 @@ def is_readable_timestamp(value: object) -> bool:
         return True
     if not isinstance(value, str):
         return False
-    if _is_extended_iso_timestamp(value):
+    if is_extended_iso_timestamp(value):
         return True  # dateutil reads every such text; checked in ~1 µs instead of dateutil's ~50 µs
     from dateutil.parser import parse
 
@@ -133,14 +133,14 @@ stop at 23: ``fromisoformat`` reads ``24:00`` as the next midnight from Python 3
 never does."""
 
 
-def _is_extended_iso_timestamp(value: str) -> bool:
+def is_extended_iso_timestamp(value: str) -> bool:
     """Whether ``value`` is an ISO 8601 date or timestamp in the extended format
     (:data:`_EXTENDED_ISO`: ``2026-11-24``, ``2026-11-24T09:13:05.123+00:00``, ``... 09:13Z``)
     whose fields are in range (:meth:`datetime.datetime.fromisoformat` reads it): the shape agents
     log, and one :func:`dateutil.parser.parse` reads too, checked without dateutil's tokenizer
     (other shapes are left to dateutil).
 
-    >>> _is_extended_iso_timestamp("2026-11-24T09:13:05+00:00"), _is_extended_iso_timestamp("2026-02-30")
+    >>> is_extended_iso_timestamp("2026-11-24T09:13:05+00:00"), is_extended_iso_timestamp("2026-02-30")
     (True, False)
     """
     if _EXTENDED_ISO.fullmatch(value) is None:

@@ -94,6 +94,38 @@ def test_the_great_expectations_gate_and_the_python_check_reject_the_same_lines(
     assert "2026-11-20T08:00:00Z" not in unreadable and None not in unreadable
 
 
+def test_great_expectations_parses_only_the_timestamps_the_iso_check_cannot_vouch_for(log_day: Path) -> None:
+    """The frame handed to Great Expectations holds an ISO 8601 extended timestamp as null (the
+    expectation passes nulls) and every other timestamp as logged, so dateutil still judges the
+    prose, the near-misses and the impossible dates, and names them in the reason."""
+    from tasks.log_checks import TIMESTAMP_COLUMNS, _frame
+
+    assert {"timestamp"} == TIMESTAMP_COLUMNS
+    lines = _day_lines(log_day)
+    frame = _frame(lines)
+    handed = {i: value for i, value in frame["timestamp"].items() if value is not None}
+    logged = {i: line.record.timestamp for i, line in enumerate(lines) if line.record is not None}
+    assert set(frame.index) == set(logged)
+    assert handed == {
+        i: ts for i, ts in logged.items() if ts is not None and not stef.log_contract.is_extended_iso_timestamp(ts)
+    }
+    prose_and_impossible = {
+        "20 Nov 2026",
+        "soon",
+        "2026-13-45",
+        "2026-02-30T10:00:00Z",
+        "2026-11-20T08:00:00Z trailing words",
+    }
+    assert prose_and_impossible <= set(handed.values())
+    assert "2026-11-20T08:00:00Z" not in handed.values() and "2026-11-20 08:00" not in handed.values()
+    gate = validate_logs.fn(lines, max_bad_share=1.0)
+    reasons = [x.reason for x in gate if x.reason and x.reason.startswith("timestamp")]
+    assert (
+        "timestamp is not a date and time: '2026-02-30T10:00:00Z' (log contract: ISO 8601, e.g. 2026-11-24T09:13:05+00:00)"
+        in reasons
+    )
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_stef_evaluate_reports_the_rejections_of_the_nightly(
     log_day: Path, tmp_path: Path, workers: str, monkeypatch: pytest.MonkeyPatch
@@ -147,7 +179,7 @@ def test_the_iso_fast_path_agrees_with_dateutil() -> None:
     for date, separator, time_of_day, offset in itertools.product(dates, separators, times, offsets):
         text = f"{date}{separator}{time_of_day}{offset}"
         assert is_readable_timestamp(text) == _dateutil_reads(text), text
-        fast += stef.log_contract._is_extended_iso_timestamp(text)
+        fast += stef.log_contract.is_extended_iso_timestamp(text)
     assert fast > 100  # the fast path decided a good share of them
     # hour 24: Python 3.14's fromisoformat reads it as the next midnight, dateutil rejects it
-    assert not stef.log_contract._is_extended_iso_timestamp("2026-11-24T24:00:00Z")
+    assert not stef.log_contract.is_extended_iso_timestamp("2026-11-24T24:00:00Z")
