@@ -18,7 +18,6 @@ from prefect import flow
 
 from flows.nightly import NightlySummary, nightly, resolve_log_date
 from stef.llm.settings import SYMBOLIC, JudgeSettings
-from stef.models import BATCH_SIZE
 from tasks._runtime import run_logger
 from tasks.backfill import day_has_logs, days_in_range, plan_backfill
 from warehouse import resolve_path
@@ -74,7 +73,7 @@ def backfill(
     force: bool = False,
     rules_dir: str | None = None,
     max_bad_share: float = 0.05,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | None = None,
     judge: str = SYMBOLIC,
     on_day: Callable[[BackfillDay], None] | None = None,
     schema_dir: str | None = None,
@@ -98,7 +97,7 @@ def backfill(
         force: redo days already done with the same evaluator version (their rows are replaced).
         rules_dir: folder of ``<app_id>.json`` rule files searched before the bundled rules.
         max_bad_share: per day, fail when a larger share of lines is bad (see ``nightly``).
-        batch_size: records per evaluation task.
+        batch_size: records per evaluation task (default: as :func:`flows.nightly.nightly` chooses).
         judge: the judge setting (``symbolic`` or a model, as ``stef nightly --judge``); it
             decides the evaluator version that marks a day done.
         on_day: called after each day with its :class:`BackfillDay` (the CLI's progress bar);

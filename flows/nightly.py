@@ -39,7 +39,7 @@ from tasks import (
     validate_logs,
 )
 from tasks.drift import nightly_drift_step
-from tasks.evaluate import RecordBatch, batches, rulebook
+from tasks.evaluate import RecordBatch, batches, pool_batch_size, rulebook
 from tasks.scoring_pool import ScoringPoolTaskRunner, pool_processes_of
 from tasks.traces import TraceSource, is_transient, pull_source, push_day, push_target
 from warehouse import resolve_path
@@ -212,7 +212,7 @@ def nightly(
     warehouse: str | None = None,
     rules_dir: str | None = None,
     max_bad_share: float = 0.05,
-    batch_size: int = BATCH_SIZE,
+    batch_size: int | None = None,
     judge: str = SYMBOLIC,
     api_base: str | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
@@ -241,7 +241,9 @@ def nightly(
         warehouse: DuckDB file; default ``$STEF_WAREHOUSE``, else ``./stef.duckdb``.
         rules_dir: folder of ``<app_id>.json`` rule files searched before the bundled rules.
         max_bad_share: fail (before storing) when a larger share of lines is bad.
-        batch_size: records per evaluation task.
+        batch_size: records per evaluation task (default: with the ``pool`` runner and the
+            symbolic judge, as few equal tasks as keep every scoring process busy,
+            :func:`tasks.evaluate.pool_batch_size`; otherwise :data:`stef.models.BATCH_SIZE`).
         judge: ``symbolic`` (default), a litellm model string, or ``hybrid:MODEL`` (STEF paper
             §2.D); model verdicts are cached in the warehouse's ``judge_cache`` table, and the
             evaluations are stored under the judge's evaluator version.
@@ -330,6 +332,10 @@ def nightly(
         stored_rejected = store_rejected(warehouse_path, day, quote(lines))
         raise bad_share_error(lines, max_bad_share, stored_rejected) or too_bad
     records = [line.record for line in lines if line.record is not None]
+    run_context = FlowRunContext.get()
+    processes = pool_processes_of(run_context.task_runner if run_context else None) if settings.is_symbolic else 0
+    if batch_size is None:
+        batch_size = pool_batch_size(len(records), processes) if processes > 0 else BATCH_SIZE
     parts = batches(records, batch_size)
     if settings.max_cost_usd is not None and parts:
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
@@ -337,8 +343,6 @@ def nightly(
     catalogs = (
         {} if observed is None else {"observed": observed}
     )  # not quoted: a Dask worker would get the quote itself
-    run_context = FlowRunContext.get()
-    processes = pool_processes_of(run_context.task_runner if run_context else None) if settings.is_symbolic else 0
     started = time.perf_counter()
     evaluation_started(day, len(records), len(parts))
     try:

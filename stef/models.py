@@ -20,9 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 EVALUATOR_VERSION = "stef-0.2.0+symbolic-7"
 """Version of the evaluation method; part of the key of stored evaluations."""
 BATCH_SIZE = 500
-"""Records per evaluation batch: per :func:`tasks.evaluate.evaluate_batch` task run (large enough that
-Prefect's per-task cost, milliseconds, is noise, small enough to spread a day over the task runner's
-workers), per ``stef evaluate`` call of :func:`stef.pipeline.evaluate.evaluate_many`, per ``--batch-size`` default."""
+"""Records per evaluation batch: per ``stef evaluate`` call of :func:`stef.pipeline.evaluate.evaluate_many`,
+per :func:`tasks.evaluate.evaluate_batch` task run of a nightly in threads, on Dask or with a model
+judge (small enough to spread a day over the task runner's workers). A nightly in the process pool
+cuts the day into fewer, larger tasks (:func:`tasks.evaluate.pool_batch_size`): each task run costs
+Prefect's API about 0.1 s of CPU."""
 
 
 class FilterStatus(str, Enum):

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flows.cli.common import (
+    BATCH_SIZE_HELP,
     CliError,
     console,
     drift_sentences,
@@ -42,7 +43,6 @@ from flows.cli.traces import (
     check_trace_options,
 )
 from stef.display import DISPLAY_WIDTH, one_line, shorten
-from stef.models import BATCH_SIZE
 from stef.monitor.alerts import is_new_worse_drift
 from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds
 
@@ -338,7 +338,15 @@ def backfill(
             "--max-bad-share", min=0.0, max=1.0, help="Per day: fail when more than this share of lines is quarantined."
         ),
     ] = 0.05,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = BATCH_SIZE,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            min=1,
+            show_default=False,
+            help=BATCH_SIZE_HELP,
+        ),
+    ] = None,
     judge: Annotated[
         str,
         typer.Option(

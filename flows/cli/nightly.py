@@ -22,6 +22,7 @@ from rich.text import Text
 
 from flows.cli.common import (
     API_BASE_HELP,
+    BATCH_SIZE_HELP,
     BREAKER_HELP,
     JUDGE_HELP,
     OBSERVED_HELP,
@@ -51,7 +52,6 @@ from flows.cli.traces import (
     check_trace_options,
 )
 from stef.display import one_line, shorten
-from stef.models import BATCH_SIZE
 
 if TYPE_CHECKING:
     pass
@@ -165,7 +165,15 @@ def nightly(
             "--max-bad-share", min=0.0, max=1.0, help="Fail when more than this share of lines is quarantined."
         ),
     ] = 0.05,
-    batch_size: Annotated[int, typer.Option("--batch-size", min=1, help="Records per evaluation batch.")] = BATCH_SIZE,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size",
+            min=1,
+            show_default=False,
+            help=BATCH_SIZE_HELP,
+        ),
+    ] = None,
     judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
     concurrency: Annotated[

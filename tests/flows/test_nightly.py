@@ -139,3 +139,45 @@ def test_nightly_reports_its_evaluation_progress_batch_by_batch(log_day: Path, t
         ("finished", ()),
     ]
     assert broken.calls == [("started", (DAY, records, 3))]  # dropped at its first failure
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_the_pool_runner_cuts_the_day_into_one_task_share_per_process(
+    log_day: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ``batch_size`` the pool runner sizes the tasks with ``pool_batch_size`` (here with
+    its limits scaled down: at most 4 records per task, 2 processes: 6 records in 2 tasks of 3),
+    the thread runner keeps ``BATCH_SIZE`` (one task of 6), and the rows are the same."""
+    import tasks.evaluate
+    from flows.progress import showing_progress
+
+    monkeypatch.setattr(tasks.evaluate, "BATCH_SIZE", 1)
+    monkeypatch.setattr(tasks.evaluate, "POOL_BATCH_MAX", 4)
+    calls: dict[str, list[tuple[str, tuple[object, ...]]]] = {}
+    scores: dict[str, list[tuple[Any, ...]]] = {}
+    for runner in ("pool", "thread"):
+        recording = _RecordingProgress()
+        warehouse_path = tmp_path / f"{runner}.duckdb"
+        with showing_progress(recording):
+            flows.nightly.run_nightly(
+                task_runner=runner,
+                workers=2,
+                log_date=DAY,
+                logs_root=str(log_day),
+                warehouse=str(warehouse_path),
+                max_bad_share=0.3,
+            )
+        calls[runner] = recording.calls
+        conn = connect(warehouse_path, read_only=True)
+        try:
+            scores[runner] = conn.execute(
+                "SELECT run_id, status, score, verdict FROM evaluations ORDER BY run_id"
+            ).fetchall()
+        finally:
+            conn.close()
+    assert calls["pool"] == [("started", (DAY, 6, 2)), ("advanced", (3,)), ("advanced", (3,)), ("finished", ())]
+    assert calls["thread"] == [("started", (DAY, 6, 1)), ("advanced", (6,)), ("finished", ())]
+    assert (
+        scores["pool"] == scores["thread"] and len(scores["pool"]) == 7
+    )  # 6 valid records + the quarantined line that has a run_id

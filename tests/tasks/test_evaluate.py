@@ -12,7 +12,7 @@ from stef.models import AgentLogRecord, EvaluationStatus
 from tasks import (
     evaluate_batch,
 )
-from tasks.evaluate import batches
+from tasks.evaluate import POOL_BATCH_MAX, batches, pool_batch_size
 
 
 def test_evaluate_batch_returns_one_evaluation_per_record_in_order() -> None:
@@ -61,3 +61,47 @@ def test_batches_split_records(count: int, size: int, expected: list[int]) -> No
 def test_batches_reject_a_zero_size() -> None:
     with pytest.raises(ValueError, match=r"batch size must be at least 1"):
         batches([], 0)
+
+
+@pytest.mark.parametrize(
+    ("records", "processes", "expected"),
+    [
+        (0, 2, 1),
+        (120, 2, 120),
+        (500, 2, 500),
+        (600, 2, 300),
+        (1_000, 2, 500),
+        (20_000, 2, 2_500),
+        (21_000, 2, 2_100),
+        (100_000, 2, 2_500),
+        (5_000, 4, 1_250),
+        (20_000, 1, 2_500),
+        (7_777, 3, 1_297),
+    ],
+)
+def test_pool_batch_size_hand_computed(records: int, processes: int, expected: int) -> None:
+    """E.g. 21,000 records on 2 processes: 9 tasks of at most 2,500 are needed, rounded up to 10 (a
+    multiple of 2), so 2,100 records each; 7,777 on 3: 4 tasks rounded up to 6, 1,297 each."""
+    assert pool_batch_size(records, processes) == expected
+
+
+def test_pool_batch_size_gives_every_process_the_same_share() -> None:
+    """Over a grid of day sizes and pool sizes: no task above POOL_BATCH_MAX records, never more
+    tasks than batches of 500 would make, and above 500 records a number of tasks that is a
+    multiple of the processes, all of the same size but the last (at most one record per task less)."""
+    for processes in (1, 2, 3, 4, 8):
+        for records in [*range(1, 3_000, 37), *range(3_000, 120_000, 1_333), 250_000, 1_000_003]:
+            size = pool_batch_size(records, processes)
+            sizes = [len(b) for b in batches(list(range(records)), size)]  # type: ignore[arg-type]
+            assert sum(sizes) == records and max(sizes) <= POOL_BATCH_MAX
+            assert len(sizes) <= -(-records // 500)
+            if records > 500:
+                assert len(sizes) % processes == 0 or len(sizes) == -(-records // 500), (records, processes, sizes)
+                assert max(sizes) - min(sizes) <= len(sizes), (records, processes)
+
+
+def test_pool_batch_size_rejects_an_empty_pool() -> None:
+    with pytest.raises(ValueError, match="at least one process"):
+        pool_batch_size(100, 0)
+    with pytest.raises(ValueError, match="at least 0"):
+        pool_batch_size(-1, 2)
