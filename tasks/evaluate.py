@@ -30,20 +30,22 @@ def batches(records: list[AgentLogRecord], size: int = BATCH_SIZE) -> list[list[
     return [records[start : start + size] for start in range(0, len(records), size)]
 
 
-POOL_BATCH_MAX = 2_500
-"""Most records per evaluation task when a nightly scores in the process pool (see :func:`pool_batch_size`)."""
+POOL_BATCH_MAX = 1_000
+"""Most records per evaluation task when a nightly scores in the process pool (see :func:`pool_batch_size`):
+larger tasks raised the peak memory of a 100k-record nightly's command (1,551 MiB with 2,500
+records per task against 1,385–1,408 MiB with 500 or 1,000; issue 20 bounds it at 1.5 GB)."""
 
 
 def pool_batch_size(records: int, processes: int) -> int:
     """Records per evaluation task of a day scored by ``processes`` pool processes.
 
-    Each task run costs Prefect's API about 0.1 s of CPU (its states and logs, recorded by the
-    API's services; measured on 2 cores: a 20k-record nightly in 40 tasks of 500 kept the
-    temporary API busy 9.4–9.6 s, in 8 tasks of 2,500 6.3–7.2 s), time the scoring processes
-    lose on a small machine. So the day is cut into as few equal tasks as fit: a multiple of
+    Each task run costs Prefect's temporary API about 0.1 s of CPU (its states and logs, recorded
+    by the API's services; measured on 2 cores: a 20k-record nightly in 40 tasks of 500 kept the
+    API busy 9.4–9.6 s of CPU, in 8 tasks of 2,500 6.3–7.2 s), time the scoring processes lose on
+    a small machine. So the day is cut into as few equal tasks as fit: a multiple of
     ``processes`` (every process gets the same share to the end), each of at most
-    :data:`POOL_BATCH_MAX` records (bounded memory in transit), and never more tasks than
-    batches of :data:`stef.models.BATCH_SIZE` would make.
+    :data:`POOL_BATCH_MAX` records, and never more tasks than batches of
+    :data:`stef.models.BATCH_SIZE` would make.
 
     Args:
         records: valid records of the day (≥ 0).
@@ -56,9 +58,9 @@ def pool_batch_size(records: int, processes: int) -> int:
         ValueError: ``processes`` < 1 or ``records`` < 0.
 
     >>> [pool_batch_size(n, 2) for n in (120, 600, 1_000, 20_000, 21_000, 100_000)]
-    [120, 300, 500, 2500, 2100, 2500]
+    [120, 300, 500, 1000, 955, 1000]
     >>> pool_batch_size(5_000, 4), pool_batch_size(20_000, 1)
-    (1250, 2500)
+    (625, 1000)
     """
     if processes < 1:
         raise ValueError(f"a scoring pool needs at least one process, got {processes}")

@@ -57,7 +57,7 @@ OBSERVED_HELP = (
 )
 BATCH_SIZE_HELP = (
     "Records per evaluation task (default: with the pool runner and the symbolic judge, as few equal tasks as keep "
-    "every scoring process busy, 500-2,500 records each; otherwise 500)."
+    "every scoring process busy, 500-1,000 records each; otherwise 500)."
 )
 API_BASE_HELP = (
     "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."

@@ -71,17 +71,18 @@ def test_batches_reject_a_zero_size() -> None:
         (500, 2, 500),
         (600, 2, 300),
         (1_000, 2, 500),
-        (20_000, 2, 2_500),
-        (21_000, 2, 2_100),
-        (100_000, 2, 2_500),
-        (5_000, 4, 1_250),
-        (20_000, 1, 2_500),
-        (7_777, 3, 1_297),
+        (20_000, 2, 1_000),
+        (21_000, 2, 955),
+        (100_000, 2, 1_000),
+        (5_000, 4, 625),
+        (20_000, 1, 1_000),
+        (7_777, 3, 865),
     ],
 )
 def test_pool_batch_size_hand_computed(records: int, processes: int, expected: int) -> None:
-    """E.g. 21,000 records on 2 processes: 9 tasks of at most 2,500 are needed, rounded up to 10 (a
-    multiple of 2), so 2,100 records each; 7,777 on 3: 4 tasks rounded up to 6, 1,297 each."""
+    """E.g. 21,000 records on 2 processes: 21 tasks of at most 1,000 are needed, rounded up to 22 (a
+    multiple of 2), so 955 records each; 7,777 on 3: 8 tasks rounded up to 9, 865 each; 600 on 2:
+    one task would do, rounded up to 2 of 300."""
     assert pool_batch_size(records, processes) == expected
 
 
