@@ -25,7 +25,7 @@ from flows.progress import batch_evaluated, evaluation_finished, evaluation_star
 from stef.errors import InputError, StefError
 from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
 from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings, preflight
-from stef.models import BATCH_SIZE, EVALUATOR_VERSION, CompactEvaluation
+from stef.models import EVALUATOR_VERSION, CompactEvaluation
 from tasks import (
     bad_share_error,
     check_warehouse,
@@ -39,7 +39,7 @@ from tasks import (
     validate_logs,
 )
 from tasks.drift import nightly_drift_step
-from tasks.evaluate import RecordBatch, batches, pool_batch_size, rulebook
+from tasks.evaluate import RecordBatch, evaluation_batches, rulebook
 from tasks.scoring_pool import ScoringPoolTaskRunner, pool_processes_of
 from tasks.traces import TraceSource, is_transient, pull_source, push_day, push_target
 from warehouse import resolve_path
@@ -242,8 +242,9 @@ def nightly(
         rules_dir: folder of ``<app_id>.json`` rule files searched before the bundled rules.
         max_bad_share: fail (before storing) when a larger share of lines is bad.
         batch_size: records per evaluation task (default: with the ``pool`` runner and the
-            symbolic judge, as few equal tasks as keep every scoring process busy,
-            :func:`tasks.evaluate.pool_batch_size`; otherwise :data:`stef.models.BATCH_SIZE`).
+            symbolic judge, few even tasks of at most 1,000 records, a multiple of the scoring
+            processes on days of at least 1,000 records per process, :func:`tasks.evaluate.evaluation_batches`;
+            otherwise :data:`stef.models.BATCH_SIZE`).
         judge: ``symbolic`` (default), a litellm model string, or ``hybrid:MODEL`` (STEF paper
             §2.D); model verdicts are cached in the warehouse's ``judge_cache`` table, and the
             evaluations are stored under the judge's evaluator version.
@@ -334,9 +335,7 @@ def nightly(
     records = [line.record for line in lines if line.record is not None]
     run_context = FlowRunContext.get()
     processes = pool_processes_of(run_context.task_runner if run_context else None) if settings.is_symbolic else 0
-    if batch_size is None:
-        batch_size = pool_batch_size(len(records), processes) if processes > 0 else BATCH_SIZE
-    parts = batches(records, batch_size)
+    parts = evaluation_batches(records, batch_size, processes)
     if settings.max_cost_usd is not None and parts:
         settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
     evaluations: list[CompactEvaluation] = []

@@ -23,7 +23,7 @@ BATCH_SIZE = 500
 """Records per evaluation batch: per ``stef evaluate`` call of :func:`stef.pipeline.evaluate.evaluate_many`,
 per :func:`tasks.evaluate.evaluate_batch` task run of a nightly in threads, on Dask or with a model
 judge (small enough to spread a day over the task runner's workers). A nightly in the process pool
-cuts the day into fewer, larger tasks (:func:`tasks.evaluate.pool_batch_size`): each task run costs
+cuts the day into fewer, larger tasks (:func:`tasks.evaluate.pool_task_count`): each task run costs
 Prefect's API about 0.1 s of CPU."""
 
 

@@ -31,47 +31,98 @@ def batches(records: list[AgentLogRecord], size: int = BATCH_SIZE) -> list[list[
 
 
 POOL_BATCH_MAX = 1_000
-"""Most records per evaluation task when a nightly scores in the process pool (see :func:`pool_batch_size`):
+"""Most records per evaluation task when a nightly scores in the process pool (see :func:`pool_task_count`):
 larger tasks raised the peak memory of a 100k-record nightly's command (1,551 MiB with 2,500
 records per task against 1,385–1,408 MiB with 500 or 1,000; issue 20 bounds it at 1.5 GB)."""
 
 
-def pool_batch_size(records: int, processes: int) -> int:
-    """Records per evaluation task of a day scored by ``processes`` pool processes.
+def pool_task_count(records: int, processes: int) -> int:
+    """Evaluation tasks for a day scored by ``processes`` pool processes (:func:`split_evenly` cuts it).
 
     Each task run costs Prefect's temporary API about 0.1 s of CPU (its states and logs, recorded
     by the API's services; measured on 2 cores: a 20k-record nightly in 40 tasks of 500 kept the
     API busy 9.4–9.6 s of CPU, in 8 tasks of 2,500 6.3–7.2 s), time the scoring processes lose on
-    a small machine. So the day is cut into as few equal tasks as fit: a multiple of
-    ``processes`` (every process gets the same share to the end), each of at most
-    :data:`POOL_BATCH_MAX` records, and never more tasks than batches of
-    :data:`stef.models.BATCH_SIZE` would make.
+    a small machine. So the day gets as few tasks as keep each at most :data:`POOL_BATCH_MAX`
+    records, rounded up to a multiple of ``processes`` (every process gets the same share to the
+    end), but never more than batches of :data:`stef.models.BATCH_SIZE` would make: a day of up
+    to 500 records is one task, and a small day may get fewer tasks than processes (1,000 records
+    on 4 processes: 2 tasks of 500).
 
     Args:
         records: valid records of the day (≥ 0).
         processes: scoring processes of the pool (≥ 1).
 
     Returns:
-        The batch size for :func:`batches` (≥ 1).
+        The number of tasks (≥ 1).
 
     Raises:
         ValueError: ``processes`` < 1 or ``records`` < 0.
 
-    >>> [pool_batch_size(n, 2) for n in (120, 600, 1_000, 20_000, 21_000, 100_000)]
-    [120, 300, 500, 1000, 955, 1000]
-    >>> pool_batch_size(5_000, 4), pool_batch_size(20_000, 1)
-    (625, 1000)
+    >>> [pool_task_count(n, 2) for n in (0, 120, 600, 1_000, 20_000, 21_000, 100_000)]
+    [1, 1, 2, 2, 20, 22, 100]
+    >>> pool_task_count(5_000, 4), pool_task_count(1_000, 4), pool_task_count(20_000, 1)
+    (8, 2, 20)
     """
     if processes < 1:
         raise ValueError(f"a scoring pool needs at least one process, got {processes}")
     if records < 0:
         raise ValueError(f"records must be at least 0, got {records}")
-    if records <= BATCH_SIZE:
-        return max(records, 1)
     tasks = -(-records // POOL_BATCH_MAX)
     tasks = -(-tasks // processes) * processes
-    tasks = min(tasks, -(-records // BATCH_SIZE))
-    return -(-records // tasks)
+    return max(1, min(tasks, -(-records // BATCH_SIZE)))
+
+
+def split_evenly(records: list[AgentLogRecord], parts: int) -> list[list[AgentLogRecord]]:
+    """Split ``records`` into ``parts`` consecutive batches whose sizes differ by at most one (the
+    first ones larger); fewer records than ``parts`` give one batch per record, none give none.
+
+    Raises:
+        ValueError: ``parts`` < 1.
+
+    >>> [len(b) for b in split_evenly([AgentLogRecord(run_id=str(i), question="q", sql="SELECT 1") for i in range(10)], 4)]
+    [3, 3, 2, 2]
+    """
+    if parts < 1:
+        raise ValueError(f"parts must be at least 1, got {parts}")
+    size, extra = divmod(len(records), parts)
+    out: list[list[AgentLogRecord]] = []
+    start = 0
+    for index in range(parts):
+        end = start + size + (1 if index < extra else 0)
+        if end > start:
+            out.append(records[start:end])
+        start = end
+    return out
+
+
+def evaluation_batches(
+    records: list[AgentLogRecord], batch_size: int | None, processes: int
+) -> list[list[AgentLogRecord]]:
+    """The evaluation batches of a nightly (one task each).
+
+    Args:
+        records: the day's valid records.
+        batch_size: records per batch chosen by the user, or ``None``.
+        processes: scoring processes of the pool that scores the day (symbolic judge, ``pool``
+            runner), 0 when the batches are scored in the task runner's threads, on Dask or by a
+            model judge.
+
+    Returns:
+        Batches of ``batch_size`` when given; else, with ``processes`` > 0,
+        :func:`pool_task_count` batches of even size (:func:`split_evenly`); else batches of
+        :data:`stef.models.BATCH_SIZE` (on a cluster small tasks spread the day; a model judge's
+        budget is split per batch).
+
+    Raises:
+        ValueError: ``batch_size`` < 1 or ``processes`` < 0.
+    """
+    if processes < 0:
+        raise ValueError(f"processes must be at least 0, got {processes}")
+    if batch_size is not None:
+        return batches(records, batch_size)
+    if processes > 0:
+        return split_evenly(records, pool_task_count(len(records), processes))
+    return batches(records, BATCH_SIZE)
 
 
 class RecordBatch(Sequence[AgentLogRecord]):
@@ -138,7 +189,7 @@ def evaluate_batch(
     makes no model call; ``judge.max_cost_usd`` is this batch's share of the run's budget.
 
     Args:
-        records: the batch (usually :data:`stef.models.BATCH_SIZE` records; a :class:`RecordBatch`
+        records: the batch (:func:`evaluation_batches` cuts a nightly's day; a :class:`RecordBatch`
             from a flow).
         rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
         judge: judge settings (``None``: symbolic), with the schema folder (``schema_dir``) if any.

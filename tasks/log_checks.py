@@ -54,8 +54,14 @@ class LogQualityError(StefError):
     """Too large a share of a day's log lines is bad (quarantined); the flow stops before storing."""
 
 
-TIMESTAMP_COLUMNS: frozenset[str] = frozenset(e.field for e in GX_EXPECTATIONS if e.kind == "dateutil_parseable")
-"""Columns Great Expectations checks with ``expect_column_values_to_be_dateutil_parseable``."""
+TIMESTAMP_COLUMNS: frozenset[str] = frozenset(
+    e.field
+    for e in GX_EXPECTATIONS
+    if all(other.kind == "dateutil_parseable" for other in GX_EXPECTATIONS if other.field == e.field)
+)
+"""Columns Great Expectations checks with ``expect_column_values_to_be_dateutil_parseable`` only
+(a column with another expectation too, ``not_null`` or ``unique``, is handed over as logged: a
+null would fail the one or escape the other)."""
 
 
 def _frame(lines: Sequence[LogLine]) -> pd.DataFrame:

@@ -98,9 +98,11 @@ def test_great_expectations_parses_only_the_timestamps_the_iso_check_cannot_vouc
     """The frame handed to Great Expectations holds an ISO 8601 extended timestamp as null (the
     expectation passes nulls) and every other timestamp as logged, so dateutil still judges the
     prose, the near-misses and the impossible dates, and names them in the reason."""
-    from tasks.log_checks import TIMESTAMP_COLUMNS, _frame
+    from tasks.log_checks import GX_EXPECTATIONS, TIMESTAMP_COLUMNS, _frame
 
     assert {"timestamp"} == TIMESTAMP_COLUMNS
+    for column in TIMESTAMP_COLUMNS:  # only columns whose every GX expectation lets a null pass
+        assert {e.kind for e in GX_EXPECTATIONS if e.field == column} == {"dateutil_parseable"}
     lines = _day_lines(log_day)
     frame = _frame(lines)
     handed = {i: value for i, value in frame["timestamp"].items() if value is not None}

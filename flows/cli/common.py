@@ -56,8 +56,9 @@ OBSERVED_HELP = (
     "earlier answers used (tables, columns, join pairs)."
 )
 BATCH_SIZE_HELP = (
-    "Records per evaluation task (default: with the pool runner and the symbolic judge, as few equal tasks as keep "
-    "every scoring process busy, 500-1,000 records each; otherwise 500)."
+    "Records per evaluation task (default: with the pool runner and the symbolic judge, as few even tasks of at "
+    "most 1,000 records as fit, a multiple of the scoring processes on days of at least 1,000 records per process, "
+    "one task up to 500 records; otherwise 500)."
 )
 API_BASE_HELP = (
     "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."

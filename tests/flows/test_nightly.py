@@ -146,38 +146,49 @@ def test_nightly_reports_its_evaluation_progress_batch_by_batch(log_day: Path, t
 def test_the_pool_runner_cuts_the_day_into_one_task_share_per_process(
     log_day: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Without ``batch_size`` the pool runner sizes the tasks with ``pool_batch_size`` (here with
-    its limits scaled down: at most 4 records per task, 2 processes: 6 records in 2 tasks of 3),
-    the thread runner keeps ``BATCH_SIZE`` (one task of 6), and the rows are the same."""
+    """Without ``batch_size`` the pool runner cuts the day with ``pool_task_count`` (here with its
+    limits scaled down: at most 4 records per task, 2 processes: 6 records in 2 tasks of 3), the
+    thread runner keeps ``BATCH_SIZE`` (scaled down to 1: 6 tasks), and so does a model judge on
+    the pool runner (its batches stay in threads, its budget is split per batch); the symbolic rows
+    are the same on both runners."""
     import tasks.evaluate
     from flows.progress import showing_progress
+    from tests.support.llm_server import stub_llm_server
 
     monkeypatch.setattr(tasks.evaluate, "BATCH_SIZE", 1)
     monkeypatch.setattr(tasks.evaluate, "POOL_BATCH_MAX", 4)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-placeholder")
+    monkeypatch.delenv("STEF_LLM_API_BASE", raising=False)
     calls: dict[str, list[tuple[str, tuple[object, ...]]]] = {}
     scores: dict[str, list[tuple[Any, ...]]] = {}
-    for runner in ("pool", "thread"):
-        recording = _RecordingProgress()
-        warehouse_path = tmp_path / f"{runner}.duckdb"
-        with showing_progress(recording):
-            flows.nightly.run_nightly(
-                task_runner=runner,
-                workers=2,
-                log_date=DAY,
-                logs_root=str(log_day),
-                warehouse=str(warehouse_path),
-                max_bad_share=0.3,
-            )
-        calls[runner] = recording.calls
-        conn = connect(warehouse_path, read_only=True)
-        try:
-            scores[runner] = conn.execute(
-                "SELECT run_id, status, score, verdict FROM evaluations ORDER BY run_id"
-            ).fetchall()
-        finally:
-            conn.close()
+    with stub_llm_server(delay_s=0.0) as server:
+        runs: list[tuple[str, str, dict[str, str]]] = [
+            ("pool", "pool", {}),
+            ("thread", "thread", {}),
+            ("model", "pool", {"judge": "openai/gpt-4o-mini", "api_base": server.url}),
+        ]
+        for name, runner, judge in runs:
+            recording = _RecordingProgress()
+            warehouse_path = tmp_path / f"{name}.duckdb"
+            with showing_progress(recording):
+                flows.nightly.run_nightly(
+                    task_runner=runner,
+                    workers=2,
+                    log_date=DAY,
+                    logs_root=str(log_day),
+                    warehouse=str(warehouse_path),
+                    max_bad_share=0.3,
+                    **judge,
+                )
+            calls[name] = recording.calls
+            conn = connect(warehouse_path, read_only=True)
+            try:
+                query = "SELECT run_id, status, score, verdict FROM evaluations ORDER BY run_id"
+                scores[name] = conn.execute(query).fetchall()
+            finally:
+                conn.close()
     assert calls["pool"] == [("started", (DAY, 6, 2)), ("advanced", (3,)), ("advanced", (3,)), ("finished", ())]
-    assert calls["thread"] == [("started", (DAY, 6, 1)), ("advanced", (6,)), ("finished", ())]
-    assert (
-        scores["pool"] == scores["thread"] and len(scores["pool"]) == 7
-    )  # 6 valid records + the quarantined line that has a run_id
+    assert calls["thread"] == [("started", (DAY, 6, 6)), *[("advanced", (1,))] * 6, ("finished", ())]
+    assert calls["model"] == calls["thread"]
+    valid_and_quarantined_with_run_id = 7  # 6 valid records + the quarantined line that has a run_id
+    assert scores["pool"] == scores["thread"] and len(scores["pool"]) == valid_and_quarantined_with_run_id

@@ -12,7 +12,7 @@ from stef.models import AgentLogRecord, EvaluationStatus
 from tasks import (
     evaluate_batch,
 )
-from tasks.evaluate import POOL_BATCH_MAX, batches, pool_batch_size
+from tasks.evaluate import POOL_BATCH_MAX, batches, evaluation_batches, pool_task_count, split_evenly
 
 
 def test_evaluate_batch_returns_one_evaluation_per_record_in_order() -> None:
@@ -67,42 +67,70 @@ def test_batches_reject_a_zero_size() -> None:
     ("records", "processes", "expected"),
     [
         (0, 2, 1),
-        (120, 2, 120),
-        (500, 2, 500),
-        (600, 2, 300),
-        (1_000, 2, 500),
-        (20_000, 2, 1_000),
-        (21_000, 2, 955),
-        (100_000, 2, 1_000),
-        (5_000, 4, 625),
-        (20_000, 1, 1_000),
-        (7_777, 3, 865),
+        (120, 2, 1),
+        (500, 2, 1),
+        (600, 2, 2),
+        (1_000, 2, 2),
+        (20_000, 2, 20),
+        (21_000, 2, 22),
+        (100_000, 2, 100),
+        (5_000, 4, 8),
+        (1_000, 4, 2),
+        (1_500, 4, 3),
+        (20_000, 1, 20),
+        (7_777, 3, 9),
+        (1_027_000, 2, 1_028),
     ],
 )
-def test_pool_batch_size_hand_computed(records: int, processes: int, expected: int) -> None:
+def test_pool_task_count_hand_computed(records: int, processes: int, expected: int) -> None:
     """E.g. 21,000 records on 2 processes: 21 tasks of at most 1,000 are needed, rounded up to 22 (a
-    multiple of 2), so 955 records each; 7,777 on 3: 8 tasks rounded up to 9, 865 each; 600 on 2:
-    one task would do, rounded up to 2 of 300."""
-    assert pool_batch_size(records, processes) == expected
+    multiple of 2); 1,500 on 4: 2 needed, rounded up to 4, but batches of 500 make only 3."""
+    assert pool_task_count(records, processes) == expected
 
 
-def test_pool_batch_size_gives_every_process_the_same_share() -> None:
-    """Over a grid of day sizes and pool sizes: no task above POOL_BATCH_MAX records, never more
-    tasks than batches of 500 would make, and above 500 records a number of tasks that is a
-    multiple of the processes, all of the same size but the last (at most one record per task less)."""
+def _records(count: int) -> list[AgentLogRecord]:
+    record = AgentLogRecord(run_id="r", question="q", sql="SELECT 1")
+    return [record] * count
+
+
+def test_split_evenly_gives_sizes_that_differ_by_at_most_one() -> None:
+    assert [len(b) for b in split_evenly(_records(10), 4)] == [3, 3, 2, 2]
+    assert [len(b) for b in split_evenly(_records(2), 4)] == [1, 1]  # no empty batch
+    assert split_evenly([], 3) == []
+    with pytest.raises(ValueError, match="at least 1"):
+        split_evenly(_records(3), 0)
+
+
+def test_pool_batches_are_the_fewest_even_tasks_of_at_most_the_cap() -> None:
+    """Over a grid of day and pool sizes: exactly ``pool_task_count`` batches of sizes differing by
+    at most one, none above POOL_BATCH_MAX, never more than batches of 500 would make, a multiple
+    of the processes on days of at least 1,000 records per process, and no fewer tasks possible:
+    one multiple of the processes less would put more than POOL_BATCH_MAX records in a task."""
     for processes in (1, 2, 3, 4, 8):
-        for records in [*range(1, 3_000, 37), *range(3_000, 120_000, 1_333), 250_000, 1_000_003]:
-            size = pool_batch_size(records, processes)
-            sizes = [len(b) for b in batches(list(range(records)), size)]  # type: ignore[arg-type]
-            assert sum(sizes) == records and max(sizes) <= POOL_BATCH_MAX
-            assert len(sizes) <= -(-records // 500)
-            if records > 500:
-                assert len(sizes) % processes == 0 or len(sizes) == -(-records // 500), (records, processes, sizes)
-                assert max(sizes) - min(sizes) <= len(sizes), (records, processes)
+        for count in [*range(1, 3_000, 37), *range(3_000, 120_000, 1_333), 250_000, 1_000_003, 1_027_000]:
+            parts = evaluation_batches(_records(count), None, processes)
+            sizes = [len(b) for b in parts]
+            tasks = len(sizes)
+            assert tasks == pool_task_count(count, processes), (count, processes)
+            assert sum(sizes) == count and max(sizes) <= POOL_BATCH_MAX and max(sizes) - min(sizes) <= 1
+            assert tasks <= -(-count // 500)
+            if count >= 1_000 * processes:
+                assert tasks % processes == 0, (count, processes)
+            fewer = tasks - processes
+            assert fewer < 1 or -(-count // fewer) > POOL_BATCH_MAX or tasks == -(-count // 500), (count, processes)
 
 
-def test_pool_batch_size_rejects_an_empty_pool() -> None:
-    with pytest.raises(ValueError, match="at least one process"):
-        pool_batch_size(100, 0)
+def test_evaluation_batches_keep_the_users_size_and_500_outside_the_pool() -> None:
+    """An explicit size wins; threads, Dask and a model judge (0 pool processes) keep BATCH_SIZE."""
+    assert [len(b) for b in evaluation_batches(_records(1_200), 300, 2)] == [300, 300, 300, 300]
+    assert [len(b) for b in evaluation_batches(_records(1_200), None, 0)] == [500, 500, 200]
+    assert [len(b) for b in evaluation_batches(_records(1_200), None, 2)] == [600, 600]
     with pytest.raises(ValueError, match="at least 0"):
-        pool_batch_size(-1, 2)
+        evaluation_batches(_records(3), None, -1)
+
+
+def test_pool_task_count_rejects_an_empty_pool() -> None:
+    with pytest.raises(ValueError, match="at least one process"):
+        pool_task_count(100, 0)
+    with pytest.raises(ValueError, match="at least 0"):
+        pool_task_count(-1, 2)
