@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
@@ -60,6 +60,8 @@ BATCH_SIZE_HELP = (
     "most 1,000 records as fit, a multiple of the scoring processes on days of at least 1,000 records per process, "
     "one task up to 500 records; otherwise 500)."
 )
+BatchSizeOption = Annotated[int | None, typer.Option("--batch-size", min=1, show_default=False, help=BATCH_SIZE_HELP)]
+"""``--batch-size`` of ``stef nightly`` and ``stef backfill`` (``None``: the flow chooses)."""
 API_BASE_HELP = (
     "OpenAI-compatible endpoint for the model (default: $STEF_LLM_API_BASE). Keys are read only from the environment."
 )

@@ -21,7 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flows.cli.common import (
-    BATCH_SIZE_HELP,
+    BatchSizeOption,
     CliError,
     console,
     drift_sentences,
@@ -338,15 +338,7 @@ def backfill(
             "--max-bad-share", min=0.0, max=1.0, help="Per day: fail when more than this share of lines is quarantined."
         ),
     ] = 0.05,
-    batch_size: Annotated[
-        int | None,
-        typer.Option(
-            "--batch-size",
-            min=1,
-            show_default=False,
-            help=BATCH_SIZE_HELP,
-        ),
-    ] = None,
+    batch_size: BatchSizeOption = None,
     judge: Annotated[
         str,
         typer.Option(

@@ -22,11 +22,11 @@ from rich.text import Text
 
 from flows.cli.common import (
     API_BASE_HELP,
-    BATCH_SIZE_HELP,
     BREAKER_HELP,
     JUDGE_HELP,
     OBSERVED_HELP,
     SCHEMA_DIR_HELP,
+    BatchSizeOption,
     CliError,
     CommandClock,
     console,
@@ -165,15 +165,7 @@ def nightly(
             "--max-bad-share", min=0.0, max=1.0, help="Fail when more than this share of lines is quarantined."
         ),
     ] = 0.05,
-    batch_size: Annotated[
-        int | None,
-        typer.Option(
-            "--batch-size",
-            min=1,
-            show_default=False,
-            help=BATCH_SIZE_HELP,
-        ),
-    ] = None,
+    batch_size: BatchSizeOption = None,
     judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
     api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
     concurrency: Annotated[
