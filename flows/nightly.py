@@ -426,21 +426,22 @@ def prepare_process(task_runner: TaskRunnerKind = "pool", workers: int | None = 
     """The start-up work of a process that runs nightly flows, done once (``stef nightly``,
     ``stef demo`` and ``stef backfill`` do it while Prefect's temporary API starts): the scoring
     pool of the ``pool`` runner forked (:func:`tasks.scoring_pool.shared_pool`, symbolic judge
-    only) and Great Expectations imported. A flow run without it does the same work when it
-    first needs it.
+    only) and SciPy's statistics imported for the drift checks. A flow run without it does the
+    same work when it first needs it. Great Expectations is not imported here: a day whose records
+    no expectation can fail does not need it (:func:`tasks.log_checks.validate_logs`).
 
     Args:
         task_runner: the runner the flows will use.
         workers: its ``max_workers`` (:func:`make_task_runner`).
         symbolic: whether the judge is the symbolic one (a model judge scores in threads).
     """
-    from tasks.log_checks import import_great_expectations
+    from stef.module_import import import_uncollected
     from tasks.scoring_pool import shared_pool, usable_cores
 
     processes = workers or usable_cores()
     if task_runner == "pool" and symbolic and processes > 1:
         shared_pool(processes)
-    import_great_expectations()
+    import_uncollected("scipy.stats")  # the drift checks' statistics, after the fork: the workers need none
 
 
 def run_nightly(

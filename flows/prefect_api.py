@@ -35,8 +35,27 @@ GUARD_POLL_S = 0.5
 """How often the guard checks whether the command's process still runs (seconds)."""
 
 SERVER_MARKER = "prefect.server.api.server:create_app"
-"""Text of the temporary server's command line (``uvicorn --factory <this>``): the guard stops a
-process only when its command line still holds it, so a reused process id is never signalled."""
+"""Text of the temporary server's command line (its app factory): the guard stops a process only
+when its command line still holds it, so a reused process id is never signalled."""
+
+_SERVER_CODE = """
+import gc, sys
+app_dir, factory, host, port = sys.argv[1:5]
+sys.path.insert(0, app_dir)
+gc.disable()
+import uvicorn
+from uvicorn.importer import import_from_string
+app = import_from_string(factory)()
+gc.enable()
+gc.freeze()
+uvicorn.run(app, host=host, port=int(port), log_level="error", lifespan="on")
+"""
+"""The temporary server's program: ``uvicorn --app-dir DIR --factory FACTORY --host H --port P
+--log-level error --lifespan on`` (what Prefect's ephemeral mode runs), except that the app's
+import and creation run with the cyclic garbage collector paused, then frozen
+(:mod:`stef.module_import` explains why): they build objects that live as long as the server,
+and the collector's passes over them cost the boot about 0.6 s of its 4.5-5 s on two cores.
+uvicorn exits with code 3 when the port cannot be bound, as its command line does."""
 
 _GUARD_CODE = """
 import os, select, signal, sys, time
@@ -101,10 +120,11 @@ def _start_guard() -> subprocess.Popen[bytes]:
 class TemporaryApiServer:
     """Prefect's temporary API server, as ephemeral mode runs it, started without waiting.
 
-    The command line and environment are those of Prefect's ``SubprocessASGIServer`` (Prefect
-    3.x, ``prefect.server.api.server``): ``uvicorn --factory prefect.server.api.server:create_app``
-    on 127.0.0.1 with the UI off, on a free port in 8000-8999; a server that exits with code 3
-    (the port was taken meanwhile) is started again on another port. Unlike Prefect's class it
+    The program and environment are those of Prefect's ``SubprocessASGIServer`` (Prefect 3.x,
+    ``prefect.server.api.server``): ``uvicorn --factory prefect.server.api.server:create_app``
+    on 127.0.0.1 with the UI off, on a free port in 8000-8999, with the garbage collector paused
+    while the app is built (:data:`_SERVER_CODE`); a server that exits with code 3 (the port was
+    taken meanwhile) is started again on another port. Unlike Prefect's class it
     does not import Prefect's server package into this process, and :meth:`start` returns at
     once, so the caller works while the server boots.
 
@@ -178,20 +198,12 @@ class TemporaryApiServer:
         self.process = subprocess.Popen(
             [
                 sys.executable,
-                "-m",
-                "uvicorn",
-                "--app-dir",
+                "-c",
+                _SERVER_CODE,
                 str(Path(spec.origin).parent.parent),
-                "--factory",
                 SERVER_MARKER,
-                "--host",
                 "127.0.0.1",
-                "--port",
                 str(self.port),
-                "--log-level",
-                "error",
-                "--lifespan",
-                "on",
             ],
             env=environment,
         )

@@ -64,28 +64,54 @@ TIMESTAMP_COLUMNS: frozenset[str] = frozenset(
 null would fail the one or escape the other)."""
 
 
-def _frame(lines: Sequence[LogLine]) -> pd.DataFrame:
-    """One pandas row per valid record, indexed by the line's position in ``lines``.
+def _may_fail(expectation: LogExpectation, value: object, repeated: set[object]) -> bool:
+    """Whether ``expectation`` could reject a record whose ``expectation.field`` holds ``value``:
+    a null for ``not_null``; for ``dateutil_parseable`` any value but a null or an ISO 8601
+    extended timestamp (:func:`stef.log_contract.is_extended_iso_timestamp`, which implies that
+    dateutil reads it); for ``unique`` a value in ``repeated`` (held by two records or more)."""
+    if expectation.kind == "not_null":
+        return value is None
+    if expectation.kind == "dateutil_parseable":
+        return value is not None and not (isinstance(value, str) and is_extended_iso_timestamp(value))
+    if expectation.kind == "unique":
+        return value in repeated
+    return True  # an expectation this function does not know: Great Expectations judges every row
 
-    In a :data:`TIMESTAMP_COLUMNS` column, a value in the ISO 8601 extended format
-    (:func:`stef.log_contract.is_extended_iso_timestamp`, which implies dateutil reads it) is
-    handed over as null, which the expectation passes: Great Expectations parses only the other
-    values with dateutil (about 50 µs each, 1 s for a day of 20k records otherwise), and its
-    verdict on every row is the one it would give on the whole column.
+
+def _frame(lines: Sequence[LogLine]) -> pd.DataFrame | None:
+    """One pandas row per valid record that some expectation of :data:`GX_EXPECTATIONS` could
+    reject (:func:`_may_fail`), indexed by the line's position in ``lines``; ``None`` when none
+    could (then pandas is not imported either).
+
+    A record every expectation passes by construction is not handed over: a run id held by that
+    record alone, a null or ISO 8601 extended timestamp. In a :data:`TIMESTAMP_COLUMNS` column of
+    a row handed over, such a timestamp is a null, which the expectation passes: Great
+    Expectations parses only the other values with dateutil (about 50 µs each, 1 s for a day of
+    20k records otherwise). Its verdict on every row is the one it would give on the whole day:
+    a uniqueness expectation sees every record of each repeated value. A day no expectation can
+    fail needs no frame, and no Great Expectations import (2.5 s).
     """
-    import pandas as pd
-
+    records = [(i, line.record) for i, line in enumerate(lines) if line.record is not None]
+    repeated: dict[str, set[object]] = {}
+    for expectation in GX_EXPECTATIONS:
+        if expectation.kind == "unique":
+            counts = Counter(getattr(record, expectation.field) for _, record in records)
+            repeated[expectation.field] = {value for value, count in counts.items() if count > 1}
     index: list[int] = []
     columns: dict[str, list[Any]] = {name: [] for name in GX_COLUMNS}
-    for i, line in enumerate(lines):
-        if line.record is None:
+    for i, record in records:
+        if not any(_may_fail(e, getattr(record, e.field), repeated.get(e.field, set())) for e in GX_EXPECTATIONS):
             continue
         index.append(i)
         for name in GX_COLUMNS:
-            value = getattr(line.record, name)
+            value = getattr(record, name)
             if name in TIMESTAMP_COLUMNS and isinstance(value, str) and is_extended_iso_timestamp(value):
                 value = None
             columns[name].append(value)
+    if not index:
+        return None
+    import pandas as pd
+
     return pd.DataFrame(columns, index=index, dtype=object)
 
 
@@ -108,9 +134,9 @@ def _expectations() -> list[Any]:
 
 
 def import_great_expectations() -> Any:
-    """Import Great Expectations (about 2 s, once per process) with its analytics off; return the module.
+    """Import Great Expectations (about 2.5 s, once per process) with its analytics off; return the module.
 
-    :func:`flows.nightly.prepare_process` calls it while Prefect's temporary API starts.
+    Called by the first validation that hands Great Expectations a record (:func:`_frame`).
     """
     os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
     return import_uncollected("great_expectations")  # 0.4 s less than a plain import
@@ -122,7 +148,7 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
     Duplicated run ids keep their first line; the later ones are reported.
     """
     frame = _frame(lines)
-    if frame.empty:
+    if frame is None:  # no record can fail an expectation
         return {}
     gx = import_great_expectations()
     from great_expectations.data_context.types.base import (
@@ -204,10 +230,11 @@ def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05, raise_on_ba
     ``agent_version``, ``question``, ``sql`` not null; ``timestamp`` readable as a date and time
     (when present); ``run_id`` unique within the day (the first line meeting the others keeps
     it, later ones are quarantined). Great Expectations checks those the record model does not
-    guarantee already (:data:`GX_EXPECTATIONS`) on a frame of their columns only. The reasons
-    are worded by :mod:`stef.log_contract`, as ``stef evaluate`` words them. Great Expectations
-    is imported on first use, not at module import (it costs seconds;
-    :func:`flows.nightly.prepare_process` imports it while Prefect's API starts).
+    guarantee already (:data:`GX_EXPECTATIONS`) on a frame of their columns and of the records
+    one of them could reject (:func:`_frame`: not a record whose run id no other record holds and
+    whose timestamp is ISO 8601 or absent). The reasons are worded by :mod:`stef.log_contract`,
+    as ``stef evaluate`` words them. Great Expectations is imported on first use, not at module
+    import (it costs seconds), and not at all for a day none of whose records could fail.
 
     Args:
         lines: the day's lines from :func:`tasks.logs.load_logs`.

@@ -94,10 +94,11 @@ def test_the_great_expectations_gate_and_the_python_check_reject_the_same_lines(
     assert "2026-11-20T08:00:00Z" not in unreadable and None not in unreadable
 
 
-def test_great_expectations_parses_only_the_timestamps_the_iso_check_cannot_vouch_for(log_day: Path) -> None:
-    """The frame handed to Great Expectations holds an ISO 8601 extended timestamp as null (the
-    expectation passes nulls) and every other timestamp as logged, so dateutil still judges the
-    prose, the near-misses and the impossible dates, and names them in the reason."""
+def test_great_expectations_gets_only_the_records_an_expectation_could_reject(log_day: Path) -> None:
+    """The frame handed to Great Expectations holds the records whose run id another record holds
+    too or whose timestamp is not ISO 8601 extended, and no other; in it an ISO 8601 extended
+    timestamp is a null (the expectation passes nulls) and every other timestamp is as logged, so
+    dateutil still judges the prose, the near-misses and the impossible dates, and names them."""
     from tasks.log_checks import GX_EXPECTATIONS, TIMESTAMP_COLUMNS, _frame
 
     assert {"timestamp"} == TIMESTAMP_COLUMNS
@@ -105,12 +106,24 @@ def test_great_expectations_parses_only_the_timestamps_the_iso_check_cannot_vouc
         assert {e.kind for e in GX_EXPECTATIONS if e.field == column} == {"dateutil_parseable"}
     lines = _day_lines(log_day)
     frame = _frame(lines)
-    handed = {i: value for i, value in frame["timestamp"].items() if value is not None}
-    logged = {i: line.record.timestamp for i, line in enumerate(lines) if line.record is not None}
-    assert set(frame.index) == set(logged)
-    assert handed == {
-        i: ts for i, ts in logged.items() if ts is not None and not stef.log_contract.is_extended_iso_timestamp(ts)
+    assert frame is not None
+    valid = {i: line.record for i, line in enumerate(lines) if line.record is not None}
+    run_ids = [record.run_id for record in valid.values()]
+    not_iso = {
+        i
+        for i, record in valid.items()
+        if record.timestamp is not None and not stef.log_contract.is_extended_iso_timestamp(record.timestamp)
     }
+    shared_run_id = {i for i, record in valid.items() if run_ids.count(record.run_id) > 1}
+    assert set(frame.index) == not_iso | shared_run_id
+    assert {valid[i].run_id for i in shared_run_id} == {
+        "dup",
+        "t0",
+        "late",
+    }  # not "broken": its first line is no record
+    assert {valid[i].run_id for i in set(valid) - set(frame.index)} >= {"t1", "only-b", "broken"}  # ISO, held once
+    handed = {i: value for i, value in frame["timestamp"].items() if value is not None}
+    assert handed == {i: valid[i].timestamp for i in not_iso}
     prose_and_impossible = {
         "20 Nov 2026",
         "soon",
@@ -126,6 +139,35 @@ def test_great_expectations_parses_only_the_timestamps_the_iso_check_cannot_vouc
         "timestamp is not a date and time: '2026-02-30T10:00:00Z' (log contract: ISO 8601, e.g. 2026-11-24T09:13:05+00:00)"
         in reasons
     )
+
+
+def test_a_day_no_expectation_could_fail_needs_no_great_expectations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ISO 8601 or absent timestamps and run ids held once: nothing to hand over, nothing imported,
+    every line kept; one repeated run id on such a day goes to Great Expectations again."""
+    import tasks.log_checks
+
+    day = tmp_path / "2026-11-21"
+    day.mkdir()
+    records = [_record(f"r{i}", ts) for i, ts in enumerate(["2026-11-21T08:00:00Z", None, "2026-11-21T09:30:00+01:00"])]
+    (day / "a.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    lines = _day_lines(day)
+    assert tasks.log_checks._frame(lines) is None
+
+    def no_import() -> None:
+        raise AssertionError("Great Expectations imported for a day no expectation could fail")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(tasks.log_checks, "import_great_expectations", no_import)
+        assert validate_logs.fn(lines, max_bad_share=0.0) == lines
+    (day / "a.jsonl").write_text("\n".join([*records, _record("r1", None)]) + "\n", encoding="utf-8")
+    lines = _day_lines(day)
+    frame = tasks.log_checks._frame(lines)
+    assert frame is not None and list(frame.index) == [1, 3]
+    gate = validate_logs.fn(lines, max_bad_share=1.0)
+    assert [x.reason for x in gate][:3] == [None, None, None]
+    assert (gate[3].reason or "").startswith(f"run_id is a duplicate: 'r1', first seen at {day / 'a.jsonl'}:2 ")
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
