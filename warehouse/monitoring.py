@@ -208,17 +208,23 @@ def read_drift_sample_rows(
         distinct suspected error categories (list), ``question`` the logged question (``None``
         when the run is missing).
     """
+    # the evidence is parsed once per row: both reports are extracted by one multi-path json_extract
     rows = conn.execute(
         """
-        SELECT e.status, e.score, e.verdict, e.filter_status, e.p_correct, e.judge,
-               coalesce(json_type(e.evidence, '$.schema_report') = 'OBJECT', false) AS schema_checked,
-               coalesce(json_type(e.evidence, '$.observed_report') = 'OBJECT', false) AS observed_checked,
-               coalesce(list_distinct(json_extract_string(e.suspected_errors, '$[*].category')), []) AS categories,
-               r.question
-        FROM evaluations AS e LEFT JOIN agent_runs AS r USING (run_id)
-        WHERE e.agent_id = $agent AND e.agent_version = $agent_version AND e.evaluator_version = $version
-          AND e.log_date BETWEEN $start AND $end
-        ORDER BY e.log_date, e.run_id
+        SELECT status, score, verdict, filter_status, p_correct, judge,
+               coalesce(json_type(reports[1]) = 'OBJECT', false) AS schema_checked,
+               coalesce(json_type(reports[2]) = 'OBJECT', false) AS observed_checked,
+               categories, question
+        FROM (
+            SELECT e.log_date, e.run_id, e.status, e.score, e.verdict, e.filter_status, e.p_correct, e.judge,
+                   json_extract(e.evidence, ['$.schema_report', '$.observed_report']) AS reports,
+                   coalesce(list_distinct(json_extract_string(e.suspected_errors, '$[*].category')), []) AS categories,
+                   r.question
+            FROM evaluations AS e LEFT JOIN agent_runs AS r USING (run_id)
+            WHERE e.agent_id = $agent AND e.agent_version = $agent_version AND e.evaluator_version = $version
+              AND e.log_date BETWEEN $start AND $end
+        )
+        ORDER BY log_date, run_id
         """,
         {"agent": agent_id, "agent_version": agent_version, "version": evaluator_version, "start": start, "end": end},
     ).fetchall()

@@ -1,6 +1,6 @@
 """Writing one day: agent runs, evaluations and quarantine rows, made visible in one transaction.
 
-The rows are first written to staging tables in committed chunks (bounded memory), then one
+The rows are first written to temporary staging tables in committed chunks (bounded memory), then one
 transaction replaces the day's rows with them: a run killed at any point leaves the day as it
 was before, and a rerun stores every record exactly once.
 
@@ -95,7 +95,7 @@ _EVIDENCE_FIELDS = {
 their DuckDB types: the JSON is the one source of every stored field, parsed once per row."""
 
 _INSERT_EVALUATIONS = f"""
-INSERT INTO _stef_stage_evaluations BY NAME
+INSERT INTO temp._stef_stage_evaluations BY NAME
 SELECT
     run_id,
     evaluator_version,
@@ -467,12 +467,14 @@ def _rollback_and_drop_stages(conn: duckdb.DuckDBPyConnection) -> None:
 
 
 _STAGES = {
-    "agent_runs": "_stef_stage_agent_runs",
-    "evaluations": "_stef_stage_evaluations",
-    "quarantine": "_stef_stage_quarantine",
+    "agent_runs": "temp._stef_stage_agent_runs",
+    "evaluations": "temp._stef_stage_evaluations",
+    "quarantine": "temp._stef_stage_quarantine",
 }
 """Target table -> its staging table (same columns, no keys), filled chunk by chunk before the
-day's one transaction moves the rows over."""
+day's one transaction moves the rows over. Temporary tables of the connection: never written to
+the warehouse file or its WAL (DuckDB keeps them in memory and spills them to its temp directory
+beyond its memory limit), gone with the connection."""
 
 
 def _stage(
@@ -486,11 +488,13 @@ def _stage(
 
     DuckDB keeps a transaction's uncommitted rows in memory, so inserting 100k rows in the day's
     transaction itself would cost about 1 GB; staged rows are committed per chunk (and spilled by
-    DuckDB under its memory limit). The staging tables are recreated empty here, so rows left by
-    a run killed while staging are discarded; only the final transaction makes the day visible.
+    DuckDB under its memory limit). The staging tables are temporary tables of ``conn``
+    (:data:`_STAGES`), recreated empty here: they are never written to the warehouse file or its
+    WAL, and rows of a run killed while staging vanish with its connection; only the final
+    transaction makes the day visible.
     """
     for target, stage in _STAGES.items():
-        conn.execute(f"CREATE OR REPLACE TABLE {stage} AS SELECT * FROM {target} LIMIT 0")
+        conn.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT * FROM {target} LIMIT 0")
     for start in range(0, len(runs), INSERT_CHUNK_ROWS):
         with registered(conn, "_stef_runs", _runs_table(runs[start : start + INSERT_CHUNK_ROWS])):
             conn.execute(

@@ -191,6 +191,40 @@ def test_a_failed_write_rolls_back_and_keeps_the_previous_day(conn: duckdb.DuckD
     assert count(conn, "SELECT count(*) FROM agent_runs") == 1
 
 
+def test_staging_rows_never_reach_the_warehouse_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The staging tables are the connection's temporary tables: a store, failed or not, leaves
+    no staging table in the file, nor does a run stopped in the middle of staging."""
+    path = tmp_path / "w.duckdb"
+    writer = warehouse.connect(path)
+    tables = "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name LIKE '_stef_stage%'"
+    good = line(1, run_id="r1")
+    store_day(writer, DAY, [good], [scored("r1", 80.0, Band.GOOD)])
+    assert writer.execute(tables).fetchall() == []
+    corrupt = LogLine(good.source, 1, good.record, None, "this raw text is not JSON", "r1")
+    with pytest.raises(WarehouseError, match=r"failed while staging its rows"):
+        store_day(writer, DAY, [corrupt], [scored("r1", 10.0, Band.POOR)])
+    assert writer.execute(tables).fetchall() == []
+
+    def interrupted(rows: object) -> object:
+        raise KeyboardInterrupt  # stopped after the runs and evaluations were staged
+
+    monkeypatch.setattr(warehouse.store, "_quarantine_table", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store_day(writer, DAY, [line(1, run_id="r2")], [scored("r2", 10.0, Band.POOR)])
+    assert {name for _, name in writer.execute(tables).fetchall()} == {
+        "_stef_stage_agent_runs",
+        "_stef_stage_evaluations",
+        "_stef_stage_quarantine",
+    }
+    writer.close()
+    reader = duckdb.connect(str(path), read_only=True)
+    try:
+        assert reader.execute(tables).fetchall() == []
+        assert reader.execute("SELECT run_id, score FROM evaluations").fetchall() == [("r1", 80.0)]
+    finally:
+        reader.close()
+
+
 def test_bulk_store_of_20k_rows(conn: duckdb.DuckDBPyConnection) -> None:
     # Speed is measured by the benchmark (tests/benchmarks), not here; this checks the bulk path's output.
     lines = [line(i, run_id=f"r{i}", agent_id="a", agent_version="v1") for i in range(1, 20_001)]
