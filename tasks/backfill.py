@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from stef.errors import InputError
-from tasks._runtime import io_task
+from tasks._runtime import io_task, run_logger
 from tasks.logs import url_filesystem
 from warehouse import connect
 from warehouse.monitoring import done_days
@@ -60,7 +60,7 @@ def plan_backfill(warehouse_path: str | None, start: date, end: date, evaluator_
     Raises:
         WarehouseLockedError: another process writes the file (retried twice).
     """
-    conn = connect(warehouse_path)
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
         return sorted(done_days(conn, start, end, evaluator_version))
     finally:

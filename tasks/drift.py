@@ -58,7 +58,7 @@ def check_drift(
         WarehouseError: the write failed.
     """
     limits = thresholds or thresholds_from_env()
-    conn = connect(warehouse_path)
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
         checks = [
             run_check(conn, plan, limits) for plan in nightly_plans(conn, log_date, evaluator_version, window_days)

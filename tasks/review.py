@@ -360,12 +360,14 @@ def _slug(text: str) -> str:
 def warehouse_calibrators(warehouse_path: str | None) -> tuple[tuple[str | None, str], ...]:
     """The active deployment calibrators of the warehouse (``()`` when the file has none yet, or
     does not exist yet)."""
+    from tasks._runtime import run_logger  # Prefect's run logger: only the flows call this
     from warehouse import resolve_path
 
     path = resolve_path(warehouse_path)
     if str(path) != ":memory:" and not Path(path).exists():
         return ()
-    with connect(_existing(warehouse_path)) as conn:  # writable: an older file gets the calibrators table first
+    # writable: an older file gets the calibrators table first; a wait for another writer is logged
+    with connect(_existing(warehouse_path), on_wait=run_logger().warning) as conn:
         return active_calibrators(conn)
 
 

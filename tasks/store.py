@@ -164,7 +164,7 @@ def store_rejected(warehouse_path: str | None, log_date: date, lines: Sequence[L
     """
     from warehouse.store import store_rejected_lines
 
-    conn = connect(warehouse_path)
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
         return store_rejected_lines(conn, log_date, lines)
     finally:

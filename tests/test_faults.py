@@ -13,6 +13,7 @@ Prefect's temporary-server startup (about 10 s), hence the ``slow`` marks.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -271,6 +272,56 @@ def test_nightly_on_a_locked_warehouse_fails_with_the_real_wait(
     assert f"error: another stef process writes to {held_warehouse}; retry later" in message
     assert "gave up after waiting 1." in message and "limit 1 s" in message
     assert elapsed < 20, "a locked warehouse must not be retried on top of the lock wait"
+
+
+def _calibrators(path: Path) -> object:
+    from tasks.review import warehouse_calibrators
+
+    return warehouse_calibrators(str(path))
+
+
+def _rejected(path: Path) -> object:
+    from tasks.store import store_rejected
+
+    return store_rejected.fn(str(path), date(2026, 11, 20), [])
+
+
+def _backfill_plan(path: Path) -> object:
+    from tasks.backfill import plan_backfill
+
+    return plan_backfill.fn(str(path), date(2026, 11, 20), date(2026, 11, 21), "v")
+
+
+class _Messages(logging.Handler):
+    """Collects the messages of one logger (Prefect may reconfigure the root's handlers on first use)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.mark.parametrize("open_warehouse", [_calibrators, _rejected, _backfill_plan])
+def test_every_warehouse_write_of_a_run_says_that_it_waits_for_the_lock(
+    held_warehouse: Path, monkeypatch: pytest.MonkeyPatch, open_warehouse: Any
+) -> None:
+    """Not only the first (check-warehouse): a run can find the file locked by another run at any of
+    its writes, and a silent wait there looks like a hang (seen with two concurrent nightlies)."""
+    from tasks._runtime import FALLBACK_LOGGER
+    from warehouse import WarehouseLockedError
+
+    monkeypatch.setenv("STEF_LOCK_TIMEOUT_S", "1.5")
+    handler = _Messages()
+    logger = logging.getLogger(FALLBACK_LOGGER)
+    logger.addHandler(handler)
+    try:
+        with pytest.raises(WarehouseLockedError):
+            open_warehouse(held_warehouse)
+    finally:
+        logger.removeHandler(handler)
+    assert handler.messages == [f"warehouse {held_warehouse} is locked by another process; waiting up to 1.5 s for it"]
 
 
 # --------------------------------------------------------------------------- 50 MB log with one bad line
