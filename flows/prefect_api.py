@@ -38,6 +38,17 @@ SERVER_MARKER = "prefect.server.api.server:create_app"
 """Text of the temporary server's command line (its app factory): the guard stops a process only
 when its command line still holds it, so a reused process id is never signalled."""
 
+TEMPORARY_SERVER_SETTINGS: dict[str, str] = {
+    "PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
+    "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
+}
+"""Prefect settings of the temporary server beyond ephemeral mode's own: no block-type registration
+at start. Registering (or checking the memo of) the block types imports every installed Prefect
+collection (prefect-dask, and with it Dask) and hashes the block registry: 0.3-0.7 s of the
+server's boot on two cores, for block types that no STEF flow reads or writes (the UI's block
+catalogue is the only user, and a temporary server has no UI). A server the user runs
+(``PREFECT_API_URL``) keeps its own settings."""
+
 _SERVER_CODE = """
 import gc, sys
 app_dir, factory, host, port = sys.argv[1:5]
@@ -122,7 +133,8 @@ class TemporaryApiServer:
 
     The program and environment are those of Prefect's ``SubprocessASGIServer`` (Prefect 3.x,
     ``prefect.server.api.server``): ``uvicorn --factory prefect.server.api.server:create_app``
-    on 127.0.0.1 with the UI off, on a free port in 8000-8999, with the garbage collector paused
+    on 127.0.0.1 with the UI off and no block-type registration (:data:`TEMPORARY_SERVER_SETTINGS`), on a
+    free port in 8000-8999, with the garbage collector paused
     while the app is built (:data:`_SERVER_CODE`); a server that exits with code 3 (the port was
     taken meanwhile) is started again on another port. Unlike Prefect's class it
     does not import Prefect's server package into this process, and :meth:`start` returns at
@@ -189,6 +201,7 @@ class TemporaryApiServer:
             "PREFECT_UI_ENABLED": "0",
             "PREFECT__SERVER_EPHEMERAL": "1",
             "PREFECT__SERVER_FINAL": "1",
+            **TEMPORARY_SERVER_SETTINGS,
         }
         if with_settings:
             from prefect.settings import get_current_settings

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
+import polars as pl
 
 from stef.llm.models import CachedVerdict
 from warehouse.connection import connect
@@ -35,16 +35,18 @@ _LOCK = threading.Lock()
 FLAGS_KEY = "stef_flags"
 """Key of the evaluation flags inside a row's ``response`` JSON (absent when there are none)."""
 
-_ENTRIES_SCHEMA = pa.schema(
-    [
-        ("cache_key", pa.string()),
-        ("model", pa.string()),
-        ("prompt_version", pa.string()),
-        ("response", pa.string()),
-        ("cost_usd", pa.float64()),
-        ("tokens", pa.int64()),
-    ]
+_ENTRIES_SCHEMA = pl.Schema(
+    {
+        "cache_key": pl.String,
+        "model": pl.String,
+        "prompt_version": pl.String,
+        "response": pl.String,
+        "cost_usd": pl.Float64,
+        "tokens": pl.Int64,
+    }
 )
+"""Columns of the frame :meth:`DuckDBJudgeCache.put_many` inserts (polars frames, as in
+:mod:`warehouse.store`: pyarrow's conversion of Python lists imports pandas, 0.25 s)."""
 
 
 class DuckDBJudgeCache:
@@ -73,7 +75,7 @@ class DuckDBJudgeCache:
         """
         if not keys:
             return {}
-        table = pa.table({"cache_key": pa.array(list(dict.fromkeys(keys)), pa.string())})
+        table = pl.DataFrame({"cache_key": list(dict.fromkeys(keys))}, schema={"cache_key": pl.String})
         with _LOCK:
             conn = connect(self.path)
             try:
@@ -117,7 +119,7 @@ class DuckDBJudgeCache:
         unique = list({entry.key: entry for entry in entries}.values())
         if not unique:
             return 0
-        table = pa.Table.from_pydict(
+        table = pl.DataFrame(
             {
                 "cache_key": [e.key for e in unique],
                 "model": [e.model for e in unique],

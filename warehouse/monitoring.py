@@ -15,7 +15,6 @@ from typing import Any
 
 import duckdb
 import polars as pl
-import pyarrow as pa
 
 from stef.monitor.models import DRIFT_RESULT_COLUMNS
 from warehouse.errors import WarehouseError
@@ -43,34 +42,36 @@ DRIFT_COLUMNS: tuple[str, ...] = (
 )
 """Columns of a ``drift_checks`` row as :func:`store_drift_checks` takes and :func:`read_drift_checks` returns them."""
 
-_DRIFT_SCHEMA = pa.schema(
-    [
-        ("checked_at", pa.timestamp("us")),
-        ("agent_id", pa.string()),
-        ("kind", pa.string()),
-        ("baseline_version", pa.string()),
-        ("candidate_version", pa.string()),
-        ("evaluator_version", pa.string()),
-        ("window_start", pa.date32()),
-        ("window_end", pa.date32()),
-        ("baseline_window_start", pa.date32()),
-        ("baseline_window_end", pa.date32()),
-        ("n_baseline", pa.int64()),
-        ("n_candidate", pa.int64()),
-        ("verdict", pa.string()),
-        ("direction", pa.string()),
-        ("statistics", pa.string()),
-        ("source", pa.string()),
-        ("error_rate_baseline", pa.float64()),
-        ("error_rate_baseline_ci", pa.list_(pa.float64())),
-        ("error_rate_candidate", pa.float64()),
-        ("error_rate_candidate_ci", pa.list_(pa.float64())),
-        ("error_rate_delta", pa.float64()),
-        ("error_rate_delta_ci", pa.list_(pa.float64())),
-        ("category_shifts", pa.string()),
-        ("sentence", pa.string()),
-    ]
+_DRIFT_SCHEMA = pl.Schema(
+    {
+        "checked_at": pl.Datetime("us"),
+        "agent_id": pl.String(),
+        "kind": pl.String(),
+        "baseline_version": pl.String(),
+        "candidate_version": pl.String(),
+        "evaluator_version": pl.String(),
+        "window_start": pl.Date(),
+        "window_end": pl.Date(),
+        "baseline_window_start": pl.Date(),
+        "baseline_window_end": pl.Date(),
+        "n_baseline": pl.Int64(),
+        "n_candidate": pl.Int64(),
+        "verdict": pl.String(),
+        "direction": pl.String(),
+        "statistics": pl.String(),
+        "source": pl.String(),
+        "error_rate_baseline": pl.Float64(),
+        "error_rate_baseline_ci": pl.List(pl.Float64),
+        "error_rate_candidate": pl.Float64(),
+        "error_rate_candidate_ci": pl.List(pl.Float64),
+        "error_rate_delta": pl.Float64(),
+        "error_rate_delta_ci": pl.List(pl.Float64),
+        "category_shifts": pl.String(),
+        "sentence": pl.String(),
+    }
 )
+"""Columns of the frame :func:`store_drift_checks` inserts (a polars frame, as the day's rows in
+:mod:`warehouse.store`: no pandas import)."""
 
 _JSON_COLUMNS = frozenset({"statistics", "category_shifts"})
 """``drift_checks`` columns of type JSON (read back as text)."""
@@ -262,7 +263,7 @@ def _check_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def _drift_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
+def _drift_table(rows: Sequence[Mapping[str, Any]]) -> pl.DataFrame:
     columns: dict[str, list[Any]] = {name: [] for name in DRIFT_COLUMNS}
     now = datetime.now(UTC).replace(tzinfo=None)
     seen: set[tuple[Any, ...]] = set()
@@ -295,7 +296,7 @@ def _drift_table(rows: Sequence[Mapping[str, Any]]) -> pa.Table:
             elif name in ("statistics", "category_shifts") and value is not None and not isinstance(value, str):
                 value = json.dumps(value, allow_nan=False)
             columns[name].append(value)
-    return pa.Table.from_pydict(columns, schema=_DRIFT_SCHEMA)
+    return pl.DataFrame(columns, schema=_DRIFT_SCHEMA)
 
 
 def store_drift_checks(
@@ -331,10 +332,10 @@ def store_drift_checks(
     if replace_nightly and evaluator_version is None:
         raise WarehouseError("replacing nightly drift checks needs their evaluator version")
     table = _drift_table(rows)
-    if table.num_rows == 0 and not replace_nightly:
+    if table.height == 0 and not replace_nightly:
         return 0
     with (
-        transaction(conn, f"storing {table.num_rows} drift checks failed and was rolled back"),
+        transaction(conn, f"storing {table.height} drift checks failed and was rolled back"),
         registered(conn, "_stef_drift", table),
     ):
         if replace_nightly:
@@ -345,7 +346,7 @@ def store_drift_checks(
             )
         conn.execute(f"DELETE FROM drift_checks AS d USING _stef_drift AS i WHERE {_SAME_CHECK}")
         conn.execute(f"INSERT INTO drift_checks BY NAME SELECT {', '.join(DRIFT_COLUMNS)} FROM _stef_drift")
-    return int(table.num_rows)
+    return table.height
 
 
 def read_drift_checks_covering(

@@ -27,51 +27,57 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pyarrow as pa
+import polars as pl
 
 from stef.logs import LogLine, decode_json_object, encodable_text
 from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus, StoredEvaluation
 from warehouse.connection import MEMORY_LIMIT_ENV_VAR, default_memory_limit
 from warehouse.errors import WarehouseError
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 UNKNOWN = "unknown"
 """Agent id / version of a quarantined JSON line that names none (AgentLogRecord's default)."""
 
-_RUNS_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("timestamp", pa.string()),
-        ("agent_id", pa.string()),
-        ("agent_version", pa.string()),
-        ("question", pa.string()),
-        ("enriched_question", pa.string()),
-        ("sql", pa.string()),
-        ("dialect", pa.string()),
-        ("app_id", pa.string()),
-        ("tool_calls", pa.string()),
-        ("tokens", pa.string()),
-        ("latency_ms", pa.float64()),
-        ("cost_usd", pa.float64()),
-        ("model_version", pa.string()),
-        ("prompt_version", pa.string()),
-        ("source_file", pa.string()),
-        ("line_number", pa.int32()),
-        ("raw", pa.string()),
-    ]
+_RUNS_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "timestamp": pl.String,
+        "agent_id": pl.String,
+        "agent_version": pl.String,
+        "question": pl.String,
+        "enriched_question": pl.String,
+        "sql": pl.String,
+        "dialect": pl.String,
+        "app_id": pl.String,
+        "tool_calls": pl.String,
+        "tokens": pl.String,
+        "latency_ms": pl.Float64,
+        "cost_usd": pl.Float64,
+        "model_version": pl.String,
+        "prompt_version": pl.String,
+        "source_file": pl.String,
+        "line_number": pl.Int32,
+        "raw": pl.String,
+    }
 )
+"""Columns of an ``agent_runs`` chunk as the store builds it. The chunks are polars frames (Arrow
+memory, scanned by DuckDB without a copy): pyarrow's conversion of Python lists imports pandas
+to test each input for a pandas type, 0.25-0.5 s of every run that stores a day."""
 
-_EVALUATIONS_SCHEMA = pa.schema(
-    [
-        ("run_id", pa.string()),
-        ("evaluator_version", pa.string()),
-        ("agent_id", pa.string()),
-        ("agent_version", pa.string()),
-        ("app_id", pa.string()),
-        ("evidence", pa.string()),
-    ]
+_EVALUATIONS_SCHEMA = pl.Schema(
+    {
+        "run_id": pl.String,
+        "evaluator_version": pl.String,
+        "agent_id": pl.String,
+        "agent_version": pl.String,
+        "app_id": pl.String,
+        "evidence": pl.String,
+    }
 )
 
 _EVIDENCE_FIELDS = {
@@ -110,16 +116,16 @@ FROM (SELECT *, from_json(evidence, '{json.dumps(_EVIDENCE_FIELDS)}') AS e FROM 
 """
 """Insert of one Arrow chunk of evaluations into the staging table (see :func:`_stage`)."""
 
-_QUARANTINE_SCHEMA = pa.schema(
-    [
-        ("source_file", pa.string()),
-        ("line_number", pa.int32()),
-        ("run_id", pa.string()),
-        ("agent_id", pa.string()),
-        ("agent_version", pa.string()),
-        ("reason", pa.string()),
-        ("raw", pa.string()),
-    ]
+_QUARANTINE_SCHEMA = pl.Schema(
+    {
+        "source_file": pl.String,
+        "line_number": pl.Int32,
+        "run_id": pl.String,
+        "agent_id": pl.String,
+        "agent_version": pl.String,
+        "reason": pl.String,
+        "raw": pl.String,
+    }
 )
 
 
@@ -256,7 +262,7 @@ def _stored_elsewhere(
     """run_id -> log date for run ids already stored for another day than ``log_date``."""
     if not run_ids:
         return {}
-    with registered(conn, "_stef_incoming_ids", pa.table({"run_id": pa.array(run_ids, pa.string())})):
+    with registered(conn, "_stef_incoming_ids", pl.DataFrame({"run_id": run_ids}, schema={"run_id": pl.String})):
         rows = conn.execute(
             """
             SELECT run_id, min(log_date) FROM (
@@ -272,8 +278,9 @@ def _stored_elsewhere(
 
 
 @contextmanager
-def registered(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> Iterator[None]:
-    """Expose an Arrow table to SQL as ``name`` for the duration of the block (bulk inserts/joins)."""
+def registered(conn: duckdb.DuckDBPyConnection, name: str, table: pl.DataFrame | pa.Table) -> Iterator[None]:
+    """Expose a polars frame or an Arrow table to SQL as ``name`` for the duration of the block
+    (bulk inserts/joins; DuckDB scans either's Arrow memory)."""
     conn.register(name, table)
     try:
         yield
@@ -281,8 +288,8 @@ def registered(conn: duckdb.DuckDBPyConnection, name: str, table: pa.Table) -> I
         conn.unregister(name)
 
 
-def _runs_table(runs: Sequence[tuple[LogLine, AgentLogRecord]]) -> pa.Table:
-    columns: dict[str, list[Any]] = {field.name: [] for field in _RUNS_SCHEMA}
+def _runs_table(runs: Sequence[tuple[LogLine, AgentLogRecord]]) -> pl.DataFrame:
+    columns: dict[str, list[Any]] = {name: [] for name in _RUNS_SCHEMA}
     for line, record in runs:
         columns["run_id"].append(record.run_id)
         columns["timestamp"].append(record.timestamp)
@@ -302,11 +309,11 @@ def _runs_table(runs: Sequence[tuple[LogLine, AgentLogRecord]]) -> pa.Table:
         columns["source_file"].append(line.source)
         columns["line_number"].append(line.line_number)
         columns["raw"].append(line.raw)
-    return pa.Table.from_pydict(columns, schema=_RUNS_SCHEMA)
+    return pl.DataFrame(columns, schema=_RUNS_SCHEMA)
 
 
-def _evaluations_table(rows: Sequence[tuple[StoredEvaluation, Identity]]) -> pa.Table:
-    columns: dict[str, list[Any]] = {field.name: [] for field in _EVALUATIONS_SCHEMA}
+def _evaluations_table(rows: Sequence[tuple[StoredEvaluation, Identity]]) -> pl.DataFrame:
+    columns: dict[str, list[Any]] = {name: [] for name in _EVALUATIONS_SCHEMA}
     for evaluation, (agent_id, agent_version, app_id) in rows:
         columns["run_id"].append(evaluation.run_id)
         columns["evaluator_version"].append(evaluation.evaluator_version)
@@ -314,11 +321,11 @@ def _evaluations_table(rows: Sequence[tuple[StoredEvaluation, Identity]]) -> pa.
         columns["agent_version"].append(agent_version if agent_version is not None else evaluation.agent_version)
         columns["app_id"].append(app_id if app_id is not None else evaluation.app_id)
         columns["evidence"].append(evaluation.evidence_json())
-    return pa.Table.from_pydict(columns, schema=_EVALUATIONS_SCHEMA)
+    return pl.DataFrame(columns, schema=_EVALUATIONS_SCHEMA)
 
 
-def _quarantine_table(rows: Sequence[tuple[LogLine, str]]) -> pa.Table:
-    columns: dict[str, list[Any]] = {field.name: [] for field in _QUARANTINE_SCHEMA}
+def _quarantine_table(rows: Sequence[tuple[LogLine, str]]) -> pl.DataFrame:
+    columns: dict[str, list[Any]] = {name: [] for name in _QUARANTINE_SCHEMA}
     for line, reason in rows:
         agent_id, agent_version, _ = line_identity(line)
         columns["source_file"].append(line.source)
@@ -328,7 +335,7 @@ def _quarantine_table(rows: Sequence[tuple[LogLine, str]]) -> pa.Table:
         columns["agent_version"].append(agent_version)
         columns["reason"].append(reason)
         columns["raw"].append(line.raw)
-    return pa.Table.from_pydict(columns, schema=_QUARANTINE_SCHEMA)
+    return pl.DataFrame(columns, schema=_QUARANTINE_SCHEMA)
 
 
 def store_day(
@@ -549,9 +556,9 @@ def store_rejected_lines(conn: duckdb.DuckDBPyConnection, log_date: date, log_li
     if stored:
         return 0
     rows = [(line, line.reason or "rejected log line") for line in log_lines if line.record is None]
-    table = _quarantine_table(rows)
-    table = table.append_column("log_date", pa.array([log_date] * table.num_rows, pa.date32()))
-    table = table.append_column("quarantined_at", pa.array([_utc_now()] * table.num_rows, pa.timestamp("us")))
+    table = _quarantine_table(rows).with_columns(
+        pl.lit(log_date, pl.Date).alias("log_date"), pl.lit(_utc_now(), pl.Datetime("us")).alias("quarantined_at")
+    )
     try:
         conn.begin()
         conn.execute("DELETE FROM quarantine WHERE log_date = $log_date", {"log_date": log_date})
@@ -562,7 +569,7 @@ def store_rejected_lines(conn: duckdb.DuckDBPyConnection, log_date: date, log_li
     except duckdb.Error as exc:
         conn.rollback()
         raise WarehouseError(f"storing the rejected lines of {log_date.isoformat()} failed: {exc}") from exc
-    return int(table.num_rows)
+    return table.height
 
 
 def read_quarantine(conn: duckdb.DuckDBPyConnection, log_date: date) -> list[dict[str, Any]]:

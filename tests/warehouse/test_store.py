@@ -253,3 +253,51 @@ def test_compact_evaluations_store_the_same_rows_in_chunks(tmp_path: Path, monke
     assert compact.execute(runs).fetchall() == full.execute(runs).fetchall()
     full.close()
     compact.close()
+
+
+def test_storing_a_day_and_its_drift_checks_never_imports_pandas(tmp_path: Path) -> None:
+    """Issue 20: the day's rows, the judge cache and the drift checks go to DuckDB as polars
+    frames; pyarrow's conversion of Python lists imported pandas (0.25-0.5 s of every nightly)."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    from tests.support.checkout import checkout_env
+
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        from datetime import date
+        from stef.llm.models import CachedVerdict
+        from tests.warehouse.helpers import DAY, _fixture_day
+        from warehouse import connect, store_day
+        from warehouse.judge_cache import DuckDBJudgeCache
+        from warehouse.monitoring import read_drift_checks, store_drift_checks
+
+        path = {str(tmp_path / "wh.duckdb")!r}
+        conn = connect(path)
+        lines, evaluations = _fixture_day()
+        summary = store_day(conn, DAY, lines, evaluations)
+        check = dict(agent_id="a", baseline_version="v1", candidate_version="v2", evaluator_version="e",
+                     window_start=DAY, window_end=DAY, verdict="stable", error_rate_delta_ci=[-0.1, 0.2])
+        written = store_drift_checks(conn, [check])
+        stored = read_drift_checks(conn)
+        conn.close()
+        cache = DuckDBJudgeCache(path)
+        added = cache.put_many([CachedVerdict("k1", "m", "p1", {{"verdict": "correct"}}, 0.5, 7, ())])
+        found = cache.get_many(["k1", "k2"])
+        print(json.dumps({{"runs": summary.runs, "drift": [written, stored.height, stored.row(0, named=True)["error_rate_delta_ci"]],
+                           "cache": [added, sorted(found), found["k1"].tokens], "pandas": "pandas" in sys.modules}}))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=checkout_env(), timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "runs": 6,
+        "drift": [1, 1, [-0.1, 0.2]],
+        "cache": [1, ["k1"], 7],
+        "pandas": False,
+    }

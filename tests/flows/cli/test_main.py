@@ -215,3 +215,28 @@ def test_progress_bar_draws_the_day_and_its_records() -> None:
         flows.cli.common.err_console = original
     drawn = stream.getvalue()
     assert "evaluating 2026-11-24" in drawn and "500/1000" in drawn and "1000/1000" in drawn
+
+
+def test_nightly_on_a_new_prefect_home_registers_no_block_types(tmp_path: Path) -> None:
+    """Issue 20: the temporary Prefect API skips block-type registration at start (it imported every
+    installed Prefect collection, Dask among them, on each start); a nightly still runs end to end
+    on a Prefect home that has never seen a server, and the server's database holds no block type."""
+    import shutil
+    import sqlite3
+    from importlib import resources
+
+    day = "2026-11-26"
+    logs = tmp_path / "logs"
+    shutil.copytree(str(resources.files("flows.demo_data").joinpath(day)), logs / day)
+    home = tmp_path / "prefect-home"
+    env = checkout_env(PREFECT_HOME=str(home), PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env.pop("PREFECT_API_URL", None)
+    command = [sys.executable, "-m", "flows.cli", "nightly", "--date", day, "--logs-root", str(logs)]
+    command += ["--warehouse", str(tmp_path / "wh.duckdb"), "--quiet"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"{day}: 120 lines, " in done.stdout
+    with sqlite3.connect(home / "prefect.db") as db:
+        (block_types,) = db.execute("SELECT count(*) FROM block_type").fetchone()
+        (flow_runs,) = db.execute("SELECT count(*) FROM flow_run WHERE state_type = 'COMPLETED'").fetchone()
+    assert (block_types, flow_runs) == (0, 1)
