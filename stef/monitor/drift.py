@@ -74,7 +74,16 @@ from stef.monitor.models import (
     ErrorRate,
     OperatingPoint,
 )
-from stef.monitor.statistics import bootstrap_delta, category_test, coverage_indicators, mean, p90, psi, score_histogram
+from stef.monitor.statistics import (
+    bootstrap_delta,
+    bootstrap_deltas,
+    category_test,
+    coverage_indicators,
+    mean,
+    p90,
+    psi,
+    score_histogram,
+)
 
 THRESHOLDS_ENV = "STEF_DRIFT_THRESHOLDS"
 """Environment variable with a JSON object of :class:`stef.monitor.models.DriftThresholds` fields for the
@@ -183,9 +192,10 @@ def compare(
         ks = ks_2samp(b, c, method="asymp")  # "exact" fails (with a warning) on large tied samples
         distance = float(wasserstein_distance(b, c))
         spread = float(np.std(b, ddof=1)) or float(np.std(np.concatenate([b, c]), ddof=1))
+        mean_delta, p90_delta = bootstrap_deltas(b, c, (mean, p90), limits)  # one set of resamples for both
         stats.update(
-            mean=bootstrap_delta(b, c, mean, limits),
-            p90=bootstrap_delta(b, c, p90, limits),
+            mean=mean_delta,
+            p90=p90_delta,
             ks_statistic=float(ks.statistic),
             ks_pvalue=float(ks.pvalue),
             wasserstein=distance,

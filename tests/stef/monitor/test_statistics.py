@@ -14,7 +14,7 @@ import stef.monitor.models
 import stef.monitor.statistics
 import stef.monitor.windows
 from stef.monitor.models import DriftError
-from stef.monitor.statistics import bootstrap_delta, category_test, psi, score_histogram
+from stef.monitor.statistics import bootstrap_delta, bootstrap_deltas, category_test, psi, score_histogram
 from tests.stef.monitor.drift_helpers import FAST
 
 
@@ -66,6 +66,28 @@ def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
     assert delta.candidate == pytest.approx(candidate.mean())
     assert delta.delta == pytest.approx(candidate.mean() - baseline.mean())
     assert (delta.ci_low, delta.ci_high) == pytest.approx((expected.low, expected.high))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param((0.0, 16.0, 56.0, 72.0, 80.0, 100.0), id="scores"),
+        pytest.param((0.0, 80.0, 80.0, 80.0, 80.0, 80.0), id="p90_always_tied"),
+    ],
+)
+def test_joint_bootstrap_gives_each_statistic_the_interval_it_gets_alone(values: tuple[float, ...]) -> None:
+    """Issue 20: the drift check draws one set of resamples for the mean and the P90 of Φ; each
+    interval is bit for bit the one of a separate bootstrap (same seed, same resample indices)."""
+    rng = np.random.default_rng(11)
+    baseline = rng.choice(values, 1_200)
+    candidate = rng.choice(values, 900)
+    statistics = (stef.monitor.statistics.mean, stef.monitor.statistics.p90)
+    joint = bootstrap_deltas(baseline, candidate, statistics, FAST)
+    alone = [bootstrap_delta(baseline, candidate, statistic, FAST) for statistic in statistics]
+    assert joint == alone
+    assert joint[0].ci_low < joint[0].ci_high  # a real interval, not the constant-sample shortcut
+    with pytest.raises(ValueError, match="at least one statistic"):
+        bootstrap_deltas(baseline, candidate, (), FAST)
 
 
 def test_bootstrap_of_tied_values_gives_a_point_interval() -> None:
