@@ -426,8 +426,8 @@ def prepare_process(task_runner: TaskRunnerKind = "pool", workers: int | None = 
     """The start-up work of a process that runs nightly flows, done once (``stef nightly``,
     ``stef demo`` and ``stef backfill`` do it while Prefect's temporary API starts): the scoring
     pool of the ``pool`` runner forked (:func:`tasks.scoring_pool.shared_pool`, symbolic judge
-    only) and SciPy's statistics imported for the drift checks. A flow run without it does the
-    same work when it first needs it. Great Expectations is not imported here: a day whose records
+    only), then SciPy's statistics and the other modules of :data:`FLOW_RUN_IMPORTS` imported. A
+    flow run without it does the same work when it first needs it. Great Expectations is not imported here: a day whose records
     no expectation can fail does not need it (:func:`tasks.log_checks.validate_logs`).
 
     Args:
@@ -441,7 +441,29 @@ def prepare_process(task_runner: TaskRunnerKind = "pool", workers: int | None = 
     processes = workers or usable_cores()
     if task_runner == "pool" and symbolic and processes > 1:
         shared_pool(processes)
-    import_uncollected("scipy.stats")  # the drift checks' statistics, after the fork: the workers need none
+    # After the fork (the workers need none of them): the drift checks' statistics, and what the
+    # first flow run would import on its critical path once the API answers (Prefect's engines,
+    # the parameter encoder and its FastAPI import, the drift step's review reader, the Arrow scan
+    # of DuckDB's inserts): about 0.25 s more of the time the API boots on the other core.
+    import_uncollected("scipy.stats")
+    for module in FLOW_RUN_IMPORTS:
+        try:
+            import_uncollected(module)
+        except ImportError:  # another Prefect release may not use it: the flow run imports what it needs
+            continue
+
+
+FLOW_RUN_IMPORTS = (
+    "prefect.flow_engine",
+    "prefect.task_engine",
+    "prefect.utilities.visualization",
+    "fastapi.encoders",
+    "tasks.review",
+    "pyarrow",
+)
+"""Modules a nightly flow run imports on first use, imported ahead by :func:`prepare_process`
+(measured with ``python -X importtime -m flows.cli nightly``: those imported after the temporary
+API answered)."""
 
 
 def run_nightly(
