@@ -44,6 +44,14 @@ FIRST_PART = 50
 requests (then the rest of the batch): the run's first requests start after 50 records, not after
 the whole batch. Later batches are queued in one part (one cache read each) while the pool is busy."""
 
+FIRST_REQUESTS_WAIT_S = 1.0
+"""Seconds :meth:`LLMEvaluator.submit` waits at most, after queueing a run's first requests, for the
+request pool to start them before it prepares the rest of the batch (:meth:`stef.llm.pool.RequestSlots.wait_entered`).
+The symbolic stages hold the interpreter in bursts of milliseconds, and the event loop's thread
+starts each request in several steps that each wait for it: preparing 450 more records at once
+delayed the first request by 0.4-0.6 s of a 1,000-record run (issue 20). Starting 16 requests takes
+70-90 ms; a loop that is slower than the cap is waited for no longer."""
+
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
 """Symbolic verdicts that ``hybrid:MODEL`` sends to the model: p_correct in [0.35, 0.65), where
 the symbolic judge hedges (the paper routes its marginal answers to a closer look)."""
@@ -204,6 +212,8 @@ class LLMEvaluator:
         escalated: list[int] = []
         judgements = self.judge.start_many([], cache=self.cache, budget=self.budget)
         bounds = [0, FIRST_PART, len(batch)] if not self._submitted and len(batch) > FIRST_PART else [0, len(batch)]
+        slots = self.judge.pool
+        first_requests = not self._submitted and slots.entered == 0  # the run's pool has started nothing yet
         self._submitted = True
         for start, end in pairwise(bounds):
             part = judge_many_prepared(
@@ -228,6 +238,9 @@ class LLMEvaluator:
                     [item.prepared.judge_input for item in asked if item.prepared is not None],
                     fallbacks=[item.result for item in asked if item.result is not None],
                 )
+                if first_requests and judgements.asked:
+                    first_requests = False
+                    slots.wait_entered(min(slots.limit, len(judgements.asked)), FIRST_REQUESTS_WAIT_S)
         return PendingBatch(self, judged, escalated, judgements)
 
     def evaluate_many(

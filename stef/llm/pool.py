@@ -54,6 +54,7 @@ class RequestSlots:
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
+        self._entered_changed = threading.Condition()
 
     def _slots(self) -> asyncio.Semaphore:
         """The semaphore of the running loop (made on first use; every model call of a process runs
@@ -69,9 +70,30 @@ class RequestSlots:
     async def __aenter__(self) -> RequestSlots:
         await self._slots().acquire()
         self.in_flight += 1
-        self.entered += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        with self._entered_changed:
+            self.entered += 1
+            self._entered_changed.notify_all()
         return self
+
+    def wait_entered(self, count: int, timeout_s: float) -> int:
+        """Block the calling thread (not the event loop's) until ``count`` slots were taken in all,
+        or ``timeout_s`` seconds passed.
+
+        :meth:`stef.llm.evaluate.LLMEvaluator.submit` waits so for a run's first requests: the
+        calling thread then stops competing for the interpreter (it would prepare the next records)
+        while the loop starts them.
+
+        Args:
+            count: slots taken (:attr:`entered`) to wait for.
+            timeout_s: seconds to wait at most.
+
+        Returns:
+            :attr:`entered` when the wait ended (below ``count`` after a timeout).
+        """
+        with self._entered_changed:
+            self._entered_changed.wait_for(lambda: self.entered >= count, timeout=timeout_s)
+            return self.entered
 
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None

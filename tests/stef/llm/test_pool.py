@@ -221,6 +221,74 @@ def test_a_run_that_stops_gives_up_the_batches_still_queued() -> None:
     assert asked < 20 and len(recorder.calls) <= asked + 1  # at most the one in flight went on
 
 
+def test_wait_entered_returns_once_the_slots_were_taken_or_at_the_timeout() -> None:
+    """The waiting thread wakes when the loop's requests have taken ``count`` slots in all, and a
+    count never reached ends the wait at the timeout with the slots taken so far."""
+    import threading
+
+    slots = RequestSlots(2)
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+
+    async def request() -> None:
+        async with slots:
+            await asyncio.sleep(0.3)
+
+    try:
+        started = time.perf_counter()
+        futures = [asyncio.run_coroutine_threadsafe(request(), loop) for _ in range(3)]
+        assert slots.wait_entered(2, timeout_s=5.0) == 2
+        assert time.perf_counter() - started < 0.25  # two slots at once, not after the first request ended
+        waited = time.perf_counter()
+        assert slots.wait_entered(4, timeout_s=0.1) == 2  # the third waits for a slot; nothing more comes
+        assert 0.09 < time.perf_counter() - waited < 0.25
+        for future in futures:
+            future.result(timeout=5)
+        assert slots.wait_entered(3, timeout_s=0.0) == 3 and slots.in_flight == 0
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+
+
+def test_a_runs_first_requests_start_before_the_rest_of_its_first_batch_is_prepared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After queueing its first part, a run's first batch waits for the pool to start those requests
+    (``min(concurrency, part)``) before preparing its next records; a judge joining a run whose
+    pool has started requests already (a later batch of the nightly) does not wait."""
+    import stef.llm.evaluate as model_path
+
+    monkeypatch.setattr(model_path, "FIRST_PART", 3)
+    entered_when_prepared: list[int] = []
+    real_prepare = model_path.judge_many_prepared
+
+    def recording_prepare(records: Any, **kwargs: Any) -> Any:
+        entered_when_prepared.append(run.judge.pool.entered)
+        return real_prepare(records, **kwargs)
+
+    monkeypatch.setattr(model_path, "judge_many_prepared", recording_prepare)
+    batch = RECORDS[:10]
+    recorder = Recorder(0.2, {r.question: 0 for r in batch})
+    run, judge_settings = recorded_evaluator(recorder, concurrency=2)
+    pending = run.submit(batch)
+    assert entered_when_prepared == [0, 2]  # part 1: nothing yet; part 2: both slots taken first
+    assert len(pending.evaluations()) == 10 and run.judge.pool.entered == 10
+
+    waits: list[int] = []
+    real_wait = RequestSlots.wait_entered
+
+    def recording_wait(self: RequestSlots, count: int, timeout_s: float) -> int:
+        waits.append(count)
+        return real_wait(self, count, timeout_s)
+
+    monkeypatch.setattr(RequestSlots, "wait_entered", recording_wait)
+    joining = LLMEvaluator(
+        judge_settings, judge=LLMJudge.from_settings(judge_settings, completion=recorder, slots=run.judge.pool)
+    )
+    entered_when_prepared.clear()
+    assert len(joining.submit(RECORDS[10:16]).evaluations()) == 6
+    assert waits == [] and run.judge.pool.entered == 16
+
+
 def test_shared_slots_are_one_pool_per_run_key() -> None:
     first = shared_slots("run-a", 3)
     assert shared_slots("run-a", 8) is first and first.limit == 3
