@@ -45,12 +45,14 @@ requests (then the rest of the batch): the run's first requests start after 50 r
 the whole batch. Later batches are queued in one part (one cache read each) while the pool is busy."""
 
 FIRST_REQUESTS_WAIT_S = 1.0
-"""Seconds :meth:`LLMEvaluator.submit` waits at most, after queueing a run's first requests, for the
-request pool to start them before it prepares the rest of the batch (:meth:`stef.llm.pool.RequestSlots.wait_entered`).
-The symbolic stages hold the interpreter in bursts of milliseconds, and the event loop's thread
-starts each request in several steps that each wait for it: preparing 450 more records at once
-delayed the first request by 0.4-0.6 s of a 1,000-record run (issue 20). Starting 16 requests takes
-70-90 ms; a loop that is slower than the cap is waited for no longer."""
+"""Seconds :meth:`LLMEvaluator.submit` waits at most, after queueing a run's first requests, for them
+to take their slots of the request pool before it prepares the rest of the batch
+(:meth:`stef.llm.pool.RequestSlots.wait_entered`; litellm then builds and sends each one). The
+symbolic stages hold the interpreter in bursts of milliseconds, and the event loop's thread starts
+each request in several steps that each wait for it: preparing 450 more records at once delayed
+the first request by 0.3-0.5 s of a 1,000-record run (issue 20: first request 4.41 s after the
+start instead of 4.74 s, medians of 9 runs). Taking 16 slots takes 70-90 ms; a loop slower than
+the cap is waited for no longer."""
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
 """Symbolic verdicts that ``hybrid:MODEL`` sends to the model: p_correct in [0.35, 0.65), where

@@ -82,7 +82,9 @@ class RequestSlots:
 
         :meth:`stef.llm.evaluate.LLMEvaluator.submit` waits so for a run's first requests: the
         calling thread then stops competing for the interpreter (it would prepare the next records)
-        while the loop starts them.
+        while the loop takes their slots. A slot taken is a request begun, not yet sent (litellm
+        still builds it). Called on the loop's own thread it returns at once: waiting there would
+        stop the loop that takes the slots.
 
         Args:
             count: slots taken (:attr:`entered`) to wait for.
@@ -91,6 +93,14 @@ class RequestSlots:
         Returns:
             :attr:`entered` when the wait ended (below ``count`` after a timeout).
         """
+        import asyncio
+
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:  # no loop runs in this thread: the usual caller
+            running = None
+        if running is not None and running is self._loop:
+            return self.entered
         with self._entered_changed:
             self._entered_changed.wait_for(lambda: self.entered >= count, timeout=timeout_s)
             return self.entered
