@@ -50,14 +50,20 @@ catalogue is the only user, and a temporary server has no UI). A server the user
 (``PREFECT_API_URL``) keeps its own settings."""
 
 _SERVER_CODE = """
-import gc, sys
-app_dir, factory, host, port = sys.argv[1:5]
+import contextlib, gc, importlib.util, sys
+app_dir, factory, host, port, helpers = sys.argv[1:6]
 sys.path.insert(0, app_dir)
 gc.disable()
 import uvicorn
 from uvicorn.importer import import_from_string
-from flows.prefect_api import automation_services_when_needed
-with automation_services_when_needed():
+try:  # this very file, by its path: never another copy of STEF, nor a "flows" package of the working directory
+    spec = importlib.util.spec_from_file_location("_stef_temporary_api", helpers)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    services = module.automation_services_when_needed()
+except Exception:  # the services as Prefect starts them
+    services = contextlib.nullcontext()
+with services:
     app = import_from_string(factory)()
     gc.enable()
     gc.freeze()
@@ -69,8 +75,9 @@ import and creation run with the cyclic garbage collector paused, then frozen
 (:mod:`stef.module_import` explains why): they build objects that live as long as the server,
 and the collector's passes over them cost the boot about 0.6 s of its 4.5-5 s on two cores; and
 that the automation services run only when its database holds an automation
-(:func:`automation_services_when_needed`). uvicorn exits with code 3 when the port cannot be
-bound, as its command line does."""
+(:func:`automation_services_when_needed`, loaded from this file's path, the last argument; should
+that fail, the services run as Prefect starts them). uvicorn exits with code 3 when the port
+cannot be bound, as its command line does."""
 
 
 def stored_automations(connection_url: str) -> bool | None:
@@ -85,7 +92,8 @@ def stored_automations(connection_url: str) -> bool | None:
     Returns:
         ``True`` / ``False``; ``False`` too for a database not created yet (no file, no
         ``automation`` table: its migrations run when the server starts) or in memory; ``None``
-        when it cannot tell: another database than SQLite, or the file cannot be read.
+        when it cannot tell: another database than SQLite, a SQLite URI filename
+        (``sqlite:///file:...?uri=true``), a file that cannot be read or is locked for more than 1 s.
     """
     import sqlite3
 
@@ -100,16 +108,18 @@ def stored_automations(connection_url: str) -> bool | None:
         return None
     if not url.database or url.database == ":memory:":
         return False
-    path = Path(url.database)
-    if not path.is_file():
-        return False
+    if url.query.get("uri") or url.database.startswith("file:"):
+        return None  # a URI filename (its own mode, cache, vfs ...): not worth second-guessing
     try:
+        path = Path(url.database)
+        if not path.is_file():
+            return False
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)) as db:
             table = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'automation'")
             if table.fetchone() is None:
                 return False
             return db.execute("SELECT 1 FROM automation WHERE enabled LIMIT 1").fetchone() is not None
-    except sqlite3.Error:
+    except (sqlite3.Error, OSError, RuntimeError):  # unreadable, locked, a path it cannot resolve
         return None
 
 
@@ -119,14 +129,17 @@ def automation_services_when_needed() -> Iterator[bool]:
     (``ReactiveTriggers`` and ``Actions``, ``PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED``) are
     turned off when the server's database holds no enabled automation (:func:`stored_automations`).
 
-    With no automation they have nothing to evaluate or run, and starting them costs the server's
-    boot 0.5-0.7 s of its 4.5-5 s on two cores (the median of six alternating boots: 4.44 s vs
-    5.13 s). A database with an automation, or one it cannot read, keeps them (a
-    ``stef.drift.detected`` automation fires as it would with Prefect's own temporary server);
-    an automation created in the same database while the command runs is not seen by it.
+    The same setting governs the periodic evaluation of proactive triggers. With no automation
+    they have nothing to evaluate or run, and starting them costs the server's boot 0.5-0.7 s of
+    its 4.5-5 s on two cores (the median of six alternating boots: 4.44 s vs 5.13 s). A database
+    with an automation, or one it cannot read, keeps them (a ``stef.drift.detected`` automation
+    fires as it would with Prefect's own temporary server). The database is read once, when the
+    server starts: an automation created while the command runs (a ``backfill`` of many days) is
+    acted on from the next command.
 
     Yields:
-        Whether the services were turned off.
+        Whether the services were turned off (``False`` too when the check itself fails: another
+        Prefect release, an unexpected error).
     """
     try:
         from prefect.settings import (
@@ -134,11 +147,13 @@ def automation_services_when_needed() -> Iterator[bool]:
             PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED,
             temporary_settings,
         )
-    except ImportError:  # a Prefect release without these settings: its services as they are
-        yield False
-        return
-    url = PREFECT_API_DATABASE_CONNECTION_URL.value()
-    if not PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED.value() or url is None or stored_automations(str(url)) is not False:
+
+        url = PREFECT_API_DATABASE_CONNECTION_URL.value()
+        turn_off = bool(PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED.value()) and url is not None
+        turn_off = turn_off and stored_automations(str(url)) is False
+    except Exception:  # cannot tell: the services as Prefect starts them
+        turn_off = False
+    if not turn_off:
         yield False
         return
     with temporary_settings(updates={PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED: False}):
@@ -295,6 +310,7 @@ class TemporaryApiServer:
                 SERVER_MARKER,
                 "127.0.0.1",
                 str(self.port),
+                str(Path(__file__).resolve()),
             ],
             env=environment,
         )
