@@ -382,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                 "(Yu et al., EMNLP 2018, CC BY-SA 4.0; predictions from HKUSTDial/NL2SQL360)",
             },
         }
+        args.out_dir.mkdir(parents=True, exist_ok=True)
         out = args.out_dir / FILES[feature_set]
         out.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
         for dataset, numbers in report.items():
@@ -391,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(f"wrote {out}")
     if args.report is not None:
+        args.report.parent.mkdir(parents=True, exist_ok=True)
         args.report.write_text(json.dumps(figures, indent=1) + "\n", encoding="utf-8")
     return 0
 
