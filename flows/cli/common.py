@@ -8,6 +8,7 @@ nothing here imports them. Like the CLI, this module loads only typer, rich and 
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import sys
@@ -157,6 +158,32 @@ def _flags_show_no_type() -> None:
 
 
 _flags_show_no_type()
+
+
+def command_help(doc: str) -> str:
+    r"""A command's docstring as its ``--help`` text: each paragraph one line, for the terminal to wrap.
+
+    Typer keeps the line breaks of a docstring's later paragraphs, so a docstring wrapped at 100
+    columns showed in an 80-column terminal as a long line and a short one in turn. Paragraphs stay
+    apart (a blank line); RST literals (````--judge MODEL````) read as quotes (``'--judge MODEL'``).
+
+    >>> print(command_help("Score every record.\n\nLines that are not valid get an\n    ``invalid_input`` row."))
+    Score every record.
+    <BLANKLINE>
+    Lines that are not valid get an 'invalid_input' row.
+    """
+    paragraphs = inspect.cleandoc(doc).split("\n\n")
+    return "\n\n".join(" ".join(block.split()).replace("``", "'") for block in paragraphs if block.strip())
+
+
+def reflow_command_help(app: typer.Typer) -> None:
+    """Set the help of every command of ``app`` and its sub-apps without one to :func:`command_help` of its docstring."""
+    for command in app.registered_commands:
+        if command.help is None and command.callback is not None and command.callback.__doc__:
+            command.help = command_help(command.callback.__doc__)
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            reflow_command_help(group.typer_instance)
 
 
 class OneLineUsageErrors(TyperGroup):

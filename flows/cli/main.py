@@ -21,7 +21,7 @@ import threading
 import typer
 
 from flows.cli import bench, campaign, catalog, evaluate, monitoring, nightly, review, traces
-from flows.cli.common import OneLineUsageErrors
+from flows.cli.common import OneLineUsageErrors, reflow_command_help
 
 app = typer.Typer(
     cls=OneLineUsageErrors,
@@ -59,6 +59,8 @@ catalog.register(app)
 review.register(app)
 # Trace stores: logs in from Phoenix / OTLP files, scores out (`stef pull ...`, `stef push ...`).
 traces.register(app)
+# Docstrings are wrapped at 100 columns; the help shows each paragraph as one line the terminal wraps.
+reflow_command_help(app)
 
 
 def exit_code(code: object) -> int:

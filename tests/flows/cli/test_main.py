@@ -240,3 +240,56 @@ def test_nightly_on_a_new_prefect_home_registers_no_block_types(tmp_path: Path) 
         (block_types,) = db.execute("SELECT count(*) FROM block_type").fetchone()
         (flow_runs,) = db.execute("SELECT count(*) FROM flow_run WHERE state_type = 'COMPLETED'").fetchone()
     assert (block_types, flow_runs) == (0, 1)
+
+
+def _description(help_text: str) -> list[list[str]]:
+    """The paragraphs (lists of lines) between a help's usage line and its first panel."""
+    lines = help_text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith("Usage:")) + 1
+    end = next(i for i, line in enumerate(lines) if line.startswith("╭"))
+    paragraphs: list[list[str]] = [[]]
+    for line in lines[start:end]:
+        if line.strip():
+            paragraphs[-1].append(line.strip())
+        elif paragraphs[-1]:
+            paragraphs.append([])
+    return [paragraph for paragraph in paragraphs if paragraph]
+
+
+@pytest.mark.parametrize("command", [("drift",), ("evaluate",), ("backfill",), ("demo",), ("campaign", "run")])
+def test_help_paragraphs_fill_an_80_column_terminal(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """A docstring wrapped at 100 columns reads as whole paragraphs at 80, not a long line and a short one in turn."""
+    env = {**checkout_env(), "COLUMNS": "80"}
+    done = subprocess.run(
+        [sys.executable, "-m", "flows.cli", *command, "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    paragraphs = _description(done.stdout)
+    assert len(paragraphs) >= 2, done.stdout  # the summary and at least one more paragraph
+    for paragraph in paragraphs:
+        for line in paragraph[:-1]:  # every line but a paragraph's last is filled to the terminal's width
+            assert len(line) >= 60, (line, paragraph)
+    assert "``" not in done.stdout  # RST literals read as quotes
+
+
+def test_command_help_of_every_command_is_its_docstring_reflowed() -> None:
+    from flows.cli.common import command_help
+    from flows.cli.main import app
+
+    def commands(typer_app):  # type: ignore[no-untyped-def]
+        yield from typer_app.registered_commands
+        for group in typer_app.registered_groups:
+            yield from commands(group.typer_instance)
+
+    seen = 0
+    for command in commands(app):
+        assert command.help == command_help(command.callback.__doc__), command.name
+        assert "\n" not in command.help.replace("\n\n", ""), command.name  # no line break inside a paragraph
+        seen += 1
+    assert seen >= 25
