@@ -165,7 +165,7 @@ def command_help(doc: str) -> str:
 
     Typer keeps the line breaks of a docstring's later paragraphs, so a docstring wrapped at 100
     columns showed in an 80-column terminal as a long line and a short one in turn. Paragraphs stay
-    apart (a blank line); RST literals (````--judge MODEL````) read as quotes (``'--judge MODEL'``).
+    apart (a blank line), and an RST literal (a name between double backquotes) reads as a quoted name.
 
     >>> print(command_help("Score every record.\n\nLines that are not valid get an\n    ``invalid_input`` row."))
     Score every record.
