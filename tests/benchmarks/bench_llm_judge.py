@@ -12,10 +12,15 @@ real ``stef evaluate`` of this checkout (``python -m flows.cli`` with the checko
 3. a server that answers HTTP 500 to a third of the requests at random, with a fresh cache:
    every record still has a status, and those that fell back to the symbolic judge say so.
 
+With ``--nightly``, a fourth run scores the same records as one day with ``stef nightly --judge
+MODEL`` in ephemeral mode (a fresh warehouse, so an empty judge cache): its wall time and when its
+first request came. That figure has no target; it shows what the nightly adds to the model's
+waiting, chiefly the start of Prefect's temporary API, which the first model request waits for.
+
 No network beyond the loopback; the API key is a placeholder set for the subprocess only when
 ``OPENAI_API_KEY`` is unset. Usage::
 
-    python tests/benchmarks/bench_llm_judge.py [--records 1000] [--concurrency 16] [--delay 0.2]
+    python tests/benchmarks/bench_llm_judge.py [--records 1000] [--concurrency 16] [--delay 0.2] [--nightly]
 
 Exits 1 when a target is missed. Source of the method: STEF paper §2.D.
 """
@@ -41,6 +46,8 @@ from tests.support.llm_server import StubLLMServer, stub_llm_server, synthetic_r
 MODEL = "openai/gpt-4o-mini"
 TARGET_S = 20.0
 """Wall seconds allowed for the whole ``stef evaluate`` process of scenario 1 (1,000 records)."""
+NIGHTLY_DAY = "2026-11-26"
+"""The day the records are scored as with ``--nightly``."""
 CHECKOUT = Path(__file__).resolve().parents[2]
 
 
@@ -49,6 +56,8 @@ class Run:
     """One ``stef evaluate`` run: wall time, what the server saw, what was written."""
 
     seconds: float
+    first_request_s: float | None
+    """Seconds from the process start to the server's first request (``None``: no request)."""
     requests: int
     failures: int
     max_in_flight: int
@@ -95,17 +104,77 @@ def run_evaluate(server: StubLLMServer, logs: Path, out: Path, cache: Path, conc
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd=CHECKOUT)
     seconds = time.perf_counter() - started
     rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
-    return Run(seconds, server.requests, server.failures, server.max_in_flight, rows, done.returncode, done.stderr)
+    return _run(server, started, seconds, rows, done)
 
 
-def describe(name: str, run: Run) -> None:
-    """Print one run's figures, one per line: wall time, requests, most in flight, records/s, statuses."""
+def _run(
+    server: StubLLMServer,
+    started: float,
+    seconds: float,
+    rows: list[dict[str, Any]],
+    done: subprocess.CompletedProcess[str],
+) -> Run:
+    first = None if server.first_request_at is None else server.first_request_at - started
+    return Run(
+        seconds, first, server.requests, server.failures, server.max_in_flight, rows, done.returncode, done.stderr
+    )
+
+
+def run_nightly(server: StubLLMServer, records: list[dict[str, Any]], work: Path, concurrency: int) -> Run:
+    """Run ``stef nightly --judge MODEL`` once on ``records`` as the day :data:`NIGHTLY_DAY`, with a
+    fresh warehouse and no configured Prefect API (ephemeral mode); its rows are read back from the
+    warehouse (read-only)."""
+    import duckdb
+
+    day_folder = work / "nightly-logs" / NIGHTLY_DAY
+    day_folder.mkdir(parents=True)
+    (day_folder / "logs.jsonl").write_text("".join(json.dumps(row) + "\n" for row in records), encoding="utf-8")
+    warehouse = work / "nightly.duckdb"
+    server.reset_counts()
+    env = checkout_env()
+    env.pop("PREFECT_API_URL", None)
+    command = [
+        *stef_command(),
+        "nightly",
+        "--date",
+        NIGHTLY_DAY,
+        "--logs-root",
+        str(work / "nightly-logs"),
+        "--warehouse",
+        str(warehouse),
+        "--judge",
+        MODEL,
+        "--api-base",
+        server.url,
+        "--concurrency",
+        str(concurrency),
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd=CHECKOUT)
+    seconds = time.perf_counter() - started
+    rows: list[dict[str, Any]] = []
+    if warehouse.exists():
+        with duckdb.connect(str(warehouse), read_only=True) as conn:
+            cursor = conn.execute(
+                "SELECT status, judge, judge_fallback_reason, cost_usd FROM evaluations WHERE log_date = ?",
+                [NIGHTLY_DAY],
+            )
+            names = [column[0] for column in cursor.description]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    return _run(server, started, seconds, rows, done)
+
+
+def describe(name: str, run: Run, command: str = "evaluate") -> None:
+    """Print one run's figures, one per line: wall time, first request, requests, most in flight,
+    records/s, statuses (``command``: the ``stef`` command measured)."""
     statuses = Counter(row.get("status") for row in run.rows)
     fell_back = [row for row in run.rows if row.get("judge_fallback_reason")]
     cost = sum(row.get("cost_usd") or 0.0 for row in run.rows)
     rate = len(run.rows) / run.seconds if run.seconds else 0.0
     print(f"{name}")
-    print(f"    wall time      {run.seconds:8.2f} s   (whole stef evaluate process)")
+    print(f"    wall time      {run.seconds:8.2f} s   (whole stef {command} process)")
+    if run.first_request_s is not None:
+        print(f"    first request  {run.first_request_s:8.2f} s   after the process started")
     print(f"    requests       {run.requests:8d}     ({run.failures} answered with an error)")
     print(f"    max in flight  {run.max_in_flight:8d}")
     print(f"    records/s      {rate:8.1f}     ({len(run.rows)} rows)")
@@ -127,13 +196,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--delay", type=float, default=0.2, help="seconds before each answer of the stub server")
     parser.add_argument("--fail-share", type=float, default=1 / 3, help="share of HTTP 500 answers in scenario 3")
     parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument(
+        "--nightly", action="store_true", help="also score the records as one day with stef nightly (no target)"
+    )
     args = parser.parse_args(argv)
 
     ok = True
     with tempfile.TemporaryDirectory(prefix="stef-bench-") as tmp:
         work = Path(tmp)
         logs = work / "logs.jsonl"
-        logs.write_text("".join(json.dumps(row) + "\n" for row in synthetic_records(args.records)), encoding="utf-8")
+        records = synthetic_records(args.records)
+        logs.write_text("".join(json.dumps(row) + "\n" for row in records), encoding="utf-8")
         print(
             f"{args.records} records, stub server delay {args.delay * 1000:.0f} ms, --concurrency {args.concurrency}, judge {MODEL}"
         )
@@ -178,6 +251,14 @@ def main(argv: list[str] | None = None) -> int:
             and model_rows + len(fell_back) == args.records
             and errors.max_in_flight <= args.concurrency
         )
+        if args.nightly:
+            with stub_llm_server(delay_s=args.delay) as server:
+                nightly = run_nightly(server, records, work, args.concurrency)
+                describe(
+                    f"4. stef nightly --judge {MODEL}, the same records as one day (no target)", nightly, "nightly"
+                )
+            ok &= nightly.returncode == 0 and nightly.max_in_flight <= args.concurrency
+            ok &= nightly.requests == args.records and len(nightly.rows) == args.records
     print("targets met" if ok else "TARGET MISSED")
     return 0 if ok else 1
 

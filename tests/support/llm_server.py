@@ -102,6 +102,7 @@ class StubLLMServer:
         requests: requests received.
         failures: requests answered with an error status.
         max_in_flight: the most requests handled at the same time.
+        first_request_at: ``time.perf_counter()`` when the first request arrived (``None`` before it).
         bodies: the request bodies received, in order.
     """
 
@@ -116,6 +117,7 @@ class StubLLMServer:
     requests: int = 0
     failures: int = 0
     max_in_flight: int = 0
+    first_request_at: float | None = None
     bodies: list[dict[str, Any]] = field(default_factory=list)
     _in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -129,10 +131,13 @@ class StubLLMServer:
         """Zero the counters (between two runs against the same server)."""
         with self._lock:
             self.requests = self.failures = self.max_in_flight = 0
+            self.first_request_at = None
             self.bodies.clear()
 
     def _admit(self, body: dict[str, Any]) -> int | str:
         with self._lock:
+            if self.first_request_at is None:
+                self.first_request_at = time.perf_counter()
             self.requests += 1
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)

@@ -330,6 +330,7 @@ def test_stef_evaluate_keeps_the_pool_full_across_batches_and_every_record_has_a
     logs.write_text("".join(json.dumps(row) + "\n" for row in rows) + "not json\n", encoding="utf-8")
     out = tmp_path / "out.jsonl"
     with stub_llm_server(delay_s=0.02, fail_share=1 / 3, seed=4) as server:
+        started = time.perf_counter()
         result = CliRunner().invoke(
             app,
             [
@@ -351,6 +352,9 @@ def test_stef_evaluate_keeps_the_pool_full_across_batches_and_every_record_has_a
         )
         assert result.exit_code == 0, result.output
         assert server.max_in_flight <= 4 and server.failures > 0
+        assert server.first_request_at is not None and started < server.first_request_at < time.perf_counter()
+        server.reset_counts()  # what the benchmark does between two runs
+        assert server.first_request_at is None and server.requests == 0
     written = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [row.get("run_id") for row in written[:-1]] == [row["run_id"] for row in rows]
     assert written[-1]["status"] == "invalid_input"
