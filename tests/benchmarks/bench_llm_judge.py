@@ -73,51 +73,54 @@ def stef_command() -> list[str]:
 
 
 def checkout_env() -> dict[str, str]:
-    """The subprocess environment: this checkout first on ``PYTHONPATH``, no Prefect analytics, and a
-    placeholder API key when ``OPENAI_API_KEY`` is unset (the stub needs none; litellm wants one)."""
+    """The subprocess environment: this checkout first on ``PYTHONPATH``, no Prefect analytics nor
+    configured Prefect API (a nightly runs in ephemeral mode), and a placeholder API key when
+    ``OPENAI_API_KEY`` is unset (the stub needs none; litellm wants one)."""
     path = os.pathsep.join(p for p in (str(CHECKOUT), os.environ.get("PYTHONPATH", "")) if p)
     env = {**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PYTHONPATH": path}
+    env.pop("PREFECT_API_URL", None)
     env.setdefault("OPENAI_API_KEY", "sk-local-placeholder")
     return env
 
 
-def run_evaluate(server: StubLLMServer, logs: Path, out: Path, cache: Path, concurrency: int) -> Run:
-    """Run ``stef evaluate`` once against ``server`` and collect the figures."""
+def judge_options(server: StubLLMServer, concurrency: int) -> list[str]:
+    """The model judge's options of a measured command: :data:`MODEL` at ``server``, ``concurrency`` in flight."""
+    return ["--judge", MODEL, "--api-base", server.url, "--concurrency", str(concurrency)]
+
+
+def timed(server: StubLLMServer, arguments: list[str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Run ``stef ARGUMENTS`` once with ``server``'s counters zeroed first.
+
+    Returns:
+        ``time.perf_counter()`` at the start, the wall seconds, and the finished process.
+    """
     server.reset_counts()
-    env = checkout_env()
-    command = [
-        *stef_command(),
-        "evaluate",
-        str(logs),
-        "--out",
-        str(out),
-        "--judge",
-        MODEL,
-        "--api-base",
-        server.url,
-        "--concurrency",
-        str(concurrency),
-        "--cache",
-        str(cache),
-    ]
+    command = [*stef_command(), *arguments]
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd=CHECKOUT)
-    seconds = time.perf_counter() - started
-    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
-    return _run(server, started, seconds, rows, done)
+    done = subprocess.run(command, capture_output=True, text=True, env=checkout_env(), check=False, cwd=CHECKOUT)
+    return started, time.perf_counter() - started, done
 
 
-def _run(
+def figures(
     server: StubLLMServer,
     started: float,
     seconds: float,
     rows: list[dict[str, Any]],
     done: subprocess.CompletedProcess[str],
 ) -> Run:
+    """The :class:`Run` of a process started at ``started`` (``time.perf_counter()``), as ``server`` saw it."""
     first = None if server.first_request_at is None else server.first_request_at - started
     return Run(
         seconds, first, server.requests, server.failures, server.max_in_flight, rows, done.returncode, done.stderr
     )
+
+
+def run_evaluate(server: StubLLMServer, logs: Path, out: Path, cache: Path, concurrency: int) -> Run:
+    """Run ``stef evaluate`` once against ``server`` and collect the figures."""
+    arguments = ["evaluate", str(logs), "--out", str(out), *judge_options(server, concurrency), "--cache", str(cache)]
+    started, seconds, done = timed(server, arguments)
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
+    return figures(server, started, seconds, rows, done)
 
 
 def run_nightly(server: StubLLMServer, records: list[dict[str, Any]], work: Path, concurrency: int) -> Run:
@@ -126,32 +129,14 @@ def run_nightly(server: StubLLMServer, records: list[dict[str, Any]], work: Path
     warehouse (read-only)."""
     import duckdb
 
-    day_folder = work / "nightly-logs" / NIGHTLY_DAY
-    day_folder.mkdir(parents=True)
-    (day_folder / "logs.jsonl").write_text("".join(json.dumps(row) + "\n" for row in records), encoding="utf-8")
+    logs_root = work / "nightly-logs"
+    (logs_root / NIGHTLY_DAY).mkdir(parents=True)
+    (logs_root / NIGHTLY_DAY / "logs.jsonl").write_text(
+        "".join(json.dumps(row) + "\n" for row in records), encoding="utf-8"
+    )
     warehouse = work / "nightly.duckdb"
-    server.reset_counts()
-    env = checkout_env()
-    env.pop("PREFECT_API_URL", None)
-    command = [
-        *stef_command(),
-        "nightly",
-        "--date",
-        NIGHTLY_DAY,
-        "--logs-root",
-        str(work / "nightly-logs"),
-        "--warehouse",
-        str(warehouse),
-        "--judge",
-        MODEL,
-        "--api-base",
-        server.url,
-        "--concurrency",
-        str(concurrency),
-    ]
-    started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False, cwd=CHECKOUT)
-    seconds = time.perf_counter() - started
+    arguments = ["nightly", "--date", NIGHTLY_DAY, "--logs-root", str(logs_root), "--warehouse", str(warehouse)]
+    started, seconds, done = timed(server, [*arguments, *judge_options(server, concurrency)])
     rows: list[dict[str, Any]] = []
     if warehouse.exists():
         with duckdb.connect(str(warehouse), read_only=True) as conn:
@@ -161,7 +146,7 @@ def run_nightly(server: StubLLMServer, records: list[dict[str, Any]], work: Path
             )
             names = [column[0] for column in cursor.description]
             rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    return _run(server, started, seconds, rows, done)
+    return figures(server, started, seconds, rows, done)
 
 
 def describe(name: str, run: Run, command: str = "evaluate") -> None:
