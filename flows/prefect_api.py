@@ -60,6 +60,7 @@ try:  # this very file, by its path: never another copy of STEF, nor a "flows" p
     spec = importlib.util.spec_from_file_location("_stef_temporary_api", helpers)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    module.seed_missing_database()
     services = module.automation_services_when_needed()
 except Exception:  # the services as Prefect starts them
     services = contextlib.nullcontext()
@@ -74,10 +75,45 @@ with services:
 import and creation run with the cyclic garbage collector paused, then frozen
 (:mod:`stef.module_import` explains why): they build objects that live as long as the server,
 and the collector's passes over them cost the boot about 0.6 s of its 4.5-5 s on two cores; and
-that the automation services run only when its database holds an automation
-(:func:`automation_services_when_needed`, loaded from this file's path, the last argument; should
-that fail, the services run as Prefect starts them). uvicorn exits with code 3 when the port
+that a SQLite database that does not exist yet is created from the bundled schema snapshot
+(:func:`seed_missing_database`), and that the automation services run only when its database
+holds an automation (:func:`automation_services_when_needed`); both are loaded from this file's
+path, the last argument, and should that fail, Prefect creates the database and starts the
+services as it always does. uvicorn exits with code 3 when the port
 cannot be bound, as its command line does."""
+
+
+IN_MEMORY = Path(":memory:")
+"""What :func:`sqlite_database_path` returns for a SQLite database in memory."""
+
+
+def sqlite_database_path(connection_url: str) -> Path | None:
+    """The file of the SQLite database at ``connection_url`` (a SQLAlchemy URL).
+
+    Returns:
+        The path as the URL gives it; :data:`IN_MEMORY` for a database in memory; ``None`` for
+        another database than SQLite, a URL it cannot parse, or a SQLite URI filename
+        (``sqlite:///file:...?uri=true``: its own mode, cache or VFS, not worth second-guessing).
+
+    >>> sqlite_database_path("sqlite+aiosqlite:////home/me/.prefect/prefect.db")
+    PosixPath('/home/me/.prefect/prefect.db')
+    >>> sqlite_database_path("sqlite+aiosqlite://") == IN_MEMORY, sqlite_database_path("postgresql+asyncpg://u@db/prefect")
+    (True, None)
+    """
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(connection_url)
+    except (ArgumentError, ValueError):  # not a URL, or a bad port
+        return None
+    if url.get_backend_name() != "sqlite":
+        return None
+    if not url.database or url.database == ":memory:":
+        return IN_MEMORY
+    if url.query.get("uri") or url.database.startswith("file:"):
+        return None
+    return Path(url.database)
 
 
 def stored_automations(connection_url: str) -> bool | None:
@@ -97,21 +133,12 @@ def stored_automations(connection_url: str) -> bool | None:
     """
     import sqlite3
 
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        url = make_url(connection_url)
-    except (ArgumentError, ValueError):  # not a URL, or a bad port: cannot tell
+    path = sqlite_database_path(connection_url)
+    if path is None:
         return None
-    if url.get_backend_name() != "sqlite":
-        return None
-    if not url.database or url.database == ":memory:":
+    if path == IN_MEMORY:
         return False
-    if url.query.get("uri") or url.database.startswith("file:"):
-        return None  # a URI filename (its own mode, cache, vfs ...): not worth second-guessing
     try:
-        path = Path(url.database)
         if not path.is_file():
             return False
         with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=1.0)) as db:
@@ -158,6 +185,74 @@ def automation_services_when_needed() -> Iterator[bool]:
         return
     with temporary_settings(updates={PREFECT_SERVER_SERVICES_TRIGGERS_ENABLED: False}):
         yield True
+
+
+SCHEMA_SNAPSHOTS = Path(__file__).resolve().parent / "prefect_db"
+"""Folder of the bundled snapshots of Prefect's SQLite schema, ``prefect-sqlite-<head>.sql``: one per
+migration head of Prefect (``scripts/make_prefect_snapshot.py`` writes them from Prefect's own
+migrations)."""
+
+
+def migration_head() -> str | None:
+    """The head revision of the installed Prefect's SQLite migrations (alembic), or ``None`` when
+    Prefect is not installed or its migrations have no single head."""
+    from alembic.script import ScriptDirectory
+
+    spec = find_spec("prefect")
+    if spec is None or spec.origin is None:
+        return None
+    migrations = Path(spec.origin).parent / "server" / "database" / "_migrations"
+    heads = ScriptDirectory(str(migrations), version_locations=[str(migrations / "versions" / "sqlite")]).get_heads()
+    return heads[0] if len(heads) == 1 else None
+
+
+def seed_missing_database(connection_url: str | None = None) -> Path | None:
+    """In the temporary server's process, before its app is built: create a SQLite database that
+    does not exist yet from the bundled snapshot of Prefect's schema, when there is one for the
+    installed Prefect's migration head (:data:`SCHEMA_SNAPSHOTS`).
+
+    Prefect creates a new database by running every one of its migrations (116 for SQLite in
+    Prefect 3.9): 4-6 s of the first boot on two cores, on every run of a fresh ``PREFECT_HOME``
+    (a new machine, a container, CI). The snapshot is what those migrations leave, dumped
+    (tables, indexes, the ``alembic_version`` row); loading it takes 0.1 s, and the server's own
+    migration step then finds the database at its head. Any other case is left to Prefect: a
+    database that exists (it is never touched), another database than a SQLite file, no snapshot
+    for the installed head (another Prefect release), or an error on the way.
+
+    The database is built in a temporary file beside it and linked into place, so a concurrent
+    command that created it first keeps its own, and a half-written file is never left.
+
+    Args:
+        connection_url: the database URL (default: ``PREFECT_API_DATABASE_CONNECTION_URL``).
+
+    Returns:
+        The database file created, or ``None`` when nothing was done.
+    """
+    import sqlite3
+
+    try:
+        if connection_url is None:
+            from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
+
+            connection_url = PREFECT_API_DATABASE_CONNECTION_URL.value()
+        path = sqlite_database_path(str(connection_url)) if connection_url else None
+        if path is None or path == IN_MEMORY or path.exists():
+            return None
+        head = migration_head()
+        snapshot = SCHEMA_SNAPSHOTS / f"prefect-sqlite-{head}.sql"
+        if head is None or not snapshot.is_file():
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        building = path.with_name(f".{path.name}.{os.getpid()}.seeding")
+        try:
+            with contextlib.closing(sqlite3.connect(building)) as db:
+                db.executescript(snapshot.read_text(encoding="utf-8"))
+            os.link(building, path)  # fails when the file appeared meanwhile: that one is kept
+        finally:
+            building.unlink(missing_ok=True)
+        return path
+    except Exception:  # Prefect creates the database with its migrations, as it always does
+        return None
 
 
 _GUARD_CODE = """
