@@ -2,7 +2,7 @@
 
 ``flows/prefect_api.seed_missing_database`` creates a ``PREFECT_HOME`` database that does not exist
 yet from ``flows/prefect_db/prefect-sqlite-<head>.sql`` instead of letting Prefect run all its
-migrations (4-6 s of the first boot). This script makes that file for the installed Prefect: it
+migrations (6-9 s of the first boot). This script makes that file for the installed Prefect: it
 runs Prefect's own migrations (``PrefectDBInterface.create_db``) on an empty SQLite file and
 dumps the result (``sqlite3.Connection.iterdump``: tables, indexes and the ``alembic_version``
 row). The same Prefect release always writes the same schema; the order of a table's constraints
