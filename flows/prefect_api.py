@@ -206,24 +206,35 @@ def migration_head() -> str | None:
     return heads[0] if len(heads) == 1 else None
 
 
-def seed_missing_database(connection_url: str | None = None) -> Path | None:
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+"""Suffixes of the files SQLite keeps beside a database (write-ahead log, its index, rollback journal)."""
+
+
+def seed_missing_database(connection_url: str | None = None, home: str | Path | None = None) -> Path | None:
     """In the temporary server's process, before its app is built: create a SQLite database that
     does not exist yet from the bundled snapshot of Prefect's schema, when there is one for the
     installed Prefect's migration head (:data:`SCHEMA_SNAPSHOTS`).
 
     Prefect creates a new database by running every one of its migrations (115 for SQLite in
     Prefect 3.9): 6-9 s on two cores, paid by every run on a fresh ``PREFECT_HOME`` (a new
-    machine, a container, CI), where a 120-record nightly took 13 s instead of 7 s. The snapshot is what those migrations leave, dumped
-    (tables, indexes, the ``alembic_version`` row); loading it takes 0.1 s, and the server's own
-    migration step then finds the database at its head. Any other case is left to Prefect: a
-    database that exists (it is never touched), another database than a SQLite file, no snapshot
-    for the installed head (another Prefect release), or an error on the way.
+    machine, a container, CI), where a 120-record nightly took 13 s instead of 7 s. The snapshot
+    is what those migrations leave, dumped (tables, indexes, the ``alembic_version`` row); building
+    it takes 0.1 s, and the server's own migration step then finds the database at its head.
 
-    The database is built in a temporary file beside it and linked into place, so a concurrent
-    command that created it first keeps its own, and a half-written file is never left.
+    Everything else is left to Prefect, untouched: a database that exists, or any file SQLite
+    keeps beside one (:data:`SQLITE_SIDE_FILES`: a write-ahead log left by a killed server would
+    be replayed onto the new file); another database than a SQLite file; a database whose folder
+    does not exist, unless that folder is ``PREFECT_HOME`` itself (made as Prefect makes it, mode
+    700); no snapshot for the installed head (another Prefect release); an error on the way.
+
+    The database is built in memory, written to a temporary file beside it in one write and
+    linked into place: a concurrent command that created it first keeps its own, and the
+    database's path never holds a half-written file (a kill during that one write can leave the
+    temporary ``.<name>.<pid>.seeding`` file, never the database).
 
     Args:
         connection_url: the database URL (default: ``PREFECT_API_DATABASE_CONNECTION_URL``).
+        home: Prefect's home folder (default: ``PREFECT_HOME``).
 
     Returns:
         The database file created, or ``None`` when nothing was done.
@@ -231,22 +242,31 @@ def seed_missing_database(connection_url: str | None = None) -> Path | None:
     import sqlite3
 
     try:
-        if connection_url is None:
-            from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL
+        if connection_url is None or home is None:
+            from prefect.settings import PREFECT_API_DATABASE_CONNECTION_URL, PREFECT_HOME
 
-            connection_url = PREFECT_API_DATABASE_CONNECTION_URL.value()
+            connection_url = PREFECT_API_DATABASE_CONNECTION_URL.value() if connection_url is None else connection_url
+            home = PREFECT_HOME.value() if home is None else home
         path = sqlite_database_path(str(connection_url)) if connection_url else None
-        if path is None or path == IN_MEMORY or path.exists():
+        if path is None or path == IN_MEMORY:
+            return None
+        if any(os.path.lexists(f"{path}{suffix}") for suffix in ("", *SQLITE_SIDE_FILES)):
             return None
         head = migration_head()
         snapshot = SCHEMA_SNAPSHOTS / f"prefect-sqlite-{head}.sql"
         if head is None or not snapshot.is_file():
             return None
-        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.executescript(snapshot.read_text(encoding="utf-8"))
+            image = db.serialize()
+        if not path.parent.is_dir():
+            if home is None or path.parent.absolute() != Path(home).absolute():
+                return None
+            path.parent.mkdir(mode=0o700, exist_ok=True)  # as Prefect makes its home
         building = path.with_name(f".{path.name}.{os.getpid()}.seeding")
         try:
-            with contextlib.closing(sqlite3.connect(building)) as db:
-                db.executescript(snapshot.read_text(encoding="utf-8"))
+            with open(building, "xb") as handle:
+                handle.write(image)
             os.link(building, path)  # fails when the file appeared meanwhile: that one is kept
         finally:
             building.unlink(missing_ok=True)

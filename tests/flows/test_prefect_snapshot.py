@@ -87,12 +87,43 @@ def test_the_bundled_snapshot_is_the_database_prefects_own_migrations_create(tmp
     assert len(bundled["tables"]) > 30 and len(bundled["indexes"]) > 100  # the whole schema, not a stub
 
 
+def _created_from_a_snapshot(database: Path) -> bool:
+    """Whether ``database`` was built from a snapshot rather than by Prefect's migrations: a dump
+    creates the tables in name order, while the migrations create ``alembic_version`` first and
+    the others in the order of Prefect's history."""
+    with closing(sqlite3.connect(database)) as db:
+        tables = [name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY rowid")]
+    return tables == sorted(tables)
+
+
 def test_a_database_not_created_yet_is_created_from_the_snapshot(tmp_path: Path) -> None:
     snapshot = _bundled_snapshot()
-    database = tmp_path / "home" / "prefect.db"  # its folder does not exist yet either
-    assert seed_missing_database(_url(database)) == database
+    home = tmp_path / "home"  # Prefect's home, not made yet: made as Prefect makes it
+    database = home / "prefect.db"
+    assert seed_missing_database(_url(database), home) == database
     assert _schema(database) == _schema(_loaded(snapshot, tmp_path / "reference.db"))
-    assert sorted(path.name for path in database.parent.iterdir()) == ["prefect.db"]  # no temporary file left
+    assert _created_from_a_snapshot(database)
+    assert sorted(path.name for path in home.iterdir()) == ["prefect.db"]  # no temporary file left
+    assert home.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_database_in_a_folder_that_does_not_exist_is_left_to_prefect(tmp_path: Path) -> None:
+    _bundled_snapshot()
+    database = tmp_path / "elsewhere" / "prefect.db"
+    assert seed_missing_database(_url(database), tmp_path / "home") is None
+    assert not database.parent.exists()
+
+
+@pytest.mark.parametrize("side_file", ["-wal", "-shm", "-journal"])
+def test_a_database_whose_side_files_are_left_is_left_to_prefect(tmp_path: Path, side_file: str) -> None:
+    """A killed server's write-ahead log, with its database removed by hand, would be replayed onto
+    a new file: SQLite then reports the database malformed. Prefect's own migrations cope."""
+    _bundled_snapshot()
+    database = tmp_path / "prefect.db"
+    left = tmp_path / f"prefect.db{side_file}"
+    left.write_bytes(b"left by a killed server")
+    assert seed_missing_database(_url(database), tmp_path) is None
+    assert not database.exists() and left.read_bytes() == b"left by a killed server"
 
 
 def test_an_existing_database_is_never_touched(tmp_path: Path) -> None:
@@ -103,7 +134,7 @@ def test_an_existing_database_is_never_touched(tmp_path: Path) -> None:
         db.execute("INSERT INTO flow VALUES ('mine')")
         db.commit()
     before = database.read_bytes()
-    assert seed_missing_database(_url(database)) is None
+    assert seed_missing_database(_url(database), tmp_path) is None
     assert database.read_bytes() == before
 
 
@@ -116,13 +147,14 @@ def test_an_existing_database_is_never_touched(tmp_path: Path) -> None:
         "not a url",
     ],
 )
-def test_nothing_is_created_for_another_database_than_a_sqlite_file(url: str) -> None:
-    assert seed_missing_database(url) is None
+def test_nothing_is_created_for_another_database_than_a_sqlite_file(url: str, tmp_path: Path) -> None:
+    assert seed_missing_database(url, tmp_path) is None
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_uri_filename_is_left_to_prefect(tmp_path: Path) -> None:
     database = tmp_path / "prefect.db"
-    assert seed_missing_database(f"sqlite+aiosqlite:///file:{database}?mode=rwc&uri=true") is None
+    assert seed_missing_database(f"sqlite+aiosqlite:///file:{database}?mode=rwc&uri=true", tmp_path) is None
     assert not database.exists()
 
 
@@ -131,7 +163,7 @@ def test_without_a_snapshot_for_the_installed_head_prefect_migrates_as_it_always
 ) -> None:
     monkeypatch.setattr(flows.prefect_api, "SCHEMA_SNAPSHOTS", tmp_path / "no-snapshots")
     database = tmp_path / "prefect.db"
-    assert seed_missing_database(_url(database)) is None
+    assert seed_missing_database(_url(database), tmp_path) is None
     assert not database.exists()
 
 
@@ -147,7 +179,7 @@ def test_a_database_another_command_created_meanwhile_is_kept(tmp_path: Path, mo
         return head
 
     monkeypatch.setattr(flows.prefect_api, "migration_head", another_command_first)
-    assert seed_missing_database(_url(database)) is None
+    assert seed_missing_database(_url(database), tmp_path) is None
     assert database.read_text(encoding="utf-8") == "the other command's database"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["prefect.db"]
 
@@ -159,5 +191,37 @@ def test_a_damaged_snapshot_leaves_no_database_behind(tmp_path: Path, monkeypatc
     (snapshots / f"prefect-sqlite-{head}.sql").write_text("CREATE TABLE flow (id TEXT);\nCREATE TABL", encoding="utf-8")
     monkeypatch.setattr(flows.prefect_api, "SCHEMA_SNAPSHOTS", snapshots)
     home = tmp_path / "home"
-    assert seed_missing_database(_url(home / "prefect.db")) is None
+    home.mkdir()
+    assert seed_missing_database(_url(home / "prefect.db"), home) is None
     assert list(home.iterdir()) == []  # Prefect then creates it with its migrations
+
+
+@pytest.mark.slow
+def test_the_temporary_server_of_a_fresh_prefect_home_starts_from_the_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server program (``_SERVER_CODE``) seeds the database before Prefect would migrate it,
+    and the server then answers and records a flow run on it."""
+    _bundled_snapshot()
+    home = tmp_path / "prefect-home"
+    monkeypatch.setenv("PREFECT_HOME", str(home))
+    for name in ("PREFECT_API_URL", "PREFECT_API_DATABASE_CONNECTION_URL", "PREFECT_SERVER_DATABASE_CONNECTION_URL"):
+        monkeypatch.delenv(name, raising=False)
+    server = flows.prefect_api.TemporaryApiServer()
+    server.start(with_settings=False)
+    try:
+        server.wait_ready(90)
+        import httpx
+
+        flow = httpx.post(f"{server.api_url}/flows/", json={"name": "stef-seeded"}, timeout=30)
+        assert flow.status_code in (200, 201), flow.text
+        run = httpx.post(f"{server.api_url}/flow_runs/", json={"flow_id": flow.json()["id"]}, timeout=30)
+        assert run.status_code in (200, 201), run.text
+    finally:
+        server.stop()
+    database = home / "prefect.db"
+    assert _created_from_a_snapshot(database)
+    with closing(sqlite3.connect(database)) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+        assert db.execute("SELECT count(*) FROM flow_run").fetchone() == (1,)
+        assert db.execute("SELECT version_num FROM alembic_version").fetchall() == [(migration_head(),)]
