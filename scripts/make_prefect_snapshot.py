@@ -14,7 +14,7 @@ snapshot of its own head still works (Prefect migrates the new database itself).
 
 Usage (from the repository root)::
 
-    python scripts/make_prefect_snapshot.py [--out-dir flows/prefect_db]
+    python scripts/make_prefect_snapshot.py [--out-dir flows/prefect_db] [--keep-database FILE]
 
 Prints the file written.
 """
@@ -75,11 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     """Migrate an empty database, dump it into ``--out-dir``; return 0."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--out-dir", type=Path, default=Path(__file__).resolve().parents[1] / "flows" / "prefect_db")
+    parser.add_argument(
+        "--keep-database", type=Path, help="also keep the migrated database at this path (a new file, for checks)"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="stef-prefect-snapshot-") as tmp:
         database = Path(tmp) / "prefect.db"
         migrated_database(database)
         head, text = snapshot_text(database)
+        if args.keep_database is not None:
+            with sqlite3.connect(database) as source, sqlite3.connect(args.keep_database) as kept:
+                source.backup(kept)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = args.out_dir / f"prefect-sqlite-{head}.sql"
     out.write_text(text, encoding="utf-8")

@@ -70,7 +70,14 @@ def _loaded(snapshot: Path, path: Path) -> Path:
 def test_the_bundled_snapshot_is_the_database_prefects_own_migrations_create(tmp_path: Path) -> None:
     snapshot = _bundled_snapshot()
     done = subprocess.run(
-        [sys.executable, str(CHECKOUT / "scripts" / "make_prefect_snapshot.py"), "--out-dir", str(tmp_path / "new")],
+        [
+            sys.executable,
+            str(CHECKOUT / "scripts" / "make_prefect_snapshot.py"),
+            "--out-dir",
+            str(tmp_path / "new"),
+            "--keep-database",
+            str(tmp_path / "migrated.db"),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -80,9 +87,11 @@ def test_the_bundled_snapshot_is_the_database_prefects_own_migrations_create(tmp
     written = Path(done.stdout.strip())
     assert written.name == snapshot.name  # the same migration head
     assert written.read_text(encoding="utf-8").startswith("-- Prefect's SQLite schema at migration head")
-    migrated = _schema(_loaded(written, tmp_path / "migrated.db"))
+    migrated = _schema(tmp_path / "migrated.db")  # the database Prefect's migrations made, itself
     bundled = _schema(_loaded(snapshot, tmp_path / "bundled.db"))
     assert bundled == migrated
+    assert _schema(_loaded(written, tmp_path / "rewritten.db")) == migrated  # the script's dump of it
+    assert not _created_from_a_snapshot(tmp_path / "migrated.db") and _created_from_a_snapshot(tmp_path / "bundled.db")
     assert bundled["tables"]["alembic_version"]["rows"] == [(snapshot.stem.removeprefix("prefect-sqlite-"),)]
     assert len(bundled["tables"]) > 30 and len(bundled["indexes"]) > 100  # the whole schema, not a stub
 
