@@ -27,6 +27,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+from contextlib import closing
 from pathlib import Path
 
 HEADER = (
@@ -63,7 +64,7 @@ def snapshot_text(database: Path) -> tuple[str, str]:
     Raises:
         ValueError: the database has not exactly one ``alembic_version`` row.
     """
-    with sqlite3.connect(database) as db:
+    with closing(sqlite3.connect(database)) as db:
         versions = [row[0] for row in db.execute("SELECT version_num FROM alembic_version")]
         if len(versions) != 1:
             raise ValueError(f"{database}: expected one alembic_version row, found {versions}")
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         migrated_database(database)
         head, text = snapshot_text(database)
         if args.keep_database is not None:
-            with sqlite3.connect(database) as source, sqlite3.connect(args.keep_database) as kept:
+            with closing(sqlite3.connect(database)) as source, closing(sqlite3.connect(args.keep_database)) as kept:
                 source.backup(kept)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     out = args.out_dir / f"prefect-sqlite-{head}.sql"
