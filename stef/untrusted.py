@@ -47,7 +47,10 @@ def _escape(char: str) -> str:
 def _dumps(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
     # json.dumps escapes the C0 controls in strings; the other invisible characters can only be in strings too.
-    return "".join(_escape(char) if unicodedata.category(char) in ESCAPED_CATEGORIES else char for char in text)
+    if text.isascii():  # of the ASCII characters only DEL is left to escape (the only other control, Cc)
+        return text.replace("\x7f", "\\u007f")
+    escaped = {ord(char): _escape(char) for char in set(text) if unicodedata.category(char) in ESCAPED_CATEGORIES}
+    return text.translate(escaped) if escaped else text
 
 
 def json_text(value: dict[str, Any]) -> str:
