@@ -265,9 +265,9 @@ def test_a_runs_first_requests_start_before_the_rest_of_its_first_batch_is_prepa
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """After queueing its first part, a run's first batch waits for the pool to start those requests
-    (``min(concurrency, part)``) before preparing its next records; a judge joining a run whose
-    pool has started requests already (another batch of the nightly while a judge of the run holds
-    its pool) does not wait."""
+    and for one answer (``min(concurrency + 1, part)`` slots taken in all) before preparing its next
+    records; a judge joining a run whose pool has started requests already (another batch of the
+    nightly while a judge of the run holds its pool) does not wait."""
     import stef.llm.evaluate as model_path
 
     monkeypatch.setattr(model_path, "FIRST_PART", 3)
@@ -284,7 +284,7 @@ def test_a_runs_first_requests_start_before_the_rest_of_its_first_batch_is_prepa
     run, judge_settings = recorded_evaluator(recorder, concurrency=2)
     pending = run.submit(batch)
     assert entered_when_prepared[0] == 0  # part 1: nothing queued yet
-    assert entered_when_prepared[1] >= 2  # part 2: prepared once both slots were taken
+    assert entered_when_prepared[1] >= 3  # part 2: prepared once both slots were taken and one again
     assert len(pending.evaluations()) == 10 and run.judge.pool.entered == 10
 
     waits: list[int] = []
