@@ -45,17 +45,32 @@ requests (then the rest of the batch): the run's first requests start after 50 r
 the whole batch. Later batches are queued in one part (one cache read each) while the pool is busy."""
 
 FIRST_REQUESTS_WAIT_S = 1.0
-"""Seconds :meth:`LLMEvaluator.submit` waits at most, after queueing a run's first requests, for the
-pool to send them and take a slot again (``concurrency + 1`` slots taken in all: the first answer
-came back, so litellm built and sent the first requests; :meth:`stef.llm.pool.RequestSlots.wait_entered`)
-before it prepares the rest of the batch. The symbolic stages hold the interpreter in bursts of
-milliseconds, and the event loop's thread starts each request in several steps that each wait for
-it, litellm's first requests of a process (its HTTP clients made) most of all: preparing 450 more
-records at once delayed the first request by 0.3-0.6 s of a 1,000-record run (issue 20). Waiting
-for the slots only (``concurrency``) left the first request 0.5 s (0.3-0.7) after its slot and the
-17th slot 0.9 s after the first; waiting for one more, 0.1 s and 0.3 s (5 runs each, whole run
-19.6 s against 18.9 s, medians). The wait idles no slot: the rest of the first part is queued. A
-loop slower than the cap is waited for no longer."""
+"""Seconds :meth:`LLMEvaluator.submit` waits at most, after queueing a run's first requests, before
+it prepares the rest of the batch (:func:`first_requests_target` says for how many slots taken in
+all; :meth:`stef.llm.pool.RequestSlots.wait_entered`). The symbolic stages hold the interpreter in
+bursts of milliseconds, and the event loop's thread starts each request in several steps that each
+wait for it, litellm's first requests of a process (its HTTP clients made) most of all: preparing
+450 more records at once delayed the first request by 0.3-0.6 s of a 1,000-record run (issue 20).
+A loop slower than the cap is waited for no longer."""
+
+
+def first_requests_target(asked: int, limit: int) -> int:
+    """Slots taken in all that :meth:`LLMEvaluator.submit` waits for after queueing a run's first
+    ``asked`` requests on a pool of ``limit`` slots.
+
+    ``limit + 1`` (every slot taken, then one again: the first answer came back, so litellm has
+    built and sent the first requests) when at least ``limit`` requests are queued beyond the
+    slots, so that ``limit - 1`` still wait while the rest of the batch is prepared and no slot
+    idles; else ``min(limit, asked)`` (the slots taken). On a 1,000-record run at 16 slots and
+    200 ms (5 alternating runs each): the first request 0.1 s after its slot instead of 0.5 s
+    (0.3-0.7), the 17th slot 0.3 s after the first instead of 0.6-1.0 s, and the whole run 18.9 s
+    with the answer waited for against 19.6 s without (medians).
+
+    >>> first_requests_target(50, 16), first_requests_target(20, 16), first_requests_target(5, 16)
+    (17, 16, 5)
+    """
+    return limit + 1 if asked >= 2 * limit else min(limit, asked)
+
 
 HEDGED_VERDICTS = frozenset({Verdict.LIKELY_CORRECT, Verdict.POTENTIALLY_INCORRECT})
 """Symbolic verdicts that ``hybrid:MODEL`` sends to the model: p_correct in [0.35, 0.65), where
@@ -245,7 +260,7 @@ class LLMEvaluator:
                 )
                 if first_requests and judgements.asked:
                     first_requests = False
-                    slots.wait_entered(min(slots.limit + 1, len(judgements.asked)), FIRST_REQUESTS_WAIT_S)
+                    slots.wait_entered(first_requests_target(len(judgements.asked), slots.limit), FIRST_REQUESTS_WAIT_S)
         return PendingBatch(self, judged, escalated, judgements)
 
     def evaluate_many(

@@ -44,13 +44,16 @@ litellm is imported lazily, only when a model is called (:mod:`stef.llm.litellm_
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
+import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
@@ -92,11 +95,72 @@ Completion = Callable[..., Awaitable[Any]]
 _T = TypeVar("_T")
 
 
+INLINE_REQUEST_PROVIDERS = frozenset({"openai", "hosted_vllm"})
+"""litellm providers (the prefix of ``openai/gpt-4o-mini``) whose requests the judge loop builds in its
+own thread (:class:`_LoopExecutor`): OpenAI and OpenAI-compatible servers, whose request is built
+from the call's arguments alone (no credential file, no token refresh)."""
+
+
+def builds_litellm_request(fn: Callable[..., object]) -> bool:
+    """Whether ``fn`` is what ``litellm.acompletion`` hands to its event loop's default executor for a
+    provider of :data:`INLINE_REQUEST_PROVIDERS`: ``partial(Context.run, partial(litellm.main.completion,
+    model=..., acompletion=True, ...))``, litellm's synchronous ``completion`` that, for an async
+    call, builds the request and returns the coroutine that sends it.
+
+    Anything else, including a litellm release that hands over another shape, is ``False``: it then
+    runs in a thread as before, only slower.
+
+    >>> builds_litellm_request(print)
+    False
+    """
+    if not isinstance(fn, partial) or fn.keywords or len(fn.args) != 1:
+        return False
+    if not isinstance(getattr(fn.func, "__self__", None), contextvars.Context):
+        return False
+    inner = fn.args[0]
+    litellm_main = sys.modules.get("litellm.main")
+    if litellm_main is None or not isinstance(inner, partial) or inner.args:
+        return False
+    if inner.func is not getattr(litellm_main, "completion", None) or inner.keywords.get("acompletion") is not True:
+        return False
+    provider = inner.keywords.get("custom_llm_provider") or str(inner.keywords.get("model") or "").partition("/")[0]
+    return provider in INLINE_REQUEST_PROVIDERS
+
+
+class _LoopExecutor(ThreadPoolExecutor):
+    """The default executor of the judge's event loop (:class:`_LoopThread`).
+
+    ``litellm.acompletion`` runs its synchronous ``completion`` in the loop's default executor and
+    awaits it: for an async call that only builds the request (CPU, no I/O for the providers of
+    :data:`INLINE_REQUEST_PROVIDERS`), yet each call then crosses to a pool thread and back, and both
+    crossings wait for the interpreter while the loop's thread answers other requests. Those calls
+    (:func:`builds_litellm_request`) run here at once, in the loop's thread; everything else handed
+    to the default executor (aiohttp's DNS lookups, other providers' set-up) runs in the pool's
+    threads as in the standard executor. On 1,000 calls at 200 ms and 16 in flight (issue 20, 10
+    alternating runs each): from the first request to the end 14.37 s against 14.77 s, the whole run
+    18.41 s against 18.84 s (medians).
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        """Run ``fn(*args, **kwargs)``: at once when :func:`builds_litellm_request`, else in a thread."""
+        if args or kwargs or not builds_litellm_request(fn):
+            return super().submit(fn, *args, **kwargs)
+        done: Future[Any] = Future()
+        try:
+            result = fn()
+        except BaseException as exc:  # as a pool thread would: the awaiting call gets it
+            done.set_exception(exc)
+        else:
+            done.set_result(result)
+        return done
+
+
 class _LoopThread:
     """One event loop in a daemon thread for every model call of the process.
 
     litellm keeps its async HTTP clients per process; running all batches (also those of parallel
-    Prefect task threads) on one loop keeps those clients on the loop they were made on.
+    Prefect task threads) on one loop keeps those clients on the loop they were made on. Its default
+    executor is a :class:`_LoopExecutor`.
     """
 
     _lock = threading.Lock()
@@ -110,6 +174,7 @@ class _LoopThread:
         with cls._lock:
             if cls._loop is None or cls._loop.is_closed():
                 loop = asyncio.new_event_loop()
+                loop.set_default_executor(_LoopExecutor(thread_name_prefix="stef-llm-judge-executor"))
                 threading.Thread(target=loop.run_forever, name="stef-llm-judge", daemon=True).start()
                 cls._loop = loop
             loop = cls._loop

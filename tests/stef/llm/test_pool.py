@@ -265,12 +265,13 @@ def test_a_runs_first_requests_start_before_the_rest_of_its_first_batch_is_prepa
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """After queueing its first part, a run's first batch waits for the pool to start those requests
-    and for one answer (``min(concurrency + 1, part)`` slots taken in all) before preparing its next
-    records; a judge joining a run whose pool has started requests already (another batch of the
-    nightly while a judge of the run holds its pool) does not wait."""
+    and, with twice as many queued as slots, for one answer (``concurrency + 1`` slots taken in all)
+    before preparing its next records; a judge joining a run whose pool has started requests already
+    (another batch of the nightly while a judge of the run holds its pool) does not wait."""
     import stef.llm.evaluate as model_path
 
-    monkeypatch.setattr(model_path, "FIRST_PART", 3)
+    monkeypatch.setattr(model_path, "FIRST_PART", 4)
+    monkeypatch.setattr(model_path, "FIRST_REQUESTS_WAIT_S", 60.0)  # the answer, not the cap, ends the wait
     entered_when_prepared: list[int] = []
     real_prepare = model_path.judge_many_prepared
 
@@ -409,3 +410,86 @@ def test_a_judge_with_its_own_completion_is_not_warmed_up(monkeypatch: pytest.Mo
     recorder = Recorder(0.0, {r.question: 0 for r in RECORDS})
     LLMJudge(model=MODEL, completion=recorder).warm_up()
     assert judge_module._warmed == set() and recorder.calls == []
+
+
+@pytest.mark.usefixtures("placeholder_key")
+def test_litellm_builds_each_request_in_the_loops_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``litellm.acompletion`` hands its synchronous ``completion`` (which builds the request) to the
+    loop's default executor: for an OpenAI-compatible model it runs in the judge loop's own thread
+    (``_LoopExecutor``), not in a pool thread, and the request still reaches the server."""
+    import sys
+    import threading
+
+    litellm_main = sys.modules[import_litellm().__name__ + ".main"]
+    threads: list[str] = []
+    real_completion = litellm_main.completion
+
+    def recording(*args: Any, **kwargs: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real_completion(*args, **kwargs)
+
+    monkeypatch.setattr(litellm_main, "completion", recording)
+    with stub_llm_server(delay_s=0.0) as server:
+        judge = LLMJudge(model=MODEL, api_base=server.url, timeout_s=5.0)
+        outcomes = judge.judge_many([prepare(record).judge_input for record in RECORDS[:3]])
+    assert server.requests == 3
+    assert all(outcome.fallback_reason is None for outcome in outcomes), [o.fallback_reason for o in outcomes]
+    assert threads == ["stef-llm-judge"] * 3
+
+
+def test_the_loop_executor_runs_only_litellms_request_building_inline() -> None:
+    """Which calls ``_LoopExecutor`` runs at once in the calling thread: litellm's ``completion`` of an
+    async call for an OpenAI-compatible provider, handed over as ``partial(Context.run, partial(...))``;
+    another provider, a sync call, another function or extra arguments go to a pool thread. An
+    exception of an inline call reaches the future."""
+    import contextvars
+    import sys
+    import threading
+    from functools import partial
+
+    from stef.llm.judge import _LoopExecutor, builds_litellm_request
+
+    completion = sys.modules[import_litellm().__name__ + ".main"].completion
+
+    def handed(**kwargs: Any) -> partial[Any]:
+        return partial(contextvars.copy_context().run, partial(completion, **kwargs))
+
+    assert builds_litellm_request(handed(model="openai/gpt-4o-mini", acompletion=True))
+    assert builds_litellm_request(handed(model="hosted_vllm/llama", acompletion=True))
+    assert builds_litellm_request(handed(model="gpt-4o", custom_llm_provider="openai", acompletion=True))
+    assert not builds_litellm_request(handed(model="bedrock/anthropic.claude-v2", acompletion=True))
+    assert not builds_litellm_request(handed(model="openai/gpt-4o-mini"))  # a sync call sends the request itself
+    assert not builds_litellm_request(handed(model="gpt-4o-mini", acompletion=True))  # provider unknown here
+    assert not builds_litellm_request(partial(contextvars.copy_context().run, partial(print, "x")))
+    assert not builds_litellm_request(partial(completion, model="openai/gpt-4o-mini", acompletion=True))
+
+    executor = _LoopExecutor(thread_name_prefix="test-executor")
+    try:
+        here = threading.current_thread().name
+        assert executor.submit(threading.current_thread).result().name.startswith("test-executor")
+        context_run = partial(contextvars.copy_context().run, lambda: threading.current_thread().name)
+        assert executor.submit(context_run).result(timeout=30).startswith("test-executor")
+
+        def build(**kwargs: Any) -> str:
+            if kwargs.get("fail"):
+                raise ValueError("bad arguments")
+            return threading.current_thread().name
+
+        monkeypatch = pytest.MonkeyPatch()
+        try:
+            litellm_main = sys.modules[import_litellm().__name__ + ".main"]
+            monkeypatch.setattr(litellm_main, "completion", build)
+            inline = partial(contextvars.copy_context().run, partial(build, model="openai/x", acompletion=True))
+            done = executor.submit(inline)
+            assert done.done() and done.result() == here
+            failing = partial(
+                contextvars.copy_context().run, partial(build, model="openai/x", acompletion=True, fail=True)
+            )
+            with pytest.raises(ValueError, match="bad arguments"):
+                executor.submit(failing).result()
+            other = partial(contextvars.copy_context().run, partial(build, model="bedrock/x", acompletion=True))
+            assert executor.submit(other).result(timeout=30).startswith("test-executor")
+        finally:
+            monkeypatch.undo()
+    finally:
+        executor.shutdown(wait=True)

@@ -176,20 +176,33 @@ def _escaped_char_by_char(text: str) -> str:
 
 
 # Every code point of the BMP's first blocks (C0, DEL, C1, Latin, bidi marks, separators), the
-# surrogates and private use, the specials, emoji and tags, and the last code point.
+# surrogates and private use, the byte order mark, the specials, emoji, tags, the supplementary
+# private use planes and the last code points.
 ESCAPE_PROBES = [
     chr(code)
-    for span in ((0, 0x3100), (0xD7F0, 0xE010), (0xFFF0, 0x10010), (0x1F300, 0x1F320), (0xE0000, 0xE0080))
+    for span in (
+        (0, 0x3100),
+        (0xD7F0, 0xE010),
+        (0xFEF0, 0xFF00),
+        (0xFFF0, 0x10010),
+        (0x1F300, 0x1F320),
+        (0xE0000, 0xE0080),
+        (0xF0000, 0xF0010),
+        (0x10FFF0, 0x110000),
+    )
     for code in range(*span)
-] + [chr(0x10FFFF)]
+]
 
 
 @pytest.mark.parametrize("ascii_only", [True, False], ids=["ascii_text", "non_ascii_text"])
 def test_json_text_escapes_exactly_the_invisible_categories(ascii_only: bool) -> None:
     """json_text (its fast paths for ASCII and for the distinct characters of a text) escapes what
     the per-character rule escapes, and json.loads gives every value back."""
+    assert ESCAPED_CATEGORIES == {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}  # the rule the reference applies
     probes = [char for char in ESCAPE_PROBES if char.isascii() == ascii_only]
     values = [{"k": f"a{char}b", char: [1, char * 2]} for char in probes]
+    # an ASCII character beside a non-ASCII one is escaped as well (the non-ASCII path checks every character)
+    values += [{"k": f"\x7f{char}\x1f", "é": [char, "\x7f"]} for char in probes]
     values.append({"all": "".join(probes), "n": 1})
     for value in values:
         text = json_text(value)
@@ -207,3 +220,4 @@ def test_json_text_escapes_exactly_the_invisible_categories(ascii_only: bool) ->
             assert json.loads(text) == value
     assert json_text({"q": "a\x7fb"}) == '{\n "q": "a\\u007fb"\n}'
     assert json_text({"q": "a\u202eb\U000e0041"}) == '{\n "q": "a\\u202eb\\udb40\\udc41"\n}'
+    assert json_text({"q": "São\x7f\u00a0\ufeff\U000f0001"}) == '{\n "q": "São\\u007f\u00a0\\ufeff\\udb80\\udc01"\n}'
