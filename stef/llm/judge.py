@@ -95,10 +95,17 @@ Completion = Callable[..., Awaitable[Any]]
 _T = TypeVar("_T")
 
 
-INLINE_REQUEST_PROVIDERS = frozenset({"openai", "hosted_vllm"})
+INLINE_REQUEST_PROVIDERS = frozenset({"openai"})
 """litellm providers (the prefix of ``openai/gpt-4o-mini``) whose requests the judge loop builds in its
-own thread (:class:`_LoopExecutor`): OpenAI and OpenAI-compatible servers, whose request is built
-from the call's arguments alone (no credential file, no token refresh)."""
+own thread (:class:`_LoopExecutor`): OpenAI and OpenAI-compatible servers (``openai/…`` with an
+``api_base``), whose request litellm builds from the call's arguments and the environment alone (no
+credential file, no token refresh, no tokenizer file: it returns the coroutine that sends the request
+before it makes any client). Not ``hosted_vllm``: its first request loads a tokenizer file, which
+tiktoken may download without a timeout."""
+
+INLINE_BLOCKING_KEYWORDS = ("model_list", "deployment_id", "azure")
+"""Arguments of a call that send litellm's ``completion`` elsewhere than the plain provider path
+(several deployments in threads, Azure): a call that sets any of them is built in a pool thread."""
 
 
 def builds_litellm_request(fn: Callable[..., object]) -> bool:
@@ -107,8 +114,12 @@ def builds_litellm_request(fn: Callable[..., object]) -> bool:
     model=..., acompletion=True, ...))``, litellm's synchronous ``completion`` that, for an async
     call, builds the request and returns the coroutine that sends it.
 
-    Anything else, including a litellm release that hands over another shape, is ``False``: it then
-    runs in a thread as before, only slower.
+    Only when no process-wide litellm setting may make that build wait on I/O or switch provider:
+    proxy auth (an OAuth token fetch), a model alias map, a secret manager, input callbacks (run
+    synchronously before the request); nor :data:`INLINE_BLOCKING_KEYWORDS`. Anything else, including
+    a litellm release that hands over another shape, is ``False``: it runs in a thread as before,
+    only slower. (A wrapper installed on ``litellm.main.completion`` by instrumentation counts as
+    ``completion``: it runs in the loop's thread too.)
 
     >>> builds_litellm_request(print)
     False
@@ -119,9 +130,16 @@ def builds_litellm_request(fn: Callable[..., object]) -> bool:
         return False
     inner = fn.args[0]
     litellm_main = sys.modules.get("litellm.main")
-    if litellm_main is None or not isinstance(inner, partial) or inner.args:
+    litellm = sys.modules.get("litellm")
+    if litellm_main is None or litellm is None or not isinstance(inner, partial) or inner.args:
         return False
     if inner.func is not getattr(litellm_main, "completion", None) or inner.keywords.get("acompletion") is not True:
+        return False
+    if any(inner.keywords.get(name) not in (None, False) for name in INLINE_BLOCKING_KEYWORDS):
+        return False
+    if getattr(litellm, "proxy_auth", None) is not None or getattr(litellm, "secret_manager_client", None) is not None:
+        return False
+    if getattr(litellm, "model_alias_map", None) or getattr(litellm, "input_callback", None):
         return False
     provider = inner.keywords.get("custom_llm_provider") or str(inner.keywords.get("model") or "").partition("/")[0]
     return provider in INLINE_REQUEST_PROVIDERS
@@ -132,7 +150,7 @@ class _LoopExecutor(ThreadPoolExecutor):
 
     ``litellm.acompletion`` runs its synchronous ``completion`` in the loop's default executor and
     awaits it: for an async call that only builds the request (CPU, no I/O for the providers of
-    :data:`INLINE_REQUEST_PROVIDERS`), yet each call then crosses to a pool thread and back, and both
+    :data:`INLINE_REQUEST_PROVIDERS` under the conditions of :func:`builds_litellm_request`), yet each call then crosses to a pool thread and back, and both
     crossings wait for the interpreter while the loop's thread answers other requests. Those calls
     (:func:`builds_litellm_request`) run here at once, in the loop's thread; everything else handed
     to the default executor (aiohttp's DNS lookups, other providers' set-up) runs in the pool's

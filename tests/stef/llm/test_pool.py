@@ -455,9 +455,22 @@ def test_the_loop_executor_runs_only_litellms_request_building_inline() -> None:
         return partial(contextvars.copy_context().run, partial(completion, **kwargs))
 
     assert builds_litellm_request(handed(model="openai/gpt-4o-mini", acompletion=True))
-    assert builds_litellm_request(handed(model="hosted_vllm/llama", acompletion=True))
     assert builds_litellm_request(handed(model="gpt-4o", custom_llm_provider="openai", acompletion=True))
+    assert not builds_litellm_request(handed(model="hosted_vllm/llama", acompletion=True))  # loads a tokenizer file
     assert not builds_litellm_request(handed(model="bedrock/anthropic.claude-v2", acompletion=True))
+    assert not builds_litellm_request(handed(model="openai/x", custom_llm_provider="azure", acompletion=True))
+    for keyword, value in (("model_list", [{"model_name": "x"}]), ("deployment_id", "d"), ("azure", True)):
+        assert not builds_litellm_request(handed(model="openai/x", acompletion=True, **{keyword: value}))
+    litellm = import_litellm()
+    for setting, value in (
+        ("proxy_auth", object()),
+        ("secret_manager_client", object()),
+        ("model_alias_map", {"openai/x": "bedrock/y"}),
+        ("input_callback", [print]),
+    ):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(litellm, setting, value)
+            assert not builds_litellm_request(handed(model="openai/x", acompletion=True)), setting
     assert not builds_litellm_request(handed(model="openai/gpt-4o-mini"))  # a sync call sends the request itself
     assert not builds_litellm_request(handed(model="gpt-4o-mini", acompletion=True))  # provider unknown here
     assert not builds_litellm_request(partial(contextvars.copy_context().run, partial(print, "x")))
@@ -475,8 +488,7 @@ def test_the_loop_executor_runs_only_litellms_request_building_inline() -> None:
                 raise ValueError("bad arguments")
             return threading.current_thread().name
 
-        monkeypatch = pytest.MonkeyPatch()
-        try:
+        with pytest.MonkeyPatch.context() as monkeypatch:
             litellm_main = sys.modules[import_litellm().__name__ + ".main"]
             monkeypatch.setattr(litellm_main, "completion", build)
             inline = partial(contextvars.copy_context().run, partial(build, model="openai/x", acompletion=True))
@@ -489,7 +501,13 @@ def test_the_loop_executor_runs_only_litellms_request_building_inline() -> None:
                 executor.submit(failing).result()
             other = partial(contextvars.copy_context().run, partial(build, model="bedrock/x", acompletion=True))
             assert executor.submit(other).result(timeout=30).startswith("test-executor")
-        finally:
-            monkeypatch.undo()
+
+            def interrupted(**kwargs: Any) -> str:
+                raise KeyboardInterrupt
+
+            monkeypatch.setattr(litellm_main, "completion", interrupted)
+            stopped = partial(contextvars.copy_context().run, partial(interrupted, model="openai/x", acompletion=True))
+            with pytest.raises(KeyboardInterrupt):  # as a pool thread hands it over: to whoever awaits the future
+                executor.submit(stopped).result()
     finally:
         executor.shutdown(wait=True)

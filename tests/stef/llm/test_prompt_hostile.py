@@ -198,7 +198,7 @@ ESCAPE_PROBES = [
 def test_json_text_escapes_exactly_the_invisible_categories(ascii_only: bool) -> None:
     """json_text (its fast paths for ASCII and for the distinct characters of a text) escapes what
     the per-character rule escapes, and json.loads gives every value back."""
-    assert ESCAPED_CATEGORIES == {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}  # the rule the reference applies
+    assert {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"} == ESCAPED_CATEGORIES  # the rule the reference applies
     probes = [char for char in ESCAPE_PROBES if char.isascii() == ascii_only]
     values = [{"k": f"a{char}b", char: [1, char * 2]} for char in probes]
     # an ASCII character beside a non-ASCII one is escaped as well (the non-ASCII path checks every character)
