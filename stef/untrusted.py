@@ -48,7 +48,7 @@ def _dumps(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
     # json.dumps escapes the C0 controls in strings; the other invisible characters can only be in strings too.
     if text.isascii():  # of the ASCII characters only DEL is left to escape (the only other control, Cc)
-        return text.replace("\x7f", "\\u007f")
+        return text.replace("\x7f", _escape("\x7f"))
     escaped = {ord(char): _escape(char) for char in set(text) if unicodedata.category(char) in ESCAPED_CATEGORIES}
     return text.translate(escaped) if escaped else text
 
