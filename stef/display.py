@@ -71,6 +71,17 @@ def one_line(value: object) -> str:
     return "".join(" " if char in _LINE_BREAKS else _visible(char) for char in str(value))
 
 
+def visible_lines(value: object) -> str:
+    """``str(value)`` with its line breaks kept and every other control or bidirectional character
+    made visible, line by line as :func:`one_line` (for multi-line messages such as errors that quote
+    user data: a raw ``ESC`` of a file name must not reach the terminal).
+
+    >>> visible_lines("bad: a\x1b[31m.jsonl\n  hint")
+    'bad: a\\x1b[31m.jsonl\n  hint'
+    """
+    return "\n".join(one_line(part) for part in str(value).split("\n"))
+
+
 def shorten(value: object, width: int = DISPLAY_WIDTH) -> str:
     """:func:`one_line` of ``value``, cut to ``width`` characters with a final ``…`` when longer.
 

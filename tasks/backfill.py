@@ -34,14 +34,29 @@ def days_in_range(start: date, end: date) -> list[date]:
 
 
 def day_has_logs(logs_root: str, log_date: date) -> bool:
-    """Whether ``<logs_root>/<YYYY-MM-DD>/`` exists and holds a ``*.jsonl`` file (local folder or fsspec URL)."""
+    """Whether ``<logs_root>/<YYYY-MM-DD>/`` exists and holds a ``*.jsonl`` file with a line in it
+    (local folder: a non-blank byte; fsspec URL: a non-empty file). A day of empty files has no
+    logs yet: stored, it would count as done and a later backfill would skip its real logs."""
     day = log_date.isoformat()
     if "://" in logs_root:
         fs, root = url_filesystem(logs_root)
         remote = f"{root.rstrip('/')}/{day}"
-        return bool(fs.isdir(remote) and fs.glob(f"{remote}/*.jsonl"))
+        return bool(fs.isdir(remote) and any(fs.size(path) for path in fs.glob(f"{remote}/*.jsonl")))
     folder = Path(logs_root).expanduser() / day
-    return folder.is_dir() and any(folder.glob("*.jsonl"))
+    return folder.is_dir() and any(_holds_a_line(path) for path in folder.glob("*.jsonl"))
+
+
+def _holds_a_line(path: Path, chunk_bytes: int = 1 << 16) -> bool:
+    """Whether the file ``path`` holds a byte other than ASCII whitespace (an unreadable path counts
+    as holding one: reading the day then reports it)."""
+    try:
+        with path.open("rb") as handle:
+            while chunk := handle.read(chunk_bytes):
+                if chunk.strip():
+                    return True
+    except OSError:
+        return True
+    return False
 
 
 @io_task("plan-backfill", retries=2, retry_delay_seconds=5)

@@ -82,7 +82,7 @@ def _versions(conn: Any, agent_id: str, evaluator_version: str, until: date | No
         agents = known_agents(conn, evaluator_version)
         known = _listing(agents[:20]) or "none"
         raise DriftError(
-            f"agent {agent_id!r} has no evaluations of evaluator version {evaluator_version}"
+            f"agent {agent_id!r} has no scored evaluations of evaluator version {evaluator_version}"
             + (f" up to {until.isoformat()}" if until else "")
             + f" (agents with evaluations: {known})"
         )
@@ -204,10 +204,16 @@ def nightly_plans(
     conn: Any, log_date: date, evaluator_version: str, window_days: int = DEFAULT_WINDOW_DAYS
 ) -> list[DriftPlan]:
     """The checks of one night: per agent with data that day, newest version vs the one before
-    (when there is one) and the newest version vs its own previous window; windows end at ``log_date``."""
+    (when there is one) and the newest version vs its own previous window; windows end at ``log_date``.
+    An agent with no scored answer up to ``log_date`` (its lines rejected, its answers unscored) has no
+    version to check and gets no plan."""
     plans: list[DriftPlan] = []
     for agent_id in agents_on_day(conn, log_date, evaluator_version):
         versions = order_versions(version_first_days(conn, agent_id, evaluator_version, until=log_date))
+        if (
+            not versions
+        ):  # only rejected lines or unscored answers so far: nothing to compare, the other agents are checked
+            continue
         if len(versions) >= 2:
             plans.append(plan_version_check(conn, agent_id, evaluator_version, end=log_date, window_days=window_days))
         plans.append(plan_temporal_check(conn, agent_id, evaluator_version, end=log_date, window_days=window_days))

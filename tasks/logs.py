@@ -6,6 +6,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from stef.display import one_line
 from stef.errors import InputError
 from stef.logs import LogLine, capped_lines, log_files, parse_line, read_log_file
 from tasks._runtime import io_task, run_logger
@@ -67,7 +68,7 @@ def load_logs(logs_root: str, log_date: date) -> list[LogLine]:
         (``record is None`` with the reason and line number).
 
     Raises:
-        InputError: the day folder does not exist or holds no ``*.jsonl`` file.
+        InputError: the day folder does not exist, holds no ``*.jsonl`` file, or only empty or blank ones.
         OSError: a file cannot be read (retried twice).
     """
     day = log_date.isoformat()
@@ -84,6 +85,11 @@ def load_logs(logs_root: str, log_date: date) -> list[LogLine]:
         if not files:
             raise InputError(f"no *.jsonl files in {folder}: nothing to evaluate for {day}")
         lines = [line for path in files for line in read_log_file(path)]
+    if not lines:  # stored, the day would count as done and a backfill would skip it once its logs arrive
+        raise InputError(
+            f"no log lines for {day}: its *.jsonl files in {one_line(logs_root.rstrip('/'))}/{day} are empty or blank; "
+            "nothing was stored (run the day again once its logs are written)"
+        )
     rejected = sum(1 for line in lines if line.record is None)
     run_logger().info("read %d log lines for %s (%d rejected by the reader)", len(lines), day, rejected)
     return lines

@@ -19,7 +19,8 @@ from uuid import UUID
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from stef.display import md_cells, md_code, md_text, shorten
+from stef.display import md_cells, md_code, md_text, one_line, shorten
+from stef.errors import InputError
 from stef.monitor.charts import render_charts
 from stef.monitor.drift import sample_error_rate
 from stef.monitor.rendering import render_html, render_markdown
@@ -266,6 +267,11 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
     ``stef-report-<week>.html`` inside; ``None`` means that name in the working directory. The
     Markdown twin has the same name with ``.md``.
 
+    Raises:
+        InputError: either path exists and is not a regular file (``/dev/null``, a pipe, a folder
+            named like the twin): each file is written to a temporary file and renamed onto its
+            path, which would replace a device with a regular file.
+
     >>> [str(p) for p in report_paths(None, "2026-W48")]
     ['stef-report-2026-W48.html', 'stef-report-2026-W48.md']
     >>> [str(p) for p in report_paths("reports/", "2026-W48")]
@@ -278,7 +284,14 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
         html = Path(out) / name
     else:
         html = Path(out)
-    return html, html.with_suffix(".md")
+    markdown = html.with_suffix(".md")
+    for path in (html, markdown):
+        if path.exists() and not path.is_file():  # a device, a pipe, a socket or (the twin) a folder
+            raise InputError(
+                f"report output {one_line(path)} exists and is not a regular file: the report replaces its "
+                "files whole, which would destroy it; pass a file path or a folder (--out)"
+            )
+    return html, markdown
 
 
 @io_task("write-report", retries=1, retry_delay_seconds=5)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from stef.pool_workers import exit_with_parent
 from tasks._runtime import run_logger
 
 if TYPE_CHECKING:
@@ -69,7 +70,8 @@ class ScoringPoolTaskRunner(ThreadPoolTaskRunner):  # type: ignore[type-arg]
         return type(self)(processes=self.processes, max_workers=self._max_workers)
 
 
-def _init_worker() -> None:
+def _init_worker(parent_pid: int) -> None:
+    exit_with_parent(parent_pid)  # a killed flow process leaves no scoring worker behind
     gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 
 
@@ -94,7 +96,9 @@ def shared_pool(workers: int) -> ProcessPoolExecutor:
         if previous is not None:
             previous.shutdown(wait=True)
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        _POOL = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker)
+        _POOL = ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),)
+        )
         _POOL_WORKERS = workers
         _POOL.submit(int).result()  # fork the workers now, from this thread, not in a batch's task
         return _POOL

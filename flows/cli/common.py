@@ -26,7 +26,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
-from stef.display import one_line
+from stef.display import one_line, visible_lines
 from stef.errors import StefError, UnknownDialectError
 
 try:  # Typer 0.2x vendors click as typer._click; older Typer uses click itself
@@ -93,6 +93,32 @@ class CliError(StefError):
     """A command-line problem outside the STEF method (e.g. an output file that cannot be written)."""
 
 
+MAX_WORKERS_PER_CORE = 4
+"""``--workers`` may ask for at most this many processes (or threads) per usable core."""
+
+
+def check_workers(workers: int | None) -> None:
+    """Reject a ``--workers`` above :data:`MAX_WORKERS_PER_CORE` times the usable cores (CPU
+    affinity aware): each scoring process holds about 150 MB and scoring is CPU-bound, so
+    ``--workers 100000`` would start processes until the machine runs out of memory.
+
+    Raises:
+        CliError: ``workers`` is above the limit (``None`` and 0 mean the default: never rejected).
+    """
+    if not workers:
+        return
+    try:
+        cores = max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        cores = max(1, os.cpu_count() or 1)
+    limit = MAX_WORKERS_PER_CORE * cores
+    if workers > limit:
+        raise CliError(
+            f"--workers {workers} is more than {limit} ({MAX_WORKERS_PER_CORE} per usable core, {cores} here); "
+            "scoring is CPU-bound: leave --workers out for one process per core"
+        )
+
+
 def environment_error_message(exc: BaseException) -> str | None:
     """The one-line message of an error of the machine rather than of STEF, or ``None``.
 
@@ -128,13 +154,13 @@ def user_errors() -> Iterator[None]:
     try:
         yield
     except StefError as exc:
-        err_console.print(Text.assemble(("error: ", "bold red"), str(exc)), soft_wrap=True)
+        err_console.print(Text.assemble(("error: ", "bold red"), visible_lines(exc)), soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     except Exception as exc:
         message = environment_error_message(exc)
         if message is None:
             raise
-        err_console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
+        err_console.print(Text.assemble(("error: ", "bold red"), visible_lines(message)), soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
 
 
@@ -203,7 +229,7 @@ class OneLineUsageErrors(TyperGroup):
             message = " ".join(exc.format_message().split()).replace("Value error, ", "")
             message = message.replace("does not match the formats '%Y-%m-%d'", "is not a date of the form YYYY-MM-DD")
             err_console.print(
-                Text.assemble(("error: ", "bold red"), f"{message} (see `{command} --help`)"), soft_wrap=True
+                Text.assemble(("error: ", "bold red"), f"{one_line(message)} (see `{command} --help`)"), soft_wrap=True
             )
             if not standalone:
                 raise
@@ -214,7 +240,7 @@ class OneLineUsageErrors(TyperGroup):
             err_console.print("Aborted.")
             sys.exit(1)
         except ClickException as exc:  # other click errors (e.g. a file it could not open): one line too
-            err_console.print(Text.assemble(("error: ", "bold red"), " ".join(exc.format_message().split())))
+            err_console.print(Text.assemble(("error: ", "bold red"), one_line(" ".join(exc.format_message().split()))))
             if not standalone:
                 raise
             sys.exit(exc.exit_code)
@@ -505,7 +531,7 @@ def validate_judge(name: str, **options: Any) -> JudgeSettings:
 
     settings = JudgeSettings.parse(name, **options)
     for warning in preflight(settings):
-        err_console.print(Text.assemble(("warning: ", "bold yellow"), warning), soft_wrap=True)
+        err_console.print(Text.assemble(("warning: ", "bold yellow"), visible_lines(warning)), soft_wrap=True)
     return settings
 
 

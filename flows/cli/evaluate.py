@@ -29,6 +29,7 @@ from flows.cli.common import (
     OBSERVED_HELP,
     SCHEMA_DIR_HELP,
     CliError,
+    check_workers,
     console,
     err_console,
     number,
@@ -67,13 +68,16 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
         exclude: a file to leave out (the output file when it sits in the input directory).
 
     Raises:
-        InputError: ``path`` does not exist, or is a directory without ``*.jsonl`` files.
+        InputError: ``path`` does not exist, is the file ``exclude`` names, or is a directory without
+            ``*.jsonl`` files.
     """
     from stef.logs import log_files
 
     if not path.exists():
         raise InputError(f"{path}: no such file or directory (give a JSONL file or a directory of *.jsonl files)")
     files = log_files(path)
+    if exclude is not None and not path.is_dir() and path.resolve() == exclude.resolve():
+        raise InputError(f"{path}: the input and --out are the same file; give --out another name")
     if exclude is not None:
         files = [f for f in files if f.resolve() != exclude.resolve()]
     if not files:
@@ -84,7 +88,8 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
     skipped = [f for f in files if f not in logs]
     for other in skipped:
         err_console.print(
-            Text(f"skipped {other}: not agent logs (its first record has no question or sql field)"), soft_wrap=True
+            Text(f"skipped {one_line(other)}: not agent logs (its first record has no question or sql field)"),
+            soft_wrap=True,
         )
     if not logs:
         below = sorted({str(f.parent) for f in path.glob("*/**/*.jsonl")})  # e.g. <dir>/logs/<day>/
@@ -427,6 +432,7 @@ def evaluate(
     from stef.time_cap import configured_time_cap_s
 
     with user_errors():
+        check_workers(workers)
         settings = validate_judge(
             judge,
             api_base=api_base,

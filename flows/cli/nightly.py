@@ -29,6 +29,7 @@ from flows.cli.common import (
     BatchSizeOption,
     CliError,
     CommandClock,
+    check_workers,
     console,
     drift_sentences,
     err_console,
@@ -51,7 +52,7 @@ from flows.cli.traces import (
     SourceProjectOption,
     check_trace_options,
 )
-from stef.display import one_line, shorten
+from stef.display import one_line, shorten, visible_lines
 
 if TYPE_CHECKING:
     pass
@@ -256,6 +257,7 @@ def nightly(
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
+        check_workers(workers)
         check_trace_options(source, source_endpoint, source_project, source_input, source_mapping, push, push_endpoint)
         day: date | None = None
 
@@ -333,7 +335,9 @@ def nightly(
     if summary.pushed:
         console.print(Text(f"pushed {summary.pushed}"), soft_wrap=True)
     if summary.push_error:
-        err_console.print(Text.assemble(("push failed: ", "bold red"), summary.push_error), soft_wrap=True)
+        err_console.print(
+            Text.assemble(("push failed: ", "bold red"), visible_lines(summary.push_error)), soft_wrap=True
+        )
     for line in drift_sentences(summary.drift_checks):
         console.print(line, soft_wrap=True)
     if summary.judge != "symbolic":

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from stef.errors import InputError
 from stef.models import BATCH_SIZE, AgentLogRecord, Band, Evaluation, EvaluationStatus, FilterStatus, Verdict
+from stef.pool_workers import exit_with_parent
 
 if TYPE_CHECKING:
     from stef.logs import LogLine
@@ -112,12 +113,14 @@ def rejected_row(line: LogLine) -> OutputRow:
 
 
 def _init_worker(
+    parent_pid: int,
     rulebook: RuleBook,
     schemas: SchemaBook | None,
     observed: ObservedCatalogBook | None,
     judge: SymbolicJudge | None = None,
 ) -> None:
     global _WORKER_RULEBOOK, _WORKER_SCHEMAS, _WORKER_OBSERVED, _WORKER_JUDGE
+    exit_with_parent(parent_pid)  # a killed `stef evaluate` leaves no worker behind
     _WORKER_RULEBOOK = rulebook
     _WORKER_SCHEMAS = schemas
     _WORKER_OBSERVED = observed
@@ -282,7 +285,7 @@ def _rows_of_pool(
         max_workers=workers,
         mp_context=context,
         initializer=_init_worker,
-        initargs=(rulebook, schemas, observed, judge),
+        initargs=(os.getpid(), rulebook, schemas, observed, judge),
     ) as pool:
         pending: deque[Future[list[OutputRow]]] = deque()
         try:

@@ -51,7 +51,7 @@ def test_temporal_plan_compares_with_the_previous_window(rollout: Path) -> None:
     [
         pytest.param(
             {"agent_id": "nobody"},
-            r"agent 'nobody' has no evaluations of evaluator version .* \(agents with evaluations: bird, solo\)",
+            r"agent 'nobody' has no scored evaluations of evaluator version .* \(agents with evaluations: bird, solo\)",
             id="unknown_agent",
         ),
         pytest.param(
@@ -91,6 +91,22 @@ def test_nightly_plans_end_at_the_day(rollout: Path) -> None:
         ("bird", "version", "v1", "v2.0", day(6)),
         ("bird", "temporal", "v2.0", "v2.0", day(6)),
         ("solo", "temporal", "s1", "s1", day(6)),
+    ]
+
+
+def test_an_agent_without_scored_answers_leaves_the_other_agents_checked(rollout: Path) -> None:
+    """A new agent whose only answers of the night are unscored (parse errors) has no version to
+    check: it gets no plan, and the other agents' checks of the night are still planned."""
+    with connect(rollout) as c:
+        store_answers(
+            c,
+            day(7),
+            answers("v2-7", "bird", "v2.0", [60.0, 80.0] * 5) + answers("broken-7", "aaa-broken", "v1", [None] * 3),
+        )
+        plans = nightly_plans(c, day(7), EVALUATOR_VERSION)
+    assert [(p.agent_id, p.kind.value, p.candidate_version) for p in plans] == [
+        ("bird", "version", "v2.0"),
+        ("bird", "temporal", "v2.0"),
     ]
 
 

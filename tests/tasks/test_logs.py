@@ -12,6 +12,7 @@ from stef.errors import InputError
 from tasks import (
     load_logs,
 )
+from tasks.backfill import day_has_logs
 from tests.tasks.helpers import DAY
 
 
@@ -49,12 +50,32 @@ def test_load_logs_accepts_a_file_url(log_day: Path) -> None:
             r"no \*\.jsonl files in .*2026-11-20",
             id="empty_day_folder",
         ),
+        pytest.param(
+            lambda root: _day_file(root, b""), r"no log lines for 2026-11-20: .* are empty or blank", id="empty_file"
+        ),
+        pytest.param(
+            lambda root: _day_file(root, b"\n  \n\r\n"),
+            r"no log lines for 2026-11-20: .* are empty or blank",
+            id="blank_lines_only",
+        ),
     ],
 )
 def test_load_logs_fails_clearly_without_logs(tmp_path: Path, prepare: Any, match: str) -> None:
     prepare(tmp_path)
     with pytest.raises(InputError, match=match):
         load_logs.fn(str(tmp_path), DAY)
+    assert not day_has_logs(str(tmp_path), DAY)  # so a backfill reports the day as without logs
+
+
+def _day_file(root: Path, content: bytes) -> None:
+    (root / "2026-11-20").mkdir(parents=True)
+    (root / "2026-11-20" / "agent.jsonl").write_bytes(content)
+
+
+def test_a_day_with_one_line_in_a_late_chunk_has_logs(tmp_path: Path) -> None:
+    _day_file(tmp_path, b" " * 200_000 + b"{}\n")
+    assert day_has_logs(str(tmp_path), DAY)
+    assert day_has_logs(tmp_path.as_uri(), DAY)
 
 
 @pytest.mark.parametrize(

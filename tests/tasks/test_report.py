@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import doctest
+import os
 import re
+import stat
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -21,6 +23,7 @@ import stef.monitor.rendering
 import stef.monitor.report
 import tasks.report
 from stef.display import md_code_block, md_text
+from stef.errors import InputError
 from stef.models import EVALUATOR_VERSION
 from stef.monitor.charts import render_charts
 from stef.monitor.rendering import render_html, render_markdown
@@ -156,6 +159,21 @@ def test_report_paths(tmp_path: Path) -> None:
         tmp_path / "stef-report-2026-W48.md",
     )
     assert report_paths(tmp_path / "r.html", "2026-W48") == (tmp_path / "r.html", tmp_path / "r.md")
+
+
+def test_report_output_that_is_not_a_regular_file_is_refused(data: ReportData, tmp_path: Path) -> None:
+    """A device or pipe is never replaced by the report (it is written to a temporary file and
+    renamed): ``--out /dev/null`` as root would otherwise turn the device into a regular file."""
+    pipe = tmp_path / "pipe.html"
+    os.mkfifo(pipe)
+    with pytest.raises(InputError, match=r"pipe\.html exists and is not a regular file"):
+        write_report.fn(data, str(pipe))
+    assert stat.S_ISFIFO(pipe.stat().st_mode)
+    assert not (tmp_path / "pipe.md").exists()
+    (tmp_path / "twin.md").mkdir()  # the Markdown twin's name taken by a folder
+    with pytest.raises(InputError, match=r"twin\.md exists and is not a regular file"):
+        report_paths(tmp_path / "twin.html", "2026-W48")
+    assert not (tmp_path / "twin.html").exists()
 
 
 def test_report_doctests() -> None:

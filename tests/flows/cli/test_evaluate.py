@@ -132,6 +132,31 @@ def test_unusable_input_is_a_clean_error(tmp_path: Path, make_input: Any, expect
     assert str(source) in result.stderr and expected in result.stderr
 
 
+def test_input_that_is_the_output_file_is_named_as_such(tmp_path: Path) -> None:
+    same = tmp_path / "same.jsonl"
+    same.write_bytes(FIXTURE.read_bytes())
+    result = invoke("evaluate", str(same), "--out", str(same))
+    assert result.exit_code == 2
+    assert "the input and --out are the same file" in result.stderr
+    assert same.read_bytes() == FIXTURE.read_bytes()  # untouched
+
+
+def test_control_characters_of_a_path_are_escaped_in_the_error(tmp_path: Path) -> None:
+    """A file name is user data: its ESC reaches the terminal as the text ``\\x1b``, never as a colour change."""
+    source = tmp_path / "missing\x1b[31m.jsonl"
+    result = invoke("evaluate", str(source), "--out", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 2
+    assert "\x1b" not in result.stderr
+    assert "missing\\x1b[31m.jsonl: no such file or directory" in result.stderr
+
+
+def test_more_workers_than_the_machine_can_hold_is_a_clean_error(tmp_path: Path) -> None:
+    result = invoke("evaluate", str(FIXTURE), "--out", str(tmp_path / "out.jsonl"), "--workers", "100000")
+    assert result.exit_code == 2
+    assert "--workers 100000 is more than" in result.stderr
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 def test_out_symlink_is_written_through_not_replaced(tmp_path: Path) -> None:
     target = tmp_path / "target.jsonl"
     link = tmp_path / "link.jsonl"

@@ -1,0 +1,65 @@
+"""Tests of stef/pool_workers.py: pool workers end with the process that started them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+POOL_THEN_WAIT = """
+import os, sys, time
+from concurrent.futures import ProcessPoolExecutor
+import multiprocessing
+from stef.pool_workers import exit_with_parent
+pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"), initializer=exit_with_parent, initargs=(os.getpid(),))
+pids = {f.result() for f in [pool.submit(os.getpid) for _ in range(8)]}
+print(" ".join(map(str, sorted(pids))), flush=True)
+time.sleep(60)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for a reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_exit_when_their_pool_process_is_killed() -> None:
+    """Killed with SIGKILL (no exit handler runs), the pool's process leaves no worker behind;
+    without :func:`exit_with_parent` they would wait on their call queue forever."""
+    parent = subprocess.Popen([sys.executable, "-c", POOL_THEN_WAIT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        workers = [int(pid) for pid in parent.stdout.readline().split()]
+        assert workers and all(_alive(pid) for pid in workers)
+        assert parent.pid not in workers
+    finally:
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in workers if _alive(pid)]
+    for pid in left:  # do not leak them when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
+
+
+def test_a_worker_whose_parent_is_already_gone_exits_at_once() -> None:
+    """The initializer given a pid that is not the parent's (it died before the worker started) ends the process."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from stef.pool_workers import exit_with_parent; exit_with_parent(-5); print('alive')"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
