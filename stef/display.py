@@ -76,8 +76,8 @@ def visible_lines(value: object) -> str:
     made visible, line by line as :func:`one_line` (for multi-line messages such as errors that quote
     user data: a raw ``ESC`` of a file name must not reach the terminal).
 
-    >>> visible_lines("bad: a\x1b[31m.jsonl\n  hint")
-    'bad: a\\x1b[31m.jsonl\n  hint'
+    >>> visible_lines("bad: a\\x1b[31m.jsonl\\n  hint")
+    'bad: a\\\\x1b[31m.jsonl\\n  hint'
     """
     return "\n".join(one_line(part) for part in str(value).split("\n"))
 

@@ -66,9 +66,14 @@ def _window(
         end = newest if start is None else max(newest, start)
     if start is None:
         start, end = trailing_window(end, window_days)
-    if end < start:
-        raise DriftError(f"window end {end.isoformat()} is before its start {start.isoformat()}")
+    _check_order(start, end)
     return start, end
+
+
+def _check_order(start: date | None, end: date | None) -> None:
+    """Raise :class:`DriftError` when both ends are given and ``end`` comes before ``start``."""
+    if start is not None and end is not None and end < start:
+        raise DriftError(f"window end {end.isoformat()} is before its start {start.isoformat()}")
 
 
 def _listing(names: Sequence[str]) -> str:
@@ -106,11 +111,11 @@ def plan_version_check(
     :func:`stef.monitor.windows.order_versions`), counting only days up to ``end`` when given. By default
     the candidate is the newest version and the baseline the one before it.
 
-    Windows: with ``start`` and ``end`` both sides use ``start … end``. Otherwise the candidate
-    window is the ``window_days`` days ending at ``end`` (default: the candidate's newest day),
-    and the baseline window the ``window_days`` days ending at the baseline's newest day up to
-    that end — the same window while both versions run side by side, the baseline's last week
-    when the candidate replaced it.
+    Windows: with ``start`` both sides use ``start … end`` (``end`` default: the candidate's newest
+    day). Otherwise the candidate window is the ``window_days`` days ending at ``end`` (default:
+    the candidate's newest day), and the baseline window the ``window_days`` days ending at the
+    baseline's newest day up to that end — the same window while both versions run side by
+    side, the baseline's last week when the candidate replaced it.
 
     Args:
         conn: a warehouse connection.
@@ -129,6 +134,7 @@ def plan_version_check(
         DriftError: unknown agent or version, a single version with no baseline given, equal
             versions, or an empty window.
     """
+    _check_order(start, end)  # before the versions: an end before the first version would hide the cause
     versions = _versions(conn, agent_id, evaluator_version, end)
     for name, value in (("baseline", baseline), ("candidate", candidate)):
         if value is not None and value not in versions:
@@ -149,7 +155,7 @@ def plan_version_check(
             f"baseline and candidate are the same version {candidate!r}; use --temporal to compare a version with its own past"
         )
     candidate_window = _window(conn, agent_id, evaluator_version, candidate, start, end, window_days)
-    if start is not None and end is not None:
+    if start is not None:  # the window asked for, on both sides (with or without an end)
         baseline_window = candidate_window
     else:
         baseline_end = last_day(conn, agent_id, evaluator_version, baseline, until=candidate_window[1])
@@ -187,6 +193,7 @@ def plan_temporal_check(
     Raises:
         DriftError: unknown agent or version, or an empty window.
     """
+    _check_order(start, end)
     versions = _versions(conn, agent_id, evaluator_version, end)
     if version is not None and version not in versions:
         raise DriftError(

@@ -17,9 +17,9 @@ from typing import Any
 
 from stef.errors import InputError
 from stef.monitor.review import (
-    LabelFileError,
     Reviewed,
     agreement,
+    bad_rows_error,
     read_label_file,
     review_rows,
     sample_answers,
@@ -109,14 +109,14 @@ def import_labels(
         LabelFileError: a bad row (every one is named, with its line); nothing was stored.
         WarehouseError: the write failed (rolled back).
     """
-    labels = read_label_file(path)
+    labels = read_label_file(path, keep_problems=True)  # its bad rows are named with the warehouse's below
     now = datetime.now(UTC).replace(tzinfo=None)
     default_reviewer = reviewer or _user()
     with connect(_existing(warehouse_path)) as conn:
         versions = evaluation_versions(conn, [row.run_id for row in labels.rows])
         unknown = [row.run_id for row in labels.rows if not versions.get(row.run_id)]
         quarantined = quarantine_reasons(conn, unknown)
-        problems: list[str] = []
+        problems: list[tuple[int, str]] = list(labels.problems)
         reviews: list[dict[str, Any]] = []
         skipped = 0
         for row in labels.rows:
@@ -126,19 +126,27 @@ def import_labels(
                     skipped += 1
                 elif row.run_id in quarantined:
                     problems.append(
-                        f"line {row.line}: run_id {row.run_id!r} is a quarantined log line "
-                        f"({quarantined[row.run_id]}), not a scored answer (--skip-unknown leaves such rows out)"
+                        (
+                            row.line,
+                            f"run_id {row.run_id!r} is a quarantined log line "
+                            f"({quarantined[row.run_id]}), not a scored answer (--skip-unknown leaves such rows out)",
+                        )
                     )
                 else:
                     problems.append(
-                        f"line {row.line}: run_id {row.run_id!r} is not an answer stored in the warehouse "
-                        "(--skip-unknown leaves such rows out)"
+                        (
+                            row.line,
+                            f"run_id {row.run_id!r} is not an answer stored in the warehouse "
+                            "(--skip-unknown leaves such rows out)",
+                        )
                     )
                 continue
             if row.evaluator_version is not None and row.evaluator_version not in stored:
                 problems.append(
-                    f"line {row.line}: run_id {row.run_id!r} has no evaluation of evaluator version "
-                    f"{row.evaluator_version!r}"
+                    (
+                        row.line,
+                        f"run_id {row.run_id!r} has no evaluation of evaluator version {row.evaluator_version!r}",
+                    )
                 )
                 continue
             reviews.append(
@@ -155,8 +163,7 @@ def import_labels(
                 }
             )
         if problems:
-            shown = "; ".join(problems[:20]) + (f"; … and {len(problems) - 20} more" if len(problems) > 20 else "")
-            raise LabelFileError(f"{path}: {len(problems)} bad row(s), nothing imported: {shown}")
+            raise bad_rows_error(path, problems)
         counts = store_reviews(conn, reviews, str(path))
     return ImportResult(counts=counts, labelled=len(labels.rows), unlabelled=labels.unlabelled, skipped=skipped)
 

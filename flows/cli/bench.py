@@ -7,6 +7,7 @@ Accuracy, AUROC, precision/recall, coverage and recall per error category of
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -37,7 +38,10 @@ def bench_judge(
     ],
     dialect: Annotated[str, typer.Option("--dialect", help="sqlglot dialect of the SQL in FILE.")] = "sqlite",
     threshold: Annotated[
-        float, typer.Option("--threshold", help="Φ at or above which an answer counts as predicted correct.")
+        float,
+        typer.Option(
+            "--threshold", min=0.0, max=100.0, help="Φ at or above which an answer counts as predicted correct."
+        ),
     ] = 75.0,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object on one line instead of tables.")
@@ -72,6 +76,9 @@ def bench_judge(
             raise InputError(f"{labelled_file}: no such file")
         try:
             rows = read_bugs_file(labelled_file)
+            for number, row in enumerate(rows, start=1):
+                if isinstance(row, dict):
+                    row.setdefault("id", f"row-{number}")  # the format's id is optional here: the row number names it
             records = [bugs_record_to_log(row, dialect=resolved) for row in rows]
         except (ValueError, KeyError) as exc:
             raise InputError(f"{labelled_file}: not an NL2SQL-BUGs-format file ({exc})") from exc
@@ -82,7 +89,7 @@ def bench_judge(
         observed = load_observed_catalogs(observed_catalog) if observed_catalog is not None else None
         figures = measure(rows, evaluate_many(records, schemas=schemas, observed=observed), threshold)
     if as_json:
-        console.print_json(json.dumps(figures.__dict__), indent=None)
+        console.print_json(json.dumps(_json_ready(figures.__dict__), allow_nan=False), indent=None)
         return
     table = Table(
         title=Text(f"Judge on {one_line(labelled_file.name)} (Φ ≥ {threshold:g} = predicted correct)"),
@@ -117,3 +124,19 @@ def bench_judge(
     for category, recall in figures.recall_by_category.items():
         per_category.add_row(Text(one_line(category)), str(figures.category_counts[category]), f"{recall:.2f}")
     console.print(per_category)
+
+
+def _json_ready(value: object) -> object:
+    """``value`` with every NaN float as ``None`` (JSON ``null``), in nested dicts and lists: an AUROC
+    of a file with one class is undefined, and ``NaN`` is not JSON.
+
+    >>> _json_ready({"auroc": float("nan"), "by": {"a": 0.5}})
+    {'auroc': None, 'by': {'a': 0.5}}
+    """
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_ready(item) for item in value]
+    return value

@@ -123,7 +123,8 @@ def environment_error_message(exc: BaseException) -> str | None:
     """The one-line message of an error of the machine rather than of STEF, or ``None``.
 
     Such errors are a person's to fix, like a :class:`StefError`: an :class:`OSError` (disk
-    full, no permission, a file that vanished) and a DuckDB error (a truncated or corrupted
+    full, no permission, a file that vanished), a date pushed past year 1 or 9999 by the options
+    (``--window-days 1000000``, ``--week 9999-W52``) and a DuckDB error (a truncated or corrupted
     warehouse or cache file, a read-only file system). Other exceptions are bugs and keep their
     traceback.
 
@@ -136,6 +137,11 @@ def environment_error_message(exc: BaseException) -> str | None:
         if exc.strerror:
             return f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
         return str(exc) or type(exc).__name__
+    if isinstance(exc, OverflowError) and "date value out of range" in str(exc):  # datetime's own message
+        return (
+            "a date out of range (days run from 0001-01-01 to 9999-12-31): check --start, --end, --week, "
+            "--window-days and --date"
+        )
     duckdb = sys.modules.get("duckdb")  # only loaded when a command opened a DuckDB file
     if duckdb is not None and isinstance(exc, duckdb.Error):
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

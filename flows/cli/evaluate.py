@@ -88,7 +88,7 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
     skipped = [f for f in files if f not in logs]
     for other in skipped:
         err_console.print(
-            Text(f"skipped {one_line(other)}: not agent logs (its first record has no question or sql field)"),
+            Text(f"skipped {one_line(other)}: not agent logs (none of its first records has a question or sql field)"),
             soft_wrap=True,
         )
     if not logs:
@@ -98,33 +98,43 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
     return logs
 
 
-def looks_like_agent_logs(path: Path) -> bool:
-    """Whether ``path`` holds agent logs: its first non-blank line is a JSON object with a ``question``,
-    ``sql`` or ``enriched_question`` key, or is not a JSON object at all (its lines are then read and
-    rejected with their reasons). A labels or results file (``{"run_id": …, "label": …}``) is not.
+def looks_like_agent_logs(path: Path, sniff_lines: int = 50) -> bool:
+    """Whether ``path`` holds agent logs: among its first ``sniff_lines`` non-blank lines (and first
+    MB), one is a JSON object with a ``question``, ``sql`` or ``enriched_question`` key, or is not a
+    JSON object at all (its lines are then read and rejected with their reasons). A labels or
+    results file (``{"run_id": …, "label": …}`` on every line) is not; a log whose first records
+    are bad still is (its bad lines get their ``invalid_input`` rows, as always).
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "labels.jsonl").write_text('{"run_id": "a", "label": true}\\n')
     >>> looks_like_agent_logs(folder / "labels.jsonl")
     False
+    >>> _ = (folder / "logs.jsonl").write_text('{"run_id": "a", "prompt": "?"}\\n{"question": "q", "sql": "SELECT 1"}\\n')
+    >>> looks_like_agent_logs(folder / "logs.jsonl")
+    True
     """
     import json
 
+    seen = 0
     try:
         with path.open("rb") as handle:
             for raw in handle:
                 if raw.strip():
                     try:
-                        first = json.loads(raw)
+                        record = json.loads(raw)
                     except ValueError:
                         return True
-                    return not isinstance(first, dict) or bool({"question", "sql", "enriched_question"} & set(first))
+                    if not isinstance(record, dict) or {"question", "sql", "enriched_question"} & set(record):
+                        return True
+                    seen += 1
+                    if seen >= sniff_lines:
+                        return False
                 if handle.tell() > 1_000_000:
                     break
     except OSError:
         return True  # read and reported as the other files are
-    return True
+    return seen == 0
 
 
 def _read_lines(files: Sequence[Path]) -> Iterator[LogLine]:

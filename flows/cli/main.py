@@ -14,6 +14,7 @@ Imports point one way: this module -> the command modules -> :mod:`flows.cli.com
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import sys
 import threading
@@ -87,6 +88,10 @@ def main() -> None:
     exit handlers run as at a normal exit, stdout and stderr are flushed, and the process ends
     with :func:`os._exit`. An exception other than ``SystemExit`` (Ctrl-C) takes Python's normal path.
     """
+    # sqlglot warns on stderr, quoting the SQL, for every statement it parses as a raw Command
+    # (``EXPLAIN …``): STEF gives such answers their own status, and an agent's SQL is user data
+    # that never reaches the terminal unescaped. Its errors still show.
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)
     try:
         app(prog_name="stef")
         code = 0

@@ -318,7 +318,13 @@ def with_unscored_delta(baseline: ErrorRate, candidate: ErrorRate, confidence_le
     se = math.hypot(share_b * baseline.standard_error, share_c * candidate.standard_error)
     half = normal_quantile(confidence_level) * se
     change = c_value - b_value
-    return Delta(baseline=b_value, candidate=c_value, delta=change, ci_low=change - half, ci_high=change + half)
+    return Delta(
+        baseline=b_value,
+        candidate=c_value,
+        delta=change,
+        ci_low=_clip_change(change - half),
+        ci_high=_clip_change(change + half),
+    )
 
 
 def error_rate_delta(
@@ -344,7 +350,8 @@ def error_rate_delta(
         confidence_level: level of the interval.
 
     Returns:
-        A :class:`stef.monitor.models.Delta` of unclipped estimates, or ``None`` when a side has fewer than two answers.
+        A :class:`stef.monitor.models.Delta` of unclipped side estimates, its change and interval
+        cut to [−1, 1]; ``None`` when a side has fewer than two answers.
 
     >>> from stef.monitor.models import OperatingPoint
     >>> point = OperatingPoint(name="judge", mean_p_correct=0.6, mean_p_incorrect=0.4)
@@ -370,11 +377,23 @@ def error_rate_delta(
     factor = 1.0 + z * relative  # the scale's uncertainty moves each end away from 0, or toward it on the far side
     low = low * factor if low < 0.0 else low / factor
     high = high * factor if high > 0.0 else high / factor
-    return Delta(baseline=b.estimate, candidate=c.estimate, delta=delta, ci_low=low, ci_high=high)
+    # the rescaled ends can pass ±1 (a small sample, a flat operating point): a change of a share cannot
+    return Delta(
+        baseline=b.estimate,
+        candidate=c.estimate,
+        delta=_clip_change(delta),
+        ci_low=_clip_change(low),
+        ci_high=_clip_change(high),
+    )
 
 
 def _clip(value: float) -> float:
     return min(1.0, max(0.0, value))
+
+
+def _clip_change(value: float) -> float:
+    """A change of a share, cut to [−1, 1] (the bounds of any difference of two shares)."""
+    return min(1.0, max(-1.0, value))
 
 
 def category_shifts(
@@ -490,6 +509,6 @@ def paired_delta(
         answers_baseline=sum(len(sides[0][q]) for q in shared),
         answers_candidate=sum(len(sides[1][q]) for q in shared),
         delta=delta,
-        ci_low=delta - half,
-        ci_high=delta + half,
+        ci_low=_clip_change(delta - half),
+        ci_high=_clip_change(delta + half),
     )

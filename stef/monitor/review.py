@@ -294,17 +294,19 @@ class LabelRow:
 
 @dataclass(frozen=True)
 class LabelFile:
-    """A read label file: its labelled rows and how many rows had no label yet."""
+    """A read label file: its labelled rows, how many rows had no label yet, and its bad rows
+    (``(line, problem)``, only with ``read_label_file(..., keep_problems=True)``)."""
 
     rows: tuple[LabelRow, ...]
     unlabelled: int
+    problems: tuple[tuple[int, str], ...] = ()
 
 
 LABEL_FILE_MAX_BYTES = 256 * 1024 * 1024
 """Largest label file read (256 MiB); a FIFO, a directory or a device is refused at once."""
 
 
-def read_label_file(path: Path) -> LabelFile:
+def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
     """Read a filled review file (CSV, JSONL, or a Label Studio JSON export), checking every row.
 
     Rows with an empty ``label`` are not reviewed yet and are counted, not read. A row is bad
@@ -313,8 +315,14 @@ def read_label_file(path: Path) -> LabelFile:
     ``reviewed_at`` is not an ISO-8601 time, its ``sample_strategy`` is unknown, or its run id
     appears twice for one reviewer. A CSV may use ``,``, ``;`` or tabs between fields.
 
+    Args:
+        path: the file.
+        keep_problems: return the bad rows in :attr:`LabelFile.problems` instead of raising, so a
+            caller that checks the good rows further (against the warehouse) names every bad row at once.
+
     Raises:
-        LabelFileError: the file cannot be read, or any row is bad (every bad line is named).
+        LabelFileError: the file cannot be read, or (without ``keep_problems``) any row is bad
+            (every bad line is named).
     """
     from stef.config_files import read_config_text
 
@@ -352,7 +360,7 @@ def read_label_file(path: Path) -> LabelFile:
         for row in reader:
             records.append((start, {k: v for k, v in row.items() if k is not None}))
             start = reader.line_num + 1
-    return _checked(path, records)
+    return _checked(path, records, keep_problems)
 
 
 def _label_studio_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
@@ -399,8 +407,8 @@ def _annotator(annotation: Mapping[str, Any]) -> object:
     return author
 
 
-def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> LabelFile:
-    problems: list[str] = []
+def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]], keep_problems: bool = False) -> LabelFile:
+    problems: list[tuple[int, str]] = []
     rows: list[LabelRow] = []
     unlabelled = 0
     seen: dict[tuple[str, str | None], int] = {}
@@ -411,13 +419,16 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> La
             unlabelled += 1
             continue
         if run_id is None:
-            problems.append(f"line {number}: no run_id")
+            problems.append((number, "no run_id"))
             continue
         label = _LABEL_WORDS.get(raw_label.casefold())
         if label is None:
             problems.append(
-                f"line {number}: label {raw_label!r} is not 'correct' or 'incorrect' "
-                f"(also read: right/wrong, true/false, yes/no, 1/0; run_id {run_id!r})"
+                (
+                    number,
+                    f"label {raw_label!r} is not 'correct' or 'incorrect' "
+                    f"(also read: right/wrong, true/false, yes/no, 1/0; run_id {run_id!r})",
+                )
             )
             continue
         category = _text(record.get("error_category"))
@@ -425,8 +436,10 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> La
             matched = next((c for c in ERROR_CATEGORIES if c.casefold() == category.casefold()), None)
             if matched is None:
                 problems.append(
-                    f"line {number}: error_category {category!r} is not an NL2SQL-BUGs category "
-                    f"({', '.join(ERROR_CATEGORIES)})"
+                    (
+                        number,
+                        f"error_category {category!r} is not an NL2SQL-BUGs category ({', '.join(ERROR_CATEGORIES)})",
+                    )
                 )
                 continue
             category = matched
@@ -436,7 +449,7 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> La
             try:
                 parsed = datetime.fromisoformat(raw_time.replace("Z", "+00:00"))
             except ValueError:
-                problems.append(f"line {number}: reviewed_at {raw_time!r} is not an ISO-8601 time")
+                problems.append((number, f"reviewed_at {raw_time!r} is not an ISO-8601 time"))
                 continue
             if parsed.tzinfo is not None:
                 from datetime import UTC
@@ -446,14 +459,12 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> La
         reviewer = _text(record.get("reviewer"))
         strategy = _text(record.get("sample_strategy"))
         if strategy is not None and strategy not in (*STRATEGIES, "all"):
-            problems.append(
-                f"line {number}: sample_strategy {strategy!r} is not one of {', '.join((*STRATEGIES, 'all'))}"
-            )
+            problems.append((number, f"sample_strategy {strategy!r} is not one of {', '.join((*STRATEGIES, 'all'))}"))
             continue
         if (run_id, reviewer) in seen:
             who = f" by {reviewer!r}" if reviewer else ""
             problems.append(
-                f"line {number}: run_id {run_id!r} is labelled twice{who} (first at line {seen[run_id, reviewer]})"
+                (number, f"run_id {run_id!r} is labelled twice{who} (first at line {seen[run_id, reviewer]})")
             )
             continue
         seen[run_id, reviewer] = number
@@ -470,10 +481,16 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]]) -> La
                 sample_strategy=strategy,
             )
         )
-    if problems:
-        shown = "; ".join(problems[:20]) + (f"; … and {len(problems) - 20} more" if len(problems) > 20 else "")
-        raise LabelFileError(f"{path}: {len(problems)} bad row(s), nothing imported: {shown}")
-    return LabelFile(rows=tuple(rows), unlabelled=unlabelled)
+    if problems and not keep_problems:
+        raise bad_rows_error(path, problems)
+    return LabelFile(rows=tuple(rows), unlabelled=unlabelled, problems=tuple(problems))
+
+
+def bad_rows_error(path: Path, problems: Sequence[tuple[int, str]]) -> LabelFileError:
+    """The error naming a label file's bad rows, in line order (the first 20, then how many more)."""
+    ordered = [f"line {number}: {problem}" for number, problem in sorted(problems, key=lambda item: item[0])]
+    shown = "; ".join(ordered[:20]) + (f"; … and {len(ordered) - 20} more" if len(ordered) > 20 else "")
+    return LabelFileError(f"{path}: {len(ordered)} bad row(s), nothing imported: {shown}")
 
 
 def _text(value: object) -> str | None:

@@ -39,6 +39,15 @@ def test_baseline_that_stopped_earlier_uses_its_own_last_window(tmp_path: Path) 
     assert explicit.baseline_window == explicit.candidate_window == (day(3), day(9))
 
 
+def test_a_start_without_an_end_is_the_window_of_both_sides(rollout: Path) -> None:
+    """``--start`` alone means the same as ``--start`` with the default end: both sides from that day."""
+    with connect(rollout, read_only=True) as c:
+        alone = plan_version_check(c, "bird", EVALUATOR_VERSION, start=day(5))
+        with_end = plan_version_check(c, "bird", EVALUATOR_VERSION, start=day(5), end=day(6))
+    assert alone.candidate_window == alone.baseline_window == (day(5), day(6))
+    assert (alone.baseline_window, alone.candidate_window) == (with_end.baseline_window, with_end.candidate_window)
+
+
 def test_temporal_plan_compares_with_the_previous_window(rollout: Path) -> None:
     with connect(rollout, read_only=True) as c:
         plan = plan_temporal_check(c, "bird", EVALUATOR_VERSION, version="v1", end=day(6), window_days=3)

@@ -245,6 +245,19 @@ def test_worker_processes_apply_the_configured_time_cap(tmp_path: Path, monkeypa
     assert set(statuses.values()) == {("evaluated", None)}
 
 
+def test_a_log_file_whose_first_record_is_bad_is_still_read_from_a_directory(tmp_path: Path) -> None:
+    """A bad first record (no question, no sql) does not make a log file look like a labels file:
+    the bad line gets its invalid_input row and every valid record after it is scored."""
+    bad = '{"run_id": "first-bad", "prompt": "How many?", "query": "SELECT 1"}\n'
+    (tmp_path / "day.jsonl").write_text(bad + FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
+    result = invoke("evaluate", str(tmp_path), "--out", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert "skipped" not in result.stderr
+    rows = read_jsonl(tmp_path / "out.jsonl")
+    assert [row["run_id"] for row in rows] == ["first-bad", *FIXTURE_RUN_IDS]
+    assert rows[0]["status"] == "invalid_input"
+
+
 def test_a_directory_skips_files_that_are_not_agent_logs(tmp_path: Path) -> None:
     """The demo folder holds labels.jsonl beside logs/<day>/: scoring the folder scores no labels as logs."""
     (tmp_path / "labels.jsonl").write_text('{"run_id": "r1", "label": true}\n', encoding="utf-8")
@@ -254,7 +267,7 @@ def test_a_directory_skips_files_that_are_not_agent_logs(tmp_path: Path) -> None
     result = invoke("evaluate", str(tmp_path), "--out", str(tmp_path / "out.jsonl"))
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"skipped {tmp_path / 'labels.jsonl'}: not agent logs (its first record has no question or sql field)",
+        f"skipped {tmp_path / 'labels.jsonl'}: not agent logs (none of its first records has a question or sql field)",
         f"error: {tmp_path}: no agent log files among its *.jsonl files; folders of *.jsonl below it: {day}",
     ]
     (tmp_path / "agent.jsonl").write_text(FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")

@@ -34,6 +34,31 @@ def test_console_script_exits_2_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+def test_sql_that_sqlglot_parses_as_a_command_is_not_echoed_on_stderr(tmp_path: Path) -> None:
+    """sqlglot warns, quoting the statement, when it falls back to a raw Command (``EXPLAIN …``):
+    the agent's SQL (here with an ESC sequence) must not reach the terminal that way; the answer
+    gets its status in the output, with both workers (forked from the command's process)."""
+    logs = tmp_path / "explain.jsonl"
+    records = [{"run_id": f"e{i}", "question": "How many rows?", "sql": "EXPLAIN SELECT 1 \x1b[31m"} for i in range(3)]
+    logs.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    command = [
+        sys.executable,
+        "-m",
+        "flows.cli",
+        "evaluate",
+        str(logs),
+        "--out",
+        str(tmp_path / "o.jsonl"),
+        "--workers",
+        "2",
+    ]
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=tmp_path, env=checkout_env(), timeout=120, check=True
+    )
+    assert "unsupported syntax" not in done.stderr and "\x1b" not in done.stderr
+    assert [row["run_id"] for row in read_jsonl(tmp_path / "o.jsonl")] == ["e0", "e1", "e2"]
+
+
 def test_evaluate_imports_no_heavy_library(tmp_path: Path) -> None:
     out = tmp_path / "out.jsonl"
     code = textwrap.dedent(

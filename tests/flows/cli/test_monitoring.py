@@ -185,6 +185,16 @@ def test_drift_thresholds_and_kinds_from_options(warehouse_file: Path, args: tup
             id="empty_window",
         ),
         pytest.param(
+            ("--agent", "bird", "--start", "2026-11-26", "--end", "2026-11-01"),
+            r"window end 2026-11-01 is before its start 2026-11-26",
+            id="end_before_start_and_every_version",
+        ),
+        pytest.param(
+            ("--agent", "bird", "--window-days", "1000000"),
+            r"a date out of range",
+            id="window_past_year_one",
+        ),
+        pytest.param(
             ("--agent", "bird", "--end", "2026-11-21"),
             r"agent 'bird' has no version before 'v1' to compare with",
             id="one_version_up_to_the_end",

@@ -272,6 +272,20 @@ def test_the_demo_labels_name_the_quarantined_line_and_import_with_skip_unknown(
     assert "1 rows of answers not stored left out (--skip-unknown)" in imported.stdout
 
 
+def test_import_names_the_rows_of_the_file_and_of_the_warehouse_at_once(workdir: Path) -> None:
+    """A bad label (line 3) and a run id the warehouse does not hold (line 2) are both named, in
+    line order, in one error: fixing one does not reveal the other on the next try."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    stored = sorted(_truth(workdir))[0]
+    labels = workdir / "labels.csv"
+    labels.write_text(f"run_id,label\nnope-1,correct\n{stored},maybe\n", encoding="utf-8")
+    result = invoke("review", "import", str(labels), "--warehouse", warehouse)
+    assert result.exit_code == 2
+    message = " ".join(result.stderr.split())
+    assert "2 bad row(s), nothing imported: line 2: run_id 'nope-1' is not an answer stored" in message
+    assert "; line 3: label 'maybe' is not 'correct' or 'incorrect'" in message
+
+
 def test_a_mistyped_warehouse_is_an_error_and_no_file_is_created(tmp_path: Path) -> None:
     labels = tmp_path / "labels.csv"
     labels.write_text("run_id,label\nr1,correct\n", encoding="utf-8")

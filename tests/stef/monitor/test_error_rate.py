@@ -249,3 +249,20 @@ def test_mixed_operating_points_in_other_shares_keep_a_bounded_interval() -> Non
     assert delta.ci_low < delta.delta < delta.ci_high
     exactly_zero = error_rate_delta((base, [POINT] * 200 + [other] * 800), (list(base), [POINT] * 200 + [other] * 800))
     assert exactly_zero is not None and 0 < exactly_zero.ci_high < 0.1
+
+
+def test_a_change_of_error_rate_and_its_interval_stay_within_one() -> None:
+    """From every answer right to every answer wrong, through a judge that barely separates them
+    and whose operating point is uncertain: the rescaled interval would end past +100 points (the
+    drift sentence printed "+112 points"); a change of a share is cut to [−1, 1]."""
+    point = OperatingPoint(
+        name="flat", mean_p_correct=0.55, mean_p_incorrect=0.45, se_p_correct=0.02, se_p_incorrect=0.02
+    )
+    baseline = ([0.56, 0.54] * 10, [point] * 20)
+    candidate = ([0.46, 0.44] * 10, [point] * 20)
+    delta = error_rate_delta(baseline, candidate)
+    assert delta is not None
+    assert delta.ci_high == 1.0 and delta.delta == pytest.approx(1.0)
+    assert -1.0 <= delta.ci_low < delta.delta
+    paired = paired_delta([("q", 0.0), ("r", 0.0), ("s", 0.1)], [("q", 1.0), ("r", 1.0), ("s", 0.7)], 2)
+    assert paired is not None and -1.0 <= paired.ci_low <= paired.ci_high <= 1.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -85,6 +86,20 @@ def test_bench_judge_figures_match_a_hand_count() -> None:
     assert figures["accuracy"] == pytest.approx(hits / len(expected))
     true_negatives = sum(1 for row in expected if row["score"] < 75 and not labels[row["run_id"]])
     assert figures["negative_recall"] == pytest.approx(true_negatives / sum(1 for v in labels.values() if not v))
+
+
+def test_bench_judge_json_is_strict_json_on_one_label_and_rows_without_id(tmp_path: Path) -> None:
+    """A file whose rows all carry one label has no AUROC: ``null`` in the JSON, never ``NaN``
+    (strict parsers reject it); rows without ``id`` are named by their line number."""
+    rows = [row for row in read_jsonl(GOLDEN_INPUT) if row["label"]][:3]
+    for row in rows:
+        del row["id"]
+    labelled = tmp_path / "one_label.jsonl"
+    labelled.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench-judge", str(labelled), "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.output, parse_constant=lambda name: pytest.fail(f"{name} is not JSON"))
+    assert figures["records"] == 3 and figures["auroc"] is None
 
 
 @pytest.mark.parametrize(
