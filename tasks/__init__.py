@@ -21,6 +21,7 @@ from tasks.store import (
     compute_metrics,
     learn_observed_catalogs,
     quarantine_evaluations,
+    reject_run_ids_of_other_days,
     store_rejected,
     store_results,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "load_logs",
     "publish_summary_artifact",
     "quarantine_evaluations",
+    "reject_run_ids_of_other_days",
     "store_rejected",
     "store_results",
     "summary_table",

@@ -56,19 +56,22 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
 
 
 @io_task("load-logs", retries=2, retry_delay_seconds=5)
-def load_logs(logs_root: str, log_date: date) -> list[LogLine]:
+def load_logs(logs_root: str, log_date: date, allow_empty: bool = False) -> list[LogLine]:
     """Read every line of ``<logs_root>/<YYYY-MM-DD>/*.jsonl`` (files in name order).
 
     Args:
         logs_root: local folder, or an fsspec URL (``s3://bucket/logs``), holding one folder per day.
         log_date: the day to read.
+        allow_empty: accept a day whose files hold no line (a day pulled from a trace store that
+            had no span: the store's answer, not logs still being written).
 
     Returns:
         One :class:`stef.logs.LogLine` per non-blank line: valid (``record`` set) or rejected
         (``record is None`` with the reason and line number).
 
     Raises:
-        InputError: the day folder does not exist, holds no ``*.jsonl`` file, or only empty or blank ones.
+        InputError: the day folder does not exist, holds no ``*.jsonl`` file, or (without
+            ``allow_empty``) only empty or blank ones.
         OSError: a file cannot be read (retried twice).
     """
     day = log_date.isoformat()
@@ -85,7 +88,7 @@ def load_logs(logs_root: str, log_date: date) -> list[LogLine]:
         if not files:
             raise InputError(f"no *.jsonl files in {folder}: nothing to evaluate for {day}")
         lines = [line for path in files for line in read_log_file(path)]
-    if not lines:  # stored, the day would count as done and a backfill would skip it once its logs arrive
+    if not lines and not allow_empty:  # stored, the day would count as done: a backfill would skip its logs
         raise InputError(
             f"no log lines for {day}: its *.jsonl files in {one_line(logs_root.rstrip('/'))}/{day} are empty or blank; "
             "nothing was stored (run the day again once its logs are written)"

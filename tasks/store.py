@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -13,7 +14,7 @@ from stef.logs import LogLine
 from stef.models import EVALUATOR_VERSION, Evaluation, ObservedCatalogBook, StoredEvaluation
 from stef.pipeline.evaluate import rejected_evaluation
 from tasks._runtime import io_task, run_logger
-from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day
+from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day, stored_elsewhere
 
 
 def quarantine_evaluations(
@@ -75,6 +76,52 @@ def check_warehouse(warehouse_path: str | None) -> None:
         conn.execute("SELECT count(*), max(stored_at) FROM stored_days").fetchall()
     finally:
         conn.close()
+
+
+@io_task("reject-run-ids-of-other-days", retries=2, retry_delay_seconds=5)
+def reject_run_ids_of_other_days(
+    warehouse_path: str | None, log_date: date, lines: Sequence[LogLine], evaluator_version: str
+) -> list[LogLine]:
+    """The day's lines, each valid record whose run_id is already stored for another day turned
+    into a rejected line (reason ``duplicate run_id: already stored for log date D``).
+
+    :func:`warehouse.store_day` would quarantine those records anyway; doing it before the
+    bad-share gate makes them count there (a day of logs delivered again under a new date fails
+    the gate instead of being stored with nothing scored and exit code 0), and they are not scored.
+
+    Args:
+        warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
+        log_date: the day being processed.
+        lines: its lines after validation.
+        evaluator_version: the version the day will be stored under.
+
+    Returns:
+        The lines, in order (the same objects where nothing changed).
+
+    Raises:
+        WarehouseLockedError: another process still writes the file after the lock timeout (retried).
+    """
+    run_ids = [line.record.run_id for line in lines if line.record is not None]
+    if not run_ids:
+        return list(lines)
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
+    try:
+        elsewhere = stored_elsewhere(conn, run_ids, evaluator_version, log_date)
+    finally:
+        conn.close()
+    if elsewhere:
+        run_logger().warning("%d records have a run_id already stored for another day: quarantined", len(elsewhere))
+    return [
+        replace(
+            line,
+            record=None,
+            reason=f"duplicate run_id: already stored for log date {elsewhere[line.record.run_id].isoformat()}",
+            run_id=line.record.run_id,
+        )
+        if line.record is not None and line.record.run_id in elsewhere
+        else line
+        for line in lines
+    ]
 
 
 @task(name="learn-observed-catalogs", cache_policy=NO_CACHE, persist_result=False)

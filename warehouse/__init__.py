@@ -17,7 +17,7 @@ from warehouse.connection import DEFAULT_PATH, ENV_VAR, IN_MEMORY, connect, reso
 from warehouse.errors import WarehouseError, WarehouseLockedError
 from warehouse.metrics import compute_daily_metrics, day_is_done, read_daily_metrics
 from warehouse.migrate import apply_migrations, available_migrations, current_version
-from warehouse.store import StoreSummary, line_identity, store_day
+from warehouse.store import StoreSummary, line_identity, store_day, stored_elsewhere
 
 __all__ = [
     "DEFAULT_PATH",
@@ -36,4 +36,5 @@ __all__ = [
     "read_daily_metrics",
     "resolve_path",
     "store_day",
+    "stored_elsewhere",
 ]

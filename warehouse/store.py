@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
 import polars as pl
@@ -197,6 +197,45 @@ def line_identity(line: LogLine) -> Identity:
 INSERT_CHUNK_ROWS = 10_000
 """Rows per Arrow table written to a staging table (each chunk committed on its own): bounds the
 Arrow copy and DuckDB's uncommitted rows of a large day to one chunk."""
+T = TypeVar("T")
+INSERT_CHUNK_BYTES = 16 * 1024 * 1024
+"""Text per staging chunk, at most (16 MiB; a single larger row is a chunk of its own): a few lines
+near the 16 MiB line cap would otherwise make one chunk larger than DuckDB's memory limit."""
+
+
+def _chunks(rows: Sequence[T], size_of: Callable[[T], int]) -> Iterator[Sequence[T]]:
+    """``rows`` in consecutive slices of at most :data:`INSERT_CHUNK_ROWS` rows and, unless one row
+    alone is larger, :data:`INSERT_CHUNK_BYTES` of ``size_of``.
+
+    >>> [[len(row) for row in chunk] for chunk in _chunks(["a" * 10, "b", "c" * 20_000_000, "d"], len)]
+    [[10, 1], [20000000], [1]]
+    """
+    start, size = 0, 0
+    for index, row in enumerate(rows):
+        row_size = size_of(row)
+        if index > start and (index - start >= INSERT_CHUNK_ROWS or size + row_size > INSERT_CHUNK_BYTES):
+            yield rows[start:index]
+            start, size = index, 0
+        size += row_size
+    if start < len(rows):
+        yield rows[start:]
+
+
+def _run_size(run: tuple[LogLine, AgentLogRecord]) -> int:
+    """Characters of one ``agent_runs`` row's texts (the raw line holds them again)."""
+    line, record = run
+    return len(line.raw) + len(record.question) + len(record.sql) + len(record.enriched_question or "")
+
+
+def _evaluation_size(row: tuple[StoredEvaluation, Identity]) -> int:
+    """About the characters of one evaluation's evidence JSON (a compact one: 3 × its zlib bytes)."""
+    compressed = getattr(row[0], "evidence_zlib", None)
+    return 3 * len(compressed) if compressed is not None else 4096
+
+
+def _quarantine_size(row: tuple[LogLine, str]) -> int:
+    """Characters of one ``quarantine`` row's texts."""
+    return len(row[0].raw) + len(row[1])
 
 
 def _json_or_none(value: Any) -> str | None:
@@ -256,10 +295,12 @@ def _owners(lines: Sequence[LogLine], evaluations: Sequence[StoredEvaluation]) -
     return owners
 
 
-def _stored_elsewhere(
+def stored_elsewhere(
     conn: duckdb.DuckDBPyConnection, run_ids: list[str], evaluator_version: str, log_date: date
 ) -> dict[str, date]:
-    """run_id -> log date for run ids already stored for another day than ``log_date``."""
+    """run_id -> log date for the run ids of ``run_ids`` already stored for another day than
+    ``log_date`` (as a run, or as an evaluation of ``evaluator_version``): :func:`store_day`
+    quarantines such records ("duplicate run_id"); the nightly flow counts them as bad lines first."""
     if not run_ids:
         return {}
     with registered(conn, "_stef_incoming_ids", pl.DataFrame({"run_id": run_ids}, schema={"run_id": pl.String})):
@@ -392,7 +433,7 @@ def _store_day(
     now = _utc_now()
     params = {"log_date": log_date, "now": now}
     try:
-        elsewhere = _stored_elsewhere(conn, list(owners), version, log_date)
+        elsewhere = stored_elsewhere(conn, list(owners), version, log_date)
         runs: list[tuple[LogLine, AgentLogRecord]] = []
         quarantined: list[tuple[LogLine, str]] = []
         for line in log_lines:
@@ -502,22 +543,23 @@ def _stage(
     """
     for target, stage in _STAGES.items():
         conn.execute(f"CREATE OR REPLACE TEMP TABLE {stage} AS SELECT * FROM {target} LIMIT 0")
-    for start in range(0, len(runs), INSERT_CHUNK_ROWS):
-        with registered(conn, "_stef_runs", _runs_table(runs[start : start + INSERT_CHUNK_ROWS])):
+    for chunk in _chunks(runs, _run_size):
+        with registered(conn, "_stef_runs", _runs_table(chunk)):
             conn.execute(
                 f"INSERT INTO {_STAGES['agent_runs']} BY NAME "
                 "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS ingested_at FROM _stef_runs",
                 params,
             )
-    for start in range(0, len(kept), INSERT_CHUNK_ROWS):
-        with registered(conn, "_stef_evaluations", _evaluations_table(kept[start : start + INSERT_CHUNK_ROWS])):
+    for evaluations in _chunks(kept, _evaluation_size):
+        with registered(conn, "_stef_evaluations", _evaluations_table(evaluations)):
             conn.execute(_INSERT_EVALUATIONS, params)
-    with registered(conn, "_stef_quarantine", _quarantine_table(quarantined)):
-        conn.execute(
-            f"INSERT INTO {_STAGES['quarantine']} BY NAME "
-            "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS quarantined_at FROM _stef_quarantine",
-            params,
-        )
+    for rejected in _chunks(quarantined, _quarantine_size):
+        with registered(conn, "_stef_quarantine", _quarantine_table(rejected)):
+            conn.execute(
+                f"INSERT INTO {_STAGES['quarantine']} BY NAME "
+                "SELECT *, $log_date::DATE AS log_date, $now::TIMESTAMP AS quarantined_at FROM _stef_quarantine",
+                params,
+            )
 
 
 def _record_stored_day(conn: duckdb.DuckDBPyConnection, summary: StoreSummary, now: datetime) -> None:

@@ -68,6 +68,37 @@ def test_nightly_stores_a_day_and_a_rerun_replaces_it(log_day: Path, tmp_path: P
     assert "2026-11-20: 8 log lines, 4 scored, 2 quarantined" in (artifact.description or "")
 
 
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_day_delivered_again_under_a_new_date_fails_the_bad_share_gate(log_day: Path, tmp_path: Path) -> None:
+    """The records of 2026-11-20 again as 2026-11-21: their run ids are stored for another day, so
+    they are bad lines for the gate (the run fails, nothing of the new day is stored but its
+    rejected lines); with the gate opened they are quarantined with the reason, none is scored."""
+    import shutil
+
+    from tasks import LogQualityError
+
+    shutil.copytree(log_day / "2026-11-20", log_day / "2026-11-21")
+    warehouse_path = tmp_path / "stef.duckdb"
+    settings: dict[str, Any] = {"logs_root": str(log_day), "warehouse": str(warehouse_path), "max_bad_share": 0.3}
+    nightly(log_date=DAY, **settings)
+    with pytest.raises(
+        LogQualityError, match=r"8 of 8 log lines .* duplicate run_id: already stored for log date 2026-11-20"
+    ):
+        nightly(log_date=DAY + timedelta(days=1), **settings)
+    opened = nightly(log_date=DAY + timedelta(days=1), **{**settings, "max_bad_share": 1.0})
+    assert (opened.records, opened.evaluated, opened.quarantined) == (8, 0, 8)
+    with connect(warehouse_path, read_only=True) as conn:
+        reasons = conn.execute(
+            "SELECT count(*) FROM quarantine WHERE log_date = ? AND reason LIKE 'duplicate run_id: already stored%'",
+            [DAY + timedelta(days=1)],
+        ).fetchall()
+        stored = conn.execute(
+            "SELECT count(*) FROM agent_runs WHERE log_date = ?", [DAY + timedelta(days=1)]
+        ).fetchall()
+    assert reasons == [(6,)] and stored == [(0,)]
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [

@@ -17,6 +17,7 @@ from tests.warehouse.helpers import (
     DAY,
     NEXT_DAY,
     _fixture_day,
+    bad_line,
     count,
     line,
     scored,
@@ -210,7 +211,7 @@ def test_staging_rows_never_reach_the_warehouse_file(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(warehouse.store, "_quarantine_table", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        store_day(writer, DAY, [line(1, run_id="r2")], [scored("r2", 10.0, Band.POOR)])
+        store_day(writer, DAY, [line(1, run_id="r2"), bad_line(2, b"not json")], [scored("r2", 10.0, Band.POOR)])
     assert {name for _, name in writer.execute(tables).fetchall()} == {
         "_stef_stage_agent_runs",
         "_stef_stage_evaluations",
@@ -253,6 +254,46 @@ def test_compact_evaluations_store_the_same_rows_in_chunks(tmp_path: Path, monke
     assert compact.execute(runs).fetchall() == full.execute(runs).fetchall()
     full.close()
     compact.close()
+
+
+def test_lines_near_the_line_cap_are_stored_whole_under_the_memory_limit(tmp_path: Path) -> None:
+    """Four records of 15 MB questions (raw line and question: 30 MB of text each), under DuckDB's
+    default 256 MB limit: staged in chunks of at most 16 MiB of text (one row alone when larger),
+    the day is stored and no question is cut (it failed with "Out of Memory Error" in one chunk)."""
+    question = "How many " + "x" * 15_000_000 + "?"
+    lines = [line(i, run_id=f"huge-{i}", question=question) for i in range(1, 5)]
+    lines += [line(i, run_id=f"r{i}") for i in range(5, 105)]
+    lines += [
+        bad_line(i, b'{"run_id": "bad-' + str(i).encode() + b'", "sql": 1, "pad": "' + b"y" * 15_000_000 + b'"}')
+        for i in range(105, 109)
+    ]
+    evaluations = [scored(f"huge-{i}", 10.0, Band.POOR) for i in range(1, 5)]
+    evaluations += [scored(f"r{i}", 80.0, Band.GOOD) for i in range(5, 105)]
+    conn = warehouse.connect(tmp_path / "large.duckdb")
+    try:
+        summary = store_day(conn, DAY, lines, [e.compact() for e in evaluations])
+        assert (summary.runs, summary.evaluations, summary.quarantined) == (104, 104, 4)
+        assert count(conn, "SELECT count(*) FROM agent_runs WHERE length(question) = ?", len(question)) == 4
+        assert (
+            count(conn, "SELECT count(*) FROM quarantine WHERE run_id LIKE 'bad-%'") == 4
+        )  # raw cut to 64 KiB by the reader
+    finally:
+        conn.close()
+
+
+def test_staging_chunks_are_bounded_by_rows_and_text() -> None:
+    assert [len(chunk) for chunk in warehouse.store._chunks(list(range(25_000)), lambda _: 1)] == [
+        10_000,
+        10_000,
+        5_000,
+    ]
+    sizes = [10, 9_000_000, 9_000_000, 20_000_000, 1, 1]
+    assert [list(chunk) for chunk in warehouse.store._chunks(sizes, lambda size: size)] == [
+        [10, 9_000_000],
+        [9_000_000],
+        [20_000_000],
+        [1, 1],
+    ]
 
 
 def test_storing_a_day_and_its_drift_checks_never_imports_pandas(tmp_path: Path) -> None:
