@@ -252,10 +252,17 @@ def collect_report_data(
 
 
 def _write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``<path>.partial``, then rename it onto ``path``.
+
+    Raises:
+        OSError: the file cannot be written, named as ``path`` (not the temporary file).
+    """
     partial = path.with_name(path.name + ".partial")
     try:
         partial.write_text(text, encoding="utf-8")
         partial.replace(path)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     finally:
         partial.unlink(missing_ok=True)
 

@@ -5,8 +5,8 @@ The subprocess tests run the real ``stef nightly`` command (its typer app) in a 
 process. To stop a run at a known point of storing, the process is started through
 :data:`_HOOKED_STEF`: it wraps a function of ``warehouse.store`` (``$STEF_TEST_HOLD_AT``, default
 ``_record_stored_day``: inside the day's transaction, after its rows were moved from the staging
-tables, before the commit; ``_quarantine_table``: while staging, after the ``agent_runs`` and
-``evaluations`` chunks) so that it creates a marker file and then waits for a release file. No test hook lives in the product code. Each subprocess pays
+tables, before the commit; ``_evaluations_table``: while staging, after the ``agent_runs`` chunks,
+before the first ``evaluations`` chunk) so that it creates a marker file and then waits for a release file. No test hook lives in the product code. Each subprocess pays
 Prefect's temporary-server startup (about 10 s), hence the ``slow`` marks.
 """
 
@@ -137,7 +137,7 @@ def _stored_run_ids(warehouse: Path, day: date) -> set[str]:
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
 @pytest.mark.parametrize(
-    "hold_at", ["_record_stored_day", "_quarantine_table"], ids=["inside_the_transaction", "while_staging"]
+    "hold_at", ["_record_stored_day", "_evaluations_table"], ids=["inside_the_transaction", "while_staging"]
 )
 def test_sigkill_while_storing_then_rerun_stores_every_record_exactly_once(tmp_path: Path, hold_at: str) -> None:
     from flows.nightly import nightly

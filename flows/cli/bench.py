@@ -73,7 +73,8 @@ def bench_judge(
     with user_errors():
         resolved = validate_dialect(dialect)
         if not labelled_file.is_file():
-            raise InputError(f"{labelled_file}: no such file")
+            problem = "not a regular file (a folder or a pipe?)" if labelled_file.exists() else "no such file"
+            raise InputError(f"{labelled_file}: {problem}")
         try:
             rows = read_bugs_file(labelled_file)
             for number, row in enumerate(rows, start=1):

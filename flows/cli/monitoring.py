@@ -399,6 +399,9 @@ def backfill(
         )  # also checks a model's keys
         settings.schemas()  # a missing schema folder or catalog file fails here
         settings.observed()
+        from stef.monitor.drift import thresholds_from_env
+
+        thresholds_from_env()  # so does a bad $STEF_DRIFT_THRESHOLDS (else only each night's drift step says so)
         version = settings.evaluator_version
         progress = Progress(
             TextColumn("{task.description}", markup=False),
@@ -565,6 +568,18 @@ def quarantine(
             )
         with connect(target, read_only=True) as conn:
             rows = read_quarantine(conn, log_date.date())
+            stored = bool(rows) or bool(
+                conn.execute("SELECT count(*) FROM stored_days WHERE log_date = ?", [log_date.date()]).fetchall()[0][0]
+            )
+    if not stored:  # not a clean day: a day no run has stored (yet)
+        err_console.print(
+            Text(
+                f"{log_date.date()} is not stored in {one_line(target)}: no run has stored that day, so there are no "
+                "quarantined lines to list (run `stef nightly --date` for it)"
+            ),
+            soft_wrap=True,
+        )
+        return
     if as_json:
         for row in rows:
             typer.echo(json.dumps({**row, "quarantined_at": str(row["quarantined_at"])}, ensure_ascii=False))

@@ -281,6 +281,9 @@ def nightly(
                 observed_catalog=observed_catalog,
             )
             settings.observed()
+            from stef.monitor.drift import thresholds_from_env
+
+            thresholds_from_env()  # a bad $STEF_DRIFT_THRESHOLDS fails here, not silently in the drift step
             if notify_webhook:
                 os.environ[NOTIFY_WEBHOOK_ENV] = (
                     notify_webhook  # read by the drift step, in this process and its workers

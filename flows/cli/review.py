@@ -155,7 +155,11 @@ def stats(
         typer.echo(json.dumps(figures, ensure_ascii=False, allow_nan=False, default=str))
         return
     if not figures["n"]:
-        console.print(Text("no reviews stored yet: `stef review sample`, then `stef review import`"))
+        filters = [f"{name} {value!r}" for name, value in (("app", app_id), ("agent", agent)) if value is not None]
+        if filters:  # reviews may exist, just none of this app or agent
+            console.print(Text(f"no reviews of {' and '.join(one_line(f) for f in filters)}"), soft_wrap=True)
+        else:
+            console.print(Text("no reviews stored yet: `stef review sample`, then `stef review import`"))
         return
     console.print(_figures_table("Judge vs reviewers", [("all reviewed answers", figures)]))
     classes = Table(

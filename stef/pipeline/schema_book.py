@@ -56,9 +56,8 @@ class SchemaBook:
         """
         self.directory = Path(directory) if directory is not None else None
         if self.directory is not None and not self.directory.is_dir():
-            raise SchemaError(
-                f"{self.directory}: schema folder does not exist (expected a folder of <app_id>.sql or <app_id>.json files)"
-            )
+            problem = "is a file, not a folder" if self.directory.exists() else "schema folder does not exist"
+            raise SchemaError(f"{self.directory}: {problem} (expected a folder of <app_id>.sql or <app_id>.json files)")
         self._cache: dict[tuple[str | None, str], DatabaseSchema | None] = {}
 
     def evaluator_version(self, base: str) -> str:

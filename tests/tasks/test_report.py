@@ -176,6 +176,18 @@ def test_report_output_that_is_not_a_regular_file_is_refused(data: ReportData, t
     assert not (tmp_path / "twin.html").exists()
 
 
+def test_a_report_that_cannot_be_written_names_its_file_not_the_temporary_one(
+    data: ReportData, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: Path, *args: object, **kwargs: object) -> int:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "write_text", refuse)
+    with pytest.raises(PermissionError) as raised:
+        write_report.fn(data, str(tmp_path / "r.html"))
+    assert raised.value.filename == str(tmp_path / "r.html") and raised.value.strerror == "Permission denied"
+
+
 def test_report_doctests() -> None:
     for module in (tasks.report, stef.monitor.report, stef.monitor.charts, stef.monitor.rendering):
         assert doctest.testmod(module).failed == 0, module.__name__

@@ -166,6 +166,31 @@ def test_backfill_and_nightly_without_logs_fail_at_once_and_store_nothing(tmp_pa
     )
 
 
+def test_bad_drift_thresholds_fail_the_night_before_any_work(tmp_path: Path, log_day: Path) -> None:
+    """A bad ``$STEF_DRIFT_THRESHOLDS`` used to surface only as an ERROR log line of the drift step
+    (exit 0, no drift sentence); it is now an error line before anything is stored."""
+    warehouse = tmp_path / "wh.duckdb"
+    env = {**checkout_env(), "STEF_DRIFT_THRESHOLDS": '{"mean_dleta": 2}'}
+    for args in (
+        ("nightly", "--date", "2026-11-20"),
+        ("backfill", "--start", "2026-11-20", "--end", "2026-11-20"),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.cli", *args, "--logs-root", str(log_day), "--warehouse", str(warehouse)],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(
+            "error: $STEF_DRIFT_THRESHOLDS is not a valid set of drift thresholds (mean_dleta"
+        )
+    assert not warehouse.exists()
+
+
 def test_tables_are_not_cut_at_80_columns_when_piped(tmp_path: Path) -> None:
     """Cron logs and CI pipe the output: the consoles then use 200 columns, a terminal (or $COLUMNS) its own."""
     code = "from flows.cli.common import console, err_console; print(console.width, err_console.width)"

@@ -159,6 +159,9 @@ def test_a_day_that_fails_validation_keeps_its_rejected_lines_to_inspect(tmp_pat
     assert "timestamp" in rows[2]["reason"] and "yesterday-ish" in rows[2]["reason"]
     table = invoke("quarantine", "--date", "2026-11-26", "--warehouse", str(warehouse))
     assert f"{source}:5" in " ".join(table.stdout.split())
+    never = invoke("quarantine", "--date", "2026-11-25", "--warehouse", str(warehouse))  # no run stored that day
+    assert (never.exit_code, never.stdout) == (0, "")
+    assert "2026-11-25 is not stored in" in " ".join(never.stderr.split())
 
 
 @pytest.mark.flow

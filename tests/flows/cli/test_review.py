@@ -286,6 +286,12 @@ def test_import_names_the_rows_of_the_file_and_of_the_warehouse_at_once(workdir:
     assert "; line 3: label 'maybe' is not 'correct' or 'incorrect'" in message
 
 
+def test_stats_of_an_app_without_reviews_names_the_filter(workdir: Path) -> None:
+    result = invoke("review", "stats", "--warehouse", str(workdir / "stef-demo.duckdb"), "--app", "nosuch")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == "no reviews of app 'nosuch'"
+
+
 def test_a_mistyped_warehouse_is_an_error_and_no_file_is_created(tmp_path: Path) -> None:
     labels = tmp_path / "labels.csv"
     labels.write_text("run_id,label\nr1,correct\n", encoding="utf-8")

@@ -153,6 +153,8 @@ def test_schema_book_reads_each_app_once_and_apps_without_a_file_are_schema_free
     assert book.for_app("birds") is None and book.for_app("../etc/passwd") is None
     with pytest.raises(SchemaError, match="schema folder does not exist"):
         SchemaBook(tmp_path / "missing")
+    with pytest.raises(SchemaError, match=r"pets\.sql: is a file, not a folder"):
+        SchemaBook(tmp_path / "pets.sql")  # a schema file given where its folder belongs
     assert book.evaluator_version(EVALUATOR_VERSION) == EVALUATOR_VERSION + SCHEMA_VERSION_SUFFIX
 
 
