@@ -35,6 +35,7 @@ from tasks import (
     load_logs,
     publish_summary_artifact,
     reject_run_ids_of_other_days,
+    run_ids_of_other_days,
     store_rejected,
     store_results,
     validate_logs,
@@ -329,7 +330,8 @@ def nightly(
     # quote(): skip Prefect's walk over every line (Prefect's stubs do not know quote, hence the ignores).
     lines = validate_logs(quote(lines), max_bad_share, raise_on_bad_share=False)  # type: ignore[call-overload]
     # records stored for another day are bad lines too (the store would quarantine them): the gate counts them
-    lines = reject_run_ids_of_other_days(warehouse_path, day, quote(lines), settings.evaluator_version)
+    elsewhere = run_ids_of_other_days(warehouse_path, day, quote(lines), settings.evaluator_version)
+    lines = reject_run_ids_of_other_days(lines, elsewhere)
     timer.lap("validate")
     too_bad = bad_share_error(lines, max_bad_share)
     if too_bad is not None:  # keep the rejected lines to inspect, then stop

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
@@ -216,7 +216,7 @@ class LogContractCheck:
         reason = record_problem(line) or self.admit_run_id(line.record.run_id, line.source, line.line_number)
         if reason is None:
             return line
-        return replace(line, record=None, reason=reason, run_id=line.record.run_id)
+        return line.rejected(reason)
 
     def lines(self, lines: Iterable[LogLine]) -> Iterator[LogLine]:
         """:meth:`check` over ``lines``, lazily."""

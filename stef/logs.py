@@ -50,6 +50,18 @@ class LogLine:
     raw: str
     run_id: str | None = None
 
+    def rejected(self, reason: str) -> LogLine:
+        """This line rejected for ``reason``: no record, its run_id kept, its text cut to 64 KiB
+        as the reader cuts every rejected line.
+
+        >>> line = parse_line(b'{"run_id": "r1", "question": "q", "sql": "SELECT 1"}', "a.jsonl", 1)
+        >>> bad = line.rejected("duplicate run_id")
+        >>> (bad.record, bad.reason, bad.run_id)
+        (None, 'duplicate run_id', 'r1')
+        """
+        run_id = self.record.run_id if self.record is not None else self.run_id
+        return LogLine(self.source, self.line_number, None, reason, self.raw[:_SCAN_BYTES], run_id)
+
 
 MAX_JSON_DEPTH = 64
 """Objects and arrays nested deeper than this in one log line reject the line (the record's own

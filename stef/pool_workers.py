@@ -40,11 +40,17 @@ def exit_with_parent(parent_pid: int) -> None:
         pidfd = None
 
     def watch() -> None:
-        if pidfd is not None:
-            select.select([pidfd], [], [])  # readable once the parent has exited
-        else:
-            while os.getppid() == parent_pid:
-                time.sleep(PARENT_POLL_S)
+        try:
+            if pidfd is not None:
+                watcher = select.poll()  # not select(): it refuses descriptors above 1023
+                watcher.register(pidfd, select.POLLIN)
+                while not watcher.poll():  # readable once the parent has exited
+                    pass
+                os._exit(1)
+        except (OSError, ValueError):  # the kernel refused the wait: poll the parent's pid instead
+            pass
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
         os._exit(1)
 
     threading.Thread(target=watch, name="stef-exit-with-parent", daemon=True).start()

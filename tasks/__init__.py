@@ -22,6 +22,7 @@ from tasks.store import (
     learn_observed_catalogs,
     quarantine_evaluations,
     reject_run_ids_of_other_days,
+    run_ids_of_other_days,
     store_rejected,
     store_results,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "publish_summary_artifact",
     "quarantine_evaluations",
     "reject_run_ids_of_other_days",
+    "run_ids_of_other_days",
     "store_rejected",
     "store_results",
     "summary_table",

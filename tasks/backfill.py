@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import stat
 from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
 from stef.errors import InputError
 from tasks._runtime import io_task, run_logger
@@ -35,28 +37,44 @@ def days_in_range(start: date, end: date) -> list[date]:
 
 def day_has_logs(logs_root: str, log_date: date) -> bool:
     """Whether ``<logs_root>/<YYYY-MM-DD>/`` exists and holds a ``*.jsonl`` file with a line in it
-    (local folder: a non-blank byte; fsspec URL: a non-empty file). A day of empty files has no
-    logs yet: stored, it would count as done and a later backfill would skip its real logs."""
+    (a byte other than whitespace in its first 64 KiB; a remote file whose size is unknown or that
+    cannot be read counts as holding one, and so does anything but a regular local file: reading
+    the day then reports it). A day of empty files has no logs yet: stored, it would count as done
+    and a later backfill would skip its real logs."""
     day = log_date.isoformat()
     if "://" in logs_root:
         fs, root = url_filesystem(logs_root)
         remote = f"{root.rstrip('/')}/{day}"
-        return bool(fs.isdir(remote) and any(fs.size(path) for path in fs.glob(f"{remote}/*.jsonl")))
+        return bool(fs.isdir(remote)) and any(_remote_holds_a_line(fs, path) for path in fs.glob(f"{remote}/*.jsonl"))
     folder = Path(logs_root).expanduser() / day
     return folder.is_dir() and any(_holds_a_line(path) for path in folder.glob("*.jsonl"))
 
 
-def _holds_a_line(path: Path, chunk_bytes: int = 1 << 16) -> bool:
-    """Whether the file ``path`` holds a byte other than ASCII whitespace (an unreadable path counts
-    as holding one: reading the day then reports it)."""
+_LINE_SCAN_BYTES = 1 << 16
+
+
+def _holds_a_line(path: Path) -> bool:
+    """Whether the local file ``path`` holds a byte other than ASCII whitespace. Only a regular file
+    is opened (opening a named pipe would wait for a writer)."""
     try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return True
         with path.open("rb") as handle:
-            while chunk := handle.read(chunk_bytes):
+            while chunk := handle.read(_LINE_SCAN_BYTES):
                 if chunk.strip():
                     return True
     except OSError:
         return True
     return False
+
+
+def _remote_holds_a_line(fs: Any, path: str) -> bool:
+    """Whether the remote file ``path`` has a byte other than whitespace in its first 64 KiB."""
+    try:
+        with fs.open(path, "rb") as handle:
+            return bool(handle.read(_LINE_SCAN_BYTES).strip())
+    except (OSError, ValueError):
+        return True
 
 
 @io_task("plan-backfill", retries=2, retry_delay_seconds=5)

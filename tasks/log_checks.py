@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -255,9 +254,7 @@ def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05, raise_on_ba
     if not 0.0 <= max_bad_share <= 1.0:
         raise ValueError(f"max_bad_share must be within [0, 1], got {max_bad_share}")
     failures = _gx_failures(lines)
-    checked = [
-        replace(line, record=None, reason=failures[i]) if i in failures else line for i, line in enumerate(lines)
-    ]
+    checked = [line.rejected(failures[i]) if i in failures else line for i, line in enumerate(lines)]
     bad = sum(1 for line in checked if line.record is None)
     share = bad / len(checked) if checked else 0.0
     logger = run_logger()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -78,16 +77,17 @@ def check_warehouse(warehouse_path: str | None) -> None:
         conn.close()
 
 
-@io_task("reject-run-ids-of-other-days", retries=2, retry_delay_seconds=5)
-def reject_run_ids_of_other_days(
+@io_task("find-run-ids-of-other-days", retries=2, retry_delay_seconds=5)
+def run_ids_of_other_days(
     warehouse_path: str | None, log_date: date, lines: Sequence[LogLine], evaluator_version: str
-) -> list[LogLine]:
-    """The day's lines, each valid record whose run_id is already stored for another day turned
-    into a rejected line (reason ``duplicate run_id: already stored for log date D``).
+) -> dict[str, date]:
+    """run_id -> the other day it is stored for, for the day's valid records whose run_id the
+    warehouse already holds for another day (:func:`warehouse.stored_elsewhere`).
 
-    :func:`warehouse.store_day` would quarantine those records anyway; doing it before the
-    bad-share gate makes them count there (a day of logs delivered again under a new date fails
-    the gate instead of being stored with nothing scored and exit code 0), and they are not scored.
+    :func:`warehouse.store_day` would quarantine those records anyway; the nightly flow rejects
+    them before the bad-share gate (:func:`reject_run_ids_of_other_days`), so they count there (a
+    day of logs delivered again under a new date fails the gate instead of being stored with
+    nothing scored and exit code 0) and are not scored.
 
     Args:
         warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
@@ -95,15 +95,12 @@ def reject_run_ids_of_other_days(
         lines: its lines after validation.
         evaluator_version: the version the day will be stored under.
 
-    Returns:
-        The lines, in order (the same objects where nothing changed).
-
     Raises:
         WarehouseLockedError: another process still writes the file after the lock timeout (retried).
     """
     run_ids = [line.record.run_id for line in lines if line.record is not None]
     if not run_ids:
-        return list(lines)
+        return {}
     conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
         elsewhere = stored_elsewhere(conn, run_ids, evaluator_version, log_date)
@@ -111,13 +108,14 @@ def reject_run_ids_of_other_days(
         conn.close()
     if elsewhere:
         run_logger().warning("%d records have a run_id already stored for another day: quarantined", len(elsewhere))
+    return elsewhere
+
+
+def reject_run_ids_of_other_days(lines: Sequence[LogLine], elsewhere: dict[str, date]) -> list[LogLine]:
+    """``lines`` with each valid record whose run_id is in ``elsewhere`` (:func:`run_ids_of_other_days`)
+    rejected as ``duplicate run_id: already stored for log date D``, the reason :func:`warehouse.store_day` gives."""
     return [
-        replace(
-            line,
-            record=None,
-            reason=f"duplicate run_id: already stored for log date {elsewhere[line.record.run_id].isoformat()}",
-            run_id=line.record.run_id,
-        )
+        line.rejected(f"duplicate run_id: already stored for log date {elsewhere[line.record.run_id].isoformat()}")
         if line.record is not None and line.record.run_id in elsewhere
         else line
         for line in lines

@@ -94,13 +94,16 @@ class CliError(StefError):
 
 
 MAX_WORKERS_PER_CORE = 4
-"""``--workers`` may ask for at most this many processes (or threads) per usable core."""
+"""``--workers`` may ask for at most this many scoring processes per usable core."""
+MAX_THREADS_PER_CORE = 32
+"""... and this many threads per usable core with ``--task-runner thread`` (a model judge waits on I/O)."""
 
 
-def check_workers(workers: int | None) -> None:
-    """Reject a ``--workers`` above :data:`MAX_WORKERS_PER_CORE` times the usable cores (CPU
-    affinity aware): each scoring process holds about 150 MB and scoring is CPU-bound, so
-    ``--workers 100000`` would start processes until the machine runs out of memory.
+def check_workers(workers: int | None, threads: bool = False) -> None:
+    """Reject a ``--workers`` above :data:`MAX_WORKERS_PER_CORE` (processes) or
+    :data:`MAX_THREADS_PER_CORE` (``threads``) times the usable cores (CPU affinity aware): each
+    scoring process holds about 150 MB, so ``--workers 100000`` would start processes until the
+    machine runs out of memory.
 
     Raises:
         CliError: ``workers`` is above the limit (``None`` and 0 mean the default: never rejected).
@@ -111,11 +114,13 @@ def check_workers(workers: int | None) -> None:
         cores = max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         cores = max(1, os.cpu_count() or 1)
-    limit = MAX_WORKERS_PER_CORE * cores
+    per_core = MAX_THREADS_PER_CORE if threads else MAX_WORKERS_PER_CORE
+    limit = per_core * cores
     if workers > limit:
+        what = "threads" if threads else "processes"
         raise CliError(
-            f"--workers {workers} is more than {limit} ({MAX_WORKERS_PER_CORE} per usable core, {cores} here); "
-            "scoring is CPU-bound: leave --workers out for one process per core"
+            f"--workers {workers} is more than {limit} ({per_core} {what} per usable core, {cores} here); "
+            "leave --workers out for the runner's default"
         )
 
 
@@ -138,10 +143,7 @@ def environment_error_message(exc: BaseException) -> str | None:
             return f"{exc.filename}: {exc.strerror}" if exc.filename is not None else exc.strerror
         return str(exc) or type(exc).__name__
     if isinstance(exc, OverflowError) and "date value out of range" in str(exc):  # datetime's own message
-        return (
-            "a date out of range (days run from 0001-01-01 to 9999-12-31): check --start, --end, --week, "
-            "--window-days and --date"
-        )
+        return "a date out of range: the options put a day before 0001-01-01 or after 9999-12-31"
     duckdb = sys.modules.get("duckdb")  # only loaded when a command opened a DuckDB file
     if duckdb is not None and isinstance(exc, duckdb.Error):
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]

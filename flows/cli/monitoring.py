@@ -205,7 +205,7 @@ def drift(
         ),
     ] = False,
     window_days: Annotated[
-        int, typer.Option("--window-days", min=1, help="Window length when --start is not given.")
+        int, typer.Option("--window-days", min=1, max=36_500, help="Window length when --start is not given.")
     ] = DEFAULT_WINDOW_DAYS,
     min_samples: Annotated[
         int, typer.Option("--min-samples", min=2, help="Scored records needed per side (fewer: insufficient_data).")

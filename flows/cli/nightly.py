@@ -257,7 +257,7 @@ def nightly(
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, not in every batch
         if dask_address is not None and task_runner is not TaskRunnerChoice.dask:
             raise CliError("--dask-address needs --task-runner dask")
-        check_workers(workers)
+        check_workers(workers, threads=task_runner is TaskRunnerChoice.thread)
         check_trace_options(source, source_endpoint, source_project, source_input, source_mapping, push, push_endpoint)
         day: date | None = None
 

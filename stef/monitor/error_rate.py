@@ -321,7 +321,7 @@ def with_unscored_delta(baseline: ErrorRate, candidate: ErrorRate, confidence_le
     return Delta(
         baseline=b_value,
         candidate=c_value,
-        delta=change,
+        delta=_clip_change(change),
         ci_low=_clip_change(change - half),
         ci_high=_clip_change(change + half),
     )

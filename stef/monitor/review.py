@@ -454,7 +454,11 @@ def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]], keep_
             if parsed.tzinfo is not None:
                 from datetime import UTC
 
-                parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+                try:
+                    parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+                except OverflowError:  # 9999-12-31T23:59-01:00 is in year 10000 in UTC
+                    problems.append((number, f"reviewed_at {raw_time!r} is out of range in UTC"))
+                    continue
             reviewed_at = parsed
         reviewer = _text(record.get("reviewer"))
         strategy = _text(record.get("sample_strategy"))

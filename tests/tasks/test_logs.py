@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,19 @@ def _day_file(root: Path, content: bytes) -> None:
 def test_a_day_with_one_line_in_a_late_chunk_has_logs(tmp_path: Path) -> None:
     _day_file(tmp_path, b" " * 200_000 + b"{}\n")
     assert day_has_logs(str(tmp_path), DAY)
+    (tmp_path / "2026-11-20" / "agent.jsonl").write_bytes(b" \n" * 10 + b"{}\n")
     assert day_has_logs(tmp_path.as_uri(), DAY)
+    (tmp_path / "2026-11-20" / "agent.jsonl").write_bytes(b" \n" * 10)
+    assert not day_has_logs(tmp_path.as_uri(), DAY)  # a remote day of blank lines has none either
+
+
+def test_a_named_pipe_among_the_day_files_is_never_opened(tmp_path: Path) -> None:
+    """Opening a FIFO would wait for a writer: it counts as logs, and reading the day reports it."""
+    (tmp_path / "2026-11-20").mkdir(parents=True)
+    os.mkfifo(tmp_path / "2026-11-20" / "live.jsonl")
+    assert day_has_logs(str(tmp_path), DAY)
+    with pytest.raises(InputError, match=r"live\.jsonl"):
+        load_logs.fn(str(tmp_path), DAY)
 
 
 @pytest.mark.parametrize(

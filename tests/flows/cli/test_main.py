@@ -87,14 +87,14 @@ def test_evaluate_imports_no_heavy_library(tmp_path: Path) -> None:
     assert len(read_jsonl(out)) == len(FIXTURE_RUN_IDS)
 
 
-def _stef(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """The real command line (``python -m flows.cli``), as cron or CI runs it."""
+def _stef(tmp_path: Path, *args: str, **environ: str) -> subprocess.CompletedProcess[str]:
+    """The real command line (``python -m flows.cli``), as cron or CI runs it (``environ``: extra variables)."""
     return subprocess.run(
         [sys.executable, "-m", "flows.cli", *args],
         capture_output=True,
         text=True,
         cwd=tmp_path,
-        env=checkout_env(),
+        env={**checkout_env(), **environ},
         timeout=120,
         check=False,
     )
@@ -170,20 +170,12 @@ def test_bad_drift_thresholds_fail_the_night_before_any_work(tmp_path: Path, log
     """A bad ``$STEF_DRIFT_THRESHOLDS`` used to surface only as an ERROR log line of the drift step
     (exit 0, no drift sentence); it is now an error line before anything is stored."""
     warehouse = tmp_path / "wh.duckdb"
-    env = {**checkout_env(), "STEF_DRIFT_THRESHOLDS": '{"mean_dleta": 2}'}
     for args in (
         ("nightly", "--date", "2026-11-20"),
         ("backfill", "--start", "2026-11-20", "--end", "2026-11-20"),
     ):
-        done = subprocess.run(
-            [sys.executable, "-m", "flows.cli", *args, "--logs-root", str(log_day), "--warehouse", str(warehouse)],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=env,
-            timeout=120,
-            check=False,
-        )
+        where = ("--logs-root", str(log_day), "--warehouse", str(warehouse))
+        done = _stef(tmp_path, *args, *where, STEF_DRIFT_THRESHOLDS='{"mean_dleta": 2}')
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith(
             "error: $STEF_DRIFT_THRESHOLDS is not a valid set of drift thresholds (mean_dleta"

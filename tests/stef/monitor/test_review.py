@@ -94,12 +94,14 @@ def test_every_bad_line_is_named_and_nothing_is_read(tmp_path: Path) -> None:
         {"run_id": "r3", "label": "incorrect", "error_category": "Spelling Errors"},
         {"run_id": "r1", "label": "incorrect"},
         {"run_id": "", "label": "correct"},
+        {"run_id": "r6", "label": "correct", "reviewed_at": "9999-12-31T23:59:00-01:00"},
     ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     with pytest.raises(LabelFileError) as caught:
         read_label_file(path)
     message = str(caught.value)
-    assert "4 bad row(s), nothing imported" in message
+    assert "5 bad row(s), nothing imported" in message
+    assert "line 6: reviewed_at '9999-12-31T23:59:00-01:00' is out of range in UTC" in message
     assert "line 2: label 'maybe' is not 'correct' or 'incorrect'" in message
     assert "line 3: error_category 'Spelling Errors' is not an NL2SQL-BUGs category" in message
     assert "line 4: run_id 'r1' is labelled twice (first at line 1)" in message
