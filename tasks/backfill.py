@@ -36,11 +36,11 @@ def days_in_range(start: date, end: date) -> list[date]:
 
 
 def day_has_logs(logs_root: str, log_date: date) -> bool:
-    """Whether ``<logs_root>/<YYYY-MM-DD>/`` exists and holds a ``*.jsonl`` file with a line in it
-    (a byte other than whitespace in its first 64 KiB; a remote file whose size is unknown or that
-    cannot be read counts as holding one, and so does anything but a regular local file: reading
-    the day then reports it). A day of empty files has no logs yet: stored, it would count as done
-    and a later backfill would skip its real logs."""
+    """Whether ``<logs_root>/<YYYY-MM-DD>/`` exists and holds a ``*.jsonl`` file with a line in it: a
+    byte other than whitespace (anywhere in a local file; in the first 64 KiB of a remote one). A
+    file that cannot be read counts as holding one, and so does anything but a regular local file:
+    reading the day then reports it. A day of empty files has no logs yet: stored, it would count
+    as done and a later backfill would skip its real logs."""
     day = log_date.isoformat()
     if "://" in logs_root:
         fs, root = url_filesystem(logs_root)
