@@ -648,7 +648,8 @@ def export(
         with connect(target, read_only=True) as conn:
             version = evaluator_version or latest_evaluator_version(conn, agent, first, last)
             if version is None:
-                raise CliError(f"no evaluations in {target} between {first} and {last}; nothing exported")
+                of_agent = f" of agent {one_line(agent)!r}" if agent else ""
+                raise CliError(f"no evaluations{of_agent} in {target} between {first} and {last}; nothing exported")
             rows = export_evaluations(conn, out, first, last, version, chosen, agent_id=agent)  # type: ignore[arg-type]
     console.print(
         Text(f"exported {rows} evaluations of {one_line(version)} ({first} … {last}) to {one_line(out)} ({chosen})"),

@@ -319,3 +319,10 @@ def test_export_writes_the_window_for_a_bi_tool(warehouse_file: Path, tmp_path: 
         2,
         "error: export end 2026-11-20 is before its start 2026-11-26",
     )
+
+
+def test_export_of_an_agent_without_evaluations_names_the_agent(warehouse_file: Path, tmp_path: Path) -> None:
+    window = ("--start", "2026-11-20", "--end", "2026-11-26", "--out", str(tmp_path / "x.csv"))
+    result = _invoke("export", "--warehouse", str(warehouse_file), *window, "--agent", "nobody")
+    assert result.exit_code == 2
+    assert " ".join(result.stderr.split()).startswith("error: no evaluations of agent 'nobody' in ")
