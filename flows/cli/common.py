@@ -110,10 +110,9 @@ def check_workers(workers: int | None, threads: bool = False) -> None:
     """
     if not workers:
         return
-    try:
-        cores = max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        cores = max(1, os.cpu_count() or 1)
+    from flows.cli.parallel import default_workers
+
+    cores = default_workers()  # the usable cores
     per_core = MAX_THREADS_PER_CORE if threads else MAX_WORKERS_PER_CORE
     limit = per_core * cores
     if workers > limit:
@@ -129,7 +128,7 @@ def environment_error_message(exc: BaseException) -> str | None:
 
     Such errors are a person's to fix, like a :class:`StefError`: an :class:`OSError` (disk
     full, no permission, a file that vanished), a date pushed past year 1 or 9999 by the options
-    (``--window-days 1000000``, ``--week 9999-W52``) and a DuckDB error (a truncated or corrupted
+    (``stef drift --temporal --start 0001-01-01``, ``--week 9999-W52``) and a DuckDB error (a truncated or corrupted
     warehouse or cache file, a read-only file system). Other exceptions are bugs and keep their
     traceback.
 

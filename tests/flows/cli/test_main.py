@@ -41,20 +41,8 @@ def test_sql_that_sqlglot_parses_as_a_command_is_not_echoed_on_stderr(tmp_path: 
     logs = tmp_path / "explain.jsonl"
     records = [{"run_id": f"e{i}", "question": "How many rows?", "sql": "EXPLAIN SELECT 1 \x1b[31m"} for i in range(3)]
     logs.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    command = [
-        sys.executable,
-        "-m",
-        "flows.cli",
-        "evaluate",
-        str(logs),
-        "--out",
-        str(tmp_path / "o.jsonl"),
-        "--workers",
-        "2",
-    ]
-    done = subprocess.run(
-        command, capture_output=True, text=True, cwd=tmp_path, env=checkout_env(), timeout=120, check=True
-    )
+    done = _stef(tmp_path, "evaluate", str(logs), "--out", str(tmp_path / "o.jsonl"), "--workers", "2")
+    assert done.returncode == 0, done.stderr
     assert "unsupported syntax" not in done.stderr and "\x1b" not in done.stderr
     assert [row["run_id"] for row in read_jsonl(tmp_path / "o.jsonl")] == ["e0", "e1", "e2"]
 
