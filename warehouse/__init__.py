@@ -14,7 +14,7 @@ Imports only :mod:`stef` models (never Prefect); DESIGN.md §4 describes the tab
 from __future__ import annotations
 
 from warehouse.connection import DEFAULT_PATH, ENV_VAR, IN_MEMORY, connect, resolve_path
-from warehouse.errors import WarehouseError, WarehouseLockedError
+from warehouse.errors import WarehouseError, WarehouseLockedError, WarehouseReadOnlyError
 from warehouse.metrics import compute_daily_metrics, day_is_done, read_daily_metrics
 from warehouse.migrate import apply_migrations, available_migrations, current_version
 from warehouse.store import StoreSummary, line_identity, store_day, stored_elsewhere
@@ -26,6 +26,7 @@ __all__ = [
     "StoreSummary",
     "WarehouseError",
     "WarehouseLockedError",
+    "WarehouseReadOnlyError",
     "apply_migrations",
     "available_migrations",
     "compute_daily_metrics",

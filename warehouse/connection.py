@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import duckdb
 
-from warehouse.errors import WarehouseError, WarehouseLockedError
+from warehouse.errors import WarehouseError, WarehouseLockedError, WarehouseReadOnlyError
 from warehouse.migrate import apply_migrations, available_migrations, current_version
 
 DEFAULT_PATH = Path("stef.duckdb")
@@ -102,6 +103,18 @@ def _is_lock_conflict(exc: duckdb.IOException) -> bool:
     return "Could not set lock" in str(exc)
 
 
+_WRITE_DENIED_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+_WRITE_DENIED_TEXTS = tuple(os.strerror(code).lower() for code in sorted(_WRITE_DENIED_ERRNOS))
+
+
+def _is_write_denied(exc: duckdb.IOException) -> bool:
+    """Whether DuckDB could not open a file because the user may not write it (permission, read-only
+    file system). DuckDB's IOException carries no errno, only the system's message
+    (``Cannot open file "…": Permission denied``)."""
+    message = str(exc).lower()
+    return any(text in message for text in _WRITE_DENIED_TEXTS)
+
+
 def connect(
     path: str | Path | None = None,
     *,
@@ -130,7 +143,9 @@ def connect(
 
     Raises:
         WarehouseLockedError: another process still holds the file after ``lock_timeout``.
-        WarehouseError: the file cannot be opened (not a DuckDB file, no permission, missing in
+        WarehouseReadOnlyError: opening for writing, the file or its folder may not be written by
+            this user (permission denied, read-only file system).
+        WarehouseError: the file cannot be opened otherwise (not a DuckDB file, missing in
             read-only mode), cannot be migrated, or ``$STEF_DUCKDB_MEMORY_LIMIT`` is not a size.
     """
     if str(path) == IN_MEMORY:
@@ -142,7 +157,8 @@ def connect(
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise WarehouseError(f"cannot create the folder of warehouse {target}: {exc.strerror or exc}") from exc
+            error = WarehouseReadOnlyError if exc.errno in _WRITE_DENIED_ERRNOS else WarehouseError
+            raise error(f"cannot create the folder of warehouse {target}: {exc.strerror or exc}") from exc
     timeout = default_lock_timeout() if lock_timeout is None else max(lock_timeout, 0.0)
     memory_limit = default_memory_limit()
     started = time.monotonic()
@@ -154,7 +170,8 @@ def connect(
             break
         except duckdb.IOException as exc:
             if not _is_lock_conflict(exc):
-                raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc
+                error = WarehouseReadOnlyError if not read_only and _is_write_denied(exc) else WarehouseError
+                raise error(f"cannot open warehouse {target}: {exc}") from exc
             now = time.monotonic()
             if now >= deadline:
                 raise WarehouseLockedError(

@@ -1,4 +1,4 @@
-"""Errors of the warehouse layer; both are :class:`stef.errors.StefError` subclasses."""
+"""Errors of the warehouse layer; all are :class:`stef.errors.StefError` subclasses."""
 
 from __future__ import annotations
 
@@ -11,3 +11,8 @@ class WarehouseError(StefError):
 
 class WarehouseLockedError(WarehouseError):
     """Another process holds the DuckDB file open for writing (DuckDB allows one writer process)."""
+
+
+class WarehouseReadOnlyError(WarehouseError):
+    """The warehouse cannot be opened for writing by this process: the file, its folder or its file
+    system is read-only for the user (it may still open read-only)."""

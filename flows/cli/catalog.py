@@ -117,6 +117,12 @@ def learn(
                 raise CliError("give the log files (or folders) to learn from, or --warehouse")
             records, source = _log_records(inputs), ", ".join(str(p) for p in inputs)
         book = learn_catalogs(records, source)
+        if not book.catalogs:  # an empty catalog would make every later run "+observed" with nothing to check
+            raise CliError(
+                f"nothing to learn from {one_line(source)}: no answer with an app_id and SQL"
+                + ("" if warehouse is None else " (--start/--end choose other days)")
+                + f"; {one_line(out)} is not written"
+            )
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(book.to_json(), encoding="utf-8")

@@ -264,6 +264,7 @@ def drift(
 
     with user_errors():
         from tasks.drift_checks import run_drift_check
+        from warehouse import WarehouseReadOnlyError
 
         thresholds = DriftThresholds(
             min_samples=min_samples,
@@ -273,19 +274,26 @@ def drift(
             coverage_delta=coverage_delta,
             confidence_level=confidence,
         )
-        check = run_drift_check(
-            warehouse,
-            agent,
-            baseline=baseline,
-            candidate=candidate,
-            start=start.date() if start else None,
-            end=end.date() if end else None,
-            temporal=temporal,
-            window_days=window_days,
-            thresholds=thresholds,
-            evaluator_version=evaluator_version,
-            store=not no_store,
-        )
+        try:
+            check = run_drift_check(
+                warehouse,
+                agent,
+                baseline=baseline,
+                candidate=candidate,
+                start=start.date() if start else None,
+                end=end.date() if end else None,
+                temporal=temporal,
+                window_days=window_days,
+                thresholds=thresholds,
+                evaluator_version=evaluator_version,
+                store=not no_store,
+            )
+        except WarehouseReadOnlyError as exc:
+            if no_store:
+                raise
+            raise WarehouseReadOnlyError(
+                f"{exc} (to run the check without recording it, add --no-store: it opens the warehouse read-only)"
+            ) from exc
     if as_json:
         typer.echo(json.dumps(check.summary(), ensure_ascii=False, allow_nan=False))
         return

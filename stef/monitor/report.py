@@ -48,6 +48,8 @@ def parse_week(value: str | None, today: date | None = None) -> tuple[str, date,
     ('2026-W48', datetime.date(2026, 11, 23), datetime.date(2026, 11, 29))
     >>> parse_week(None, today=date(2026, 12, 2))[0]
     '2026-W48'
+    >>> parse_week("0001-W01")[0]  # the label parses back to the same week
+    '0001-W01'
     """
     if value is None:
         current = today or datetime.now(UTC).date()
@@ -62,7 +64,7 @@ def parse_week(value: str | None, today: date | None = None) -> tuple[str, date,
             monday = date.fromisocalendar(year, week, 1)
         except ValueError:
             raise InputError(f"week {value!r} does not exist: {year} has no ISO week {week}") from None
-    return f"{year}-W{week:02d}", monday, monday + timedelta(days=6)
+    return f"{year:04d}-W{week:02d}", monday, monday + timedelta(days=6)
 
 
 @dataclass(frozen=True, slots=True)

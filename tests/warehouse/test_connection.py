@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
+import duckdb
 import pytest
 
 import warehouse
@@ -17,6 +20,7 @@ from tests.warehouse.helpers import (
 from warehouse import (
     WarehouseError,
     WarehouseLockedError,
+    WarehouseReadOnlyError,
     apply_migrations,
     connect,
     current_version,
@@ -72,6 +76,39 @@ def test_connect_uses_env_var_when_no_path_given(tmp_path: Path, monkeypatch: py
 def test_read_only_connection_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(WarehouseError, match=r"cannot open warehouse .*missing\.duckdb"):
         connect(tmp_path / "missing.duckdb", read_only=True)
+
+
+def test_a_file_the_user_may_not_write_is_a_read_only_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "stef.duckdb"
+    connect(path).close()
+    real_connect = duckdb.connect
+
+    def refuse_writing(database: str, read_only: bool = False, **kwargs: object) -> duckdb.DuckDBPyConnection:
+        if not read_only:  # what DuckDB says for a file mode or a file system that forbids writing
+            raise duckdb.IOException(f'IO Error: Cannot open file "{database}": Read-only file system')
+        return real_connect(database, read_only=read_only, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(duckdb, "connect", refuse_writing)
+    with pytest.raises(WarehouseReadOnlyError, match=r"cannot open warehouse .*stef\.duckdb: .*Read-only file system"):
+        connect(path)
+    connect(path, read_only=True).close()  # reading still works
+
+
+def test_a_folder_that_cannot_be_created_is_a_read_only_error_only_when_writing_is_denied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    with pytest.raises(WarehouseError, match="cannot create the folder of warehouse") as not_a_folder:
+        connect(blocker / "sub" / "stef.duckdb")
+    assert not isinstance(not_a_folder.value, WarehouseReadOnlyError)
+
+    def read_only_file_system(self: Path, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only_file_system)
+    with pytest.raises(WarehouseReadOnlyError, match="Read-only file system"):
+        connect(tmp_path / "new" / "stef.duckdb")
 
 
 def test_locked_file_raises_a_clear_error(tmp_path: Path) -> None:

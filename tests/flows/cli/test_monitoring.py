@@ -227,6 +227,33 @@ def test_drift_on_a_missing_warehouse_creates_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / "none.duckdb").exists()
 
 
+def _deny_writing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DuckDB refuses to open any file for writing, as for a file the user may only read (the
+    tests may run as root, for whom file modes do not apply): the message DuckDB gives then."""
+    import duckdb
+
+    real_connect = duckdb.connect
+
+    def connect_read_only(database: str = ":memory:", read_only: bool = False, **kwargs: Any) -> Any:
+        if not read_only and database != ":memory:":
+            raise duckdb.IOException(f'IO Error: Cannot open file "{database}": Permission denied')
+        return real_connect(database, read_only=read_only, **kwargs)
+
+    monkeypatch.setattr(duckdb, "connect", connect_read_only)
+
+
+def test_drift_on_a_warehouse_it_may_not_write_suggests_no_store(
+    warehouse_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _deny_writing(monkeypatch)
+    denied = _invoke("drift", "--warehouse", str(warehouse_file), "--agent", "bird")
+    assert denied.exit_code == 2 and denied.stdout == ""
+    assert "Permission denied (to run the check without recording it, add --no-store" in denied.stderr
+    read_only = _invoke("drift", "--warehouse", str(warehouse_file), "--agent", "bird", "--no-store", "--json")
+    assert read_only.exit_code == 0, read_only.output
+    assert json.loads(read_only.stdout)["verdict"] == "drift"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

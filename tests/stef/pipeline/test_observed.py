@@ -163,6 +163,29 @@ def test_learn_catalogs_groups_records_by_app() -> None:
     assert sorted(book.catalogs) == ["shop", "zoo"] and book.catalogs["zoo"].queries == 0
 
 
+def test_stef_catalog_learn_with_nothing_to_learn_fails_and_writes_nothing(tmp_path: Path) -> None:
+    logs = tmp_path / "day.jsonl"
+    line = {"run_id": "r1", "question": "Who owns a cat?", "sql": JOIN, "dialect": "sqlite"}  # no app_id
+    logs.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    catalog_file = tmp_path / "observed.json"
+    runner = CliRunner()
+    from_logs = runner.invoke(app, ["catalog", "learn", str(logs), "--out", str(catalog_file)])
+    assert from_logs.exit_code == 2, from_logs.output
+    assert f"error: nothing to learn from {logs}: no answer with an app_id and SQL; " in from_logs.stderr
+    from warehouse import connect
+
+    warehouse_file = tmp_path / "wh.duckdb"
+    connect(warehouse_file).close()
+    window = ["--start", "2026-11-01", "--end", "2026-11-07"]
+    from_warehouse = runner.invoke(
+        app, ["catalog", "learn", "--warehouse", str(warehouse_file), *window, "--out", str(catalog_file)]
+    )
+    assert from_warehouse.exit_code == 2, from_warehouse.output
+    assert "nothing to learn from warehouse answers 2026-11-01 … 2026-11-07" in from_warehouse.stderr
+    assert "(--start/--end choose other days)" in from_warehouse.stderr
+    assert not catalog_file.exists()
+
+
 def test_stef_catalog_learn_then_evaluate_with_it(tmp_path: Path) -> None:
     logs = tmp_path / "logs"
     (logs / "2026-11-20").mkdir(parents=True)
