@@ -36,6 +36,7 @@ calibrator artifacts.
 
 from __future__ import annotations
 
+import logging
 import math
 import unicodedata
 from collections import defaultdict
@@ -53,6 +54,9 @@ from stef.monitor.models import (
     PairedDelta,
     calibration_key,
 )
+
+logger = logging.getLogger(__name__)
+"""Says which reviewer labels were left out (:func:`reviewed_operating_points`)."""
 
 __all__ = [
     "CALIBRATION_ARTIFACTS",
@@ -102,7 +106,8 @@ def operating_point_from_labels(p_correct: Sequence[float], labels: Sequence[boo
     and of those they found wrong, with their sampling standard errors.
 
     Raises:
-        DriftError: fewer than two labelled answers on a side, or no separation (``a ≤ b``).
+        DriftError: fewer than two labelled answers on a side, or no separation (``a ≤ b``: the
+            judge gave the answers reviewers found correct no higher p than the wrong ones).
 
     >>> point = operating_point_from_labels([0.9, 0.7, 0.3, 0.1], [True, True, False, False], "reviewed")
     >>> point.mean_p_correct, point.mean_p_incorrect
@@ -117,10 +122,16 @@ def operating_point_from_labels(p_correct: Sequence[float], labels: Sequence[boo
     correct, wrong = p[y], p[~y]
     if correct.size < 2 or wrong.size < 2:
         raise DriftError(f"an operating point needs two labelled answers per side, got {correct.size} and {wrong.size}")
+    a, b = round(float(correct.mean()), 12), round(float(wrong.mean()), 12)
+    if a <= b:
+        raise DriftError(
+            f"{name}: the judge does not separate the labelled answers: mean p of the {correct.size} "
+            f"correct ones {a:.4f} is not above that of the {wrong.size} wrong ones {b:.4f}"
+        )
     return OperatingPoint(
         name=name,
-        mean_p_correct=round(float(correct.mean()), 12),
-        mean_p_incorrect=round(float(wrong.mean()), 12),
+        mean_p_correct=a,
+        mean_p_incorrect=b,
         se_p_correct=float(correct.std(ddof=1) / math.sqrt(correct.size)),
         se_p_incorrect=float(wrong.std(ddof=1) / math.sqrt(wrong.size)),
         source=f"reviewer labels ({correct.size} correct, {wrong.size} wrong answers)",
@@ -128,9 +139,20 @@ def operating_point_from_labels(p_correct: Sequence[float], labels: Sequence[boo
 
 
 def artifact_operating_point(metadata: Mapping[str, object], name: str, source: str) -> OperatingPoint | None:
-    """The operating point in a calibrator artifact's ``metadata.quantification`` (``None`` without one)."""
+    """The operating point in a calibrator artifact's ``metadata.quantification``; ``None`` without
+    one, or when its figures do not separate the answers (``mean_p_correct ≤ mean_p_incorrect``,
+    a calibrator fitted on labels that contradict the judge: named in a warning of :data:`logger`)."""
     figures = metadata.get("quantification")
     if not isinstance(figures, Mapping):
+        return None
+    if float(figures["mean_p_correct"]) <= float(figures["mean_p_incorrect"]):
+        logger.warning(
+            "%s: its cross-validation does not separate the answers (mean p %s of correct, %s of wrong ones); "
+            "the shipped operating point stays",
+            name,
+            figures["mean_p_correct"],
+            figures["mean_p_incorrect"],
+        )
         return None
     return OperatingPoint(
         name=name,
@@ -161,8 +183,10 @@ def reviewed_operating_points(
     Returns:
         Calibration key -> :func:`operating_point_from_labels` of its reviewed answers, for the
         keys with at least ``minimum_per_side`` answers per label and a > b; the others are left
-        out (the shipped point stays). The labels should come from a random sample: a sample drawn
-        by p (``uncertain``, ``stratified``) shifts the means of p within each label.
+        out (the shipped point stays; a key with enough labels but a ≤ b is named in a warning of
+        :data:`logger`: its labels contradict the judge). The labels should come from a random
+        sample: a sample drawn by p (``uncertain``, ``stratified``) shifts the means of p within
+        each label.
     """
     grouped: dict[str, tuple[list[float], list[bool]]] = defaultdict(lambda: ([], []))
     for row in rows:
@@ -184,9 +208,10 @@ def reviewed_operating_points(
         correct = sum(labels)
         if min(correct, len(labels) - correct) < minimum_per_side:
             continue
-        point = operating_point_from_labels(ps, labels, f"reviews ({key})")
-        if point.mean_p_correct > point.mean_p_incorrect:
-            points[key] = point
+        try:
+            points[key] = operating_point_from_labels(ps, labels, f"reviews ({key})")
+        except DriftError as exc:  # a ≤ b: these labels cannot correct the estimate
+            logger.warning("reviewer labels left out, the shipped operating point stays: %s", exc)
     return points
 
 

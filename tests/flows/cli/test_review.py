@@ -259,6 +259,28 @@ def test_labels_of_an_uncertain_sample_do_not_replace_the_operating_point(workdi
     assert section.startswith("150 reviewed answers") and "from random samples" in section.split("\n## ")[0]
 
 
+def test_labels_that_contradict_the_judge_leave_the_shipped_operating_point(workdir: Path) -> None:
+    """Reviewers who call correct what the judge found wrong (and the reverse) give no operating
+    point (a ≤ b): drift and the report keep the shipped one instead of failing."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    review = workdir / "contrary.csv"
+    sampled = invoke("review", "sample", "--warehouse", warehouse, "--n", "100", "--seed", "5", "--out", str(review))
+    assert sampled.exit_code == 0, sampled.output
+    with review.open(encoding="utf-8", newline="") as handle:
+        p_correct = {row["run_id"]: float(row["p_correct"] or 0.0) for row in csv.DictReader(handle)}
+    rows = _fill(review, {run_id: p < 0.5 for run_id, p in p_correct.items()})
+    imported = invoke("review", "import", str(review), "--warehouse", warehouse, "--skip-unknown")
+    assert imported.exit_code == 0, imported.output
+    with connect(warehouse, read_only=True) as conn:
+        points = operating_points_for(conn, rows[0]["evaluator_version"])
+    assert points and not [point for point in points.values() if point.source.startswith("reviewer labels")]
+    drift = invoke("drift", "--agent", "bird-analyst", "--warehouse", warehouse, "--no-store", "--json")
+    assert drift.exit_code == 0, drift.output
+    assert json.loads(drift.stdout)["error_rate_method"]
+    report = invoke("report", "--warehouse", warehouse, "--week", "2026-W48", "--out", str(workdir / "r.html"))
+    assert report.exit_code == 0, report.output
+
+
 def test_the_demo_labels_name_the_quarantined_line_and_import_with_skip_unknown(workdir: Path) -> None:
     warehouse = str(workdir / "stef-demo.duckdb")
     labels = workdir / "stef-demo" / "labels.jsonl"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import logging
 import math
 from importlib import resources
 
@@ -16,6 +17,8 @@ from scipy import stats
 import stef.monitor.error_rate
 from stef.monitor.error_rate import (
     CALIBRATION_ARTIFACTS,
+    MIN_REVIEWED_PER_SIDE,
+    artifact_operating_point,
     calibration_key,
     category_shifts,
     error_rate_delta,
@@ -23,6 +26,7 @@ from stef.monitor.error_rate import (
     operating_point_from_labels,
     paired_delta,
     question_key,
+    reviewed_operating_points,
     shipped_operating_points,
     with_unscored_delta,
 )
@@ -153,6 +157,35 @@ def test_operating_point_from_reviewer_labels() -> None:
     assert (point.mean_p_correct, point.mean_p_incorrect) == (pytest.approx(0.8), pytest.approx(0.2))
     assert point.se_p_correct == pytest.approx(np.std([0.9, 0.7, 0.8], ddof=1) / math.sqrt(3))
     assert point.source == "reviewer labels (3 correct, 3 wrong answers)"
+
+
+def test_labels_that_do_not_separate_the_answers_give_no_operating_point(caplog: pytest.LogCaptureFixture) -> None:
+    with pytest.raises(
+        DriftError, match=r"does not separate .* correct ones 0\.2000 is not above .* wrong ones 0\.8000"
+    ):
+        operating_point_from_labels([0.1, 0.3, 0.9, 0.7], [True, True, False, False], "contrary")
+    rows = [
+        {"label": label, "status": "evaluated", "p_correct": p, "judge": "symbolic"}
+        for label, p in [("correct", 0.2), ("incorrect", 0.8)] * MIN_REVIEWED_PER_SIDE
+    ]
+    with caplog.at_level(logging.WARNING, logger="stef.monitor.error_rate"):
+        assert reviewed_operating_points(rows) == {}
+    assert "reviewer labels left out, the shipped operating point stays: reviews (" in caplog.text
+    agreeing = [{**row, "label": "incorrect" if row["label"] == "correct" else "correct"} for row in rows]
+    [(key, point)] = reviewed_operating_points(agreeing).items()
+    assert key == "symbolic" and point.mean_p_correct == pytest.approx(0.8)
+
+
+def test_a_calibrator_whose_figures_do_not_separate_the_answers_gives_no_point(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    figures = {"mean_p_correct": 0.4, "mean_p_incorrect": 0.6, "se_p_correct": 0.01, "se_p_incorrect": 0.01}
+    with caplog.at_level(logging.WARNING, logger="stef.monitor.error_rate"):
+        assert artifact_operating_point({"quantification": figures}, "calib-x", "nested cross-validation") is None
+    assert "calib-x: its cross-validation does not separate the answers" in caplog.text
+    figures = {**figures, "mean_p_correct": 0.7, "rows_correct": 10, "rows_incorrect": 5}
+    point = artifact_operating_point({"quantification": figures}, "calib-x", "nested cross-validation")
+    assert point is not None and point.source == "nested cross-validation (10 correct, 5 wrong answers)"
 
 
 def test_shipped_operating_points_come_from_the_calibrators_cross_validation() -> None:
