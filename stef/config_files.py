@@ -28,7 +28,7 @@ def _kind(mode: int) -> str:
     return "a device"
 
 
-def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str:
+def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES, kind: str = "a configuration file") -> str:
     """The UTF-8 text of a regular file of at most ``max_bytes`` bytes.
 
     The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open descriptor,
@@ -38,6 +38,7 @@ def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str
     Args:
         path: the file (a symlink to a regular file is fine).
         max_bytes: size limit in bytes.
+        kind: what the file is, for the size message (``an OTLP trace file``).
 
     Returns:
         The decoded text.
@@ -60,7 +61,7 @@ def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str
         if info.st_size > max_bytes:
             raise OSError(
                 errno.EFBIG,
-                f"{info.st_size} bytes, larger than the {max_bytes}-byte limit for a configuration file",
+                f"{info.st_size} bytes, larger than the {max_bytes}-byte limit for {kind}",
                 str(path),
             )
         os.set_blocking(descriptor, True)
@@ -71,5 +72,5 @@ def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES) -> str
         if descriptor >= 0:
             os.close(descriptor)
     if len(content) > max_bytes:
-        raise OSError(errno.EFBIG, f"larger than the {max_bytes}-byte limit for a configuration file", str(path))
+        raise OSError(errno.EFBIG, f"larger than the {max_bytes}-byte limit for {kind}", str(path))
     return content.decode("utf-8")

@@ -326,7 +326,7 @@ def pull_otlp(
     by_project: dict[str, list[SourceSpan]] = {}
     for path in _otlp_files(inputs):
         try:
-            text = read_config_text(path, OTLP_FILE_MAX_BYTES)
+            text = read_config_text(path, OTLP_FILE_MAX_BYTES, "an OTLP trace file")
         except OSError as exc:
             raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
         except UnicodeDecodeError as exc:

@@ -21,7 +21,8 @@ LlamaIndex SQL agent produces, and the OpenTelemetry database conventions:
   per SQL span with ``sql_attempt`` / ``sql_attempts`` and the span's status.
 
 Every SQL span gives one line of the day's log file: a record, or — when the mapping cannot read
-it (no question, SQL JSON without the key) — a line with ``source_error`` that the nightly
+it (no question, SQL JSON without the key), or a span it is built from could not be read
+(:attr:`SourceSpan.problem`) — a line with ``source_error`` that the nightly
 quarantines with that reason (:func:`stef.logs.parse_line`). The record keeps ``trace_id`` and
 ``span_id`` so the scores can be pushed back to the span (:mod:`tasks.traces`).
 """
@@ -29,6 +30,7 @@ quarantines with that reason (:func:`stef.logs.parse_line`). The record keeps ``
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,6 +61,9 @@ class SourceSpan:
         start_time, end_time: timezone-aware UTC times (``end_time`` ``None`` when unknown).
         attributes: flattened attributes, dotted keys (``input.value``, ``metadata.app_id``).
         status: the span status (``OK``, ``ERROR``, ``UNSET``) when known.
+        problem: why part of the span could not be read (an attribute value of the wrong type,
+            kept as ``None`` in ``attributes``), or ``None``; a log line built from the span is
+            written with it as :data:`SOURCE_ERROR_KEY`.
     """
 
     trace_id: str
@@ -70,6 +75,7 @@ class SourceSpan:
     end_time: datetime | None = None
     attributes: Mapping[str, Any] = field(default_factory=dict)
     status: str | None = None
+    problem: str | None = None
 
 
 class SpanMapping(BaseModel):
@@ -178,7 +184,7 @@ def _metadata(span: SourceSpan, mapping: SpanMapping) -> dict[str, Any]:
 def _first_number(span: SourceSpan, names: Sequence[str]) -> int | None:
     for name in names:
         value = span.attributes.get(name)
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf:
             return int(value)
         if isinstance(value, str) and value.isdigit():
             return int(value)
@@ -339,7 +345,9 @@ def map_spans(
         ``span_status``, ``sql_attempt`` / ``sql_attempts`` (its place among the trace's SQL spans:
         a retried query gives several), ``source``) or, when it cannot be read, an object with
         ``run_id``, ``agent_id``, ``agent_version``, ``trace_id``, ``span_id`` and
-        :data:`SOURCE_ERROR_KEY` (the reason). Nothing is dropped. The LLM spans' tokens are
+        :data:`SOURCE_ERROR_KEY` (the reason: the SQL span's, its question's, or the
+        :attr:`SourceSpan.problem` of a span it is built from — the SQL span, its ancestors, its
+        LLM spans). Nothing is dropped. The LLM spans' tokens are
         split between the SQL spans: each gets those that started after the previous SQL span
         (the last also those after it), so a trace's tokens are counted once.
     """
@@ -363,6 +371,9 @@ def map_spans(
             for ancestor in [*([holder] if holder else []), *_ancestors(span, by_id)]:
                 for key, value in _metadata(ancestor, mapping).items():
                     metadata.setdefault(key, value)
+            unreadable = next((s for s in (span, *_ancestors(span, by_id), *own_llm) if s.problem), None)
+            if unreadable is not None:
+                problem = f"span {unreadable.name!r} ({unreadable.span_id}): {unreadable.problem}"
             problem = problem or question_problem
             run_id = metadata.get(mapping.metadata_fields.get("run_id", "run_id"))
             # a metadata run id names the trace: with several SQL spans each gets its span id appended

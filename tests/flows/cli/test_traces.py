@@ -454,3 +454,71 @@ def test_a_day_without_spans_says_so_instead_of_blaming_the_mapping(tmp_path: Pa
     assert result.exit_code == 0, result.output
     assert "0 records from 0 spans; no span started on that day (UTC): check --date" in result.stdout
     assert "--mapping" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"resourceSpans": "x"}', "resourceSpans is 'x', not an array"),
+        ('{"resourceSpans": [{"resource": 5}]}', "resourceSpans[0].resource is 5, not an object"),
+        ('{"resourceSpans": [{"scopeSpans": [{"spans": {"a": 1}}]}]}', "resourceSpans[0].scopeSpans[0].spans is an object, not an array"),
+        ("[" * 100_000, "not readable JSON: nested too deeply (beyond Python's recursion limit)"),
+    ],
+)  # fmt: skip
+def test_an_otlp_file_of_the_wrong_shape_is_an_error_naming_file_and_element(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    traces_file = tmp_path / "bad.json"
+    traces_file.write_text(text + "\n", encoding="utf-8")
+    result = invoke("pull", "otlp", "--input", str(traces_file), "--date", DAY, "--logs-root", str(tmp_path / "logs"))
+    assert result.exit_code == 2 and result.exception is not None and isinstance(result.exception, SystemExit)
+    assert result.output.strip() == f"error: {traces_file}:1: {message}"
+    assert not (tmp_path / "logs").exists()  # nothing half-written
+
+
+def test_a_bad_token_count_quarantines_its_own_record_only_and_names_the_attribute(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    bad = _otlp_trace("1" * 32, "5" * 16, "How many?", "SELECT 1", {"run_id": "req-1"}, 9)
+    llm = {"traceId": "1" * 32, "spanId": "7" * 16, "parentSpanId": "f" * 15 + "1", "name": "ChatOpenAI",
+           "startTimeUnixNano": str(int(datetime(2026, 11, 30, 9, tzinfo=UTC).timestamp() * 1e9) + 5 * 10**7),
+           "attributes": [{"key": "openinference.span.kind", "value": {"stringValue": "LLM"}},
+                          {"key": "llm.token_count.prompt", "value": {"intValue": "lots"}}]}  # fmt: skip
+    bad["resourceSpans"][0]["scopeSpans"][0]["spans"].append(llm)
+    good = _otlp_trace("2" * 32, "6" * 16, "How many?", "SELECT 2", {"run_id": "req-2"}, 10)
+    traces_file = tmp_path / "traces.jsonl"
+    traces_file.write_text(json.dumps(bad) + "\n" + json.dumps(good) + "\n", encoding="utf-8")
+    logs = tmp_path / "logs"
+    pulled = invoke("pull", "otlp", "--input", str(traces_file), "--date", DAY, "--logs-root", str(logs))
+    assert pulled.exit_code == 0, pulled.output
+    reason = f"span 'ChatOpenAI' ({'7' * 16}): attribute 'llm.token_count.prompt': intValue 'lots' is not an integer"
+    assert "1 records from 5 spans; 1 SQL spans the mapping cannot read" in pulled.stdout
+    first, second = read_jsonl(logs / DAY / "otlp-traces.jsonl")
+    assert first == {
+        "run_id": "req-1", "trace_id": "1" * 32, "span_id": "5" * 16, "agent_id": "dup-agent",
+        "agent_version": "unknown", "source_error": reason,
+    }  # fmt: skip
+    assert (second["run_id"], second["sql"], second["question"]) == ("req-2", "SELECT 2", "How many?")
+    warehouse = str(tmp_path / "w.duckdb")
+    night = invoke(
+        "nightly", "--date", DAY, "--logs-root", str(logs), "--warehouse", warehouse, "--max-bad-share", "0.6"
+    )
+    assert night.exit_code == 0, night.output
+    with connect(warehouse, read_only=True) as conn:
+        (stored,) = conn.execute("SELECT reason FROM quarantine").fetchall()
+    assert stored[0] == f"unreadable trace span: {reason}"
+
+
+def test_an_otlp_file_over_the_size_limit_is_named_as_a_trace_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tasks import traces
+
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    monkeypatch.setattr(traces, "OTLP_FILE_MAX_BYTES", 100)
+    result = invoke("pull", "otlp", "--input", str(bundled), "--date", DAY, "--logs-root", str(tmp_path))
+    size = bundled.stat().st_size
+    assert result.exit_code == 2
+    assert result.output.strip() == (
+        f"error: {bundled}: cannot read ({size} bytes, larger than the 100-byte limit for an OTLP trace file)"
+    )

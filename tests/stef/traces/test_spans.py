@@ -227,3 +227,180 @@ def test_driver_spans_under_a_sql_tool_are_not_scored_again_and_retries_split_th
     )
     only_driver = [spans[0], _span("d", "r", "SELECT", 1, **{"db.query.text": "SELECT 1"})]
     assert [line["sql"] for line in map_spans(only_driver, "p")] == ["SELECT 1"]
+
+
+def _nested_array(levels: int) -> dict[str, object]:
+    value: dict[str, object] = {"stringValue": "x"}
+    for _ in range(levels):
+        value = {"arrayValue": {"values": [value]}}
+    return value
+
+
+def _otlp_export(*spans: dict[str, object], resource: object = None) -> dict[str, object]:
+    resource_spans: dict[str, object] = {"scopeSpans": [{"scope": {"name": "s"}, "spans": list(spans)}]}
+    if resource is not None:
+        resource_spans["resource"] = resource
+    return {"resourceSpans": [resource_spans]}
+
+
+def _otlp_span(span_id: str, name: str, seconds: int, parent: str | None = None, **values: object) -> dict[str, object]:
+    span: dict[str, object] = {
+        "traceId": "ab" * 16,
+        "spanId": span_id,
+        "name": name,
+        "startTimeUnixNano": str(int((T0 + timedelta(seconds=seconds)).timestamp() * 1e9)),
+        "attributes": [{"key": key, "value": value} for key, value in values.items()],
+    }
+    if parent is not None:
+        span["parentSpanId"] = parent
+    return span
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"resourceSpans": "x"}, "f.json:1: resourceSpans is 'x', not an array"),
+        ({"resourceSpans": [7]}, "f.json:1: resourceSpans[0] is 7, not an object"),
+        ({"resourceSpans": [{"resource": 5}]}, "f.json:1: resourceSpans[0].resource is 5, not an object"),
+        ({"resourceSpans": [{"scopeSpans": {"a": 1}}]}, "f.json:1: resourceSpans[0].scopeSpans is an object, not an array"),
+        ({"resourceSpans": [{"scopeSpans": [{"scope": []}]}]}, "f.json:1: resourceSpans[0].scopeSpans[0].scope is an array, not an object"),
+        ({"resourceSpans": [{"scopeSpans": [{"spans": {"a": 1}}]}]}, "f.json:1: resourceSpans[0].scopeSpans[0].spans is an object, not an array"),
+        ({"resourceSpans": [{"scopeSpans": [{"spans": ["s"]}]}]}, "f.json:1: resourceSpans[0].scopeSpans[0].spans[0] is 's', not an object"),
+        (_otlp_export({"spanId": "cd", "startTimeUnixNano": "1"}), "f.json:1: resourceSpans[0].scopeSpans[0].spans[0] has no traceId"),
+        (_otlp_export({"traceId": 5, "spanId": "cd", "startTimeUnixNano": "1"}), "f.json:1: resourceSpans[0].scopeSpans[0].spans[0].traceId is 5, not a hex string"),
+        (_otlp_export({"traceId": "ab", "spanId": "cd"}), "f.json:1: resourceSpans[0].scopeSpans[0].spans[0] has no startTimeUnixNano"),
+        (_otlp_export({"traceId": "ab", "spanId": "cd", "startTimeUnixNano": "soon"}), "f.json:1: resourceSpans[0].scopeSpans[0].spans[0].startTimeUnixNano 'soon' is not a time"),
+        (_otlp_export({"traceId": "ab", "spanId": "cd", "startTimeUnixNano": "9" * 30}), "f.json:1: resourceSpans[0].scopeSpans[0].spans[0].startTimeUnixNano '999999999999999999999999999999' is not a time"),
+    ],
+)  # fmt: skip
+def test_otlp_json_of_the_wrong_shape_is_an_error_naming_the_file_and_the_element(
+    payload: dict[str, object], message: str
+) -> None:
+    with pytest.raises(OtlpFileError) as raised:
+        read_otlp_json(json.dumps(payload), "f.json")
+    assert str(raised.value) == message
+
+
+def test_otlp_json_nested_beyond_the_recursion_limit_is_an_error_naming_the_file() -> None:
+    too_deep = "not readable JSON: nested too deeply (beyond Python's recursion limit)"
+    with pytest.raises(OtlpFileError) as raised:
+        read_otlp_json("[" * 100_000, "f.json")
+    assert str(raised.value) == f"f.json:1: {too_deep}"
+    # 5,000 nested arrayValue levels (json.dumps itself cannot write them: spliced in as text)
+    deep_value = '{"arrayValue": {"values": [' * 5000 + '{"stringValue": "x"}' + "]}}" * 5000
+    deep_span = _otlp_span("cd" * 8, "execute_sql", 0, **{"input.value": "DEEP"})
+    deep = json.dumps(_otlp_export(deep_span)).replace('"DEEP"', deep_value)
+    good = json.dumps(_otlp_export(_otlp_span("ef" * 8, "execute_sql", 0)))
+    with pytest.raises(OtlpFileError) as raised:  # JSON lines: the line is named
+        read_otlp_json(good + "\n" + deep + "\n", "f.json")
+    assert str(raised.value) == f"f.json:2: {too_deep}"
+    with pytest.raises(OtlpFileError) as raised:  # one object over several lines
+        read_otlp_json(json.dumps(_otlp_export(deep_span), indent=1).replace('"DEEP"', deep_value), "f.json")
+    assert str(raised.value) == f"f.json: {too_deep}"
+    with pytest.raises(OtlpFileError) as raised:  # json.loads' other ValueError: an int of 5,000 digits
+        read_otlp_json(good + "\n" + '{"resourceSpans": [' + "7" * 5000 + "]}\n", "f.json")
+    assert str(raised.value).startswith("f.json:2: not readable JSON (Exceeds the limit (4300 digits)")
+
+
+def test_an_attribute_value_that_cannot_be_read_marks_its_span_and_its_record_only() -> None:
+    root, llm, sql, other = "1" * 16, "2" * 16, "3" * 16, "4" * 16
+    trace = [
+        _otlp_span(root, "AgentExecutor", 0, **{"input.value": {"stringValue": "How many?"}}),
+        _otlp_span(llm, "ChatOpenAI", 1, root, **{
+            "openinference.span.kind": {"stringValue": "LLM"}, "llm.token_count.prompt": {"intValue": "lots"},
+            "llm.token_count.completion": {"intValue": "7"},
+        }),
+        _otlp_span(sql, "execute_sql", 2, root, **{"input.value": {"stringValue": "SELECT 1"}}),
+    ]  # fmt: skip
+    second = [
+        {**_otlp_span("5" * 16, "AgentExecutor", 3, **{"input.value": {"stringValue": "Which?"}}), "traceId": "cd" * 16},
+        {**_otlp_span(other, "execute_sql", 4, "5" * 16, **{
+            "input.value": {"stringValue": "SELECT 2"}, "llm.token_count.prompt": {"intValue": "12"},
+            "tags": _nested_array(65),
+        }), "traceId": "cd" * 16},
+    ]  # fmt: skip
+    read = read_otlp_json(json.dumps(_otlp_export(*trace, *second)), "f.json")
+    spans = [span for _, span in read]
+    assert [span.problem for span in spans] == [
+        None,
+        "attribute 'llm.token_count.prompt': intValue 'lots' is not an integer",
+        None,
+        None,
+        "attribute 'tags': arrayValue / kvlistValue nested deeper than 64 levels",
+    ]
+    assert dict(spans[1].attributes) == {
+        "openinference.span.kind": "LLM",
+        "llm.token_count.prompt": None,  # kept, unread: the span still counts as an LLM span
+        "llm.token_count.completion": 7,
+    }
+    lines = map_spans(spans, "p")
+    assert lines == [
+        {
+            "run_id": sql, "trace_id": "ab" * 16, "span_id": sql, "agent_id": "p", "agent_version": "unknown",
+            "source_error": f"span 'ChatOpenAI' ({llm}): attribute 'llm.token_count.prompt': intValue 'lots' is not an integer",
+        },
+        {
+            "run_id": other, "trace_id": "cd" * 16, "span_id": other, "agent_id": "p", "agent_version": "unknown",
+            "source_error": f"span 'execute_sql' ({other}): attribute 'tags': arrayValue / kvlistValue nested deeper than 64 levels",
+        },
+    ]  # fmt: skip
+    rejected = parse_line(json.dumps(lines[0]).encode(), "otlp.jsonl", 1)
+    assert rejected.record is None and rejected.reason is not None and "intValue 'lots'" in rejected.reason
+    # 64 levels are read; a readable trace next to the bad one keeps its record and its tokens
+    fine = _otlp_span(other, "execute_sql", 4, "5" * 16, **{"input.value": {"stringValue": "SELECT 2"},
+                      "llm.token_count.prompt": {"intValue": "12"}, "tags": _nested_array(64)})  # fmt: skip
+    spans = [
+        span for _, span in read_otlp_json(json.dumps(_otlp_export(*trace, second[0], {**fine, "traceId": "cd" * 16})))
+    ]
+    (bad, good) = map_spans(spans, "p")
+    assert (
+        "source_error" in bad
+        and good["sql"] == "SELECT 2"
+        and good["tokens"] == {"prompt": 12, "completion": 0, "total": 12}
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"intValue": 1.5}, "attribute 'a': intValue 1.5 is not an integer"),
+        ({"intValue": True}, "attribute 'a': intValue true is not an integer"),
+        ({"intValue": str(2**63)}, "attribute 'a': intValue '9223372036854775808' is out of the 64-bit range"),
+        ({"doubleValue": "x"}, "attribute 'a': doubleValue 'x' is not a number"),
+        ({"boolValue": "false"}, "attribute 'a': boolValue 'false' is not true or false"),
+        ({"stringValue": 5}, "attribute 'a': stringValue 5 is not a string"),
+        ({"arrayValue": {"values": {"x": 1}}}, "attribute 'a': arrayValue.values an object is not an array"),
+        ({"kvlistValue": {"values": [{"key": "k", "value": {"intValue": "x"}}]}}, "attribute 'a': intValue 'x' is not an integer"),
+        ("plain", "attribute 'a': value 'plain' is not an AnyValue object"),
+    ],
+)  # fmt: skip
+def test_each_anyvalue_kind_is_type_checked_and_named_with_its_attribute(value: object, problem: str) -> None:
+    export = _otlp_export(_otlp_span("cd" * 8, "s", 0, a=value, b={"intValue": "3"}))
+    ((_, span),) = read_otlp_json(json.dumps(export), "f.json")
+    assert span.problem == problem and dict(span.attributes) == {"a": None, "b": 3}
+
+
+def test_a_bad_resource_attribute_or_entry_marks_every_span_of_the_resource() -> None:
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": "agent"}}, {"value": {}}, "odd"]}
+    export = _otlp_export(_otlp_span("cd" * 8, "s", 0), _otlp_span("ef" * 8, "t", 1), resource=resource)
+    read = read_otlp_json(json.dumps(export), "f.json")
+    problem = (
+        "resource attributes[1]: an object is not a key/value object with a string key; "
+        "resource attributes[2]: 'odd' is not a key/value object with a string key"
+    )
+    assert [(project, span.problem) for project, span in read] == [("agent", problem), ("agent", problem)]
+    ((_, span),) = read_otlp_json(
+        json.dumps(_otlp_export({**_otlp_span("cd" * 8, "s", 0), "endTimeUnixNano": "later"}))
+    )
+    assert span.problem == "endTimeUnixNano 'later' is not a time" and span.end_time is None
+
+
+def test_a_non_finite_double_token_count_is_no_count() -> None:
+    export = _otlp_export(
+        _otlp_span("1" * 16, "AgentExecutor", 0, **{"input.value": {"stringValue": "How many?"}}),
+        _otlp_span("2" * 16, "ChatOpenAI", 1, "1" * 16, **{"gen_ai.usage.input_tokens": {"doubleValue": "Infinity"},
+                   "gen_ai.usage.output_tokens": {"doubleValue": 4.0}}),
+        _otlp_span("3" * 16, "execute_sql", 2, "1" * 16, **{"input.value": {"stringValue": "SELECT 1"}}),
+    )  # fmt: skip
+    (line,) = map_spans([span for _, span in read_otlp_json(json.dumps(export))], "p")
+    assert line["tokens"] == {"prompt": 0, "completion": 4, "total": 4}
