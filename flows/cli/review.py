@@ -69,6 +69,8 @@ def sample(
         chosen = file_format or {".jsonl": "jsonl", ".json": "label-studio"}.get(out.suffix.lower(), "csv")
         if chosen not in FORMATS:
             raise CliError(f"--format {chosen!r}: use one of {', '.join(FORMATS)}")
+        if start is not None and end is not None and end.date() < start.date():
+            raise CliError(f"review sample end {end.date()} is before its start {start.date()}")
         result = write_sample(
             warehouse,
             out,
@@ -207,18 +209,28 @@ def _figures_table(title: str, rows: list[tuple[str, dict[str, Any]]]) -> Table:
 
 
 def _plain(value: Any) -> str:
-    return "–" if value is None else f"{value:.3f}"
+    return "–" if value is None else _fixed(value, 3)
 
 
 def _share(value: Any) -> str:
-    return "–" if value is None else f"{100 * value:.0f} %"
+    return "–" if value is None else f"{_fixed(100 * value, 0)} %"
 
 
 def _with_ci(figures: dict[str, Any], key: str) -> str:
     value, interval = figures.get(key), (figures.get("ci") or {}).get(key)
     if value is None:
         return "–"
-    return f"{value:.3f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+    return _fixed(value, 3) + (f" [{_fixed(interval[0], 2)}, {_fixed(interval[1], 2)}]" if interval else "")
+
+
+def _fixed(value: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals; a value that shows as zero has no minus sign.
+
+    >>> _fixed(-0.0, 3), _fixed(-0.0004, 3), _fixed(-0.25, 2), _fixed(0.5, 0)
+    ('0.000', '0.000', '-0.25', '0')
+    """
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 @review_app.command("calibrate")

@@ -22,7 +22,9 @@ import io
 import json
 import math
 import random
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -231,13 +233,38 @@ def _spreadsheet_text(value: object) -> object:
     """A CSV cell that a spreadsheet would run as a formula (``=HYPERLINK(…)``, ``+1``, ``@SUM``)
     prefixed with ``'``, so Excel and Sheets show it as text (OWASP CSV injection).
 
+    A text that starts with ``'`` characters followed by one of those characters gets one more
+    ``'``, so that :func:`_unguarded_text` (which removes exactly one) gives every text back
+    unchanged: ``=x`` → ``'=x``, ``'=x`` → ``''=x``.
+
     >>> print(_spreadsheet_text('=HYPERLINK("http://x")'), _spreadsheet_text("SELECT 1"), _spreadsheet_text(80.0))
     '=HYPERLINK("http://x") SELECT 1 80.0
+    >>> print(_spreadsheet_text("'=x"), _spreadsheet_text("'x"), _spreadsheet_text("-1"))
+    ''=x 'x '-1
     """
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+    if isinstance(value, str) and _is_guarded_start(value):
         return "'" + value
+    return value
+
+
+def _is_guarded_start(text: str) -> bool:
+    """Whether ``text`` is ``'`` characters (any number, none too) then a formula start."""
+    return text.lstrip("'").startswith(_FORMULA_STARTS)
+
+
+def _unguarded_text(value: object) -> object:
+    """A CSV cell as :func:`_spreadsheet_text` received it: one ``'`` less when the cell is one or
+    more ``'`` followed by a formula start (the exact inverse of the guard); any other value as is.
+
+    >>> print(_unguarded_text("'=cmd|' /C calc'!A0-0"), _unguarded_text("''=x"), _unguarded_text("'x"))
+    =cmd|' /C calc'!A0-0 '=x 'x
+    >>> all(_unguarded_text(_spreadsheet_text(t)) == t for t in ("=1", "'=1", "''+1", "'", "'a", "a", "\\t1", "'\\r"))
+    True
+    """
+    if isinstance(value, str) and value.startswith("'") and _is_guarded_start(value):
+        return value[1:]
     return value
 
 
@@ -313,7 +340,10 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
     when its run id is empty, its label is not one of ``correct`` / ``incorrect`` (also accepted:
     right/wrong, true/false, yes/no, 1/0), its error category is not an NL2SQL-BUGs category, its
     ``reviewed_at`` is not an ISO-8601 time, its ``sample_strategy`` is unknown, or its run id
-    appears twice for one reviewer. A CSV may use ``,``, ``;`` or tabs between fields.
+    appears twice for one reviewer; a Label Studio task is bad when its parts are not of the types
+    Label Studio writes (:func:`_task_rows`). A CSV may use ``,``, ``;`` or tabs between fields; a
+    field may be as long as the file (:data:`CSV_FIELD_LIMIT`), and a cell's leading ``'`` that
+    :func:`write_review_file` added against spreadsheet formulas is taken off.
 
     Args:
         path: the file.
@@ -321,8 +351,9 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
             caller that checks the good rows further (against the warehouse) names every bad row at once.
 
     Raises:
-        LabelFileError: the file cannot be read, or (without ``keep_problems``) any row is bad
-            (every bad line is named).
+        LabelFileError: the file cannot be read, a CSV is not readable CSV or a JSON file not JSON
+            (the message names the line), or (without ``keep_problems``) any row is bad (every bad
+            line is named).
     """
     from stef.config_files import read_config_text
 
@@ -331,8 +362,9 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelFileError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from exc
     stripped = text.lstrip()
+    problems: list[tuple[int, str]] = []
     if path.suffix.lower() == ".json" or stripped.startswith("["):
-        records = _label_studio_records(path, text)
+        records, problems = _label_studio_records(path, text)
     elif path.suffix.lower() == ".jsonl" or stripped.startswith("{"):
         records = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -345,59 +377,200 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
                     raise LabelFileError(f"{path}:{number}: not a JSON object but {type(value).__name__}")
                 records.append((number, value))
     else:
-        header = text.split("\n", 1)[0]
-        delimiter = max((",", ";", "\t"), key=header.count)  # Excel writes ';' in many locales
-        reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
-        names = [str(name).strip() for name in reader.fieldnames or []]
-        if "run_id" not in names or "label" not in names:
-            raise LabelFileError(
-                f"{path}: a CSV label file needs the columns run_id and label in its header line "
-                f"(found: {', '.join(names[:12]) or 'none'})"
-            )
-        reader.fieldnames = names
-        records = []
-        start = 2
-        for row in reader:
-            records.append((start, {k: v for k, v in row.items() if k is not None}))
-            start = reader.line_num + 1
-    return _checked(path, records, keep_problems)
+        records = _csv_records(path, text)
+    return _checked(path, records, keep_problems, problems)
 
 
-def _label_studio_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+CSV_FIELD_LIMIT = LABEL_FILE_MAX_BYTES
+"""Longest CSV field read: a field is never longer than its file, and a label file holds at most
+:data:`LABEL_FILE_MAX_BYTES` bytes (Python's default, 131,072 characters, is shorter than the SQL
+STEF stores, up to :data:`stef.pipeline.clean.MAX_SQL_CHARS`, and than a question)."""
+
+_CSV_LIMIT_LOCK = threading.Lock()
+
+
+@contextmanager
+def _csv_field_limit(limit: int) -> Iterator[None]:
+    """``csv.field_size_limit`` is ``limit`` inside the block and what it was before after it.
+
+    The limit is a process-wide setting of the ``csv`` module: the lock keeps two readers of this
+    module from restoring each other's value; another reader in the process meanwhile only
+    accepts longer fields than it would have.
+    """
+    with _CSV_LIMIT_LOCK:
+        previous = csv.field_size_limit(limit)
+        try:
+            yield
+        finally:
+            csv.field_size_limit(previous)
+
+
+def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+    """(line the row starts on, row) of a CSV label file, its cells without the spreadsheet guard
+    of :func:`write_review_file` (:func:`_unguarded_text`).
+
+    Raises:
+        LabelFileError: the header has no ``run_id`` or ``label`` column, or the text is not
+            readable CSV (the message names the line).
+    """
+    header = text.split("\n", 1)[0]
+    delimiter = max((",", ";", "\t"), key=header.count)  # Excel writes ';' in many locales
+    records: list[tuple[int, dict[str, Any]]] = []
+    start = 1
+    with _csv_field_limit(CSV_FIELD_LIMIT):
+        try:
+            reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+            names = [str(name).strip() for name in reader.fieldnames or []]
+            if "run_id" not in names or "label" not in names:
+                raise LabelFileError(
+                    f"{path}: a CSV label file needs the columns run_id and label in its header line "
+                    f"(found: {', '.join(names[:12]) or 'none'})"
+                )
+            reader.fieldnames = names
+            start = 2
+            for row in reader:
+                records.append((start, {k: _unguarded_text(v) for k, v in row.items() if k is not None}))
+                start = reader.line_num + 1
+        except csv.Error as exc:
+            raise LabelFileError(f"{path}:{start}: not readable CSV ({exc})") from exc
+    return records
+
+
+def _label_studio_records(path: Path, text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, str]]]:
     """(task position, flat row) of a Label Studio export: the task's data plus its newest
-    annotation's choices (``label``, ``error_category``), text (``note``), annotator and time."""
+    annotation's choices (``label``, ``error_category``), text (``note``), annotator and time;
+    and (task position, problem) of each task whose parts are not of the types Label Studio
+    writes (:func:`_task_rows`), which gives no row.
+
+    Raises:
+        LabelFileError: the text is not JSON, or not a list.
+    """
     try:
         tasks = json.loads(text)
     except json.JSONDecodeError as exc:
         raise LabelFileError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
     if not isinstance(tasks, list):
-        raise LabelFileError(f"{path}: a Label Studio export is a JSON list of tasks")
+        raise LabelFileError(f"{path}: a Label Studio export is a JSON list of tasks, not {_json_kind(tasks)}")
     records: list[tuple[int, dict[str, Any]]] = []
+    problems: list[tuple[int, str]] = []
     for number, task in enumerate(tasks, start=1):
-        if not isinstance(task, dict):
-            raise LabelFileError(f"{path}: task {number} is not a JSON object but {type(task).__name__}")
-        annotations = [a for a in task.get("annotations") or [] if isinstance(a, dict) and not a.get("was_cancelled")]
-        newest_by_author: dict[str, dict[str, Any]] = {}
-        for annotation in sorted(annotations, key=lambda a: str(a.get("updated_at") or a.get("created_at") or "")):
-            newest_by_author[str(_annotator(annotation))] = annotation
-        if not newest_by_author:
-            records.append((number, {**dict(task.get("data") or {}), "label": ""}))
-        for newest in newest_by_author.values():
-            row: dict[str, Any] = dict(task.get("data") or {})
-            for result in newest.get("result") or []:
-                if not isinstance(result, dict):
-                    continue
-                value = result.get("value") or {}
-                name = result.get("from_name")
-                if name in ("label", "error_category") and value.get("choices"):
-                    row[name] = value["choices"][0]
-                elif name == "note" and value.get("text"):
-                    row["note"] = " ".join(str(t) for t in value["text"])
-            author = _annotator(newest)
-            row["reviewer"] = None if author is None else str(author)
-            row["reviewed_at"] = newest.get("updated_at") or newest.get("created_at")
-            records.append((number, row))
-    return records
+        try:
+            records.extend((number, row) for row in _task_rows(task, number))
+        except _BadTaskError as exc:
+            problems.append((number, str(exc)))
+    return records, problems
+
+
+class _BadTaskError(Exception):
+    """A Label Studio task whose parts are not of the types Label Studio writes (the message says
+    which part, and names the task by its id or position)."""
+
+
+def _task_rows(task: object, number: int = 1) -> list[dict[str, Any]]:
+    """The rows of one Label Studio task: one per annotator (their newest annotation that was not
+    cancelled), or one unlabelled row when it has none. ``number`` is its position in the export
+    (from 1), which names it in an error when it has no ``id``.
+
+    Raises:
+        _BadTaskError: the task is not an object; its ``data`` is not an object; its ``annotations``
+            not a list of objects; an annotation's ``result`` not a list of objects; the ``value`` of
+            a ``label``, ``error_category`` or ``note`` result not an object; its ``choices`` not a
+            list of one text; its ``text`` not a list of texts.
+
+    >>> _task_rows({"id": 7, "data": {"run_id": "r1"}, "annotations": [{"result": [
+    ...     {"from_name": "label", "value": {"choices": ["correct"]}}]}]})
+    [{'run_id': 'r1', 'label': 'correct', 'reviewer': None, 'reviewed_at': None}]
+    >>> _task_rows({"id": 7, "data": {}, "annotations": [{"result": [
+    ...     {"from_name": "label", "value": {"choices": "correct"}}]}]})
+    Traceback (most recent call last):
+    ...
+    stef.monitor.review._BadTaskError: task id 7: annotations[0].result[0].value.choices (label) is a string, not a list of one text
+    """
+    if not isinstance(task, dict):
+        raise _BadTaskError(f"task {number} is {_json_kind(task)}, not an object")
+    name = _task_name(task, number)
+    data = {} if task.get("data") is None else task["data"]
+    if not isinstance(data, dict):
+        raise _BadTaskError(f"{name}: data is {_json_kind(data)}, not an object")
+    annotations = [] if task.get("annotations") is None else task["annotations"]
+    if not isinstance(annotations, list):
+        raise _BadTaskError(f"{name}: annotations is {_json_kind(annotations)}, not a list")
+    kept: list[tuple[int, dict[str, Any]]] = []
+    for index, annotation in enumerate(annotations):
+        if not isinstance(annotation, dict):
+            raise _BadTaskError(f"{name}: annotations[{index}] is {_json_kind(annotation)}, not an object")
+        if not annotation.get("was_cancelled"):
+            kept.append((index, annotation))
+    newest_by_author: dict[str, tuple[int, dict[str, Any]]] = {}
+    for index, annotation in sorted(
+        kept, key=lambda item: str(item[1].get("updated_at") or item[1].get("created_at") or "")
+    ):
+        newest_by_author[str(_annotator(annotation))] = (index, annotation)
+    if not newest_by_author:
+        return [{**data, "label": ""}]
+    rows: list[dict[str, Any]] = []
+    for index, newest in newest_by_author.values():
+        row: dict[str, Any] = dict(data)
+        results = [] if newest.get("result") is None else newest["result"]
+        if not isinstance(results, list):
+            raise _BadTaskError(f"{name}: annotations[{index}].result is {_json_kind(results)}, not a list")
+        for position, result in enumerate(results):
+            where = f"annotations[{index}].result[{position}]"
+            if not isinstance(result, dict):
+                raise _BadTaskError(f"{name}: {where} is {_json_kind(result)}, not an object")
+            field = result.get("from_name")
+            if field not in ("label", "error_category", "note"):
+                continue  # a control of another labelling config
+            value = result.get("value")
+            if not isinstance(value, dict):
+                raise _BadTaskError(f"{name}: {where}.value ({field}) is {_json_kind(value)}, not an object")
+            key = "text" if field == "note" else "choices"
+            given = value.get(key)
+            if given is None or given == []:
+                continue
+            if not isinstance(given, list) or not all(isinstance(item, str) for item in given):
+                wanted = "a list of texts" if key == "text" else "a list of one text"
+                raise _BadTaskError(f"{name}: {where}.value.{key} ({field}) is {_json_kind(given)}, not {wanted}")
+            if key == "text":
+                row["note"] = " ".join(given)
+            elif len(given) > 1:
+                raise _BadTaskError(
+                    f"{name}: {where}.value.choices ({field}) holds {len(given)} choices "
+                    f"({', '.join(repr(item) for item in given)}), not one"
+                )
+            else:
+                row[str(field)] = given[0]
+        author = _annotator(newest)
+        row["reviewer"] = None if author is None else str(author)
+        row["reviewed_at"] = newest.get("updated_at") or newest.get("created_at")
+        rows.append(row)
+    return rows
+
+
+def _task_name(task: Mapping[str, Any], number: int) -> str:
+    """``task id 7`` (Label Studio's id of the task), or ``task 3`` (its position) when it has none."""
+    identifier = task.get("id")
+    if isinstance(identifier, bool) or not isinstance(identifier, int | str):
+        return f"task {number}"
+    return f"task id {identifier!r}" if isinstance(identifier, str) else f"task id {identifier}"
+
+
+def _json_kind(value: object) -> str:
+    """What a JSON value is, in words: ``an object``, ``a list``, ``a string``, ``a number``,
+    ``true``/``false``, ``null``.
+
+    >>> _json_kind([1]), _json_kind("x"), _json_kind(False), _json_kind(None), _json_kind(2.5)
+    ('a list', 'a string', 'false', 'null', 'a number')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def _annotator(annotation: Mapping[str, Any]) -> object:
@@ -407,8 +580,15 @@ def _annotator(annotation: Mapping[str, Any]) -> object:
     return author
 
 
-def _checked(path: Path, records: Sequence[tuple[int, Mapping[str, Any]]], keep_problems: bool = False) -> LabelFile:
-    problems: list[tuple[int, str]] = []
+def _checked(
+    path: Path,
+    records: Sequence[tuple[int, Mapping[str, Any]]],
+    keep_problems: bool = False,
+    bad: Sequence[tuple[int, str]] = (),
+) -> LabelFile:
+    """The label file of ``records``, its problems those of its rows after ``bad`` (rows already
+    found bad by the reader)."""
+    problems: list[tuple[int, str]] = list(bad)
     rows: list[LabelRow] = []
     unlabelled = 0
     seen: dict[tuple[str, str | None], int] = {}
@@ -561,12 +741,12 @@ def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOT
         if key == "n" or not isinstance(value, float):
             continue
         values = sorted(samples.get(key, []))
-        ci[key] = [round(_quantile(values, 0.025), 4), round(_quantile(values, 0.975), 4)] if values else None
+        ci[key] = [_rounded(_quantile(values, 0.025)), _rounded(_quantile(values, 0.975))] if values else None
     categories: dict[str, list[bool]] = {}
     for row in reviewed:
         if not row.correct and row.category:
             categories.setdefault(row.category, []).append(not row.called_correct)
-    figures_out: dict[str, Any] = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in figures.items()}
+    figures_out: dict[str, Any] = {k: (_rounded(v) if isinstance(v, float) else v) for k, v in figures.items()}
     figures_out["recall_by_category"] = {
         name: {"n": len(calls), "recall": round(sum(calls) / len(calls), 4)}
         for name, calls in sorted(categories.items())
@@ -616,6 +796,16 @@ _FIGURE_KEYS = (
     "precision_incorrect",
     "recall_incorrect",
 )
+
+
+def _rounded(value: float) -> float:
+    """``value`` to 4 decimals, a negative zero as 0.0 (κ of three answers called incorrect, two of
+    them labelled correct, computes to −8e-17, which rounds to −0.0).
+
+    >>> _rounded(-8.3e-17), _rounded(0.123456)
+    (0.0, 0.1235)
+    """
+    return round(value, 4) + 0.0  # -0.0 + 0.0 is 0.0
 
 
 def _ratio(numerator: int, denominator: int) -> float | None:

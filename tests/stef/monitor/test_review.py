@@ -236,3 +236,139 @@ def test_uncertain_sampling_puts_unscored_answers_last() -> None:
     pool += [{"run_id": f"s{i}", "score": 50.0, "p_correct": 0.5, "app_id": "a"} for i in range(50)]
     chosen = sample_answers(pool, 20, "uncertain", seed=4)
     assert sum(1 for r in chosen if r["p_correct"] is None) <= 2
+
+
+def _task(result: object, **task: object) -> dict[str, object]:
+    return {"id": 9, "data": {"run_id": "r1"}, "annotations": [{"result": result}], **task}
+
+
+@pytest.mark.parametrize(
+    ("task", "problem"),
+    [
+        pytest.param("r1", "task 1 is a string, not an object", id="task_not_an_object"),
+        pytest.param({"data": "x", "annotations": "y"}, "task 1: data is a string, not an object", id="data_string"),
+        pytest.param(
+            {"id": 9, "data": {"run_id": "r1"}, "annotations": "y"},
+            "task id 9: annotations is a string, not a list",
+            id="annotations_string",
+        ),
+        pytest.param(
+            {"id": "t9", "data": {"run_id": "r1"}, "annotations": [["x"]]},
+            "task id 't9': annotations[0] is a list, not an object",
+            id="annotation_not_an_object",
+        ),
+        pytest.param(_task({"a": 1}), "task id 9: annotations[0].result is an object, not a list", id="result_object"),
+        pytest.param(_task([7]), "task id 9: annotations[0].result[0] is a number, not an object", id="result_item"),
+        pytest.param(
+            _task([{"from_name": "label", "value": [1]}]),
+            "task id 9: annotations[0].result[0].value (label) is a list, not an object",
+            id="value_list",
+        ),
+        pytest.param(
+            _task([{"from_name": "label", "value": {"choices": "correct"}}]),
+            "task id 9: annotations[0].result[0].value.choices (label) is a string, not a list of one text",
+            id="choices_string",
+        ),
+        pytest.param(
+            _task([{"from_name": "label", "value": {"choices": [1]}}]),
+            "task id 9: annotations[0].result[0].value.choices (label) is a list, not a list of one text",
+            id="choices_number",
+        ),
+        pytest.param(
+            _task([{"from_name": "error_category", "value": {"choices": ["Value-Related Errors", "Join Errors"]}}]),
+            "task id 9: annotations[0].result[0].value.choices (error_category) holds 2 choices "
+            "('Value-Related Errors', 'Join Errors'), not one",
+            id="two_choices",
+        ),
+        pytest.param(
+            _task(
+                [
+                    {"from_name": "label", "value": {"choices": ["correct"]}},
+                    {"from_name": "note", "value": {"text": "ok"}},
+                ]
+            ),
+            "task id 9: annotations[0].result[1].value.text (note) is a string, not a list of texts",
+            id="text_string",
+        ),
+    ],
+)
+def test_a_label_studio_task_of_the_wrong_shape_is_a_named_bad_row(tmp_path: Path, task: object, problem: str) -> None:
+    path = tmp_path / "export.json"
+    good = {
+        "id": 1,
+        "data": {"run_id": "r2"},
+        "annotations": [{"result": [{"from_name": "label", "value": {"choices": ["correct"]}}]}],
+    }
+    path.write_text(json.dumps([task, good]), encoding="utf-8")
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    assert str(caught.value) == f"{path}: 1 bad row(s), nothing imported: line 1: {problem}"
+    kept = read_label_file(path, keep_problems=True)
+    assert kept.problems == ((1, problem),)
+    assert [(row.line, row.run_id, row.label) for row in kept.rows] == [(2, "r2", "correct")]
+
+
+def test_label_studio_controls_of_another_config_and_empty_choices_are_not_problems(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    results = [
+        {"from_name": "sentiment", "value": "anything"},
+        {"from_name": "label", "value": {"choices": []}},
+        {"from_name": "note", "value": {"text": ["a", "b"]}},
+    ]
+    path.write_text(json.dumps([_task(results)]), encoding="utf-8")
+    read = read_label_file(path)
+    assert read.rows == () and read.unlabelled == 1 and read.problems == ()
+
+
+def test_csv_cells_guarded_against_formulas_read_back_exactly(tmp_path: Path) -> None:
+    """The writer's `'` is taken off on reading, and only it: a text that starts with `'` itself
+    keeps it."""
+    texts = ["=cmd|' /C calc'!A0-0", "'=x", "''@y", "+1", "-2", "@SUM(A1)", "'quoted", "plain", "\tTAB"]
+    rows = review_rows([{"run_id": text, "question": text, "score": 50.0} for text in texts])
+    for row in rows:
+        row.update(label="correct", note=row["run_id"])
+    path = tmp_path / "review.csv"
+    write_review_file(rows, path, "csv")
+    written = path.read_text(encoding="utf-8")
+    assert "\n'=cmd|' /C calc'!A0-0," in written and "\n''=x," in written and "\n'''@y," in written
+    read = read_label_file(path)
+    assert sorted(row.run_id for row in read.rows) == sorted(text.strip() for text in texts)
+    assert {row.run_id: row.note for row in read.rows}["'=x"] == "'=x"
+
+
+def test_a_csv_field_longer_than_the_csv_default_reads_and_the_limit_is_restored(tmp_path: Path) -> None:
+    import csv
+
+    before = csv.field_size_limit()
+    long_sql = "SELECT " + "1" * 199_990
+    rows = review_rows([{"run_id": "r1", "sql": long_sql, "score": 50.0}])
+    rows[0]["label"] = "wrong"
+    path = tmp_path / "review.csv"
+    write_review_file(rows, path, "csv")
+    (row,) = read_label_file(path).rows
+    assert (row.run_id, row.label) == ("r1", "incorrect")
+    assert csv.field_size_limit() == before
+
+
+def test_a_csv_error_names_the_file_and_the_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import csv
+
+    import stef.monitor.review
+
+    before = csv.field_size_limit()
+    monkeypatch.setattr(stef.monitor.review, "CSV_FIELD_LIMIT", 8)
+    path = tmp_path / "labels.csv"
+    path.write_text('run_id,label\nr1,correct\n"r2\nsecond line of a long id",correct\n', encoding="utf-8")
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    assert str(caught.value) == f"{path}:3: not readable CSV (field larger than field limit (8))"
+    assert csv.field_size_limit() == before
+
+
+def test_a_kappa_of_zero_has_no_minus_sign() -> None:
+    import math
+
+    figures = agreement(
+        [Reviewed(True, 40.0, 0.4), Reviewed(True, 30.0, 0.3), Reviewed(False, 20.0, 0.2)], resamples=20
+    )
+    assert figures["kappa"] == 0.0 and math.copysign(1.0, figures["kappa"]) == 1.0
