@@ -5,16 +5,19 @@ agents' logs or the operator's command line; wherever STEF shows them (terminal 
 weekly report, Prefect artifacts) they must read as the text they are, never as markup. This
 module holds the text side of that rule, with no dependency beyond the standard library:
 
-* :func:`one_line` folds line breaks and makes control characters visible;
+* :func:`one_line` folds line breaks and makes control characters visible; :func:`visible_text`
+  makes them visible and keeps the line breaks (a SQL statement in an HTML ``<pre>``);
 * :func:`shorten` also truncates a long label with an ellipsis (the full text goes elsewhere:
   an HTML ``title`` attribute, the JSON output);
 * :func:`md_text`, :func:`md_code`, :func:`md_code_block` and :func:`md_table` build Markdown in
   which user data cannot open a tag, an image, a link, a heading, a list, a table cell or close a
   code span. Their results are :class:`Markdown` strings, which the escaping functions pass through
-  unchanged, so Markdown built by STEF is never escaped twice.
+  unchanged, so Markdown built by STEF is never escaped twice;
+* :func:`spreadsheet_text` (a Python value) and :func:`spreadsheet_text_sql` (a DuckDB expression)
+  guard a CSV cell that a spreadsheet would run as a formula (``stef review sample``, ``stef export``).
 
-The HTML side is Jinja's autoescape (``stef/monitor/rendering.py``); the terminal side is a rich console
-with markup and emoji codes off (``flows/cli/common.py``).
+The HTML side is Jinja's autoescape after :func:`visible_text` (``stef/monitor/rendering.py``); the
+terminal side is a rich console with markup and emoji codes off (``flows/cli/common.py``).
 """
 
 from __future__ import annotations
@@ -80,6 +83,18 @@ def visible_lines(value: object) -> str:
     'bad: a\\\\x1b[31m.jsonl\\n  hint'
     """
     return "\n".join(one_line(part) for part in str(value).split("\n"))
+
+
+def visible_text(value: object) -> str:
+    """``str(value)`` with its line feeds and tabs kept (``\\r\\n`` and ``\\r`` become ``\\n``) and every
+    other control or bidirectional character made visible (``\\x1b``, ``\\u202e``), for a text shown
+    whole on several lines: a SQL statement in a fenced code block or an HTML ``<pre>``.
+
+    >>> visible_text("SELECT 1\\r\\n\\tFROM t -- \\u202e\\x1b[2J")
+    'SELECT 1\\n\\tFROM t -- \\\\u202e\\\\x1b[2J'
+    """
+    body = str(value).replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(char if char in "\n\t" else _visible(char) for char in body)
 
 
 def shorten(value: object, width: int = DISPLAY_WIDTH) -> str:
@@ -157,8 +172,7 @@ def md_code_block(text: object, info: str = "") -> Markdown:
     SELECT '```'
     ````
     """
-    body = str(text).replace("\r\n", "\n").replace("\r", "\n")
-    body = "".join(char if char in "\n\t" else _visible(char) for char in body)
+    body = visible_text(text)
     fence = "`" * max(3, max((len(run) for run in _BACKTICKS.findall(body)), default=0) + 1)
     return Markdown(f"{fence}{one_line(info).replace('`', '')}\n{body}\n{fence}")
 
@@ -211,3 +225,58 @@ def md_cells(rows: Iterable[Mapping[str, Any]], width: int | None = DISPLAY_WIDT
         return str(md_text(value if width is None or isinstance(value, Markdown) else shorten(value, width)))
 
     return [{key: cell(value) for key, value in row.items()} for row in rows]
+
+
+FORMULA_STARTS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet (Excel, Sheets, LibreOffice) read a CSV cell as a
+formula (OWASP CSV injection): ``=``, ``+``, ``-``, ``@``, tab and carriage return."""
+
+
+def looks_like_formula(text: str) -> bool:
+    """Whether a spreadsheet would read ``text`` as a formula once any leading ``'`` were taken off:
+    ``'`` characters (none too) then one of :data:`FORMULA_STARTS`.
+
+    >>> looks_like_formula("=1"), looks_like_formula("''+1"), looks_like_formula("'a"), looks_like_formula("a=1")
+    (True, True, False, False)
+    """
+    return text.lstrip("'").startswith(FORMULA_STARTS)
+
+
+def spreadsheet_text(value: object) -> object:
+    """A CSV cell that a spreadsheet would run as a formula (``=HYPERLINK(…)``, ``+1``, ``@SUM``)
+    prefixed with ``'``, so Excel and Sheets show it as text (OWASP CSV injection).
+
+    Only a string is guarded (a number stays a number); ``None`` becomes ``""``. A text that is
+    ``'`` characters followed by a formula start gets one more ``'`` as well
+    (:func:`looks_like_formula`), so that taking exactly one ``'`` off such a cell (``stef review
+    import``) gives every text back unchanged: ``=x`` → ``'=x``, ``'=x`` → ``''=x``.
+
+    >>> print(spreadsheet_text('=HYPERLINK("http://x")'), spreadsheet_text("SELECT 1"), spreadsheet_text(-3.0))
+    '=HYPERLINK("http://x") SELECT 1 -3.0
+    >>> print(spreadsheet_text("'=x"), spreadsheet_text("'x"), spreadsheet_text("-1"))
+    ''=x 'x '-1
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str) and looks_like_formula(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_text_sql(expression: str) -> str:
+    """:func:`spreadsheet_text` as a DuckDB SQL expression over the ``VARCHAR`` SQL ``expression``:
+    its value with a leading ``'`` when, past any leading ``'``, the first character is one of
+    :data:`FORMULA_STARTS`, else unchanged (``NULL`` stays ``NULL``). DuckDB computes it, so a
+    ``COPY … TO`` stays streamed.
+
+    Args:
+        expression: SQL of a text column, e.g. ``r.question`` (written by STEF, never user data).
+
+    Returns:
+        A SQL ``CASE`` expression.
+
+    >>> print(spreadsheet_text_sql("r.sql"))
+    CASE WHEN left(ltrim(r.sql, ''''), 1) IN ('=', '+', '-', '@', chr(9), chr(13)) THEN '''' || r.sql ELSE r.sql END
+    """
+    starts = ", ".join(f"'{c}'" if c.isprintable() and c != "'" else f"chr({ord(c)})" for c in FORMULA_STARTS)
+    return f"CASE WHEN left(ltrim({expression}, ''''), 1) IN ({starts}) THEN '''' || {expression} ELSE {expression} END"

@@ -34,6 +34,7 @@ from stef.display import (
     md_text,
     one_line,
     shorten,
+    visible_text,
 )
 from stef.logs import parse_line
 from stef.models import AlignmentResult, Evaluation, EvaluationStatus, FilterStatus, SuspectedError, Verdict
@@ -441,12 +442,39 @@ def test_html_report_escapes_and_shortens_names(hostile: tuple[str, Path, Report
     assert [attrs["alt"] for tag, attrs in page.tags if tag == "img"] == [
         f"{shorten(value)}: {k}" for k in ("histogram", "trend", "breakdown")
     ]
-    assert value in page.text  # the question and the SQL, whole (escaped by Jinja, decoded by the parser)
+    assert (
+        visible_text(value) in page.text
+    )  # the question and the SQL, whole (controls shown visibly, escaped by Jinja)
     assert f"Agent {shorten(value)}" in page.text
     titles = [attrs["title"] for tag, attrs in page.tags if tag == "span" and attrs.get("class") == "name"]
     assert (one_line(value) in titles) == (
         shorten(value) != one_line(value)
     )  # a shortened name keeps the whole as a tooltip
+
+
+def test_html_report_shows_control_and_bidi_characters_visibly_as_the_markdown_twin() -> None:
+    value = "red\x1b[31m alarm\x07 abc\u202edcba"
+    shown = "red\\x1b[31m alarm\\x07 abc\\u202edcba"  # what the Markdown twin shows too
+    conn = connect(":memory:")
+    _store(conn, MONDAY, [(f"r{value}", f"a{value}", f"v{value}", 40.0, True)], value)
+    data = collect(conn, "memory", "2026-W48")
+    conn.close()
+    charts = [
+        Chart(a, kind, kind, "data:image/png;base64,")
+        for a in data.agents
+        for kind in ("histogram", "trend", "breakdown")
+    ]
+    html = render_html(data, charts)
+    assert not {"\x1b", "\x07", "\u202e"} & set(html)  # no raw control or bidi character anywhere
+    (row,) = _table_rows(html.split('<h2 id="worst">', 1)[1])[1:]
+    assert row[1] == f"{MONDAY}a{shown} v{shown}r{shown}"  # day, agent, version, run id
+    assert row[3] == f"How many {shown}?enriched: {shown}"  # question, enriched question
+    assert row[4] == f"SELECT COUNT(*) FROM t WHERE c = '{shown}'\n{shown}"  # the SQL's <pre>, lines kept
+    for evidence in (f"missing filters: {shown}", f"Explicit Condition Missing: {shown}", shown):
+        assert evidence in row[5]
+    markdown = render_markdown(data)
+    assert f"- question: How many {md_text(value)}?" in markdown
+    assert f"'{shown}'\n{shown}\n```" in markdown  # the same visible form in the twin's code block
 
 
 def test_html_headline_keeps_long_names_narrow() -> None:

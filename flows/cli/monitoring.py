@@ -12,7 +12,6 @@ import json
 import os
 from datetime import datetime
 from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -620,7 +619,15 @@ class ExportFormatChoice(str, Enum):
 def export(
     start: Annotated[datetime, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")],
     end: Annotated[datetime, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD (included).")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="File to write (replaced when it exists).")],
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="FILE",
+            help="File to write (replaced when it exists; a file name, not a folder). In a CSV, a text cell starting with =, +, -, @, tab or CR gets a leading ' so a spreadsheet shows it as text; Parquet and JSON lines keep every value exact.",
+        ),
+    ],
     export_format: Annotated[
         ExportFormatChoice | None,
         typer.Option("--format", help="csv, parquet or jsonl (default: from the --out suffix, else csv)."),
@@ -635,12 +642,17 @@ def export(
     ] = None,
 ) -> None:
     """Export a window's evaluations (one row per answer, with its question, SQL and evidence as JSON)
-    for a BI tool, streamed by DuckDB: any size."""
+    for a BI tool, streamed by DuckDB: any size.
+
+    CSV cells of text that a spreadsheet would run as a formula get a leading ' (numbers stay
+    numbers); Parquet and JSON lines hold the values exactly.
+    """
     with user_errors():
         from warehouse import WarehouseError, connect, resolve_path
-        from warehouse.export import export_evaluations
+        from warehouse.export import export_evaluations, export_target
         from warehouse.monitoring import latest_evaluator_version
 
+        out_file = export_target(out)  # a folder is refused before anything is read
         target = resolve_path(warehouse)
         if not target.is_file():
             raise WarehouseError(
@@ -651,16 +663,18 @@ def export(
             raise CliError(f"export end {last} is before its start {first}")
         chosen = export_format.value if export_format is not None else None
         if chosen is None:
-            chosen = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}.get(out.suffix.lower(), "csv")
-        out.parent.mkdir(parents=True, exist_ok=True)
+            chosen = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}.get(out_file.suffix.lower(), "csv")
+        out_file.parent.mkdir(parents=True, exist_ok=True)
         with connect(target, read_only=True) as conn:
             version = evaluator_version or latest_evaluator_version(conn, agent, first, last)
             if version is None:
                 of_agent = f" of agent {one_line(agent)!r}" if agent else ""
                 raise CliError(f"no evaluations{of_agent} in {target} between {first} and {last}; nothing exported")
-            rows = export_evaluations(conn, out, first, last, version, chosen, agent_id=agent)  # type: ignore[arg-type]
+            rows = export_evaluations(conn, out_file, first, last, version, chosen, agent_id=agent)  # type: ignore[arg-type]
     console.print(
-        Text(f"exported {rows} evaluations of {one_line(version)} ({first} … {last}) to {one_line(out)} ({chosen})"),
+        Text(
+            f"exported {rows} evaluations of {one_line(version)} ({first} … {last}) to {one_line(out_file)} ({chosen})"
+        ),
         soft_wrap=True,
     )
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from stef.display import DISPLAY_WIDTH, Markdown, md_code, md_code_block, md_text, one_line, shorten
+from stef.display import DISPLAY_WIDTH, Markdown, md_code, md_code_block, md_text, one_line, shorten, visible_text
 from stef.models import Band, FilterStatus, Verdict
 from stef.monitor.charts import Chart
 from stef.monitor.formatting import fmt_ci
@@ -99,11 +99,29 @@ def _md_finalize(value: Any) -> Markdown:
     return md_text(value)
 
 
+def _html_finalize(value: Any) -> Any:
+    """Jinja ``finalize`` of the HTML report: every string of a ``{{ … }}`` (the question, the
+    enriched question, the SQL, evidence …) through :func:`stef.display.visible_text`, so a control
+    or bidirectional character shows as ``\\x1b`` or ``\\u202e`` as in the Markdown twin, line breaks
+    kept for the SQL's ``<pre>``; autoescape then escapes it. :class:`~markupsafe.Markup` built by
+    STEF (:func:`html_name`: already visible) and non-strings pass unchanged.
+
+    >>> _html_finalize("a\\u202eb\\x1b[31m"), _html_finalize(Markup("<b>x</b>")), _html_finalize(3)
+    ('a\\\\u202eb\\\\x1b[31m', Markup('<b>x</b>'), 3)
+    """
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return visible_text(value)
+    return value
+
+
 def _environment(markdown: bool) -> Any:
-    """The Jinja environment of the HTML report (autoescape) or of its Markdown twin (:func:`_md_finalize`)."""
+    """The Jinja environment of the HTML report (autoescape, :func:`_html_finalize`) or of its
+    Markdown twin (:func:`_md_finalize`)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    options: dict[str, Any] = {"finalize": _md_finalize} if markdown else {"autoescape": True}
+    options: dict[str, Any] = (
+        {"finalize": _md_finalize} if markdown else {"autoescape": True, "finalize": _html_finalize}
+    )
     environment = Environment(
         loader=PackageLoader("stef.monitor", "templates"),
         undefined=StrictUndefined,

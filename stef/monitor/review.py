@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stef.classification_metrics import auroc, expected_calibration_error
+from stef.display import looks_like_formula, spreadsheet_text
 from stef.errors import StefError
 from stef.llm.verdict import TAXONOMY
 
@@ -209,7 +210,7 @@ def write_review_file(rows: Sequence[Mapping[str, Any]], path: Path, file_format
         writer = csv.DictWriter(buffer, fieldnames=list(REVIEW_COLUMNS), lineterminator="\n")
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: _spreadsheet_text(row.get(k)) for k in REVIEW_COLUMNS})
+            writer.writerow({k: spreadsheet_text(row.get(k)) for k in REVIEW_COLUMNS})
         text = buffer.getvalue()
     elif file_format == "jsonl":
         text = "".join(json.dumps({k: row.get(k) for k in REVIEW_COLUMNS}, ensure_ascii=False) + "\n" for row in rows)
@@ -226,44 +227,18 @@ def write_review_file(rows: Sequence[Mapping[str, Any]], path: Path, file_format
 
 _LABEL_KEYS = ("label", "error_category", "note")
 
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _spreadsheet_text(value: object) -> object:
-    """A CSV cell that a spreadsheet would run as a formula (``=HYPERLINK(…)``, ``+1``, ``@SUM``)
-    prefixed with ``'``, so Excel and Sheets show it as text (OWASP CSV injection).
-
-    A text that starts with ``'`` characters followed by one of those characters gets one more
-    ``'``, so that :func:`_unguarded_text` (which removes exactly one) gives every text back
-    unchanged: ``=x`` → ``'=x``, ``'=x`` → ``''=x``.
-
-    >>> print(_spreadsheet_text('=HYPERLINK("http://x")'), _spreadsheet_text("SELECT 1"), _spreadsheet_text(80.0))
-    '=HYPERLINK("http://x") SELECT 1 80.0
-    >>> print(_spreadsheet_text("'=x"), _spreadsheet_text("'x"), _spreadsheet_text("-1"))
-    ''=x 'x '-1
-    """
-    if value is None:
-        return ""
-    if isinstance(value, str) and _is_guarded_start(value):
-        return "'" + value
-    return value
-
-
-def _is_guarded_start(text: str) -> bool:
-    """Whether ``text`` is ``'`` characters (any number, none too) then a formula start."""
-    return text.lstrip("'").startswith(_FORMULA_STARTS)
-
 
 def _unguarded_text(value: object) -> object:
-    """A CSV cell as :func:`_spreadsheet_text` received it: one ``'`` less when the cell is one or
-    more ``'`` followed by a formula start (the exact inverse of the guard); any other value as is.
+    """A CSV cell as :func:`stef.display.spreadsheet_text` received it: one ``'`` less when the cell
+    is one or more ``'`` followed by a formula start (the exact inverse of the guard); any other
+    value as is.
 
     >>> print(_unguarded_text("'=cmd|' /C calc'!A0-0"), _unguarded_text("''=x"), _unguarded_text("'x"))
     =cmd|' /C calc'!A0-0 '=x 'x
-    >>> all(_unguarded_text(_spreadsheet_text(t)) == t for t in ("=1", "'=1", "''+1", "'", "'a", "a", "\\t1", "'\\r"))
+    >>> all(_unguarded_text(spreadsheet_text(t)) == t for t in ("=1", "'=1", "''+1", "'", "'a", "a", "\\t1", "'\\r"))
     True
     """
-    if isinstance(value, str) and value.startswith("'") and _is_guarded_start(value):
+    if isinstance(value, str) and value.startswith("'") and looks_like_formula(value):
         return value[1:]
     return value
 

@@ -353,3 +353,41 @@ def test_export_of_an_agent_without_evaluations_names_the_agent(warehouse_file: 
     result = _invoke("export", "--warehouse", str(warehouse_file), *window, "--agent", "nobody")
     assert result.exit_code == 2
     assert " ".join(result.stderr.split()).startswith("error: no evaluations of agent 'nobody' in ")
+
+
+@pytest.mark.parametrize("kind", ["existing_folder", "trailing_slash"])
+def test_export_to_a_folder_says_a_file_name_is_needed(warehouse_file: Path, tmp_path: Path, kind: str) -> None:
+    folder = tmp_path / "exports"
+    if kind == "existing_folder":
+        folder.mkdir()
+        out = str(folder)
+    else:
+        out = f"{folder}/"
+    window = ("--start", "2026-11-20", "--end", "2026-11-26")
+    result = _invoke("export", "--warehouse", str(warehouse_file), *window, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.stderr.split()) == (
+        f"error: export output {out} is a folder; pass a file name, e.g. {folder}/evaluations.csv"
+    )
+    assert (folder.is_dir() and not any(folder.iterdir())) if kind == "existing_folder" else not folder.exists()
+
+
+def test_export_csv_shows_formulas_of_the_logs_as_text(tmp_path: Path) -> None:
+    import csv
+
+    path = tmp_path / "wh.duckdb"
+    with connect(path) as conn:
+        store_answers(conn, D1, answers("=cmd|' /C calc'!A0", "@agent", "-v1", [80.0]))
+    out = tmp_path / "ex.csv"
+    result = _invoke(
+        "export", "--warehouse", str(path), "--start", "2026-11-20", "--end", "2026-11-20", "--out", str(out)
+    )
+    assert result.exit_code == 0, result.output
+    with out.open(encoding="utf-8", newline="") as handle:
+        (row,) = list(csv.DictReader(handle))
+    assert (row["run_id"], row["agent_id"], row["agent_version"], row["score"]) == (
+        "'=cmd|' /C calc'!A0-0",
+        "'@agent",
+        "'-v1",
+        "80.0",
+    )
