@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import stat
-from datetime import date, timedelta
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from stef.errors import InputError
 from tasks._runtime import io_task, run_logger
 from tasks.logs import url_filesystem
 from warehouse import connect
-from warehouse.monitoring import done_days
+from warehouse.monitoring import done_days, fallback_counts, judge_spend_since
 
 MAX_BACKFILL_DAYS = 3660
 """Longest range one backfill accepts (about ten years): a typo in a year should not start a
@@ -50,6 +51,25 @@ def day_has_logs(logs_root: str, log_date: date) -> bool:
     return folder.is_dir() and any(_holds_a_line(path) for path in folder.glob("*.jsonl"))
 
 
+def day_folder_problem(logs_root: str, log_date: date) -> str | None:
+    """Why ``<logs_root>/<YYYY-MM-DD>`` cannot be a day folder when it exists but is no folder
+    (``"… is a file, not a folder"``), else ``None`` (also for a missing path and a URL).
+
+    >>> day_folder_problem("/nonexistent-stef-root", date(2026, 11, 24)) is None
+    True
+    """
+    if "://" in logs_root:
+        return None
+    path = Path(logs_root).expanduser() / log_date.isoformat()
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISDIR(mode):
+        return None
+    return f"{path} is a file, not a folder" if stat.S_ISREG(mode) else f"{path} is not a folder"
+
+
 _LINE_SCAN_BYTES = 1 << 16
 
 
@@ -77,9 +97,23 @@ def _remote_holds_a_line(fs: Any, path: str) -> bool:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class BackfillPlan:
+    """What the warehouse holds of a backfill's range.
+
+    Attributes:
+        done: the days already done with the evaluator version (stored, metrics computed).
+        fallbacks: per done day, how many of its records fell back to the symbolic verdict
+            (only days with at least one; always empty for the symbolic judge).
+    """
+
+    done: list[date] = field(default_factory=list)
+    fallbacks: dict[date, int] = field(default_factory=dict)
+
+
 @io_task("plan-backfill", retries=2, retry_delay_seconds=5)
-def plan_backfill(warehouse_path: str | None, start: date, end: date, evaluator_version: str) -> list[date]:
-    """The days in ``start … end`` already done with ``evaluator_version`` (stored, metrics computed).
+def plan_backfill(warehouse_path: str | None, start: date, end: date, evaluator_version: str) -> BackfillPlan:
+    """The days in ``start … end`` already done with ``evaluator_version``, and their fallbacks.
 
     Args:
         warehouse_path: DuckDB file (created and migrated when missing).
@@ -88,13 +122,31 @@ def plan_backfill(warehouse_path: str | None, start: date, end: date, evaluator_
         evaluator_version: the version the backfill would store.
 
     Returns:
-        The done days, sorted.
+        A :class:`BackfillPlan`: the done days sorted, and how many records of each fell back.
 
     Raises:
         WarehouseLockedError: another process writes the file (retried twice).
     """
     conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
-        return sorted(done_days(conn, start, end, evaluator_version))
+        done = sorted(done_days(conn, start, end, evaluator_version))
+        counts = fallback_counts(conn, start, end, evaluator_version)
+        return BackfillPlan(done, {day: counts[day] for day in done if day in counts})
+    finally:
+        conn.close()
+
+
+@io_task("backfill-day-spend", retries=2, retry_delay_seconds=5)
+def day_spend(warehouse_path: str, since: datetime, log_date: date, evaluator_version: str) -> float:
+    """What the model-judged run of ``log_date`` started at ``since`` spent (USD), read back from
+    the warehouse (:func:`warehouse.monitoring.judge_spend_since`): the backfill's budget is
+    charged with it.
+
+    Raises:
+        WarehouseLockedError: another process writes the file (retried twice).
+    """
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
+    try:
+        return judge_spend_since(conn, since, log_date, evaluator_version)
     finally:
         conn.close()

@@ -245,6 +245,45 @@ def done_days(conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator
     return {row[0] for row in rows}
 
 
+def fallback_counts(conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str) -> dict[date, int]:
+    """Per day in ``start … end``: how many of its ``evaluator_version`` evaluations fell back to the
+    symbolic verdict (``judge_fallback_reason`` set). Days without one are absent (so is every day
+    of the symbolic judge, which never falls back).
+
+    Returns:
+        ``{day: records that fell back}``, counts > 0 only.
+    """
+    rows = conn.execute(
+        "SELECT log_date, count(*) FROM evaluations WHERE log_date BETWEEN $start AND $end "
+        "AND evaluator_version = $version AND judge_fallback_reason IS NOT NULL GROUP BY log_date",
+        {"start": start, "end": end, "version": evaluator_version},
+    ).fetchall()
+    return {row[0]: int(row[1]) for row in rows}
+
+
+def judge_spend_since(
+    conn: duckdb.DuckDBPyConnection, since: datetime, log_date: date, evaluator_version: str
+) -> float:
+    """Money (USD) a model-judged run of ``log_date`` that started at ``since`` (UTC, naive) spent,
+    as the warehouse shows it: the ``cost_usd`` of the verdicts it added to ``judge_cache`` (cached
+    verdicts of earlier runs are not counted) plus that of the day's evaluations that fell back
+    (their failed requests; fallbacks are never cached). A cost litellm does not know counts 0.
+
+    Returns:
+        The sum, >= 0.
+    """
+    cached = conn.execute(
+        "SELECT coalesce(sum(cost_usd), 0) FROM judge_cache WHERE created_at >= $since AND cost_usd > 0",
+        {"since": since},
+    ).fetchall()[0][0]
+    fallen = conn.execute(
+        "SELECT coalesce(sum(cost_usd), 0) FROM evaluations WHERE log_date = $day AND evaluator_version = $version "
+        "AND judge_fallback_reason IS NOT NULL AND cost_usd > 0",
+        {"day": log_date, "version": evaluator_version},
+    ).fetchall()[0][0]
+    return float(cached) + float(fallen)
+
+
 # --------------------------------------------------------------------------- drift_checks
 
 

@@ -70,6 +70,28 @@ BREAKER_HELP = (
     "Circuit breaker: after this many consecutive model timeouts/connection failures, the rest of the run gets the "
     "symbolic verdict without calling the model, and each such record says so (0: never)."
 )
+ApiBaseOption = Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)]
+"""``--api-base`` of ``stef nightly`` and ``stef backfill`` (``None``: ``$STEF_LLM_API_BASE``)."""
+ConcurrencyOption = Annotated[
+    int,
+    typer.Option(
+        "--concurrency",
+        min=1,
+        help="Model requests in flight for the whole run (its batches share them; a backfill runs its days one by one).",
+    ),
+]
+"""``--concurrency`` of ``stef nightly`` and ``stef backfill`` (default 8)."""
+TimeoutOption = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        min=0.001,
+        help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).",
+    ),
+]
+"""``--timeout`` of ``stef nightly`` and ``stef backfill`` (default 60.0)."""
+BreakerFailuresOption = Annotated[int, typer.Option("--breaker-failures", min=0, help=BREAKER_HELP)]
+"""``--breaker-failures`` of ``stef nightly`` and ``stef backfill`` (default 5)."""
 PIPE_WIDTH = 200
 """Width of the consoles when the output is not a terminal (cron logs, CI, ``| tee``) and ``$COLUMNS`` is
 unset: rich's default of 80 would cut the tables; a terminal keeps its own width."""

@@ -20,14 +20,19 @@ from rich.table import Table
 from rich.text import Text
 
 from flows.cli.common import (
+    ApiBaseOption,
     BatchSizeOption,
+    BreakerFailuresOption,
     CliError,
+    ConcurrencyOption,
+    TimeoutOption,
     console,
     drift_sentences,
     err_console,
     nightly_preparation,
     running_flows,
     summary_line,
+    usd,
     user_errors,
     validate_judge,
 )
@@ -307,11 +312,22 @@ def _day_line(day: BackfillDay, evaluator_version: str) -> str:
     if day.status == "skipped":
         return f"{day.log_date}: skipped (already done with {evaluator_version}; --force redoes it)"
     if day.status == "no_logs":
+        if day.detail:
+            return f"{day.log_date}: no logs for this day ({one_line(day.detail)}), nothing stored"
         return f"{day.log_date}: no logs for this day, nothing stored"
 
     if day.summary is None:
         return f"{day.log_date}: done"
     line = summary_line(day.summary)
+    if day.rerun_fallbacks:
+        line += f"; rerun: {day.rerun_fallbacks} records fell back to the symbolic verdict"
+    if day.fallbacks:
+        line += (
+            f"; {day.fallbacks} records {'still ' if day.rerun_fallbacks else ''}fell back to the symbolic verdict "
+            "(the next backfill reruns the day)"
+        )
+    elif day.rerun_fallbacks:
+        line += ", none now"
     drift_checks = getattr(day.summary, "drift_checks", None) or []
     worse = [c for c in drift_checks if is_new_worse_drift(c)]  # a recomputed check only when it newly turned worse
     if worse:
@@ -351,9 +367,23 @@ def backfill(
         typer.Option(
             "--judge",
             metavar="symbolic|MODEL|hybrid:MODEL",
-            help="Judge, as for stef nightly; it decides the evaluator version that marks a day done.",
+            help="Judge, as for stef nightly; it decides the evaluator version that marks a day done. With a model, "
+            "a day stored with records that fell back to the symbolic verdict is rerun (the cache answers the others).",
         ),
     ] = "symbolic",
+    api_base: ApiBaseOption = None,
+    concurrency: ConcurrencyOption = 8,
+    max_cost_usd: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost-usd",
+            min=0.0,
+            help="Budget for model calls of the whole backfill: each day runs with what is left of it; once it is used "
+            "up, the remaining records get the symbolic verdict and a later backfill reruns their days.",
+        ),
+    ] = None,
+    timeout: TimeoutOption = 60.0,
+    breaker_failures: BreakerFailuresOption = 5,
     schema_dir: Annotated[
         str | None,
         typer.Option(
@@ -402,7 +432,15 @@ def backfill(
                 f"(expected {one_line(logs_root.rstrip('/'))}/<YYYY-MM-DD>/*.jsonl); nothing was run or stored"
             )
         settings = validate_judge(
-            judge, schema_dir=schema_dir, observed_catalog=observed_catalog, learn_catalog=learn_catalog
+            judge,
+            api_base=api_base,
+            concurrency=concurrency,
+            max_cost_usd=max_cost_usd,
+            timeout_s=timeout,
+            breaker_failures=breaker_failures,
+            schema_dir=schema_dir,
+            observed_catalog=observed_catalog,
+            learn_catalog=learn_catalog,
         )  # also checks a model's keys
         settings.schemas()  # a missing schema folder or catalog file fails here
         settings.observed()
@@ -437,6 +475,11 @@ def backfill(
                     max_bad_share=max_bad_share,
                     batch_size=batch_size,
                     judge=judge,
+                    api_base=api_base,
+                    concurrency=concurrency,
+                    max_cost_usd=max_cost_usd,
+                    timeout_s=timeout,
+                    breaker_failures=breaker_failures,
                     on_day=on_day,
                     schema_dir=schema_dir,
                     observed_catalog=observed_catalog,
@@ -450,14 +493,29 @@ def backfill(
                     push_endpoint=push_endpoint,
                 )
     done, skipped, missing = (summary.with_status(s) for s in ("done", "skipped", "no_logs"))
+    reruns, unfinished = summary.reruns(), summary.with_fallbacks()
     console.print(
         Text(
-            f"backfill {summary.start} … {summary.end} into {one_line(summary.warehouse)}: {len(done)} days run, "
-            f"{len(skipped)} skipped (already done), {len(missing)} without logs"
+            f"backfill {summary.start} … {summary.end} into {one_line(summary.warehouse)}: {len(done)} days run"
+            + (f" ({len(reruns)} rerun for records that fell back to the symbolic verdict)" if reruns else "")
+            + f", {len(skipped)} skipped (already done), {len(missing)} without logs"
             + (f" ({', '.join(d.isoformat() for d in missing)})" if missing else "")
         ),
         soft_wrap=True,
     )
+    if not settings.is_symbolic:
+        budget = "" if summary.max_cost_usd is None else f" of --max-cost-usd {usd(summary.max_cost_usd)}"
+        console.print(Text(f"judge {one_line(judge)}: spent {usd(summary.spent_usd)}{budget}"), soft_wrap=True)
+    if unfinished:
+        console.print(
+            Text(
+                f"{len(unfinished)} days still have records that fell back to the symbolic verdict "
+                f"({', '.join(d.isoformat() for d in unfinished)}): every backfill reruns them until the model judges "
+                "those records; a permanent cause (a --max-cost-usd used up every time, a record the model never "
+                "answers) reruns them every time"
+            ),
+            soft_wrap=True,
+        )
     newest = [day.summary for day in summary.days if day.status == "done" and day.summary is not None]
     if newest:  # the checks as they stand after the run: the last day's own, and those it recomputed
         for line in drift_sentences(newest[-1].drift_checks):

@@ -21,14 +21,16 @@ from rich.table import Table
 from rich.text import Text
 
 from flows.cli.common import (
-    API_BASE_HELP,
-    BREAKER_HELP,
     JUDGE_HELP,
     OBSERVED_HELP,
     SCHEMA_DIR_HELP,
+    ApiBaseOption,
     BatchSizeOption,
+    BreakerFailuresOption,
     CliError,
     CommandClock,
+    ConcurrencyOption,
+    TimeoutOption,
     check_workers,
     console,
     drift_sentences,
@@ -168,28 +170,16 @@ def nightly(
     ] = 0.05,
     batch_size: BatchSizeOption = None,
     judge: Annotated[str, typer.Option("--judge", metavar="symbolic|MODEL|hybrid:MODEL", help=JUDGE_HELP)] = "symbolic",
-    api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help=API_BASE_HELP)] = None,
-    concurrency: Annotated[
-        int,
-        typer.Option(
-            "--concurrency", min=1, help="Model requests in flight for the whole run (its batches share them)."
-        ),
-    ] = 8,
+    api_base: ApiBaseOption = None,
+    concurrency: ConcurrencyOption = 8,
     max_cost_usd: Annotated[
         float | None,
         typer.Option(
             "--max-cost-usd", min=0.0, help="Budget for model calls in this run (split evenly over the batches)."
         ),
     ] = None,
-    timeout: Annotated[
-        float,
-        typer.Option(
-            "--timeout",
-            min=0.001,
-            help="Seconds per model request (then retried: 429/5xx/timeouts, exponential backoff).",
-        ),
-    ] = 60.0,
-    breaker_failures: Annotated[int, typer.Option("--breaker-failures", min=0, help=BREAKER_HELP)] = 5,
+    timeout: TimeoutOption = 60.0,
+    breaker_failures: BreakerFailuresOption = 5,
     task_runner: Annotated[
         TaskRunnerChoice,
         typer.Option(
