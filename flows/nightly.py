@@ -24,6 +24,7 @@ from prefect.utilities.annotations import quote
 from flows.progress import batch_evaluated, evaluation_finished, evaluation_started
 from stef.errors import InputError, StefError
 from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
+from stef.llm.budget import release_budget, usd
 from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings, preflight
 from stef.models import EVALUATOR_VERSION, CompactEvaluation
 from tasks import (
@@ -252,8 +253,17 @@ def nightly(
             evaluations are stored under the judge's evaluator version.
         api_base: OpenAI-compatible endpoint for the model (default ``$STEF_LLM_API_BASE``).
         concurrency: model requests in flight for the whole run (the batches share one pool: :mod:`stef.llm.pool`).
-        max_cost_usd: budget for model calls in this run, split evenly over the batches (so it
-            holds with any task runner); past it, records get the symbolic verdict and say so.
+        max_cost_usd: budget in USD for the model calls of the whole run. With the ``pool``
+            (default) and ``thread`` runners the batches run in threads of this process and
+            share one budget (:func:`stef.llm.budget.shared_budget`): a request is made only
+            while the run's spend plus the reserves of the requests in flight plus its own
+            reserve (its prompt's price plus :data:`stef.llm.usage.ANSWER_RESERVE_TOKENS` answer
+            tokens) stays within it, so the run spends more than ``max_cost_usd`` only by what
+            requests cost beyond their reserves (nothing while every answer stays within its
+            reserve). With the ``process`` and ``dask`` runners the batches run in other
+            processes and cannot share a budget: each batch gets an even share
+            (``max_cost_usd / batches``), with the same rule per batch. Past it, records get the
+            symbolic verdict and say so (naming ``--max-cost-usd`` for the run).
         timeout_s: seconds per model request (then retried).
         breaker_failures: after this many consecutive timeouts / connection failures the rest of
             the run gets the symbolic verdict without calling the model (0: never); the batches
@@ -341,8 +351,18 @@ def nightly(
     run_context = FlowRunContext.get()
     processes = pool_processes_of(run_context.task_runner if run_context else None) if settings.is_symbolic else 0
     parts = evaluation_batches(records, batch_size, processes)
-    if settings.max_cost_usd is not None and parts:
-        settings = replace(settings, max_cost_usd=settings.max_cost_usd / len(parts))
+    runner = run_context.task_runner if run_context else None
+    cap = settings.max_cost_usd
+    if cap is not None and len(parts) > 1 and not isinstance(runner, ThreadPoolTaskRunner):
+        # batches in other processes (process, dask) cannot share the run's budget: an even share each
+        settings = replace(settings, budget_shares=len(parts))
+        get_run_logger().info(
+            "--max-cost-usd $%s split evenly over %d batches ($%s each): the %s task runner runs them in other processes",
+            usd(cap),
+            len(parts),
+            usd(cap / len(parts)),
+            type(runner).__name__,
+        )
     evaluations: list[CompactEvaluation] = []
     catalogs = (
         {} if observed is None else {"observed": observed}
@@ -363,6 +383,7 @@ def nightly(
     finally:
         evaluation_finished()
         breaker = release_breaker(settings.run_key or "")
+        budget = release_budget(settings.run_key or "")
     elapsed = time.perf_counter() - started
     get_run_logger().info(
         "evaluated %d records in %d batch%s in %.1f s (%.0f records/s)",
@@ -376,6 +397,13 @@ def nightly(
     breaker_summary = breaker.summary() if breaker is not None else None
     if breaker_summary is not None:
         get_run_logger().warning("judge %s: %s", settings.name, breaker_summary)
+    if budget is not None and budget.max_usd is not None:
+        get_run_logger().info(
+            "judge %s: spent $%s of --max-cost-usd $%s for the run",
+            settings.name,
+            usd(budget.spent_usd),
+            usd(budget.max_usd),
+        )
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)
     timer.lap("store")
     metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)

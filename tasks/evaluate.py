@@ -186,7 +186,8 @@ def evaluate_batch(
 
     With a model, the batch's requests run concurrently (``judge.concurrency``) and verdicts are
     cached in the warehouse's ``judge_cache`` table, so a rerun or backfill of the same records
-    makes no model call; ``judge.max_cost_usd`` is this batch's share of the run's budget.
+    makes no model call; ``judge.max_cost_usd`` is the run's budget, shared by the batches of the
+    run in this process (``judge.run_key``) or split evenly over them (``judge.budget_shares``).
 
     Args:
         records: the batch (:func:`evaluation_batches` cuts a nightly's day; a :class:`RecordBatch`

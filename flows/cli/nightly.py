@@ -175,7 +175,9 @@ def nightly(
     max_cost_usd: Annotated[
         float | None,
         typer.Option(
-            "--max-cost-usd", min=0.0, help="Budget for model calls in this run (split evenly over the batches)."
+            "--max-cost-usd",
+            min=0.0,
+            help="Budget in USD for the model calls of the whole run (the process and dask runners split it evenly over the batches).",
         ),
     ] = None,
     timeout: TimeoutOption = 60.0,

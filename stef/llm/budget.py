@@ -1,47 +1,183 @@
-"""The cost budget of a run (``--max-cost-usd``): money spent on model calls against an optional limit."""
+"""The cost budget of a run (``--max-cost-usd``): money spent on model calls against an optional limit.
+
+Every request reserves what it may cost before it starts (:meth:`CostBudget.reserve`) and settles
+with what it did cost once it ends (:meth:`CostBudget.settle`); a request starts only while the
+run's spend, plus the reserves of the requests in flight, plus its own reserve stays within the
+limit. The batches of one nightly run (threads of one process) share one budget through
+:func:`shared_budget`, as they share the circuit breaker and the request pool.
+"""
 
 from __future__ import annotations
 
 import math
 import threading
 
+BUDGET_REACHED = "cost budget reached"
+"""Fallback kind of the records the budget kept from the model."""
+
+
+def usd(amount: float) -> str:
+    """An amount of USD as written in messages: up to 10 decimals, no trailing zeros.
+
+    >>> usd(0.0001), usd(2.0), usd(0.00008100000000000001), usd(1e-9), usd(0.0)
+    ('0.0001', '2', '0.000081', '0.000000001', '0')
+    """
+    text = f"{amount:.10f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def _amount(cost_usd: float | None) -> float:
+    """``cost_usd`` as a finite amount of 0 or more (anything else counts as nothing)."""
+    if (
+        isinstance(cost_usd, int | float)
+        and not isinstance(cost_usd, bool)
+        and math.isfinite(cost_usd)
+        and cost_usd > 0
+    ):
+        return float(cost_usd)
+    return 0.0
+
 
 class CostBudget:
     """Money spent on model calls in one run, against an optional limit (``--max-cost-usd``).
 
-    Thread-safe; checked before the first request of each record, so requests already in flight
-    may overshoot the limit by at most ``concurrency`` calls. The spend only grows: a negative,
-    NaN or infinite amount is never added (:mod:`stef.llm.usage` checks what servers report).
+    Thread-safe. A request starts only if :meth:`reserve` accepts its reserve: the spend so far
+    plus the reserves held by the requests in flight plus this reserve is at most the limit (and
+    the spend plus the reserves held is below it, so a limit of 0 allows no request at all).
+    :meth:`settle` then replaces the reserve with the request's actual charge. So the spend
+    exceeds the limit only by what requests cost beyond their reserves: never when no request
+    costs more than its reserve. The spend only grows: a negative, NaN or infinite amount is
+    never added (:mod:`stef.llm.usage` checks what servers report).
+
+    Args:
+        max_usd: the limit this budget enforces in USD (``None``: no limit).
+        run_max_usd: the user's ``--max-cost-usd`` for the whole run (default ``max_usd``);
+            differs from ``max_usd`` only when the run's limit is split over batches that run in
+            other processes (``shares``).
+        shares: the batches the run's limit was split evenly over (1: one budget for the run).
 
     >>> budget = CostBudget(0.01)
     >>> budget.add(0.004); budget.add(None); budget.add(-5.0); budget.add(float("nan")); budget.exhausted
     False
-    >>> budget.add(0.006); budget.exhausted, round(budget.spent_usd, 4)
-    (True, 0.01)
+    >>> held = budget.reserve(0.005); held, budget.reserve(0.002), round(budget.reserved_usd, 4)
+    (0.005, None, 0.005)
+    >>> budget.settle(held, 0.001); round(budget.spent_usd, 4), budget.reserved_usd
+    (0.005, 0.0)
+    >>> budget.add(0.005); budget.exhausted, round(budget.spent_usd, 4), budget.reserve(0.0)
+    (True, 0.01, None)
+    >>> budget.reason()
+    'cost budget reached: $0.01 spent of --max-cost-usd $0.01 for the run; symbolic judge used'
     """
 
-    def __init__(self, max_usd: float | None = None) -> None:
+    def __init__(self, max_usd: float | None = None, run_max_usd: float | None = None, shares: int = 1) -> None:
         self.max_usd = max_usd
+        self.run_max_usd = run_max_usd if run_max_usd is not None else max_usd
+        self.shares = shares
         self.spent_usd = 0.0
+        """Money charged by the requests that ended."""
+        self.reserved_usd = 0.0
+        """Reserves held by the requests in flight."""
         self._lock = threading.Lock()
 
     def add(self, cost_usd: float | None) -> None:
         """Count one call's cost (``None``, an unpriced model, counts as nothing; so does
         anything that is not a finite amount of 0 or more)."""
-        if (
-            isinstance(cost_usd, int | float)
-            and not isinstance(cost_usd, bool)
-            and math.isfinite(cost_usd)
-            and cost_usd > 0
-        ):
+        amount = _amount(cost_usd)
+        if amount:
             with self._lock:
-                self.spent_usd += float(cost_usd)
+                self.spent_usd += amount
+
+    def reserve(self, estimate_usd: float | None) -> float | None:
+        """Hold ``estimate_usd`` (a request's reserve in USD; ``None`` or not a finite amount of 0
+        or more: 0) for a request about to start.
+
+        Returns:
+            The amount held (give it to :meth:`settle` when the request ends), or ``None``: the
+            request must not start (the spend plus the reserves held plus this one would pass the
+            limit, or the spend plus the reserves held has reached it).
+        """
+        amount = _amount(estimate_usd)
+        with self._lock:
+            if self.max_usd is not None:
+                committed = self.spent_usd + self.reserved_usd
+                if committed >= self.max_usd or committed + amount > self.max_usd:
+                    return None
+            self.reserved_usd += amount
+            return amount
+
+    def settle(self, reserved_usd: float, cost_usd: float | None) -> None:
+        """A request that held ``reserved_usd`` (:meth:`reserve`) ended: release it and count its
+        charge ``cost_usd`` (``None`` or 0 for a request that failed without an answer)."""
+        amount = _amount(cost_usd)
+        with self._lock:
+            self.reserved_usd = max(0.0, self.reserved_usd - reserved_usd)
+            self.spent_usd += amount
 
     @property
     def exhausted(self) -> bool:
-        """The limit is set and reached."""
-        return self.max_usd is not None and self.spent_usd >= self.max_usd
+        """The limit is set and the spend plus the reserves held reached it."""
+        return self.max_usd is not None and self.spent_usd + self.reserved_usd >= self.max_usd
 
-    def reason(self) -> str:
-        """The fallback reason once exhausted."""
-        return f"cost budget reached: ${self.spent_usd:.4f} spent of --max-cost-usd ${self.max_usd:.4f}; symbolic judge used"
+    def reason(self, requests: int = 0) -> str:
+        """The fallback reason of a record kept from the model by the budget: the spend of the
+        requests that ended (not the reserves in flight) against the user's ``--max-cost-usd`` for
+        the run, and the batch's share when the limit was split (``requests``: those the record
+        had made already)."""
+        cap = usd(self.run_max_usd or 0.0)
+        spent = f"${usd(self.spent_usd)} spent"
+        tail = f"; no further request after {requests} request(s)" if requests else ""
+        if self.shares > 1:
+            return (
+                f"{BUDGET_REACHED}: {spent} of this batch's share ${usd(self.max_usd or 0.0)} of --max-cost-usd "
+                f"${cap} for the run (split evenly over {self.shares} batches: batches in other processes "
+                f"cannot share one budget){tail}; symbolic judge used"
+            )
+        return f"{BUDGET_REACHED}: {spent} of --max-cost-usd ${cap} for the run{tail}; symbolic judge used"
+
+
+_BUDGETS: dict[str, CostBudget] = {}
+_BUDGETS_LOCK = threading.Lock()
+
+
+def shared_budget(run_key: str, max_usd: float | None) -> CostBudget:
+    """The cost budget of the run ``run_key`` in this process (made on first use with ``max_usd``).
+
+    The batches of one nightly run (threads of one process) get the same budget, so the run's
+    ``--max-cost-usd`` holds for the run, not per batch. :func:`release_budget` ends it.
+    """
+    with _BUDGETS_LOCK:
+        budget = _BUDGETS.get(run_key)
+        if budget is None:
+            budget = _BUDGETS[run_key] = CostBudget(max_usd)
+        return budget
+
+
+def release_budget(run_key: str) -> CostBudget | None:
+    """Forget the budget of run ``run_key``; return it (``None``: no batch of the run used one here)."""
+    with _BUDGETS_LOCK:
+        return _BUDGETS.pop(run_key, None)
+
+
+def run_budget(max_usd: float | None, run_key: str | None = None, shares: int = 1) -> CostBudget:
+    """The budget an evaluator of a run uses.
+
+    Args:
+        max_usd: the user's ``--max-cost-usd`` for the run (``None``: no limit).
+        run_key: the run whose batches share one budget in this process (:func:`shared_budget`;
+            ``None``: a budget of its own, for a run with one evaluator such as ``stef evaluate``).
+        shares: batches the limit is split evenly over, when they run in other processes and
+            cannot share one budget (1: no split).
+
+    Returns:
+        The run's shared budget, or a new one (of ``max_usd / shares`` when ``shares`` > 1).
+
+    >>> run_budget(1.0, shares=4).max_usd, run_budget(1.0, shares=4).run_max_usd
+    (0.25, 1.0)
+    >>> run_budget(1.0, "doctest-run") is run_budget(1.0, "doctest-run"), release_budget("doctest-run") is not None
+    (True, True)
+    """
+    if shares > 1 and max_usd is not None:
+        return CostBudget(max_usd / shares, run_max_usd=max_usd, shares=shares)
+    if run_key is not None:
+        return shared_budget(run_key, max_usd)
+    return CostBudget(max_usd)

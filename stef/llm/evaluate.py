@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
-from stef.llm.budget import CostBudget
+from stef.llm.budget import run_budget
 from stef.llm.judge import LLMJudge, PendingJudgements
 from stef.llm.models import JudgeCache, JudgeConfigError, JudgeOutcome
 from stef.llm.settings import JudgeSettings
@@ -159,7 +159,8 @@ class LLMEvaluator:
     """Evaluates batches of records with an LLM judge (or hybrid), with cache and budget.
 
     One instance serves a whole run: the budget (``max_cost_usd``) and :attr:`stats` span every
-    batch given to :meth:`evaluate_many`.
+    batch given to :meth:`evaluate_many`; with ``settings.run_key`` the budget is the run's, shared
+    with the other evaluators of the run in this process (:func:`stef.llm.budget.run_budget`).
 
     Args:
         settings: the judge settings (must name a model).
@@ -188,7 +189,7 @@ class LLMEvaluator:
         self.cache = cache
         self.symbolic = symbolic or settings.symbolic_judge()
         self.judge = judge or LLMJudge.from_settings(settings, fallback=self.symbolic)
-        self.budget = CostBudget(settings.max_cost_usd)
+        self.budget = run_budget(settings.max_cost_usd, settings.run_key, settings.budget_shares)
         self.stats = JudgeRunStats(judge=settings.name)
         self.schemas = settings.schemas()
         self.observed = observed if observed is not None else settings.observed()

@@ -60,7 +60,7 @@ from pydantic import ValidationError
 
 from stef.errors import StefError
 from stef.llm.breaker import BREAKER_OPEN, CircuitBreaker, shared_breaker
-from stef.llm.budget import CostBudget
+from stef.llm.budget import BUDGET_REACHED, CostBudget
 from stef.llm.litellm_loader import import_litellm
 from stef.llm.models import CachedVerdict, JudgeCache, JudgeConfigError, JudgeOutcome, MalformedOutputError
 from stef.llm.pool import RequestSlots, shared_slots
@@ -73,7 +73,7 @@ from stef.llm.settings import (
     MAX_BACKOFF_S,
     JudgeSettings,
 )
-from stef.llm.usage import UsageReading, check_cost, check_count, read_usage
+from stef.llm.usage import UsageReading, check_cost, check_count, read_usage, reserve_cost
 from stef.llm.verdict import MAX_RATIONALE_CHARS, LLMVerdict, parse_verdict, response_format
 from stef.models import JudgeResult
 from stef.pipeline.judge.models import Judge, JudgeInput
@@ -559,8 +559,10 @@ class LLMJudge:
         """One completion with retries; raises :class:`_Stop` with the reason when it gives up.
 
         Every attempt waits for a slot of the run's pool (:attr:`slots`). Before every attempt
-        the run's breaker is checked (and, before a record's first request, the budget); every
-        timeout or connection failure counts on the breaker, any answer from the server resets it.
+        the run's breaker is checked, then the budget holds the request's reserve
+        (:func:`stef.llm.usage.reserve_cost`; :meth:`CostBudget.reserve`): an attempt whose reserve
+        does not fit is not made. The attempt then settles with its charge (0 when it failed).
+        Every timeout or connection failure counts on the breaker, any answer from the server resets it.
         """
         import asyncio
 
@@ -594,14 +596,18 @@ class LLMJudge:
         breaker = self.breaker
         slots = self.pool
         response: Any = None
+        reserve = reserve_cost(self.model, messages) if budget.max_usd is not None else None
+        held = 0.0
         try:
             async for attempt in retrying:
                 with attempt:
                     async with slots:
                         if breaker.is_open:
                             raise _Stop(breaker.kept(tally.requests), breaker.kind or BREAKER_OPEN)
-                        if first and attempt.retry_state.attempt_number == 1 and budget.exhausted:
-                            raise _Stop(budget.reason(), "cost budget reached")
+                        admitted = budget.reserve(reserve)
+                        if admitted is None:
+                            raise _Stop(budget.reason(tally.requests), BUDGET_REACHED)
+                        held = admitted
                         if tally.requests == 0:
                             breaker.started()
                         tally.requests += 1
@@ -609,10 +615,14 @@ class LLMJudge:
                             async with asyncio.timeout(self.timeout_s + 1.0):
                                 response = await completion(**params)
                         except Exception as exc:
+                            budget.settle(held, None)  # no answer: nothing charged
                             if _unreachable(exc) is not None:
                                 breaker.failed(_describe(exc))
                             else:
                                 breaker.answered()
+                            raise
+                        except BaseException:  # cancelled: the reserve is released too
+                            budget.settle(held, None)
                             raise
                         breaker.answered()
                         breaker.succeeded()
@@ -632,7 +642,7 @@ class LLMJudge:
             raise _Stop(f"{_describe(exc)} after {tally.requests} request(s)", _kind(exc)) from None
         usage = read_usage(response, self.model, messages, _content(response))
         tally.add(usage)
-        budget.add(usage.charge_usd)
+        budget.settle(held, usage.charge_usd)
         return response
 
 

@@ -52,7 +52,13 @@ class JudgeSettings:
         timeout_s: seconds per request.
         max_retries: retries after the first attempt (429 / 5xx / timeouts).
         backoff_s: first backoff wait in seconds.
-        max_cost_usd: stop calling the model once this much was spent in the run (``None``: no limit).
+        max_cost_usd: the run's budget for model calls in USD (``None``: no limit): a request is
+            made only while the run's spend plus the reserves of the requests in flight plus its
+            own reserve stays within it (:class:`stef.llm.budget.CostBudget`); the batches of a
+            run with ``run_key`` share it in this process (:func:`stef.llm.budget.shared_budget`).
+        budget_shares: the batches ``max_cost_usd`` is split evenly over, each with its own
+            budget of ``max_cost_usd / budget_shares``, when they run in other processes and
+            cannot share one (the nightly flow on the process or Dask task runner); 1: no split.
         breaker_failures: open the run's circuit breaker after this many consecutive timeouts /
             connection failures (0: never); see :class:`stef.llm.breaker.CircuitBreaker`.
         run_key: names the run whose batches share one :class:`stef.llm.breaker.CircuitBreaker` and one
@@ -78,6 +84,7 @@ class JudgeSettings:
     max_cost_usd: float | None = None
     breaker_failures: int = DEFAULT_BREAKER_FAILURES
     run_key: str | None = None
+    budget_shares: int = 1
     schema_dir: str | None = None
     observed_catalog: str | None = None
     learn_catalog: bool = False

@@ -179,6 +179,30 @@ def estimate_cost(model: str, messages: Sequence[Mapping[str, Any]], answer: str
     return total if math.isfinite(total) and total >= 0 else None
 
 
+ANSWER_RESERVE_TOKENS = 512
+"""Answer tokens a request's budget reserve allows for (:func:`reserve_cost`): a verdict is a few
+hundred characters, so well under this; a longer answer costs more than its reserve."""
+
+
+def reserve_cost(model: str, messages: Sequence[Mapping[str, Any]]) -> float | None:
+    """What the run's budget holds for one request before it is sent, in USD: the price of its
+    prompt by litellm's token counter and price table, plus :data:`ANSWER_RESERVE_TOKENS`
+    answer tokens (``None`` when litellm has no price for ``model``: the budget cannot count it).
+
+    Never negative. The request then settles with its actual charge (:class:`UsageReading`).
+    """
+    litellm = import_litellm()
+    try:
+        prompt_tokens = int(litellm.token_counter(model=model, messages=[dict(m) for m in messages]))
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=ANSWER_RESERVE_TOKENS
+        )
+    except Exception:
+        return None
+    total = float(prompt_cost) + float(completion_cost)
+    return total if math.isfinite(total) and total >= 0 else None
+
+
 def read_usage(response: Any, model: str, messages: Sequence[Mapping[str, Any]], answer: str | None) -> UsageReading:
     """The tokens and cost of one completion response, checked (see module docstring).
 

@@ -6,7 +6,7 @@ completions and an evaluator wired to them.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from stef.llm.evaluate import LLMEvaluator
@@ -96,3 +96,20 @@ def evaluator(*steps: Any, cache: Any = None, **overrides: Any) -> tuple[LLMEval
 
 
 AUTH_ERROR = "auth"
+
+
+def reserves(records: Sequence[AgentLogRecord], model: str = MODEL) -> list[float]:
+    """The budget reserve of each record's request (:func:`stef.llm.usage.reserve_cost` of its
+    rendered prompt), for records that reach the judge with the bundled rules."""
+    from stef.llm.prompt import render_messages
+    from stef.llm.usage import reserve_cost
+    from stef.pipeline.evaluate import judge_many_prepared
+    from stef.pipeline.rules import RuleBook
+
+    out: list[float] = []
+    for item in judge_many_prepared(records, rulebook=RuleBook(), finished=False):
+        assert item.prepared is not None
+        reserve = reserve_cost(model, render_messages(item.prepared.judge_input))
+        assert reserve is not None
+        out.append(reserve)
+    return out

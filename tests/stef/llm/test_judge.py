@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from stef.llm.budget import usd
 from stef.llm.cache import MemoryJudgeCache
 from stef.llm.judge import LLMJudge
 from stef.llm.litellm_loader import import_litellm
@@ -33,6 +34,7 @@ from tests.stef.llm.mocked import (
     TIMEOUT,
     evaluator,
     one_call_cost,
+    reserves,
     scripted,
 )
 from tests.support.llm_server import prompt_blocks
@@ -226,13 +228,18 @@ def test_max_cost_stops_calling_the_model_and_says_so() -> None:
         )
         for i in range(4)
     ]
-    run, calls = evaluator(MODEL_ANSWER, concurrency=1, max_cost_usd=1.5 * one_call_cost())
+    held = reserves(records)
+    assert all(r > 10 * one_call_cost() for r in held)  # the prompt's price + 512 answer tokens
+    assert max(held) - min(held) < one_call_cost()  # the prompts are about as long
+    limit = one_call_cost() + max(held)
+    run, calls = evaluator(MODEL_ANSWER, concurrency=1, max_cost_usd=limit)
     stored = run.evaluate_many(records)
-    assert len(calls) == 2  # the second call starts below the limit, the third would start above it
+    assert len(calls) == 2  # spent + the second call's reserve fits the limit, the third's would pass it
     assert [e.judge for e in stored] == [MODEL, MODEL, "symbolic", "symbolic"]
     for evaluation in stored[2:]:
-        assert (
-            evaluation.judge_fallback_reason is not None and "cost budget reached" in evaluation.judge_fallback_reason
+        assert evaluation.judge_fallback_reason == (
+            f"{MODEL}: cost budget reached: ${usd(2 * one_call_cost())} spent of --max-cost-usd ${usd(limit)} "
+            "for the run; symbolic judge used"
         )
         assert evaluation.cost_usd is None and evaluation.status is EvaluationStatus.EVALUATED
     assert run.stats.fallbacks == {"cost budget reached": 2}

@@ -25,6 +25,7 @@ from tests.stef.llm.hostile import (
     fake_response,
     usage,
 )
+from tests.stef.llm.mocked import reserves
 from tests.support.llm_server import stub_llm_server, synthetic_records
 
 pytestmark = pytest.mark.usefixtures("placeholder_key")
@@ -88,9 +89,10 @@ def test_reported_usage_never_lowers_the_spend_or_defeats_the_budget(reported: d
         return fake_response(ANSWER, reported, -0.15 if reported["prompt_tokens"] == -1_000_000 else None)
 
     calls: list[dict[str, Any]] = []
-    run = evaluator(completion, concurrency=1, max_cost_usd=1e-9)
-    stored = run.evaluate_many(cities(4))
-    assert len(calls) == 1  # the first request's estimated cost already spends the budget
+    records = cities(4)
+    run = evaluator(completion, concurrency=1, max_cost_usd=max(reserves(records)))  # room for one reserve
+    stored = run.evaluate_many(records)
+    assert len(calls) == 1  # the first request's estimated charge leaves no room for the second's reserve
     assert stored[0].judge == MODEL and (stored[0].cost_usd, stored[0].tokens) == (None, None)
     assert [f for f in stored[0].flags if f.startswith(USAGE_FLAG)] and "cost and tokens recorded as unknown" in stored[
         0
@@ -121,9 +123,10 @@ def test_reported_usage_never_lowers_the_spend_or_defeats_the_budget(reported: d
 )
 def test_usage_from_a_real_endpoint_is_checked(reported: str, flagged: bool) -> None:
     records = [AgentLogRecord(**row) for row in synthetic_records(3)]
+    limit = max(reserves(records))  # room for the first request's reserve only
     with stub_llm_server(delay_s=0.0, usage=reported) as server:
         run = LLMEvaluator(
-            JudgeSettings.parse(MODEL, api_base=server.url, concurrency=1, max_retries=0, max_cost_usd=1e-9)
+            JudgeSettings.parse(MODEL, api_base=server.url, concurrency=1, max_retries=0, max_cost_usd=limit)
         )
         stored = run.evaluate_many(records)
         requests = server.requests
