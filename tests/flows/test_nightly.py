@@ -180,7 +180,7 @@ def test_the_pool_runner_cuts_the_day_into_one_task_share_per_process(
     """Without ``batch_size`` the pool runner cuts the day with ``pool_task_count`` (here with its
     limits scaled down: at most 4 records per task, 2 processes: 6 records in 2 tasks of 3), the
     thread runner keeps ``BATCH_SIZE`` (scaled down to 1: 6 tasks), and so does a model judge on
-    the pool runner (its batches stay in threads, its budget is split per batch); the symbolic rows
+    the pool runner (its batches stay in threads, they share the run's budget); the symbolic rows
     are the same on both runners."""
     import tasks.evaluate
     from flows.progress import showing_progress
