@@ -6,6 +6,7 @@ day "folder" that is a file is named as such."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from datetime import date, timedelta
 from pathlib import Path
@@ -103,7 +104,22 @@ def test_max_cost_usd_caps_the_whole_backfill_and_days_left_with_fallbacks_are_r
     logs, warehouse_path = tmp_path / "logs", tmp_path / "wh.duckdb"
     days = [MONDAY, MONDAY + timedelta(days=1)]
     _write_days(logs, days)
-    with stub_llm_server(delay_s=0.0) as server:
+    # Room for one request of either day: its reserve fits, one answer plus any other reserve does not.
+    # A cap per day would let the second day ask once too.
+    from stef.models import AgentLogRecord
+    from tests.stef.llm.mocked import reserves
+    from tests.stef.llm.test_run_budget import USAGE, answer_cost
+
+    held = reserves(
+        [
+            AgentLogRecord.model_validate(record(f"{day}-{i}", "v1.0", 100 * index + i, correct=i != 3))
+            for index, day in enumerate(days)
+            for i in range(4)
+        ]
+    )
+    cap = math.ceil(max(held) * 1e9) / 1e9
+    assert answer_cost() + min(held) > cap and answer_cost() < min(held)
+    with stub_llm_server(delay_s=0.0, usage=USAGE) as server:
         arguments = [
             "backfill",
             "--start",
@@ -127,7 +143,7 @@ def test_max_cost_usd_caps_the_whole_backfill_and_days_left_with_fallbacks_are_r
             "--breaker-failures",
             "0",
             "--max-cost-usd",
-            "0.000000001",  # less than one request: the first one uses it up
+            f"{cap:.9f}",
         ]
         first = CliRunner().invoke(app, arguments)
         asked = server.requests
@@ -146,7 +162,7 @@ def test_max_cost_usd_caps_the_whole_backfill_and_days_left_with_fallbacks_are_r
                 "SELECT count(*) FROM evaluations WHERE log_date = $d AND judge_fallback_reason LIKE '%cost budget reached%'",
                 {"d": days[1]},
             ).fetchall()[0][0]
-        assert judged[days[0]] >= 1 and asked == first_day_asked >= 1  # the first day used the budget ...
+        assert judged[days[0]] == 1 and asked == first_day_asked == 1  # the first day used the budget ...
         # ... so the second asked nothing (with a cap per day it would have asked once too)
         assert second_day_asked == 0 and judged[days[1]] == 0 and budget_fallbacks == 4
         server.reset_counts()
@@ -164,7 +180,7 @@ def test_max_cost_usd_caps_the_whole_backfill_and_days_left_with_fallbacks_are_r
         for line in lines
     ), lines
     assert any(
-        line.startswith(f"judge {MODEL}: spent $") and line.endswith(" of --max-cost-usd $0.000000") for line in lines
+        line.startswith(f"judge {MODEL}: spent $") and line.endswith(f" of --max-cost-usd ${cap:.6f}") for line in lines
     )
     assert (
         f"2 days still have records that fell back to the symbolic verdict ({days[0]}, {days[1]}): every backfill "
