@@ -22,6 +22,7 @@ from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTa
 from prefect.utilities.annotations import quote
 
 from flows.progress import batch_evaluated, evaluation_finished, evaluation_started
+from stef.display import one_line, visible_lines
 from stef.errors import InputError, StefError
 from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
 from stef.llm.budget import release_budget, usd
@@ -316,7 +317,7 @@ def nightly(
     settings.observed()
     rulebook(rules_dir).validate_all()  # so does a broken rule file, not when a record first names its app
     for warning in preflight(settings):
-        get_run_logger().warning("%s", warning)
+        get_run_logger().warning("%s", visible_lines(warning))
     timer.lap("settings")
     day = resolve_log_date(log_date)
     warehouse_path = str(resolve_path(warehouse))
@@ -396,11 +397,13 @@ def nightly(
     timer.lap("evaluate")
     breaker_summary = breaker.summary() if breaker is not None else None
     if breaker_summary is not None:
-        get_run_logger().warning("judge %s: %s", settings.name, breaker_summary)
+        get_run_logger().warning(
+            "judge %s: %s", one_line(settings.name), one_line(breaker_summary)
+        )  # server text, shown visibly
     if budget is not None and budget.max_usd is not None:
         get_run_logger().info(
             "judge %s: spent $%s of --max-cost-usd $%s for the run",
-            settings.name,
+            one_line(settings.name),
             usd(budget.spent_usd),
             usd(budget.max_usd),
         )

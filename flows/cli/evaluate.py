@@ -576,5 +576,5 @@ def judge_table(stats: JudgeRunStats) -> Table:
     for name, value in rows:
         table.add_row(Text(name), Text(value))
     if stats.breaker:
-        table.caption, table.caption_justify = Text(stats.breaker), "left"
+        table.caption, table.caption_justify = Text(one_line(stats.breaker)), "left"  # quotes the server's error text
     return table

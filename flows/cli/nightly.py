@@ -346,7 +346,7 @@ def nightly(
             soft_wrap=True,
         )
         if summary.judge_breaker is not None:
-            console.print(Text(f"judge {one_line(summary.judge)}: {summary.judge_breaker}"), soft_wrap=True)
+            console.print(Text(f"judge {one_line(summary.judge)}: {one_line(summary.judge_breaker)}"), soft_wrap=True)
     console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
 
 

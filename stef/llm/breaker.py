@@ -14,6 +14,11 @@ BREAKER_OPEN = "circuit breaker open"
 """Fallback kind of the records the run's circuit breaker kept from the model."""
 MODEL_DISABLED = "model disabled after an error"
 """Fallback kind of the records not asked after an authentication / permission / not-found error."""
+UNREACHABLE = "unreachable"
+"""Cause of an open breaker (:attr:`CircuitBreaker.cause`): consecutive timeouts / connection failures."""
+RETRIES_EXHAUSTED = "retries exhausted"
+"""Cause of an open breaker (:attr:`CircuitBreaker.cause`): records in a row whose retries all ended in
+server errors (HTTP 429 / 5xx)."""
 
 
 class CircuitBreaker:
@@ -41,6 +46,10 @@ class CircuitBreaker:
     (True, 2)
     >>> breaker.summary()
     'circuit breaker opened after 2 records (2 consecutive timeouts/connection failures; last: Timeout); 0 records then judged symbolically without asking the model'
+    >>> tired = CircuitBreaker(2)
+    >>> tired.started(); tired.exhausted("RateLimitError (HTTP 429)"); tired.started(); tired.exhausted("RateLimitError (HTTP 429)")
+    >>> tired.summary()
+    'circuit breaker opened after 2 records (2 records in a row ran out of retries on server errors; last: RateLimitError (HTTP 429)); 0 records then judged symbolically without asking the model'
     """
 
     def __init__(self, failures: int = DEFAULT_BREAKER_FAILURES) -> None:
@@ -53,6 +62,9 @@ class CircuitBreaker:
         self.kind: str | None = None
         self.reason: str | None = None
         self.last_failure: str | None = None
+        self.cause: str | None = None
+        """What opened the breaker as :attr:`kind` ``circuit breaker open``: :data:`UNREACHABLE` or
+        :data:`RETRIES_EXHAUSTED` (``None``: closed, or disabled)."""
         self._lock = threading.Lock()
 
     @property
@@ -82,6 +94,7 @@ class CircuitBreaker:
             self.consecutive_exhausted += 1
             if self.reason is None and self.failures and self.consecutive_exhausted >= self.failures:
                 self.kind, self.opened_after_records, self.last_failure = BREAKER_OPEN, self.records_started, what
+                self.cause = RETRIES_EXHAUSTED
                 self.reason = (
                     f"{BREAKER_OPEN} after {self.consecutive_exhausted} records in a row ran out of retries "
                     f"(opened after {self.records_started} records; last: {what})"
@@ -93,6 +106,7 @@ class CircuitBreaker:
             self.consecutive += 1
             if self.reason is None and self.failures and self.consecutive >= self.failures:
                 self.kind, self.opened_after_records, self.last_failure = BREAKER_OPEN, self.records_started, what
+                self.cause = UNREACHABLE
                 self.reason = (
                     f"{BREAKER_OPEN} after {self.consecutive} consecutive timeouts/connection failures "
                     f"(opened after {self.records_started} records; last: {what})"
@@ -115,13 +129,21 @@ class CircuitBreaker:
         return f"not asked: {self.reason}; symbolic judge used"
 
     def summary(self) -> str | None:
-        """One line for the run summary (``None`` while closed)."""
+        """One line for the run summary (``None`` while closed): what opened the breaker (timeouts /
+        connection failures, or records that ran out of retries on server errors) and the last
+        failure. The last failure quotes the server's error text as received: a caller that shows
+        the line passes it through :func:`stef.display.one_line`."""
         if self.reason is None:
             return None
         if self.kind == BREAKER_OPEN:
+            what = (
+                "records in a row ran out of retries on server errors"
+                if self.cause == RETRIES_EXHAUSTED
+                else "consecutive timeouts/connection failures"
+            )
             head = (
-                f"circuit breaker opened after {self.opened_after_records} records ({self.failures} consecutive "
-                f"timeouts/connection failures; last: {self.last_failure})"
+                f"circuit breaker opened after {self.opened_after_records} records ({self.failures} {what}; "
+                f"last: {self.last_failure})"
             )
         else:
             head = f"model disabled after {self.opened_after_records} records: {self.reason}"

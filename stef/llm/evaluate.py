@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+from stef.display import one_line
 from stef.llm.budget import run_budget
 from stef.llm.judge import LLMJudge, PendingJudgements
 from stef.llm.models import JudgeCache, JudgeConfigError, JudgeOutcome
@@ -140,7 +141,8 @@ class JudgeRunStats:
         self.tokens += evaluation.tokens or 0
 
     def summary(self) -> str:
-        """One line for logs.
+        """One line for logs, control characters made visible (:func:`stef.display.one_line`): the
+        breaker's line quotes the server's error text.
 
         >>> JudgeRunStats("openai/gpt-4o-mini", records=4, escalated=4, model_verdicts=4, requests=4).summary()
         'judge openai/gpt-4o-mini: 4 records, 4 to the model (100.0%), 4 model verdicts, 0 cache hits, 4 requests, 0 fallbacks, spent $0.0000, tokens 0'
@@ -148,7 +150,7 @@ class JudgeRunStats:
         share = f"{self.escalated_share:.1%}" if self.escalated_share is not None else "–"
         untrusted = f", {self.usage_untrusted} with untrusted usage" if self.usage_untrusted else ""
         breaker = f"; {self.breaker}" if self.breaker else ""
-        return (
+        return one_line(
             f"judge {self.judge}: {self.records} records, {self.escalated} to the model ({share}), {self.model_verdicts} model verdicts, "
             f"{self.cache_hits} cache hits, {self.requests} requests, {self.fallback_count} fallbacks, "
             f"spent ${self.spent_usd:.4f}, tokens {self.tokens}{untrusted}{breaker}"

@@ -96,6 +96,8 @@ class StubLLMServer:
         answer: the content of a normal answer.
         usage: JSON text sent as the answer's ``usage`` (``None``: counts from the text lengths);
             any text, e.g. ``'{"prompt_tokens": -5, "total_tokens": NaN}'``.
+        error_message: the ``error.message`` of an error answer (``None``: ``stub server: planned HTTP <status>``);
+            any text, e.g. with terminal escapes.
         hang: accept every request and never answer it (the connection is closed when the server
             stops): a hung model endpoint.
         url: base URL to give as ``api_base`` (``http://127.0.0.1:PORT/v1``).
@@ -112,6 +114,7 @@ class StubLLMServer:
     script: Sequence[int | str] = ()
     answer: Answer = judge_answer
     usage: str | None = None
+    error_message: str | None = None
     hang: bool = False
     url: str = ""
     requests: int = 0
@@ -191,7 +194,13 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
                     kind = "rate_limit_exceeded" if status == 429 else "server_error"
                     self._send(
                         status,
-                        {"error": {"message": f"stub server: planned HTTP {status}", "type": kind, "code": kind}},
+                        {
+                            "error": {
+                                "message": state.error_message or f"stub server: planned HTTP {status}",
+                                "type": kind,
+                                "code": kind,
+                            }
+                        },
                     )
                     return
                 content = state.answer(body)

@@ -6,7 +6,10 @@ No network: litellm's mocks and the local stub server (tests/support/llm_server.
 
 from __future__ import annotations
 
+import json
+import re
 import socket
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +25,7 @@ from tests.stef.llm.hostile import (
     cities,
     evaluator,
 )
-from tests.support.llm_server import stub_llm_server
+from tests.support.llm_server import stub_llm_server, synthetic_records
 
 pytestmark = pytest.mark.usefixtures("placeholder_key")
 
@@ -81,6 +84,12 @@ def test_an_endpoint_that_always_answers_500_opens_the_breaker_after_records_run
     assert requests < 12 * 3  # records in flight finish their attempt; no request starts after the breaker opens
     assert all(e.status is EvaluationStatus.EVALUATED and e.judge == "symbolic" for e in stored)
     assert run.judge.breaker.reason is not None and "3 records in a row ran out of retries" in run.judge.breaker.reason
+    assert re.fullmatch(
+        r"circuit breaker opened after \d+ records \(3 records in a row ran out of retries on server errors; "
+        r"last: InternalServerError \(HTTP 500\): OpenAIException - stub server: planned HTTP 500 after 3 request\(s\)\); "
+        r"\d+ records then judged symbolically without asking the model",
+        run.stats.breaker or "",
+    )
     assert sum(1 for e in stored if "circuit breaker open" in (e.judge_fallback_reason or "")) == 12 - 3
 
 
@@ -151,3 +160,62 @@ def test_breaker_failures_zero_never_opens() -> None:
     for _ in range(100):
         breaker.failed("Timeout")
     assert not breaker.is_open and breaker.summary() is None
+
+
+def test_the_breaker_summary_names_what_opened_it() -> None:
+    unreachable, tired = CircuitBreaker(2), CircuitBreaker(2)
+    for _ in range(2):
+        unreachable.started()
+        unreachable.failed("Timeout")
+        tired.started()
+        tired.exhausted("RateLimitError (HTTP 429) after 4 request(s)")
+    tail = "; 0 records then judged symbolically without asking the model"
+    assert unreachable.summary() == (
+        "circuit breaker opened after 2 records (2 consecutive timeouts/connection failures; last: Timeout)" + tail
+    )
+    assert tired.summary() == (
+        "circuit breaker opened after 2 records (2 records in a row ran out of retries on server errors; "
+        "last: RateLimitError (HTTP 429) after 4 request(s))" + tail
+    )
+
+
+def test_stef_evaluate_shows_the_servers_error_text_with_its_control_characters_visible(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 429 whose message holds terminal escapes: the breaker caption quotes it visibly (``\\x1b``)."""
+    from typer.testing import CliRunner
+
+    from flows.cli.main import app
+
+    monkeypatch.setitem(JudgeSettings.parse.__func__.__kwdefaults__, "backoff_s", 0.001)  # type: ignore[attr-defined]
+    logs = tmp_path / "in.jsonl"
+    logs.write_text("".join(json.dumps(row) + "\n" for row in synthetic_records(3)), encoding="utf-8")
+    with stub_llm_server(delay_s=0.0, script=(429,) * 100, error_message="err \x1b[31mred\x1b[0m") as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "evaluate",
+                str(logs),
+                "--out",
+                str(tmp_path / "out.jsonl"),
+                "--judge",
+                MODEL,
+                "--api-base",
+                server.url,
+                "--concurrency",
+                "1",
+                "--breaker-failures",
+                "2",
+            ],
+        )
+        requests = server.requests
+    assert result.exit_code == 0, result.output
+    assert 2 * 4 <= requests <= 3 * 4  # two records ran out of retries (1 + 3 requests); the third may have started
+    assert "\x1b" not in result.stdout
+    caption = " ".join(result.stdout.split())  # the caption is wrapped to the terminal's width
+    assert re.search(
+        r"circuit breaker opened after \d records \(2 records in a row ran out of retries on server errors; "
+        r"last: RateLimitError \(HTTP 429\): OpenAIException - err \\x1b\[31mred\\x1b\[0m after 4 request\(s\)\); "
+        r"[01] records then judged symbolically without asking the model",
+        caption,
+    ), caption

@@ -148,3 +148,79 @@ def test_stef_nightly_takes_timeout_and_breaker_failures(log_day: Path, tmp_path
     assert f"judge {MODEL}: circuit breaker opened after" in result.stdout
     assert "(1 consecutive timeouts/connection failures; last: Timeout" in result.stdout
     assert "timeout value=0.3," in result.stdout  # litellm's message: --timeout reached the request
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_stef_nightly_shows_the_servers_error_text_visibly_and_stores_it_as_received(
+    log_day: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 429 whose message holds terminal escapes: the WARNING log line and the summary line quote it
+    with ``\\x1b`` visible; the warehouse keeps the fallback reason as received (it is data)."""
+    from typer.testing import CliRunner
+
+    import flows.nightly
+    from flows.cli.main import app
+    from stef.llm.settings import JudgeSettings
+    from warehouse import connect
+
+    warned: list[str] = []
+    run_logger = flows.nightly.get_run_logger
+
+    class Recorder:
+        """The flow's run logger, keeping the text of its warnings (the console handler's stream varies)."""
+
+        def __init__(self) -> None:
+            self.logger = run_logger()
+
+        def warning(self, msg: str, *args: Any) -> None:
+            warned.append(msg % args)
+            self.logger.warning(msg, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.logger, name)
+
+    monkeypatch.setattr(flows.nightly, "get_run_logger", Recorder)
+    monkeypatch.setitem(JudgeSettings.parse.__func__.__kwdefaults__, "backoff_s", 0.001)  # type: ignore[attr-defined]
+    warehouse_path = tmp_path / "wh.duckdb"
+    with stub_llm_server(delay_s=0.0, script=(429,) * 100, error_message="err \x1b[31mred\x1b[0m") as server:
+        result = CliRunner().invoke(
+            app,
+            [
+                "nightly",
+                "--date",
+                "2026-11-20",
+                "--logs-root",
+                str(log_day),
+                "--warehouse",
+                str(warehouse_path),
+                "--max-bad-share",
+                "0.3",
+                "--batch-size",
+                "1",
+                "--judge",
+                MODEL,
+                "--api-base",
+                server.url,
+                "--concurrency",
+                "1",
+                "--breaker-failures",
+                "1",
+            ],
+        )
+        requests = server.requests
+    assert result.exit_code == 0, result.output
+    assert requests >= 4  # one record ran out of retries (1 + 3 requests) and opened the breaker
+    visible = (
+        "(1 records in a row ran out of retries on server errors; last: RateLimitError (HTTP 429): "
+        "OpenAIException - err \\x1b[31mred\\x1b[0m after 4 request(s)); "
+    )
+    assert "\x1b[31mred" not in result.stdout and "\x1b[31mred" not in result.stderr
+    summary = [line for line in result.stdout.splitlines() if line.startswith(f"judge {MODEL}: circuit breaker")]
+    logged = [line for line in warned if "circuit breaker" in line]
+    assert len(summary) == 1 and visible in summary[0], result.stdout
+    assert len(logged) == 1 and logged[0].startswith(f"judge {MODEL}: circuit breaker opened after ")
+    assert visible in logged[0] and "\x1b" not in logged[0]
+    with connect(warehouse_path, read_only=True) as conn:
+        reasons = [row[0] for row in conn.execute("SELECT judge_fallback_reason FROM evaluations").fetchall()]
+    assert any("err \x1b[31mred\x1b[0m" in (reason or "") for reason in reasons)
