@@ -9,6 +9,13 @@ rerun or backfill of the same records with the same model and prompt makes no mo
 The ``response`` column holds the verdict JSON; an answer whose usage was not trusted also
 carries its evaluation flags under :data:`FLAGS_KEY` (so a cache hit stores them again).
 
+A row is written once and never overwritten while it holds a valid verdict: :meth:`DuckDBJudgeCache.put_many`
+replaces an existing row only when the judge's check (:data:`stef.llm.models.VerdictCheck`) says
+it does not hold one (a damaged row: it would be asked again, and paid for, on every run). The
+stored row is read and checked in the write's transaction, while this process holds the file
+(one writer process per DuckDB file, threads serialised by a lock): a valid verdict that another
+writer stored after this run read the row as damaged is seen and kept.
+
 Each call opens the file, does its work in one transaction and closes it again, so the cache
 holds no connection while model requests are in flight. Calls from threads of one process are
 serialised (DuckDB allows one writer process per file; :func:`warehouse.connect` waits for
@@ -22,11 +29,12 @@ import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
 
-from stef.llm.models import CachedVerdict
+from stef.llm.models import CachedVerdict, VerdictCheck
 from warehouse.connection import connect
 from warehouse.errors import WarehouseError
 
@@ -58,7 +66,7 @@ class DuckDBJudgeCache:
 
     Attributes:
         hits: keys found by :meth:`get_many` so far.
-        stored: new rows written by :meth:`put_many` so far.
+        stored: rows written by :meth:`put_many` so far (new keys and replaced damaged rows).
     """
 
     def __init__(self, path: str | Path | None = None) -> None:
@@ -106,11 +114,14 @@ class DuckDBJudgeCache:
         self.hits += len(found)
         return found
 
-    def put_many(self, entries: Sequence[CachedVerdict]) -> int:
-        """Store verdicts whose key is new (an existing row is kept), in one transaction.
+    def put_many(self, entries: Sequence[CachedVerdict], valid: VerdictCheck | None = None) -> int:
+        """Store verdicts in one transaction: a new key is added; an existing row is kept, unless
+        ``valid`` is given and rejects the row's ``response`` read in this transaction (its flags
+        left out), or that response is not a JSON object: such a damaged row is replaced (see the
+        module docstring for why a valid row is never overwritten).
 
         Returns:
-            How many rows were added.
+            How many rows were written (added or replaced).
 
         Raises:
             WarehouseLockedError: another process holds the file.
@@ -143,14 +154,36 @@ class DuckDBJudgeCache:
                 conn.register("_stef_cache_entries", table)
                 conn.begin()
                 try:
+                    now = datetime.now(UTC).replace(tzinfo=None)
+                    stored = conn.execute(
+                        "SELECT c.cache_key, c.response::VARCHAR FROM judge_cache AS c "
+                        "JOIN _stef_cache_entries AS e USING (cache_key)"
+                    ).fetchall()
+                    damaged = [
+                        str(key) for key, response in stored if valid is not None and not _holds(response, valid)
+                    ]
+                    if damaged:
+                        conn.register(
+                            "_stef_cache_damaged", pl.DataFrame({"cache_key": damaged}, schema={"cache_key": pl.String})
+                        )
+                        conn.execute(
+                            "UPDATE judge_cache SET model = e.model, prompt_version = e.prompt_version, "
+                            "response = e.response::JSON, cost_usd = e.cost_usd, tokens = e.tokens, created_at = $now::TIMESTAMP "
+                            "FROM _stef_cache_entries AS e "
+                            "WHERE judge_cache.cache_key = e.cache_key "
+                            "AND judge_cache.cache_key IN (SELECT cache_key FROM _stef_cache_damaged)",
+                            {"now": now},
+                        )
                     before = int(conn.execute("SELECT count(*) FROM judge_cache").fetchall()[0][0])
                     conn.execute(
                         "INSERT INTO judge_cache (cache_key, model, prompt_version, response, cost_usd, tokens, created_at) "
                         "SELECT cache_key, model, prompt_version, response::JSON, cost_usd, tokens, $now::TIMESTAMP FROM _stef_cache_entries "
                         "ON CONFLICT (cache_key) DO NOTHING",
-                        {"now": datetime.now(UTC).replace(tzinfo=None)},
+                        {"now": now},
                     )
-                    added = int(conn.execute("SELECT count(*) FROM judge_cache").fetchall()[0][0]) - before
+                    added = (
+                        int(conn.execute("SELECT count(*) FROM judge_cache").fetchall()[0][0]) - before + len(damaged)
+                    )
                     conn.commit()
                 except duckdb.Error:
                     conn.rollback()
@@ -163,3 +196,21 @@ class DuckDBJudgeCache:
                 conn.close()
         self.stored += added
         return added
+
+
+def _holds(response: Any, valid: VerdictCheck) -> bool:
+    """Whether a stored ``response`` (JSON text) holds a valid verdict by ``valid`` (its flags left out).
+
+    >>> _holds('{"verdict": "CORRECT", "stef_flags": ["f"]}', lambda r: r == {"verdict": "CORRECT"})
+    True
+    >>> _holds("[1]", lambda r: True), _holds("not json", lambda r: True)
+    (False, False)
+    """
+    try:
+        payload = json.loads(response)
+    except (TypeError, ValueError):
+        return False
+    if not isinstance(payload, dict):
+        return False
+    payload.pop(FLAGS_KEY, None)
+    return valid(payload)

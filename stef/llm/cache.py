@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stef.llm.models import CachedVerdict
+from stef.llm.models import CachedVerdict, VerdictCheck
 
 
 class MemoryJudgeCache:
@@ -25,11 +25,13 @@ class MemoryJudgeCache:
         """The cached verdicts among ``keys``."""
         return {key: self.entries[key] for key in keys if key in self.entries}
 
-    def put_many(self, entries: Sequence[CachedVerdict]) -> int:
-        """Add entries whose key is new; return how many were added."""
-        added = 0
+    def put_many(self, entries: Sequence[CachedVerdict], valid: VerdictCheck | None = None) -> int:
+        """Add entries whose key is new, replace those whose stored row ``valid`` rejects (see
+        :meth:`stef.llm.models.JudgeCache.put_many`); return how many were written."""
+        written = 0
         for entry in entries:
-            if entry.key not in self.entries:
+            stored = self.entries.get(entry.key)
+            if stored is None or (valid is not None and not valid(stored.response)):
                 self.entries[entry.key] = entry
-                added += 1
-        return added
+                written += 1
+        return written

@@ -26,8 +26,12 @@ Bounded and never losing a record:
 * each request has a timeout; 429, 5xx, connection errors and timeouts are retried with
   exponential backoff and jitter (tenacity), other errors are not;
 * a :class:`stef.llm.breaker.CircuitBreaker` shared by the run's batches stops calling a model that does not
-  answer: after :data:`stef.llm.breaker.DEFAULT_BREAKER_FAILURES` consecutive timeouts / connection failures the
+  answer: after :data:`stef.llm.breaker.DEFAULT_BREAKER_FAILURES` consecutive timeouts / connection failures (or
+  as many records in a row that ran out of retries on 429 / 5xx) the
   rest of the run gets the symbolic verdict without a request (and each record says so);
+* a response litellm cannot read (token counts that are not whole numbers: "Invalid response
+  object", which litellm reports as HTTP 500) is not retried: the record falls back with
+  :data:`UNREADABLE_RESPONSE`, its cost unknown and the budget charged an estimate;
 * a malformed answer (not JSON, wrong enum, γ out of range, a boolean γ ...) gets one repair
   request, which repeats at most :data:`stef.llm.prompt.MAX_ECHO_CHARS` of it; an answer over
   :data:`stef.llm.verdict.MAX_ANSWER_CHARS` is not parsed;
@@ -36,7 +40,9 @@ Bounded and never losing a record:
 * when all that fails, or the cost budget is spent, the record gets the symbolic verdict and the
   reason in :attr:`stef.llm.models.JudgeOutcome.fallback_reason`;
 * verdicts are cached by ``(model, prompt version, hash of the rendered inputs)`` in any
-  :class:`stef.llm.models.JudgeCache` (the warehouse's ``judge_cache`` table: :mod:`warehouse.judge_cache`).
+  :class:`stef.llm.models.JudgeCache` (the warehouse's ``judge_cache`` table: :mod:`warehouse.judge_cache`);
+  a cached row that does not hold a valid verdict (:func:`holds_verdict`) is asked again and
+  replaced, a valid one is never overwritten.
 
 litellm is imported lazily, only when a model is called (:mod:`stef.llm.litellm_loader` sets
 ``LITELLM_LOCAL_MODEL_COST_MAP`` first so that importing it never reaches the network).
@@ -47,9 +53,11 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import re
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -58,6 +66,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
+from stef.display import one_line
 from stef.errors import StefError
 from stef.llm.breaker import BREAKER_OPEN, CircuitBreaker, shared_breaker
 from stef.llm.budget import BUDGET_REACHED, CostBudget
@@ -73,7 +82,7 @@ from stef.llm.settings import (
     MAX_BACKOFF_S,
     JudgeSettings,
 )
-from stef.llm.usage import UsageReading, check_cost, check_count, read_usage, reserve_cost
+from stef.llm.usage import UsageReading, check_cost, check_count, estimate_cost, read_usage, reserve_cost
 from stef.llm.verdict import MAX_RATIONALE_CHARS, LLMVerdict, parse_verdict, response_format
 from stef.models import JudgeResult
 from stef.pipeline.judge.models import Judge, JudgeInput
@@ -102,6 +111,23 @@ own thread (:class:`_LoopExecutor`): OpenAI and OpenAI-compatible servers (``ope
 credential file, no token refresh, no tokenizer file: it returns the coroutine that sends the request
 before it makes any client). Not ``hosted_vllm``: its first request loads a tokenizer file, which
 tiktoken may download without a timeout."""
+
+UNREADABLE_RESPONSE = "response not readable by litellm"
+"""Fallback kind of a record whose answer litellm could not read: it rejects a response it cannot
+convert (token counts that are not whole numbers or NaN in ``usage``, ...) with "Invalid response
+object", reported as ``InternalServerError`` (HTTP 500) although the server answered with a 200.
+Such a record is not retried (the server would answer the same); its cost is unknown and the
+budget is charged an estimate, as for any untrusted usage (:mod:`stef.llm.usage`)."""
+
+_INVALID_RESPONSE = "Invalid response object"
+"""What litellm's message says when it could not read a response (``convert_to_model_response_object``)."""
+_VALIDATION_LINE = re.compile(r"\d+ validation errors? for \w+")
+_USAGE_SERIALIZER_WARNING = (
+    r"Pydantic serializer warnings:\s+PydanticSerializationUnexpectedValue\(Expected `int` - serialized value "
+    r"may not be as expected \[field_name='(?:prompt|completion|total)_tokens'"
+)
+"""The warning pydantic prints when the OpenAI SDK's response object holding token counts that are
+not whole numbers is dumped (litellm then rejects the response: :data:`UNREADABLE_RESPONSE`)."""
 
 INLINE_BLOCKING_KEYWORDS = ("model_list", "deployment_id", "azure")
 """Arguments of a call that send litellm's ``completion`` elsewhere than the plain provider path
@@ -256,6 +282,59 @@ def _describe(exc: BaseException) -> str:
         while text.startswith(prefix):
             text = text[len(prefix) :]
     return f"{head}: {text[:200]}" if text else head
+
+
+def holds_verdict(response: Mapping[str, Any]) -> bool:
+    """Whether a cached ``response`` (:attr:`stef.llm.models.CachedVerdict.response`, without its
+    flags) is a valid :class:`stef.llm.verdict.LLMVerdict`, as the judge reads it from the cache: a
+    row for which this is ``False`` is asked again and replaced (:meth:`stef.llm.models.JudgeCache.put_many`).
+
+    >>> holds_verdict({"verdict": "WRONG", "confidence": 0.9, "rationale": "x", "suspected_errors": []})
+    False
+    >>> holds_verdict({"verdict": "CORRECT", "confidence": 0.9, "rationale": "x", "suspected_errors": []})
+    True
+    """
+    try:
+        LLMVerdict.model_validate_json(json.dumps(response, allow_nan=False))
+    except (ValidationError, ValueError, TypeError, RecursionError):
+        return False
+    return True
+
+
+def _unreadable(exc: BaseException) -> str | None:
+    """What litellm could not read in a response, when ``exc`` was raised from litellm's own
+    "Invalid response object" error (a plain ``Exception`` raised while it converts an answer),
+    else ``None``. A server's error text that merely quotes those words is an HTTP error, not this.
+
+    >>> _unreadable(ValueError("Invalid response object"))
+    >>> _unreadable(Exception("Invalid response object Traceback ..."))
+    'invalid response object'
+    >>> _unreadable(Exception("Invalid response object ...\\nValidationError: 1 validation error for Usage\\n"
+    ...     "prompt_tokens\\n  Input should be a valid integer [input_value=1.5]\\n    For further information ..."))
+    '1 validation error for Usage: prompt_tokens: Input should be a valid integer [input_value=1.5]'
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        text = str(current)
+        if type(current) is Exception and text.startswith(_INVALID_RESPONSE):
+            lines = text.splitlines()
+            for index, line in enumerate(lines):
+                found = _VALIDATION_LINE.search(line)
+                if found is not None:
+                    detail = [found.group(0)] + [part.strip() for part in lines[index + 1 : index + 3] if part.strip()]
+                    return ": ".join(detail)[:240]
+            return "invalid response object"
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _quiet_usage_serializer_warnings() -> None:
+    """Ignore pydantic's serializer warning on fractional token counts (:data:`_USAGE_SERIALIZER_WARNING`):
+    the record's fallback reason says what happened. Added once; only that warning is ignored."""
+    if not any(getattr(entry[1], "pattern", None) == _USAGE_SERIALIZER_WARNING for entry in list(warnings.filters)):
+        warnings.filterwarnings("ignore", message=_USAGE_SERIALIZER_WARNING, category=UserWarning)
 
 
 def _kind(exc: BaseException) -> str:
@@ -575,6 +654,7 @@ class LLMJudge:
         )
 
         litellm = import_litellm()
+        _quiet_usage_serializer_warnings()
         completion = self.completion or litellm.acompletion
         params: dict[str, Any] = {
             "model": self.model,
@@ -620,6 +700,8 @@ class LLMJudge:
                                 breaker.failed(_describe(exc))
                             else:
                                 breaker.answered()
+                                if _unreadable(exc) is not None:  # an HTTP 200 that litellm could not read
+                                    breaker.succeeded()
                             raise
                         except BaseException:  # cancelled: the reserve is released too
                             budget.settle(held, None)
@@ -637,6 +719,17 @@ class LLMJudge:
         except _Stop:
             raise
         except Exception as exc:
+            unreadable = _unreadable(exc)
+            if unreadable is not None:  # the server answered (and charged); its figures are unknown
+                charged = UsageReading(
+                    None, None, estimate_cost(self.model, messages, None), "the response could not be read by litellm"
+                )
+                tally.add(charged)
+                budget.add(charged.charge_usd)
+                raise _Stop(
+                    f"the model's response could not be read by litellm: {unreadable} after {tally.requests} request(s)",
+                    UNREADABLE_RESPONSE,
+                ) from None
             if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError, litellm.NotFoundError)):
                 breaker.disable(_describe(exc))
             raise _Stop(f"{_describe(exc)} after {tally.requests} request(s)", _kind(exc)) from None
@@ -708,7 +801,7 @@ class PendingJudgements:
             try:
                 rows = cache.get_many(list(new))
             except StefError as exc:  # a cache that cannot be read costs money, not records
-                logger.warning("judge cache not read, asking the model for every record: %s", exc)
+                logger.warning("judge cache not read, asking the model for every record: %s", one_line(exc))
                 rows = {}
             for key, entry in rows.items():
                 outcome = judge._from_cache(entry)
@@ -777,9 +870,9 @@ class PendingJudgements:
                 new_entries.append(_entry(judge.model, key, outcome, verdict))
         if self.cache is not None and new_entries:
             try:
-                self.cache.put_many(new_entries)
+                self.cache.put_many(new_entries, valid=holds_verdict)  # a damaged row is replaced
             except StefError as exc:  # the verdicts are kept; only the next run pays for them again
-                logger.warning("judge cache not written (%d verdicts): %s", len(new_entries), exc)
+                logger.warning("judge cache not written (%d verdicts): %s", len(new_entries), one_line(exc))
         for key, asked in self.asked.items():
             judge._answered(key, asked)
         outcomes: list[JudgeOutcome] = []
@@ -842,8 +935,9 @@ def _unreachable(exc: BaseException) -> BaseException | None:
 
 
 def _is_retryable(exc: BaseException, litellm: ModuleType) -> bool:
-    """429, 408, 5xx, connection errors and timeouts are worth another attempt."""
-    if isinstance(exc, _Stop):
+    """429, 408, 5xx, connection errors and timeouts are worth another attempt; not a response that
+    litellm could not read (:data:`UNREADABLE_RESPONSE`), which it reports as HTTP 500."""
+    if isinstance(exc, _Stop) or _unreadable(exc) is not None:
         return False
     if isinstance(
         exc,

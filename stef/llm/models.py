@@ -6,7 +6,7 @@ Kept free of litellm, prompts and settings so that :mod:`warehouse` can import t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,6 +47,12 @@ class CachedVerdict:
     flags: tuple[str, ...] = ()
 
 
+VerdictCheck = Callable[[Mapping[str, Any]], bool]
+"""Whether a cached ``response`` (without its flags) holds a valid verdict (the judge's check,
+:func:`stef.llm.judge.holds_verdict`): given to :meth:`JudgeCache.put_many` so that a damaged row
+is replaced, and only such a row."""
+
+
 class JudgeCache(Protocol):
     """Persistent store of verdicts by :func:`stef.llm.prompt.cache_key` (the warehouse: :mod:`warehouse.judge_cache`)."""
 
@@ -54,8 +60,14 @@ class JudgeCache(Protocol):
         """The cached verdicts among ``keys`` (missing keys are absent)."""
         ...
 
-    def put_many(self, entries: Sequence[CachedVerdict]) -> int:
-        """Store new verdicts (an existing key is kept); return how many were new."""
+    def put_many(self, entries: Sequence[CachedVerdict], valid: VerdictCheck | None = None) -> int:
+        """Store verdicts; return how many rows were written (new keys and replaced rows).
+
+        A new key is added. A key already stored is kept, unless ``valid`` is given and says the
+        stored row does not hold a valid verdict (a damaged row): then it is replaced. The check
+        and the write are one atomic step of the store, so a valid verdict that is stored (also by
+        a concurrent writer between this run's read and its write) is never overwritten.
+        """
         ...
 
 

@@ -275,7 +275,7 @@ class _BrokenCache:
 
         raise WarehouseLockedError("another stef process writes to wh.duckdb")
 
-    def put_many(self, entries: Any) -> int:
+    def put_many(self, entries: Any, valid: Any = None) -> int:
         from warehouse import WarehouseLockedError
 
         raise WarehouseLockedError("another stef process writes to wh.duckdb")

@@ -6,6 +6,7 @@ No network: litellm's mocks.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -131,3 +132,72 @@ def test_cached_figures_that_are_not_plausible_are_unknown() -> None:
     run.cache = cache
     [stored] = run.evaluate_many([RECORD])
     assert calls == [] and (stored.judge, stored.cost_usd, stored.tokens) == (MODEL, None, None)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        pytest.param(
+            """'{"verdict": "WRONG", "confidence": 0.7, "rationale": "x", "suspected_errors": []}'""", id="wrong_enum"
+        ),
+        pytest.param("'[1, 2]'", id="not_an_object"),
+    ],
+)
+def test_a_damaged_warehouse_cache_row_is_replaced_by_the_new_verdict(tmp_path: Path, damage: str) -> None:
+    from warehouse import connect
+    from warehouse.judge_cache import DuckDBJudgeCache
+
+    path = tmp_path / "cache.duckdb"
+    key = cache_key(MODEL, render_messages(judge_input_of(RECORD)))
+    DuckDBJudgeCache(path).put_many([CachedVerdict(key, MODEL, PROMPT_VERSION, VERDICT, 0.001, 30)])
+    with connect(path) as conn:
+        conn.execute(f"UPDATE judge_cache SET response = {damage}::JSON")
+    completion, calls = scripted(ANSWER)
+    first = evaluator(completion)
+    first.cache = DuckDBJudgeCache(path)
+    [asked] = first.evaluate_many([RECORD])
+    assert len(calls) == 1 and asked.judge == MODEL and first.stats.cache_hits == 0
+    with connect(path, read_only=True) as conn:
+        rows = conn.execute("SELECT cache_key, response::VARCHAR FROM judge_cache").fetchall()
+    assert [(k, json.loads(r)) for k, r in rows] == [(key, VERDICT)]
+    second = evaluator(completion)
+    second.cache = DuckDBJudgeCache(path)
+    [cached] = second.evaluate_many([RECORD])
+    assert len(calls) == 1 and second.stats.cache_hits == 1 and cached.verdict == asked.verdict
+
+
+def test_a_valid_cached_verdict_is_never_overwritten_only_a_damaged_one_is_replaced(tmp_path: Path) -> None:
+    """The rule of put_many: a row is replaced only when the row stored at write time does not hold a
+    valid verdict; a concurrent writer's valid verdict, stored after this run read the row as damaged, stays."""
+    from stef.llm.judge import holds_verdict
+    from warehouse import connect
+    from warehouse.judge_cache import DuckDBJudgeCache
+
+    path = tmp_path / "cache.duckdb"
+    cache = DuckDBJudgeCache(path)
+    other = {**VERDICT, "verdict": "CORRECT", "confidence": 0.9, "suspected_errors": []}
+    assert cache.put_many([CachedVerdict("kept", MODEL, PROMPT_VERSION, VERDICT, 0.001, 30, ("f",))]) == 1
+    assert cache.put_many([CachedVerdict("damaged", MODEL, PROMPT_VERSION, {"verdict": "WRONG"}, None, None)]) == 1
+    written = cache.put_many(
+        [
+            CachedVerdict("kept", MODEL, PROMPT_VERSION, other, 0.5, 99),
+            CachedVerdict("damaged", MODEL, PROMPT_VERSION, other, 0.002, 40),
+        ],
+        valid=holds_verdict,
+    )
+    assert written == 1 and cache.stored == 3
+    assert cache.put_many([CachedVerdict("damaged", MODEL, PROMPT_VERSION, VERDICT, 0.5, 99)]) == 0  # no check: kept
+    with connect(path, read_only=True) as conn:
+        rows = conn.execute(
+            "SELECT cache_key, response::VARCHAR, cost_usd, tokens FROM judge_cache ORDER BY cache_key"
+        ).fetchall()
+    assert [(k, json.loads(r), c, t) for k, r, c, t in rows] == [
+        ("damaged", other, 0.002, 40),
+        ("kept", {**VERDICT, "stef_flags": ["f"]}, 0.001, 30),
+    ]
+    memory = MemoryJudgeCache()
+    memory.put_many([CachedVerdict("kept", MODEL, PROMPT_VERSION, VERDICT, 0.001, 30)])
+    memory.put_many([CachedVerdict("damaged", MODEL, PROMPT_VERSION, {"verdict": "WRONG"}, None, None)])
+    both = [CachedVerdict(k, MODEL, PROMPT_VERSION, other, 0.5, 99) for k in ("kept", "damaged")]
+    assert memory.put_many(both, valid=holds_verdict) == 1
+    assert (memory.entries["kept"].response, memory.entries["damaged"].response) == (VERDICT, other)

@@ -6,6 +6,9 @@ No network: fake response objects and the local stub server (tests/support/llm_s
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +29,7 @@ from tests.stef.llm.hostile import (
     usage,
 )
 from tests.stef.llm.mocked import reserves
+from tests.support.checkout import checkout_env
 from tests.support.llm_server import stub_llm_server, synthetic_records
 
 pytestmark = pytest.mark.usefixtures("placeholder_key")
@@ -142,23 +146,88 @@ def test_usage_from_a_real_endpoint_is_checked(reported: str, flagged: bool) -> 
         assert not any(f.startswith(USAGE_FLAG) for f in stored[0].flags)
 
 
+UNREADABLE_FLAG = f"{USAGE_FLAG}: the response could not be read by litellm; cost and tokens recorded as unknown"
+
+
 @pytest.mark.parametrize(
-    "reported",
+    ("reported", "detail"),
     [
-        pytest.param('{"prompt_tokens": 10.5, "completion_tokens": 2.5, "total_tokens": 13.0}', id="float_tokens"),
-        pytest.param('{"prompt_tokens": NaN, "completion_tokens": 1, "total_tokens": NaN}', id="nan_tokens"),
+        pytest.param(
+            '{"prompt_tokens": 10.5, "completion_tokens": 2.5, "total_tokens": 13.0}',
+            "2 validation errors for Usage: completion_tokens: Input should be a valid integer, got a number with a "
+            "fractional part [type=int_from_float, input_value=2.5, input_type=float]",
+            id="float_tokens",
+        ),
+        pytest.param(
+            '{"prompt_tokens": NaN, "completion_tokens": 1, "total_tokens": NaN}',
+            "2 validation errors for Usage: prompt_tokens: Input should be a finite number "
+            "[type=finite_number, input_value=nan, input_type=float]",
+            id="nan_tokens",
+        ),
     ],
 )
-def test_usage_litellm_rejects_is_a_fallback_with_its_reason(reported: str) -> None:
+def test_usage_litellm_rejects_is_a_fallback_with_its_reason_not_retried_and_charged_an_estimate(
+    reported: str, detail: str
+) -> None:
+    """litellm rejects such a response ("Invalid response object", reported as HTTP 500): not a server
+    error, so it is not retried and the breaker does not count it; its cost is unknown and the budget
+    is charged an estimate."""
     with stub_llm_server(delay_s=0.0, usage=reported) as server:
         run = LLMEvaluator(
-            JudgeSettings.parse(MODEL, api_base=server.url, concurrency=1, max_retries=1, backoff_s=0.001)
+            JudgeSettings.parse(
+                MODEL, api_base=server.url, concurrency=1, max_retries=3, backoff_s=0.001, breaker_failures=1
+            )
         )
-        [stored] = run.evaluate_many([RECORD])
+        stored = run.evaluate_many(cities(2))
         requests = server.requests
-    assert requests == 2 and stored.status is EvaluationStatus.EVALUATED and stored.judge == "symbolic"
-    assert (stored.cost_usd, stored.tokens) == (None, None) and run.stats.spent_usd == 0.0
-    assert "InternalServerError" in (stored.judge_fallback_reason or "")
+    assert requests == 2 and all(e.status is EvaluationStatus.EVALUATED and e.judge == "symbolic" for e in stored)
+    assert [e.judge_fallback_reason for e in stored] == [
+        f"{MODEL}: the model's response could not be read by litellm: {detail} after 1 request(s)"
+    ] * 2
+    assert [(e.cost_usd, e.tokens, e.flags) for e in stored] == [(None, None, (UNREADABLE_FLAG,))] * 2
+    assert 0 < run.stats.spent_usd < 0.01 and run.stats.usage_untrusted == 2
+    assert run.stats.fallbacks == {"response not readable by litellm": 2} and run.judge.breaker.reason is None
+
+
+def test_usage_litellm_rejects_prints_no_pydantic_warning(tmp_path: Path) -> None:
+    """The real command line: no serializer warnings of pydantic on stderr, one request per record."""
+    logs = tmp_path / "in.jsonl"
+    logs.write_text("".join(json.dumps(row) + "\n" for row in synthetic_records(2)), encoding="utf-8")
+    usage_text = '{"prompt_tokens": 100.5, "completion_tokens": 20, "total_tokens": 120.5}'
+    with stub_llm_server(delay_s=0.0, usage=usage_text) as server:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "flows.cli",
+                "evaluate",
+                str(logs),
+                "--out",
+                str(tmp_path / "out.jsonl"),
+                "--judge",
+                MODEL,
+                "--api-base",
+                server.url,
+                "--concurrency",
+                "1",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=checkout_env(),
+            timeout=300,
+            check=False,
+        )
+        requests = server.requests
+    assert done.returncode == 0, done.stderr
+    assert "Pydantic" not in done.stderr and "Warning" not in done.stderr, done.stderr
+    assert requests == 2
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert [row["judge_fallback_reason"] for row in rows] == [
+        f"{MODEL}: the model's response could not be read by litellm: 2 validation errors for Usage: prompt_tokens: "
+        "Input should be a valid integer, got a number with a fractional part "
+        "[type=int_from_float, input_value=100.5, input_type=float] after 1 request(s)"
+    ] * 2
 
 
 def test_a_cached_verdict_keeps_its_usage_flag(tmp_path: Path) -> None:
@@ -180,3 +249,15 @@ def test_a_cached_verdict_keeps_its_usage_flag(tmp_path: Path) -> None:
     assert second.stats.cache_hits == 1 and second.stats.requests == 0
     assert (cached.cost_usd, cached.tokens, cached.flags) == (None, None, fresh.flags)
     assert any(f.startswith(USAGE_FLAG) for f in cached.flags)
+
+
+def test_a_server_error_that_quotes_litellms_words_is_still_a_retried_http_500() -> None:
+    with stub_llm_server(delay_s=0.0, script=(500, 500), error_message="Invalid response object x") as server:
+        run = LLMEvaluator(
+            JudgeSettings.parse(MODEL, api_base=server.url, concurrency=1, max_retries=1, backoff_s=0.001)
+        )
+        [stored] = run.evaluate_many([RECORD])
+        requests = server.requests
+    assert requests == 2 and stored.judge == "symbolic"
+    assert run.stats.fallbacks == {"InternalServerError (HTTP 500)": 1}
+    assert (stored.judge_fallback_reason or "").endswith("Invalid response object x after 2 request(s)")
