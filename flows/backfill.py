@@ -71,8 +71,9 @@ class BackfillSummary:
         warehouse: the DuckDB file.
         days: one entry per day of the range, in order.
         max_cost_usd: the budget of the whole backfill (``None``: none).
-        spent_usd: what its model calls cost, as read back from the warehouse
-            (:func:`tasks.backfill.day_spend`); 0.0 for the symbolic judge.
+        spent_usd: what its model calls cost: each day's :attr:`NightlySummary.judge_spent_usd`
+            (read back from the warehouse, :func:`tasks.backfill.day_spend`, when the day's
+            batches ran in other processes); 0.0 for the symbolic judge.
     """
 
     start: date
@@ -248,7 +249,13 @@ def backfill(
                 push_endpoint=push_endpoint,
             )
             if not settings.is_symbolic:
-                spent += day_spend(warehouse_path, started, day, summary.evaluator_version)
+                # the run's budget counted what the day's requests cost, estimates included; with
+                # batches in other processes, read it back from the warehouse instead
+                spent += (
+                    summary.judge_spent_usd
+                    if summary.judge_spent_usd is not None
+                    else day_spend(warehouse_path, started, day, summary.evaluator_version)
+                )
             fallbacks = 0 if settings.is_symbolic else fallbacks_of(summary)
             if fallbacks:
                 logger.warning(

@@ -79,6 +79,10 @@ class NightlySummary:
             either way).
         timings: seconds per phase of the flow run, in order (``load``, ``validate``,
             ``evaluate``, ``store``, ``metrics``, ``drift`` ...; ``stef nightly --timings``).
+        judge_spent_usd: what the run's model requests cost (USD), as the run's shared budget
+            counted them (charges, and estimates where a response's usage could not be trusted);
+            ``None`` for the symbolic judge, or when the batches ran in other processes with
+            budgets of their own (process / Dask task runner).
     """
 
     log_date: date
@@ -97,6 +101,7 @@ class NightlySummary:
     pushed: str | None = None
     push_error: str | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    judge_spent_usd: float | None = None
 
 
 class PhaseTimer:
@@ -448,6 +453,7 @@ def nightly(
         pushed=pushed,
         push_error=push_error,
         timings=timer.seconds,
+        judge_spent_usd=None if budget is None else budget.spent_usd,
     )
 
 

@@ -110,8 +110,7 @@ def evaluation_batches(
     Returns:
         Batches of ``batch_size`` when given; else, with ``processes`` > 0,
         :func:`pool_task_count` batches of even size (:func:`split_evenly`); else batches of
-        :data:`stef.models.BATCH_SIZE` (on a cluster small tasks spread the day; a model judge's
-        budget is split per batch).
+        :data:`stef.models.BATCH_SIZE` (on a cluster small tasks spread the day).
 
     Raises:
         ValueError: ``batch_size`` < 1 or ``processes`` < 0.

@@ -102,7 +102,7 @@ class DuckDBJudgeCache:
         for key, model, prompt_version, response, cost, tokens in rows:
             try:
                 payload = json.loads(response)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, RecursionError):  # RecursionError: nested past Python's limit
                 payload = None
             if not isinstance(payload, dict):  # a damaged row is a miss: the model is asked again
                 continue
@@ -203,12 +203,12 @@ def _holds(response: Any, valid: VerdictCheck) -> bool:
 
     >>> _holds('{"verdict": "CORRECT", "stef_flags": ["f"]}', lambda r: r == {"verdict": "CORRECT"})
     True
-    >>> _holds("[1]", lambda r: True), _holds("not json", lambda r: True)
-    (False, False)
+    >>> _holds("[1]", lambda r: True), _holds("not json", lambda r: True), _holds("[" * 100_000, lambda r: True)
+    (False, False, False)
     """
     try:
         payload = json.loads(response)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return False
     if not isinstance(payload, dict):
         return False

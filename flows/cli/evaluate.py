@@ -412,7 +412,7 @@ def evaluate(
         typer.Option(
             "--max-cost-usd",
             min=0.0,
-            help="Stop calling the model once this much was spent; the remaining records get the symbolic verdict and say so.",
+            help="Budget for the model calls (USD): a request starts only if its estimated cost still fits; the records left get the symbolic verdict and say so.",
         ),
     ] = None,
     workers: Annotated[

@@ -678,6 +678,7 @@ class LLMJudge:
         response: Any = None
         reserve = reserve_cost(self.model, messages) if budget.max_usd is not None else None
         held = 0.0
+        unread_charge: float | None = None
         try:
             async for attempt in retrying:
                 with attempt:
@@ -695,12 +696,17 @@ class LLMJudge:
                             async with asyncio.timeout(self.timeout_s + 1.0):
                                 response = await completion(**params)
                         except Exception as exc:
-                            budget.settle(held, None)  # no answer: nothing charged
+                            # no answer: nothing charged; an answer litellm could not read: its reserve
+                            # (without a cap, an estimate of its prompt)
+                            unread = _unreadable(exc) is not None
+                            if unread:
+                                unread_charge = held if held > 0 else estimate_cost(self.model, messages, None)
+                            budget.settle(held, unread_charge if unread else None)
                             if _unreachable(exc) is not None:
                                 breaker.failed(_describe(exc))
                             else:
                                 breaker.answered()
-                                if _unreadable(exc) is not None:  # an HTTP 200 that litellm could not read
+                                if unread:  # an HTTP 200 that litellm could not read
                                     breaker.succeeded()
                             raise
                         except BaseException:  # cancelled: the reserve is released too
@@ -721,11 +727,8 @@ class LLMJudge:
         except Exception as exc:
             unreadable = _unreadable(exc)
             if unreadable is not None:  # the server answered (and charged); its figures are unknown
-                charged = UsageReading(
-                    None, None, estimate_cost(self.model, messages, None), "the response could not be read by litellm"
-                )
-                tally.add(charged)
-                budget.add(charged.charge_usd)
+                # the budget was charged when the request ended (unread_charge): the tally counts the same
+                tally.add(UsageReading(None, None, unread_charge, "the response could not be read by litellm"))
                 raise _Stop(
                     f"the model's response could not be read by litellm: {unreadable} after {tally.requests} request(s)",
                     UNREADABLE_RESPONSE,
