@@ -227,19 +227,28 @@ def md_cells(rows: Iterable[Mapping[str, Any]], width: int | None = DISPLAY_WIDT
     return [{key: cell(value) for key, value in row.items()} for row in rows]
 
 
-FORMULA_STARTS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_STARTS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r", "\0", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 """First characters that make a spreadsheet (Excel, Sheets, LibreOffice) read a CSV cell as a
-formula (OWASP CSV injection): ``=``, ``+``, ``-``, ``@``, tab and carriage return."""
+formula (OWASP CSV injection, OWASP ASVS 1.2.10): ``=``, ``+``, ``-``, ``@``, tab, carriage return
+and NUL, and the full-width ``＝ ＋ － ＠`` that East Asian input methods type and some spreadsheets
+take for their ASCII forms."""
+
+FORMULA_SKIPPED_PREFIX = " \n\u00a0\u3000"
+"""Characters a spreadsheet may skip before a formula's first character (space, line feed,
+no-break space, ideographic space): ``" =1+1"`` is guarded as ``"=1+1"`` is."""
 
 
 def looks_like_formula(text: str) -> bool:
-    """Whether a spreadsheet would read ``text`` as a formula once any leading ``'`` were taken off:
-    ``'`` characters (none too) then one of :data:`FORMULA_STARTS`.
+    """Whether a spreadsheet could read ``text`` as a formula once any leading ``'`` were taken off:
+    ``'`` characters (none too), then characters of :data:`FORMULA_SKIPPED_PREFIX` (none too), then
+    one of :data:`FORMULA_STARTS`.
 
     >>> looks_like_formula("=1"), looks_like_formula("''+1"), looks_like_formula("'a"), looks_like_formula("a=1")
     (True, True, False, False)
+    >>> looks_like_formula("  =1"), looks_like_formula("\uff1dcmd"), looks_like_formula("\\n-1"), looks_like_formula(" a")
+    (True, True, True, False)
     """
-    return text.lstrip("'").startswith(FORMULA_STARTS)
+    return text.lstrip("'").lstrip(FORMULA_SKIPPED_PREFIX).startswith(FORMULA_STARTS)
 
 
 def spreadsheet_text(value: object) -> object:
@@ -265,8 +274,9 @@ def spreadsheet_text(value: object) -> object:
 
 def spreadsheet_text_sql(expression: str) -> str:
     """:func:`spreadsheet_text` as a DuckDB SQL expression over the ``VARCHAR`` SQL ``expression``:
-    its value with a leading ``'`` when, past any leading ``'``, the first character is one of
-    :data:`FORMULA_STARTS`, else unchanged (``NULL`` stays ``NULL``). DuckDB computes it, so a
+    its value with a leading ``'`` when :func:`looks_like_formula` holds (past any leading ``'``
+    and :data:`FORMULA_SKIPPED_PREFIX` characters, the text starts with one of
+    :data:`FORMULA_STARTS`), else unchanged (``NULL`` stays ``NULL``). DuckDB computes it, so a
     ``COPY … TO`` stays streamed.
 
     Args:
@@ -275,8 +285,12 @@ def spreadsheet_text_sql(expression: str) -> str:
     Returns:
         A SQL ``CASE`` expression.
 
-    >>> print(spreadsheet_text_sql("r.sql"))
-    CASE WHEN left(ltrim(r.sql, ''''), 1) IN ('=', '+', '-', '@', chr(9), chr(13)) THEN '''' || r.sql ELSE r.sql END
+    >>> print(spreadsheet_text_sql("r.sql"))  # doctest: +NORMALIZE_WHITESPACE
+    CASE WHEN left(ltrim(ltrim(r.sql, chr(39)), chr(32) || chr(10) || chr(160) || chr(12288)), 1) IN (chr(61), chr(43),
+    chr(45), chr(64), chr(9), chr(13), chr(0), chr(65309), chr(65291), chr(65293), chr(65312)) THEN chr(39) || r.sql
+    ELSE r.sql END
     """
-    starts = ", ".join(f"'{c}'" if c.isprintable() and c != "'" else f"chr({ord(c)})" for c in FORMULA_STARTS)
-    return f"CASE WHEN left(ltrim({expression}, ''''), 1) IN ({starts}) THEN '''' || {expression} ELSE {expression} END"
+    starts = ", ".join(f"chr({ord(c)})" for c in FORMULA_STARTS)
+    skipped = " || ".join(f"chr({ord(c)})" for c in FORMULA_SKIPPED_PREFIX)
+    core = f"ltrim(ltrim({expression}, chr(39)), {skipped})"
+    return f"CASE WHEN left({core}, 1) IN ({starts}) THEN chr(39) || {expression} ELSE {expression} END"

@@ -5,7 +5,8 @@ verdicts, the question and SQL as logged, and the evidence as JSON text. DuckDB'
 writes the file as it reads the tables, so the export never holds the window in memory.
 
 In a CSV file, every text cell that a spreadsheet would run as a formula (first character ``=``,
-``+``, ``-``, ``@``, tab or carriage return) gets a leading ``'`` (:func:`stef.display.spreadsheet_text_sql`,
+``+``, ``-``, ``@``, tab, carriage return, NUL or their full-width forms, also after leading
+spaces: :func:`stef.display.looks_like_formula`) gets a leading ``'`` (:func:`stef.display.spreadsheet_text_sql`,
 computed by DuckDB); numbers stay numbers. Parquet and JSON lines hold the values exactly.
 """
 
@@ -137,8 +138,8 @@ def export_evaluations(
         start: first day (inclusive).
         end: last day (inclusive).
         evaluator_version: whose evaluations.
-        export_format: ``csv`` (header row; a text cell starting with ``=``, ``+``, ``-``, ``@``, tab
-            or carriage return gets a leading ``'``), ``parquet`` (zstd) or ``jsonl`` (one object
+        export_format: ``csv`` (header row; a text cell that
+            :func:`stef.display.looks_like_formula` gets a leading ``'``), ``parquet`` (zstd) or ``jsonl`` (one object
             per line); Parquet and JSON lines hold every value exactly.
         agent_id: only this agent.
 

@@ -235,7 +235,7 @@ def _unguarded_text(value: object) -> object:
 
     >>> print(_unguarded_text("'=cmd|' /C calc'!A0-0"), _unguarded_text("''=x"), _unguarded_text("'x"))
     =cmd|' /C calc'!A0-0 '=x 'x
-    >>> all(_unguarded_text(spreadsheet_text(t)) == t for t in ("=1", "'=1", "''+1", "'", "'a", "a", "\\t1", "'\\r"))
+    >>> all(_unguarded_text(spreadsheet_text(t)) == t for t in ("=1", "'=1", "''+1", "'", "'a", "a", "\\t1", "'\\r", " =1", "' \\uff1d1"))
     True
     """
     if isinstance(value, str) and value.startswith("'") and looks_like_formula(value):

@@ -145,8 +145,11 @@ def test_the_sql_guard_of_the_export_matches_the_python_guard_of_review_sample()
     from stef.display import spreadsheet_text, spreadsheet_text_sql
 
     texts = ["=1", "'=1", "''+1", "'", "'a", "a", "\t1", "'\r", "@x", "-", "", "a=1", "é=", "'''"]
+    texts += [" =1", "  +1", "\n-1", "\u00a0@x", "\u3000=1", "\uff1dcmd", "' \uff0b1", "\x00x", " a", "\n", "x\x00"]
     rows = duckdb.sql(
         f"SELECT t, {spreadsheet_text_sql('t')} FROM (SELECT unnest($texts) AS t)", params={"texts": texts}
     ).fetchall()
     assert dict(rows) == {text: spreadsheet_text(text) for text in texts}
     assert spreadsheet_text("'=1") == "''=1" and spreadsheet_text("'a") == "'a"
+    assert spreadsheet_text(" =HYPERLINK(1)") == "' =HYPERLINK(1)" and spreadsheet_text("\uff1dcmd") == "'\uff1dcmd"
+    assert spreadsheet_text(" a") == " a" and spreadsheet_text("a =1") == "a =1"
