@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
@@ -74,3 +75,18 @@ def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES, kind: 
     if len(content) > max_bytes:
         raise OSError(errno.EFBIG, f"larger than the {max_bytes}-byte limit for {kind}", str(path))
     return content.decode("utf-8")
+
+
+def json_lines(text: str) -> Iterator[tuple[int, str]]:
+    """The lines of a JSON Lines text with their 1-based numbers, split at line feeds only.
+
+    JSON Lines separates records with ``\\n`` (a ``\\r`` before it is dropped); a JSON string may
+    hold U+2028, U+2029, U+0085, form feeds and the other characters :meth:`str.splitlines`
+    also splits at (``json.dumps(..., ensure_ascii=False)`` writes them as they are), so
+    splitting there would cut one record in two and shift every later line number.
+
+    >>> list(json_lines('{"note": "a\\u2028b"}\\r\\n\\n{"x": 1}'))
+    [(1, '{"note": "a\\u2028b"}'), (2, ''), (3, '{"x": 1}')]
+    """
+    for number, line in enumerate(text.split("\n"), start=1):
+        yield number, line.removesuffix("\r")

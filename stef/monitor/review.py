@@ -330,7 +330,7 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
             (the message names the line), or (without ``keep_problems``) any row is bad (every bad
             line is named).
     """
-    from stef.config_files import read_config_text
+    from stef.config_files import json_lines, read_config_text
 
     try:
         text = read_config_text(path, LABEL_FILE_MAX_BYTES).removeprefix("\ufeff")  # Excel's byte-order mark
@@ -342,7 +342,7 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
         records, problems = _label_studio_records(path, text)
     elif path.suffix.lower() == ".jsonl" or stripped.startswith("{"):
         records = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in json_lines(text):
             if line.strip():
                 try:
                     value = json.loads(line)

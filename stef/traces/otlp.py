@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from stef.config_files import json_lines
 from stef.traces.spans import SourceSpan, parse_time
 
 __all__ = [
@@ -224,7 +225,7 @@ def _objects(text: str, source: str) -> Iterator[tuple[int, dict[str, Any]]]:
     if isinstance(whole, dict):
         yield 1, whole
         return
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in json_lines(text):
         if not line.strip():
             continue
         try:

@@ -372,3 +372,18 @@ def test_a_kappa_of_zero_has_no_minus_sign() -> None:
         [Reviewed(True, 40.0, 0.4), Reviewed(True, 30.0, 0.3), Reviewed(False, 20.0, 0.2)], resamples=20
     )
     assert figures["kappa"] == 0.0 and math.copysign(1.0, figures["kappa"]) == 1.0
+
+
+def test_a_jsonl_label_file_splits_at_line_feeds_only(tmp_path: Path) -> None:
+    """A reviewer's note may hold U+2028 or U+0085 (pasted text), raw in JSON written with
+    ``ensure_ascii=False``: the row stays one row and later lines keep their numbers."""
+    path = tmp_path / "review.jsonl"
+    note = "see\u2028line two\u0085and three"
+    lines = [{"run_id": "r1", "label": "correct", "note": note}, {"run_id": "r2", "label": "maybe"}]
+    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    assert "line 2: label 'maybe' is not 'correct' or 'incorrect'" in str(caught.value)
+    path.write_text(json.dumps(lines[0], ensure_ascii=False) + "\n", encoding="utf-8")
+    read = read_label_file(path)
+    assert [(r.run_id, r.label, r.note, r.line) for r in read.rows] == [("r1", "correct", note, 1)]

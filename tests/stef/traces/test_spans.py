@@ -404,3 +404,18 @@ def test_a_non_finite_double_token_count_is_no_count() -> None:
     )  # fmt: skip
     (line,) = map_spans([span for _, span in read_otlp_json(json.dumps(export))], "p")
     assert line["tokens"] == {"prompt": 0, "completion": 4, "total": 4}
+
+
+def test_otlp_json_lines_split_at_line_feeds_only() -> None:
+    """U+2028, U+0085 and a form feed are valid raw characters inside a JSON string (``json.dumps(...,
+    ensure_ascii=False)`` writes them so): a record holding them stays one record, and a bad line
+    after it is named by its real number."""
+    text_value = "SELECT 1 -- a\u2028b\u0085c\x0cd"
+    first = _otlp_export(_otlp_span("00f067aa0ba902b7", "run_sql", 0, **{"input.value": {"stringValue": text_value}}))
+    second = _otlp_export(_otlp_span("00f067aa0ba902b8", "run_sql", 1))
+    lines = json.dumps(first, ensure_ascii=False) + "\r\n" + json.dumps(second, ensure_ascii=False) + "\n"
+    spans = read_otlp_json(lines, "f.jsonl")
+    assert [span.span_id for _, span in spans] == ["00f067aa0ba902b7", "00f067aa0ba902b8"]
+    assert spans[0][1].attributes["input.value"] == text_value
+    with pytest.raises(OtlpFileError, match=r"^f\.jsonl:3: not JSON"):
+        read_otlp_json(lines + "{oops\n", "f.jsonl")
