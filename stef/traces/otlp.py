@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -287,7 +288,7 @@ def _span_id(raw: Mapping[str, Any], key: str, path: str, where: str) -> str:
     value = raw.get(key)
     if value is None or value == "":
         raise OtlpFileError(f"{where}: {path} has no {key}")
-    if not isinstance(value, str):
+    if not isinstance(value, str) or value.strip(string.hexdigits):
         raise OtlpFileError(f"{where}: {path}.{key} is {_show(value)}, not a hex string")
     return value.lower()
 
