@@ -421,3 +421,20 @@ def test_otlp_json_lines_split_at_line_feeds_only() -> None:
     assert spans[0][1].attributes["input.value"] == text_value
     with pytest.raises(OtlpFileError, match=r"^f\.jsonl:3: not JSON"):
         read_otlp_json(lines + "{oops\n", "f.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "expected"),
+    [("12", 12), (" 7 ", 7), ("\uff11\uff12", 12), ("\u00b2", 0), ("9" * 5000, 0), ("-3", 0), ("1e3", 0)],
+)
+def test_a_token_count_written_as_text_counts_only_when_it_is_a_decimal_number(prompt: str, expected: int) -> None:
+    """An SDK that writes every attribute as a string gives "12"; a superscript digit (``str.isdigit``
+    but not ``int()``) or 5,000 digits (beyond ``int()``'s limit) is no count, never a crash."""
+    export = _otlp_export(
+        _otlp_span("1" * 16, "AgentExecutor", 0, **{"input.value": {"stringValue": "How many?"}}),
+        _otlp_span("2" * 16, "ChatOpenAI", 1, "1" * 16, **{"gen_ai.usage.input_tokens": {"stringValue": prompt},
+                   "gen_ai.usage.output_tokens": {"intValue": "4"}}),
+        _otlp_span("3" * 16, "execute_sql", 2, "1" * 16, **{"input.value": {"stringValue": "SELECT 1"}}),
+    )  # fmt: skip
+    (line,) = map_spans([span for _, span in read_otlp_json(json.dumps(export))], "p")
+    assert line["tokens"] == {"prompt": expected, "completion": 4, "total": expected + 4}
