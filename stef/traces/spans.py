@@ -39,6 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from stef.logs import SOURCE_ERROR_KEY
+from stef.pipeline.values import parse_count
 
 __all__ = [
     "SOURCE_ERROR_KEY",
@@ -181,18 +182,13 @@ def _metadata(span: SourceSpan, mapping: SpanMapping) -> dict[str, Any]:
     return merged
 
 
-MAX_COUNT_DIGITS = 18
-"""Digits of a token count given as text, at most (``int()`` of a longer text is slow, and of more
-than 4,300 digits raises)."""
-
-
 def _first_number(span: SourceSpan, names: Sequence[str]) -> int | None:
     for name in names:
         value = span.attributes.get(name)
         if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value < math.inf:
             return int(value)
-        if isinstance(value, str) and value.strip().isdecimal() and len(value) <= MAX_COUNT_DIGITS:
-            return int(value)  # "12" from an SDK that writes every attribute as text; not "²" (a digit int() refuses)
+        if isinstance(value, str) and (count := parse_count(value.strip())) is not None:
+            return count  # "12" from an SDK that writes every attribute as text; not "²" (a digit int() refuses)
     return None
 
 
