@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
@@ -85,17 +85,46 @@ def _finite_float(text: str) -> float:
     return value
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object that names one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``dict(pairs)``; :class:`_DuplicateKey` when a key comes twice (``object_pairs_hook``)."""
+    record = dict(pairs)
+    if len(record) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = key if len(key) <= 60 else key[:60] + "…"
+                raise _DuplicateKey(f"key {shown!r} appears twice in one object")
+            seen.add(key)
+    return record
+
+
 def _decode_json(text: str) -> tuple[object, str | None]:
     """``(payload, None)`` for standard JSON, else ``(None, reason)``.
 
     Rejects what :func:`json.loads` raises on (syntax, nesting beyond Python's recursion limit,
     integers of more than 4,300 digits) and what it would let through but no later stage can
-    store: ``NaN``/``Infinity`` (not JSON, RFC 8259 §6), numbers beyond a float's range.
+    store: ``NaN``/``Infinity`` (not JSON, RFC 8259 §6), numbers beyond a float's range, and an
+    object naming a key twice (RFC 8259 §4: its meaning is not defined; Python keeps the last
+    value, other readers the first, so the stored raw line and the evaluated record could differ).
+
+    >>> _decode_json('{"sql": "SELECT 1", "sql": "SELECT 2"}')
+    (None, "ambiguous JSON: key 'sql' appears twice in one object")
     """
     try:
-        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float), None
+        return (
+            json.loads(
+                text, parse_constant=_reject_constant, parse_float=_finite_float, object_pairs_hook=_unique_keys
+            ),
+            None,
+        )
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
+    except _DuplicateKey as exc:
+        return None, f"ambiguous JSON: {exc}"
     except RecursionError:
         return None, f"not readable JSON: nested deeper than {MAX_JSON_DEPTH} levels"
     except _UnreadableNumber as exc:
