@@ -49,10 +49,75 @@ def bugs_record_to_log(row: dict[str, Any], dialect: str = "sqlite") -> AgentLog
     )
 
 
+LABEL_TEXTS = {"true": True, "false": False}
+"""Label strings read as booleans (any case, surrounding spaces ignored): a file converted from CSV."""
+
+
+def _label(value: object) -> bool | None:
+    """A row's ``label`` as a boolean: JSON ``true``/``false``, ``1``/``0`` or the strings of
+    :data:`LABEL_TEXTS`; ``None`` for anything else (``"maybe"``, ``2``, ``null``).
+
+    >>> _label(True), _label(0), _label(" FALSE "), _label("no"), _label(1.0)
+    (True, False, False, None, None)
+    """
+    if isinstance(value, bool):
+        return value
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        return LABEL_TEXTS.get(value.strip().lower())
+    return None
+
+
+def _row_problem(row: object) -> str | None:
+    """Why a decoded line cannot be a labelled row, or ``None``."""
+    if not isinstance(row, dict):
+        return f"not a JSON object but {type(row).__name__}"
+    if "label" not in row:
+        return "no label (true = the SQL is correct, false = it is not)"
+    if _label(row["label"]) is None:
+        shown = json.dumps(row["label"], ensure_ascii=False)
+        return f"label {shown[:60]} is not true or false"
+    for name in ("question", "sql", "evidence", "db_id"):
+        if row.get(name) is not None and not isinstance(row[name], str):
+            return f"{name} is {type(row[name]).__name__}, not a string"
+    error_types = row.get("error_types")
+    if error_types is not None and not (
+        isinstance(error_types, list)
+        and all(isinstance(e, dict) and isinstance(e.get("error_type"), str) for e in error_types)
+    ):
+        return 'error_types is not a list of {"error_type": "..."} objects'
+    return None
+
+
 def read_bugs_file(path: str | Path) -> list[dict[str, Any]]:
-    """Read an NL2SQL-BUGs-format JSONL file into dicts (blank lines skipped)."""
-    with Path(path).open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """Read an NL2SQL-BUGs-format JSONL file into dicts (blank lines skipped), every ``label`` a
+    boolean (:func:`_label` reads ``"false"`` and ``0`` too).
+
+    Raises:
+        OSError: the file cannot be read.
+        InputError: a line is not JSON, not an object, has no label or one that is not true or
+            false, a text field that is not a string, or ``error_types`` of another shape; the
+            message names the file and the line.
+    """
+    from stef.config_files import json_lines
+    from stef.errors import InputError
+
+    rows: list[dict[str, Any]] = []
+    for number, line in json_lines(Path(path).read_text(encoding="utf-8")):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except RecursionError:
+            raise InputError(f"{path}:{number}: nested too deeply to read") from None
+        except ValueError as exc:
+            raise InputError(f"{path}:{number}: not JSON ({getattr(exc, 'msg', str(exc).split(';')[0])})") from exc
+        problem = _row_problem(row)
+        if problem is not None:
+            raise InputError(f"{path}:{number}: {problem}")
+        rows.append({**row, "label": _label(row["label"])})
+    return rows
 
 
 @dataclass(frozen=True)

@@ -103,6 +103,42 @@ def test_bench_judge_json_is_strict_json_on_one_label_and_rows_without_id(tmp_pa
 
 
 @pytest.mark.parametrize(
+    ("second_line", "message"),
+    [
+        ('{"question": "q", "sql": "SELECT 1"}', ":2: no label (true = the SQL is correct, false = it is not)"),
+        ('{"question": "q", "sql": "SELECT 1", "label": "maybe"}', ':2: label "maybe" is not true or false'),
+        ('{"question": "q", "sql": "SELECT 1", "label": 2}', ":2: label 2 is not true or false"),
+        ("[1, 2]", ":2: not a JSON object but list"),
+        ("{oops", ":2: not JSON (Expecting property name enclosed in double quotes)"),
+        ('{"question": "q", "sql": 7, "label": true}', ":2: sql is int, not a string"),
+        ('{"question": "q", "sql": "SELECT 1", "label": false, "error_types": ["x"]}', ":2: error_types is not a list"),
+    ],
+)
+def test_bench_judge_names_the_line_of_a_row_it_cannot_measure(tmp_path: Path, second_line: str, message: str) -> None:
+    """A row without a usable label never counts as correct (``bool("false")`` is true) nor ends in a
+    traceback: the command fails naming the file and the line, and prints no figures."""
+    labelled = tmp_path / "labels.jsonl"
+    labelled.write_text('{"question": "q", "sql": "SELECT 1", "label": true}\n' + second_line + "\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench-judge", str(labelled), "--json"])
+    assert result.exit_code == 2, result.output
+    assert f"{labelled}{message}" in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+def test_bench_judge_reads_labels_written_as_text_or_numbers(tmp_path: Path) -> None:
+    """A file converted from CSV holds ``"false"`` / ``"TRUE"`` / ``0``: they are the labels they
+    name, so the figures equal those of the same file with JSON booleans."""
+    rows = read_jsonl(GOLDEN_INPUT)
+    as_text = [
+        {**row, "label": ["false", "TRUE"][row["label"]] if i % 2 else int(row["label"])} for i, row in enumerate(rows)
+    ]
+    booleans, texts = tmp_path / "booleans.jsonl", tmp_path / "texts.jsonl"
+    booleans.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    texts.write_text("".join(json.dumps(row) + "\n" for row in as_text), encoding="utf-8")
+    figures = [json.loads(CliRunner().invoke(app, ["bench-judge", str(f), "--json"]).output) for f in (booleans, texts)]
+    assert figures[0] == figures[1] and 0 < figures[0]["share_correct"] < 1
+
+
+@pytest.mark.parametrize(
     ("sql", "statuses"),
     [
         pytest.param("SELECT a FROM t WHERE b IN (" + ",".join(["'x'"] * 200_000) + ")", {"too_large"}, id="sql_1mb"),
