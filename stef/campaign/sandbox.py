@@ -7,8 +7,11 @@ that runs :mod:`stef.campaign.worker`; requests and replies are pickled over its
 caller's ``__main__`` is never re-imported) that the caller can kill, under these bounds:
 
 * **No writes.** SQLite: read-only URI (``file:...?mode=ro``), ``PRAGMA query_only``, an
-  authorizer that denies every action but reading, ``SQLITE_LIMIT_ATTACHED`` 0. DuckDB:
-  ``read_only=True``.
+  authorizer that denies every action but reading (and the functions that reach past SQL:
+  ``load_extension``, ``fts3_tokenizer``), ``SQLITE_LIMIT_ATTACHED`` 0. DuckDB:
+  ``read_only=True``, and only a string DuckDB's parser reads as exactly one ``SELECT``
+  statement runs (no ``BEGIN`` that would leave the connection in an aborted transaction, no
+  ``CREATE TEMP`` object seen by later statements, no second statement).
 * **No host files.** DuckDB is opened with ``enable_external_access=false`` (``read_text``,
   ``read_blob``, ``read_csv``, ``glob``, ``COPY``, ``ATTACH``, ``INSTALL``/``LOAD``, replacement
   scans such as ``FROM 'file.csv'`` fail with a ``PermissionException``), no extension

@@ -5,9 +5,9 @@ Runs in its own interpreter (``python -c "from stef.campaign.worker import main;
 each (an 8-byte big-endian length, then the body). It opens the database with the sandbox
 settings (SQLite: read-only URI, ``query_only``, read-only authorizer, length limit, in-memory
 temporary store; DuckDB: read-only, no external access, no extensions, one thread, no
-temporary directory, configuration locked), then limits its own address space, so a statement
-that allocates past the budget fails with a ``MemoryError`` here instead of taking the host's
-memory. The caller kills it when a statement does not yield by its deadline.
+temporary directory, configuration locked, one ``SELECT`` statement per request), then limits
+its own address space, so a statement that allocates past the budget fails with a
+``MemoryError`` here instead of taking the host's memory. The caller kills it when a statement does not yield by its deadline.
 """
 
 from __future__ import annotations
@@ -41,6 +41,12 @@ _SQLITE_READ_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 )
 """Authorizer action codes a campaign statement may use; everything else is denied."""
+
+_SQLITE_DENIED_FUNCTIONS = frozenset({"fts3_tokenizer", "load_extension"})
+"""SQL functions a campaign statement may not call although calling functions is allowed:
+``fts3_tokenizer(name)`` returns a tokenizer's C pointer and ``fts3_tokenizer(name, blob)`` (on
+builds with ``SQLITE_ENABLE_FTS3_TOKENIZER``, e.g. Debian's) installs any address as one, which an
+FTS3 table then calls; ``load_extension`` loads native code (also off in :mod:`sqlite3`)."""
 
 _MIB = 1 << 20
 
@@ -172,8 +178,16 @@ def timeout_result(timeout_s: float, started: float, detail: str = "") -> Execut
     )
 
 
-def _deny_writes(action: int, *_: object) -> int:
-    return sqlite3.SQLITE_OK if action in _SQLITE_READ_ACTIONS else sqlite3.SQLITE_DENY
+def _deny_writes(action: int, arg1: str | None, arg2: str | None, *_: object) -> int:
+    """SQLite authorizer: reading only, and no function of :data:`_SQLITE_DENIED_FUNCTIONS`.
+
+    For ``SQLITE_FUNCTION`` SQLite passes the function's name as ``arg2`` (``arg1`` is ``None``).
+    """
+    if action not in _SQLITE_READ_ACTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _SQLITE_DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
 
 
 class _SQLiteEngine:
@@ -293,6 +307,7 @@ class _DuckDBEngine:
         self.limits = limits
         self.error = duckdb.Error
         self.interrupted = duckdb.InterruptException
+        self.select_type = duckdb.StatementType.SELECT
         try:
             self.conn = duckdb.connect(str(path), read_only=True, config=_duckdb_config(limits))
         except duckdb.Error as exc:
@@ -318,6 +333,9 @@ class _DuckDBEngine:
             fired.set()
             self.conn.interrupt()
 
+        refusal = self._refusal(sql)
+        if refusal is not None:
+            return ExecutionResult("error", message=refusal, duration_ms=(time.perf_counter() - started) * 1000)
         timer = threading.Timer(timeout_s, _interrupt)
         timer.start()
         try:
@@ -338,6 +356,26 @@ class _DuckDBEngine:
         finally:
             timer.cancel()
         return _finish(status, columns, rows, started, self.limits, row_cap)
+
+    def _refusal(self, sql: str) -> str | None:
+        """Why ``sql`` may not run (``None`` when it is exactly one ``SELECT`` statement), by DuckDB's own parser.
+
+        A read-only DuckDB connection still runs ``BEGIN`` (after which one failing statement
+        aborts the transaction and every later statement of the campaign fails), ``CREATE TEMP``
+        objects that later statements would see, and several statements in one string; only
+        statements DuckDB types as ``SELECT`` (also ``FROM t``, ``VALUES``, ``DESCRIBE``, ``PIVOT``
+        with an ``IN`` list) run.
+        """
+        try:
+            statements = self.conn.extract_statements(sql)
+        except self.error as exc:
+            return f"{type(exc).__name__}: {exc}"
+        if len(statements) != 1:
+            return f"refused: {len(statements)} statements; the test database runs one SELECT statement at a time"
+        kind = statements[0].type
+        if kind != self.select_type:
+            return f"refused: {kind.name} statement; the test database runs SELECT statements only"
+        return None
 
     def catalog(self) -> dict[str, list[str]]:
         rows = self.conn.execute(

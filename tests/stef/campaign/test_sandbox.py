@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -424,3 +426,63 @@ def test_after_memory_bombs_a_fresh_worker_runs_the_next_statements(duck: DuckDB
         assert duck.execute(bomb, 10.0, 5000).status != "ok"
     again = duck.execute(honest, 10.0, 5000)
     assert again.status == "ok", again.message
+
+
+def test_sqlite_fts3_tokenizer_is_not_authorized(tmp_path: Path) -> None:
+    """``fts3_tokenizer`` leaks a C pointer, and with a blob installs any address as the tokenizer
+    that an FTS3 table then calls: the worker died of a segmentation fault on the next statement
+    reading such a table (an agent's statement choosing the address the worker jumps to)."""
+    path = tmp_path / "fts.sqlite"
+    with closing(sqlite3.connect(path)) as setup, setup:
+        setup.execute("CREATE VIRTUAL TABLE docs USING fts3(body)")
+        setup.execute("INSERT INTO docs VALUES ('hello world')")
+    digest = sha256_of(path)
+    database = SQLiteTestDatabase(path)
+    try:
+        assert database._process is not None
+        pid = database._process.pid
+        leak = database.execute("SELECT hex(fts3_tokenizer('simple'))", 1.0, 10)
+        planted = database.execute("SELECT FTS3_TOKENIZER('simple', X'4141414141414141')", 1.0, 10)
+        search = database.execute("SELECT body FROM docs WHERE docs MATCH 'hello'", 1.0, 10)
+        after = database.execute("SELECT 1", 1.0, 10)
+        assert database._process is not None and database._process.pid == pid  # the same worker: it never crashed
+    finally:
+        database.close()
+    for refused in (leak, planted):
+        assert refused.status == "error" and refused.rows == ()
+        assert "not authorized to use function" in (refused.message or "")
+    assert "process ended" not in (search.message or "")
+    assert after.status == "ok" and after.rows == ((1,),)
+    assert sha256_of(path) == digest
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        pytest.param("BEGIN", id="begin"),
+        pytest.param("BEGIN TRANSACTION; SELECT 1", id="begin_then_select"),
+        pytest.param("CREATE TEMP VIEW state AS SELECT 'x' AS state_name, 'y' AS capital", id="temp_view"),
+        pytest.param("CREATE TEMP TABLE state AS SELECT 'texas' AS state_name, 'nope' AS capital", id="temp_table"),
+        pytest.param("SELECT 1; SELECT 2", id="two_selects"),
+        pytest.param("PIVOT state ON state_name USING count(*)", id="dynamic_pivot"),
+        pytest.param("ANALYZE", id="analyze"),
+    ],
+)
+def test_duckdb_runs_one_select_statement_and_later_statements_are_unaffected(duck_path: Path, statement: str) -> None:
+    """A gold (executed as written) that opened a transaction or a temporary object used to change
+    every later statement: after ``BEGIN`` one failing statement aborted the transaction and each
+    later gold and run failed with "Current transaction is aborted"; a temporary ``state`` hid the real one."""
+    digest = sha256_of(duck_path)
+    database = open_test_database(duck_path, DUCKDB_SETTINGS.resource_limits())
+    try:
+        first = database.execute(statement, 1.0, 10)
+        failing = database.execute("SELECT * FROM no_such_table", 1.0, 10)
+        audit = audit_gold([CAPITAL], database, DUCKDB_SETTINGS)
+        capital = database.execute(RIGHT, 1.0, 10)
+    finally:
+        database.close()
+    assert first.status == "error" and (first.message or "").startswith("refused: ")
+    assert failing.status == "error" and "no_such_table" in (failing.message or "")
+    assert audit.items[0].ok, audit.items[0].reason
+    assert capital.status == "ok" and capital.rows == (("austin",),)
+    assert sha256_of(duck_path) == digest
