@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
 from stef.campaign.compare import results_match
+from tests.support.checkout import checkout_env
 
 
 @pytest.mark.parametrize(
@@ -35,3 +39,52 @@ def test_results_match(
     predicted: list[tuple[Any, ...]], gold: list[tuple[Any, ...]], ordered: bool, expected: bool
 ) -> None:
     assert results_match(predicted, gold, ordered=ordered) is expected
+
+
+def test_the_one_column_assignment_is_found_however_late() -> None:
+    """8 columns with equal value multisets, only the reversed assignment matches (rank 40,319 of 8!):
+    the search used to give up after 5,040 assignments and call a right answer wrong."""
+    import random
+
+    rng = random.Random(0)
+    columns = [rng.sample(range(8), 8) for _ in range(8)]
+    gold = [tuple(column[i] for column in columns) for i in range(8)]
+    predicted = [row[::-1] for row in reversed(gold)]
+    assert results_match(predicted, gold) is True
+    assert results_match(predicted, gold, ordered=True) is False
+    wrong = [list(row) for row in predicted]
+    wrong[0][0], wrong[1][0] = wrong[1][0], wrong[0][0]  # same column multisets, other rows: no assignment fits
+    assert results_match([tuple(row) for row in wrong], gold) is False
+
+
+@pytest.mark.parametrize(
+    ("predicted", "gold", "expected"),
+    [
+        pytest.param([(0,) * 12], [(0,) * 12], True, id="one_row_of_12_equal_columns"),
+        pytest.param([(None,) * 40] * 3, [(None,) * 40] * 3, True, id="40_null_columns"),
+        pytest.param(
+            [(i,) * 30 for i in range(500)][::-1], [(i,) * 30 for i in range(500)], True, id="500_rows_30_equal"
+        ),
+        pytest.param([(0,) * 12], [(0,) * 11 + (1,)], False, id="one_value_differs"),
+        pytest.param([(1,) + (0,) * 11], [(0,) * 11 + (1,)], True, id="equal_columns_reordered"),
+    ],
+)
+def test_equal_columns_do_not_make_the_comparison_hang(
+    predicted: list[tuple[Any, ...]], gold: list[tuple[Any, ...]], expected: bool
+) -> None:
+    """Columns with equal values used to be assigned by trying every tuple of ``itertools.product``:
+    12 equal columns meant ~10^11 tuples before the first permutation (the campaign hung, no timeout)."""
+    code = (
+        "import json, sys; from stef.campaign.compare import results_match; "
+        "p, g = json.loads(sys.stdin.read()); print(results_match([tuple(r) for r in p], [tuple(r) for r in g]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        input=json.dumps([predicted, gold]),
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=True,
+        env=checkout_env(),
+    )
+    assert done.stdout.strip() == str(expected)
