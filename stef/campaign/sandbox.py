@@ -6,7 +6,9 @@ database is opened in a **worker process** (a fresh interpreter started with :mo
 that runs :mod:`stef.campaign.worker`; requests and replies are pickled over its stdin/stdout pipes; the
 caller's ``__main__`` is never re-imported) that the caller can kill, under these bounds:
 
-* **No writes.** SQLite: read-only URI (``file:...?mode=ro``), ``PRAGMA query_only``, an
+* **No writes.** SQLite: read-only URI (``file:...?mode=ro``; plus ``immutable=1`` for a database
+  in WAL mode with no ``-wal`` file, which read-only SQLite would otherwise create with a ``-shm``
+  file next to it and leave behind), ``PRAGMA query_only``, an
   authorizer that denies every action but reading (and the functions that reach past SQL:
   ``load_extension``, ``fts3_tokenizer``), ``SQLITE_LIMIT_ATTACHED`` 0. DuckDB:
   ``read_only=True``, and only a string DuckDB's parser reads as exactly one ``SELECT``

@@ -3,11 +3,13 @@
 Runs in its own interpreter (``python -c "from stef.campaign.worker import main; main()"``): reads
 ``(engine, path, limits)`` and then requests from stdin, answers on stdout, one framed pickle
 each (an 8-byte big-endian length, then the body). It opens the database with the sandbox
-settings (SQLite: read-only URI, ``query_only``, read-only authorizer, length limit, in-memory
-temporary store; DuckDB: read-only, no external access, no extensions, one thread, no
+settings (SQLite: read-only URI — ``immutable`` for a WAL database with no log, so no
+``-wal``/``-shm`` file is created —, ``query_only``, read-only authorizer, length limit,
+in-memory temporary store; DuckDB: read-only, no external access, no extensions, one thread, no
 temporary directory, configuration locked, one ``SELECT`` statement per request), then limits
 its own address space, so a statement that allocates past the budget fails with a
-``MemoryError`` here instead of taking the host's memory. The caller kills it when a statement does not yield by its deadline.
+``MemoryError`` here instead of taking the host's memory. The caller kills it when a statement
+does not yield by its deadline.
 """
 
 from __future__ import annotations
@@ -190,13 +192,43 @@ def _deny_writes(action: int, arg1: str | None, arg2: str | None, *_: object) ->
     return sqlite3.SQLITE_OK
 
 
+def _wal_without_log(path: Path) -> bool:
+    """Whether ``path`` is a SQLite database in WAL mode with no ``-wal`` file beside it.
+
+    SQLite opens such a database read-only by creating ``-wal`` and ``-shm`` files next to it
+    (left behind: a read-only connection cannot remove them). With no ``-wal`` file there is no
+    log to read, so the database is opened ``immutable=1`` instead, which creates no file; one
+    with a ``-wal`` file (a writer is active or did not checkpoint) is opened as usual so its
+    log is read.
+
+    >>> import sqlite3, tempfile, os
+    >>> path = Path(tempfile.mkdtemp()) / "w.sqlite"
+    >>> setup = sqlite3.connect(path, isolation_level=None)
+    >>> setup.execute("PRAGMA journal_mode = WAL").fetchone()
+    ('wal',)
+    >>> _ = setup.execute("CREATE TABLE t (x INT)")
+    >>> _wal_without_log(path)  # the writer is open: its -wal file is there
+    False
+    >>> setup.close()
+    >>> _wal_without_log(path), _wal_without_log(Path(os.devnull))
+    (True, False)
+    """
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(20)
+    except OSError:
+        return False
+    return header[18:20] == b"\x02\x02" and not path.with_name(path.name + "-wal").exists()
+
+
 class _SQLiteEngine:
     """The SQLite connection inside the worker."""
 
     def __init__(self, path: Path, limits: ResourceLimits) -> None:
         self.limits = limits
+        immutable = "&immutable=1" if _wal_without_log(path) else ""
         try:
-            self.conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+            self.conn = sqlite3.connect(f"{path.as_uri()}?mode=ro{immutable}", uri=True)
             self.conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
             self.conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
             self.conn.execute("PRAGMA query_only = ON")

@@ -486,3 +486,45 @@ def test_duckdb_runs_one_select_statement_and_later_statements_are_unaffected(du
     assert audit.items[0].ok, audit.items[0].reason
     assert capital.status == "ok" and capital.rows == (("austin",),)
     assert sha256_of(duck_path) == digest
+
+
+def test_a_wal_mode_database_is_read_without_creating_files(tmp_path: Path) -> None:
+    """Read-only SQLite created ``-wal`` and ``-shm`` files next to a WAL-mode test database and left them there."""
+    folder = tmp_path / "db"
+    folder.mkdir()
+    path = folder / "geography.sqlite"
+    shutil.copyfile(DB, path)
+    with closing(sqlite3.connect(path)) as setup:
+        assert setup.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
+    assert sorted(os.listdir(folder)) == ["geography.sqlite"]
+    digest, mtime = sha256_of(path), path.stat().st_mtime_ns
+    database = open_test_database(path)
+    try:
+        counted = database.execute("SELECT count(*) FROM state", 1.0, 10)
+        assert sorted(os.listdir(folder)) == ["geography.sqlite"]
+    finally:
+        database.close()
+    assert counted.status == "ok" and counted.rows == tuple(reference_rows("SELECT count(*) FROM state"))
+    assert sorted(os.listdir(folder)) == ["geography.sqlite"]
+    assert (sha256_of(path), path.stat().st_mtime_ns) == (digest, mtime)
+
+
+def test_a_wal_mode_database_with_a_log_is_read_with_the_log(tmp_path: Path) -> None:
+    """A ``-wal`` file holds committed rows not yet in the main file: they are read (no ``immutable``)."""
+    path = tmp_path / "live.sqlite"
+    writer = sqlite3.connect(path)
+    try:
+        writer.execute("PRAGMA journal_mode = WAL")
+        writer.execute("PRAGMA wal_autocheckpoint = 0")
+        writer.execute("CREATE TABLE t (x INT)")
+        writer.execute("INSERT INTO t VALUES (1), (2)")
+        writer.commit()
+        assert path.with_name("live.sqlite-wal").stat().st_size > 0
+        database = open_test_database(path)
+        try:
+            counted = database.execute("SELECT count(*) FROM t", 1.0, 10)
+        finally:
+            database.close()
+    finally:
+        writer.close()
+    assert counted.status == "ok" and counted.rows == ((2,),)
