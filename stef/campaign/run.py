@@ -59,8 +59,8 @@ def run_campaign(
         InputError: duplicate ``run_id`` within a campaign or duplicate gold ``question_id``.
     """
     catalog = catalog or CanonicalCatalog(db.catalog())
-    audit = audit_gold(gold, db, settings)
     engine = "duckdb" if type(db).__name__.startswith("DuckDB") else "sqlite"
+    audit = audit_gold(gold, db, settings, engine_dialect=engine)
     seen: set[tuple[str, str]] = set()
     results: list[CampaignRunResult] = []
     skipped: dict[str, dict[str, str]] = {}

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import pytest
 
+from stef.campaign.classify import _has_top_level_order
 from stef.campaign.gold_audit import audit_gold
 from stef.campaign.models import GoldQuestion
-from stef.campaign.sandbox import SQLiteTestDatabase
+from stef.campaign.run import run_campaign
+from stef.campaign.sandbox import DuckDBTestDatabase, SQLiteTestDatabase
 from stef.errors import InputError
 from tests.stef.campaign.support import (
+    CAPITAL,
+    DUCKDB_SETTINGS,
     GOLD,
+    RIGHT,
     SETTINGS,
     reference_rows,
+    statement_run,
 )
 
 
@@ -42,3 +48,20 @@ def test_gold_audit_keeps_executable_gold_and_excludes_the_rest(db: SQLiteTestDa
 def test_gold_audit_rejects_duplicate_question_ids(db: SQLiteTestDatabase) -> None:
     with pytest.raises(InputError, match="question_id 'q-capital' appears twice"):
         audit_gold([GOLD[0], GOLD[0]], db, SETTINGS)
+
+
+def test_a_gold_too_deep_for_sqlglot_is_excluded_and_the_campaign_goes_on(duck: DuckDBTestDatabase) -> None:
+    """DuckDB runs 600 nested ``NOT``; sqlglot's recursive parser does not: reading the gold's ORDER BY
+    raised RecursionError out of run_campaign (``stef campaign run`` ended in a traceback, nothing stored)."""
+    deep = GoldQuestion(question_id="q-deep", question="?", gold_sql=["SELECT " + "NOT " * 600 + "true AS x"])
+    runs = [
+        statement_run("SELECT true AS x", "deep").model_copy(update={"question_id": "q-deep"}),
+        statement_run(RIGHT, "capital"),
+    ]
+    result = run_campaign(runs, [deep, CAPITAL], duck, DUCKDB_SETTINGS)
+    deep_item, capital_item = result.audit.items
+    assert not deep_item.ok and "nests too deeply for sqlglot's parser" in (deep_item.reason or "")
+    assert capital_item.ok
+    assert result.skipped == {"mcp": {"deep": f"question excluded by the gold audit: {deep_item.reason}"}}
+    assert [(r.run_id, r.outcome) for r in result.results] == [("capital", "success")]
+    assert not _has_top_level_order(deep.gold_sql[0], "duckdb")  # classify_run called directly does not raise either
