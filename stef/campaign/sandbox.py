@@ -33,7 +33,9 @@ caller's ``__main__`` is never re-imported) that the caller can kill, under thes
 * **Time.** Each statement has a deadline: SQLite's progress handler and DuckDB's
   ``interrupt()`` stop it cooperatively; one C call that never yields to either (``instr`` or
   ``LIKE`` on long strings, DuckDB's ``repeat('x', 1e9)``) is stopped by killing the worker
-  ``kill_grace_s`` after the deadline; the next statement gets a fresh worker.
+  ``kill_grace_s`` after the deadline; the next statement gets a fresh worker. On Linux the worker
+  asks to be killed when its caller ends (``PR_SET_PDEATHSIG``), so a caller ended by a signal
+  leaves no worker running.
 
 Nothing here raises for bad SQL: every failure is an :class:`ExecutionResult` with a typed
 ``status`` and the reason in ``message``; one statement's failure never stops a campaign.

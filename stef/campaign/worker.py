@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import sqlite3
 import struct
 import sys
@@ -474,12 +475,41 @@ def read_message(fd: int) -> Any:
     return pickle.loads(_read_exact(fd, size))  # only ever written by this module, in the caller or the worker
 
 
+_PR_SET_PDEATHSIG = 1
+"""Linux ``prctl`` option: the signal this process gets when the thread that started it ends."""
+
+
+def _die_with_parent() -> None:
+    """Have Linux SIGKILL this worker when its caller ends (``prctl(PR_SET_PDEATHSIG)``; elsewhere a no-op).
+
+    The worker notices a closed request pipe only between statements, so without this a worker
+    busy in one C call that never yields (a quadratic ``instr``, which the caller would kill at the
+    deadline) outlived a caller ended by SIGTERM or SIGKILL, at full CPU, until the call returned.
+    Linux sends the signal when the *thread* that started the worker ends; the sandbox starts and
+    uses a worker from one thread, and a worker lost anyway is replaced before the next statement.
+    """
+    parent = os.getppid()
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):  # no libc or no prctl
+        return
+    if os.getppid() != parent:  # the caller ended before the request took effect
+        os._exit(1)
+
+
 def main() -> None:
     """Entry point of the worker interpreter: requests on stdin, replies on (the original) stdout.
 
     The first message is ``(engine, path, limits)``; then :func:`_serve` answers requests. Anything
     else the engines print to stdout goes to stderr, so it cannot corrupt the replies.
     """
+    _die_with_parent()
     reply_fd = os.dup(1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr

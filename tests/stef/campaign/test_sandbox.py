@@ -528,3 +528,44 @@ def test_a_wal_mode_database_with_a_log_is_read_with_the_log(tmp_path: Path) -> 
     finally:
         writer.close()
     assert counted.status == "ok" and counted.rows == ((2,),)
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+def test_a_killed_caller_leaves_no_worker_running(tmp_path: Path, signal_number: int) -> None:
+    """A worker in a C call that never yields (quadratic ``instr``, 60 s timeout) outlived its killed
+    caller as an orphan at full CPU (it reads the closed pipe only between statements)."""
+    script = tmp_path / "caller.py"
+    script.write_text(
+        "from stef.campaign.sandbox import open_test_database\n"
+        f"db = open_test_database({str(DB)!r})\n"
+        "print(db._process.pid, flush=True)\n"
+        "db.execute(\"SELECT instr(replace(hex(zeroblob(7000000)), '0', 'a'), "
+        "replace(hex(zeroblob(3500000)), '0', 'a') || 'b')\", 60.0, 10)\n",
+        encoding="utf-8",
+    )
+    caller = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=checkout_env())
+    try:
+        assert caller.stdout is not None
+        worker = int(caller.stdout.readline())
+        time.sleep(1.0)  # the worker is inside instr now
+        caller.send_signal(signal_number)
+        caller.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _running(worker):
+            time.sleep(0.1)
+        alive = _running(worker)
+        if alive:
+            os.kill(worker, signal.SIGKILL)  # do not leave it behind for the next tests
+        assert not alive, f"worker {worker} still runs after its caller was killed"
+    finally:
+        if caller.poll() is None:
+            caller.kill()
+            caller.wait()
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (Linux ``/proc``)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
