@@ -18,6 +18,8 @@ from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger, task
 from prefect.context import FlowRunContext
+from prefect.futures import PrefectFuture
+from prefect.futures import wait as wait_for_futures
 from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTaskRunner
 from prefect.utilities.annotations import quote
 
@@ -44,7 +46,7 @@ from tasks import (
 )
 from tasks.drift import nightly_drift_step
 from tasks.evaluate import RecordBatch, evaluation_batches, rulebook
-from tasks.scoring_pool import ScoringPoolTaskRunner, pool_processes_of
+from tasks.scoring_pool import InterruptibleThreadPoolTaskRunner, ScoringPoolTaskRunner, pool_processes_of
 from tasks.traces import TraceSource, is_transient, pull_source, push_day, push_target
 from warehouse import resolve_path
 
@@ -128,6 +130,28 @@ TaskRunnerKind = Literal["pool", "thread", "process", "dask"]
 TASK_RUNNERS: tuple[str, ...] = ("pool", "thread", "process", "dask")
 
 
+WAIT_SLICE_S = 0.2
+"""Seconds the flow waits on a batch's future at a time (:func:`interruptible_result`)."""
+
+
+def interruptible_result(future: PrefectFuture[Any]) -> Any:
+    """The result of a task's ``future`` (as ``future.result()``), waited for in slices of
+    :data:`WAIT_SLICE_S` seconds.
+
+    A wait without a timeout blocks the flow's (main) thread in a lock that Ctrl-C did not
+    interrupt (the process has many threads: the model judge's loop, Prefect's workers), so its
+    :class:`KeyboardInterrupt` was raised only once the batch, with all its queued model requests,
+    had finished: minutes later. Between two slices Python runs a pending signal's handler here.
+
+    Raises:
+        Whatever ``future.result()`` raises (the task's error), and :class:`KeyboardInterrupt`
+        (or Prefect's ``TerminationSignal``) on a signal.
+    """
+    while not wait_for_futures([future], timeout=WAIT_SLICE_S).done:
+        pass
+    return future.result()
+
+
 def make_task_runner(
     kind: TaskRunnerKind = "pool", max_workers: int | None = None, address: str | None = None
 ) -> TaskRunner[Any]:
@@ -156,7 +180,7 @@ def make_task_runner(
     if kind == "pool":
         return ScoringPoolTaskRunner(processes=max_workers)
     if kind == "thread":
-        return ThreadPoolTaskRunner(max_workers=max_workers or DEFAULT_WORKERS)
+        return InterruptibleThreadPoolTaskRunner(max_workers=max_workers or DEFAULT_WORKERS)
     if kind == "process":
         return ProcessPoolTaskRunner(max_workers=max_workers)
     if kind == "dask":
@@ -383,7 +407,7 @@ def nightly(
             for batch in parts
         ]
         while futures:  # in order; each finished future is dropped so its task state is freed early
-            batch_rows = cast("list[CompactEvaluation]", futures.pop(0).result())  # compact=True
+            batch_rows = cast("list[CompactEvaluation]", interruptible_result(futures.pop(0)))  # compact=True
             evaluations.extend(batch_rows)
             batch_evaluated(len(batch_rows))
     finally:

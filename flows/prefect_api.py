@@ -428,6 +428,11 @@ class TemporaryApiServer:
                 str(Path(__file__).resolve()),
             ],
             env=environment,
+            # A session of its own, as the guard's: a Ctrl-C on the terminal (SIGINT to the whole
+            # foreground process group) reaches the command, which reports the interrupted runs to
+            # this server and then stops it (:meth:`stop`); a server that got the signal too was
+            # gone before those reports, which Prefect's client then retried for minutes.
+            start_new_session=True,
         )
         if self._report is not None:
             self._report(self.process.pid)

@@ -20,10 +20,13 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from prefect.task_runners import ThreadPoolTaskRunner
@@ -50,7 +53,33 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-class ScoringPoolTaskRunner(ThreadPoolTaskRunner):  # type: ignore[type-arg]
+def abandoning_on_interrupt(exc_type: type[BaseException] | None) -> AbstractContextManager[None]:
+    """Around the shutdown of a task runner whose flow ends with ``exc_type``: for an interrupt
+    (Ctrl-C's :class:`KeyboardInterrupt`, Prefect's ``TerminationSignal`` for SIGTERM: a
+    :class:`BaseException` that is not an :class:`Exception`), the process's model requests are
+    abandoned (:func:`stef.llm.judge.abandoned_model_requests`): the shutdown waits for the task
+    threads, and those would otherwise wait for every queued request (minutes) whose answers nobody
+    stores. Otherwise (a normal end, an error) nothing changes.
+    """
+    if exc_type is None or issubclass(exc_type, Exception):
+        return nullcontext()
+    judge = sys.modules.get("stef.llm.judge")  # not loaded: no model was ever called
+    if judge is None:
+        return nullcontext()
+    abandoned: AbstractContextManager[None] = judge.abandoned_model_requests()
+    return abandoned
+
+
+class InterruptibleThreadPoolTaskRunner(ThreadPoolTaskRunner):  # type: ignore[type-arg]
+    """Prefect's thread-pool task runner, ended promptly on an interrupt: its tasks' model requests
+    are abandoned before it waits for its threads (:func:`abandoning_on_interrupt`)."""
+
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> None:
+        with abandoning_on_interrupt(exc_type):
+            super().__exit__(exc_type, exc_value, traceback)
+
+
+class ScoringPoolTaskRunner(InterruptibleThreadPoolTaskRunner):
     """Prefect's thread-pool task runner whose symbolic ``evaluate-batch`` tasks score in
     :func:`shared_pool` (``processes`` workers) instead of their own thread.
 
@@ -71,6 +100,10 @@ class ScoringPoolTaskRunner(ThreadPoolTaskRunner):  # type: ignore[type-arg]
 
 
 def _init_worker(parent_pid: int) -> None:
+    # A Ctrl-C on the terminal reaches every process of its group: the workers leave it to the
+    # flow's process, which stops the run and shuts the pool down (a worker that took it died
+    # with a traceback and broke the pool while the run was still being reported).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     exit_with_parent(parent_pid)  # a killed flow process leaves no scoring worker behind
     gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -452,6 +453,89 @@ def running_flows(quiet: bool = False, prepare: Callable[[], object] | None = No
     finally:
         for handler, level in previous.items():
             handler.setLevel(level)
+
+
+EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGTERM: 143}
+"""Exit code of a command stopped by a signal, as a shell reports a process killed by it (128 + its number)."""
+
+
+class CommandInterrupted(KeyboardInterrupt):
+    """A SIGTERM, raised in the main thread as Ctrl-C raises :class:`KeyboardInterrupt`, so that
+    both unwind the command the same way (flows reported as crashed, the temporary Prefect API stopped).
+
+    Args:
+        signum: the signal's number.
+    """
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _signal_of(exc: BaseException) -> int | None:
+    """The signal that ``exc`` stands for: SIGINT for a :class:`KeyboardInterrupt`, the signal of a
+    :class:`CommandInterrupted` or of Prefect's ``TerminationSignal``; ``None`` for anything else."""
+    if isinstance(exc, CommandInterrupted):
+        return exc.signum
+    if isinstance(exc, KeyboardInterrupt):
+        return signal.SIGINT
+    prefect_exceptions = sys.modules.get("prefect.exceptions")
+    termination = getattr(prefect_exceptions, "TerminationSignal", None)
+    if termination is not None and isinstance(exc, termination):
+        return int(getattr(exc, "signal", signal.SIGTERM))
+    return None
+
+
+@contextmanager
+def interruptible(kept: Callable[[], str]) -> Iterator[None]:
+    """Around a command's work: Ctrl-C (SIGINT) and SIGTERM stop it promptly and say so.
+
+    SIGINT is raised as :class:`KeyboardInterrupt` (as Python does), SIGTERM as
+    :class:`CommandInterrupted` (a :class:`KeyboardInterrupt`), so both
+    signals unwind the command alike: Prefect reports its flow runs as crashed, the model requests
+    are abandoned (:func:`tasks.scoring_pool.abandoning_on_interrupt`), the temporary Prefect API
+    is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its ``TerminationSignal``
+    first and sends the signal again to this one once its flows are reported.) Then one line on
+    stderr, ``interrupted by SIGINT: <kept()>``, and the exit code of :data:`EXIT_INTERRUPTED`
+    (130, 143) instead of a traceback.
+
+    Args:
+        kept: what the command kept and how to resume, as a sentence (called after the interrupt).
+
+    Raises:
+        typer.Exit: with code 130 (SIGINT) or 143 (SIGTERM) after an interrupt.
+    """
+
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+        raise CommandInterrupted(signum) if signum != signal.SIGINT else KeyboardInterrupt
+
+    try:
+        previous: Any = signal.signal(signal.SIGTERM, on_signal)
+        previous_int: Any = signal.signal(signal.SIGINT, on_signal)
+    except ValueError:  # not the main thread (a test harness): the signals keep their handlers
+        previous = previous_int = None
+    try:
+        yield
+    except BaseException as exc:
+        # An error raised while the interrupt unwinds is its consequence, not a bug: e.g. pydantic
+        # turns a KeyboardInterrupt inside a serializer into a PydanticSerializationError.
+        signum = _signal_of(exc) or (received[0] if received and isinstance(exc, Exception) else None)
+        if signum is None:
+            raise
+        if previous is not None:  # a second signal now ends the process at once, as it would have
+            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
+            previous = previous_int = None
+        name = signal.Signals(signum).name
+        err_console.print(Text.assemble((f"interrupted by {name}: ", "bold red"), one_line(kept())), soft_wrap=True)
+        raise typer.Exit(EXIT_INTERRUPTED.get(signal.Signals(signum), 128 + signum)) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+            signal.signal(signal.SIGINT, previous_int)
 
 
 def _console_level(level: int) -> dict[logging.Handler, int]:

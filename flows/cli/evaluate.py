@@ -32,6 +32,7 @@ from flows.cli.common import (
     check_workers,
     console,
     err_console,
+    interruptible,
     number,
     percent,
     read_calibrator_option,
@@ -493,8 +494,14 @@ def evaluate(
             transient=True,
             disable=not err_console.is_terminal,
         )
+
+        def kept() -> str:
+            if special:
+                return f"{out} received the rows of the first {stats.records} records (written through, not renamed)"
+            return f"nothing was written to {out} (rows go to {partial.name}, removed, and are renamed only at the end)"
+
         try:
-            with _written_to(out, special), handle, progress:
+            with interruptible(kept), _written_to(out, special), handle, progress:
                 task = progress.add_task("evaluating", total=None)
                 processes = _workers(workers, evaluator)
                 if processes > 1:

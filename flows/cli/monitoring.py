@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime
+from collections.abc import Sequence
+from datetime import date, datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -29,6 +30,7 @@ from flows.cli.common import (
     console,
     drift_sentences,
     err_console,
+    interruptible,
     nightly_preparation,
     running_flows,
     summary_line,
@@ -339,6 +341,29 @@ def _day_line(day: BackfillDay, evaluator_version: str) -> str:
     return line
 
 
+def _interrupted_backfill(days: Sequence[date], finished: Sequence[BackfillDay]) -> str:
+    """What an interrupted backfill kept: the days stored (or found done) before the signal, the
+    day it was running (not marked done: the next run redoes it) and how to resume.
+
+    >>> from datetime import date
+    >>> from flows.backfill import BackfillDay
+    >>> days = [date(2026, 11, 23), date(2026, 11, 24), date(2026, 11, 25)]
+    >>> print(_interrupted_backfill(days, [BackfillDay(days[0], "done")]))
+    1 of 3 days stored before it (2026-11-23), 0 already done; 2026-11-24 was not finished and is not marked done (its rows are written in one transaction, replaced when redone); run the same command again to resume
+    """
+    stored = [day.log_date.isoformat() for day in finished if day.status == "done"]
+    skipped = sum(day.status == "skipped" for day in finished)
+    running = days[len(finished)] if len(finished) < len(days) else None
+    line = f"{len(stored)} of {len(days)} days stored before it" + (f" ({', '.join(stored)})" if stored else "")
+    line += f", {skipped} already done"
+    if running is not None:
+        line += (
+            f"; {running} was not finished and is not marked done (its rows are written in one transaction, "
+            "replaced when redone)"
+        )
+    return line + "; run the same command again to resume"
+
+
 def backfill(
     start: Annotated[datetime, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")],
     end: Annotated[datetime, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD (included).")],
@@ -460,11 +485,17 @@ def backfill(
         with progress:
             bar = progress.add_task(f"backfill {first} … {last}", total=total)
 
+            finished: list[BackfillDay] = []
+
             def on_day(day: BackfillDay) -> None:
+                finished.append(day)
                 console.print(Text(_day_line(day, version)), soft_wrap=True)  # above the bar while it is shown
                 progress.advance(bar)
 
-            with running_flows(quiet=quiet, prepare=nightly_preparation(symbolic=settings.is_symbolic)):
+            with (
+                interruptible(lambda: _interrupted_backfill(days, finished)),
+                running_flows(quiet=quiet, prepare=nightly_preparation(symbolic=settings.is_symbolic)),
+            ):
                 summary = backfill_flow(
                     start=first,
                     end=last,

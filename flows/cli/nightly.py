@@ -35,6 +35,7 @@ from flows.cli.common import (
     console,
     drift_sentences,
     err_console,
+    interruptible,
     nightly_preparation,
     number,
     percent,
@@ -289,7 +290,19 @@ def nightly(
             prepare_process(task_runner.value, workers, settings.is_symbolic)
 
         clock = CommandClock()
-        with running_flows(quiet=quiet, prepare=clock.timed("prepare", prepare)):
+
+        stored: list[date] = []
+
+        def kept() -> str:
+            which = "the day" if day is None else str(day)
+            if stored:
+                return f"{which} was stored before it (the interrupt came after the flow run)"
+            return (
+                f"{which} was not finished and is not marked done (its rows are written in one transaction, "
+                "replaced when redone); run the same command again to redo it"
+            )
+
+        with interruptible(kept), running_flows(quiet=quiet, prepare=clock.timed("prepare", prepare)):
             from flows.nightly import run_nightly
 
             clock.lap("start-up")
@@ -320,6 +333,7 @@ def nightly(
                 push=push,
                 push_endpoint=push_endpoint,
             )
+            stored.append(summary.log_date)
             clock.lap("flow run", summary.timings)
         clock.lap("stop")
     if timings:

@@ -50,6 +50,7 @@ litellm is imported lazily, only when a model is called (:mod:`stef.llm.litellm_
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import logging
@@ -58,7 +59,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -209,13 +210,23 @@ class _LoopThread:
 
     _lock = threading.Lock()
     _loop: asyncio.AbstractEventLoop | None = None
+    _abandoning = 0
+    """Depth of :meth:`abandoning` blocks open now (above 0: no new request starts)."""
 
     @classmethod
     def submit(cls, coro: Coroutine[Any, Any, _T]) -> Future[_T]:
-        """Schedule ``coro`` on the process's judge loop (started on first use); returns at once."""
+        """Schedule ``coro`` on the process's judge loop (started on first use); returns at once.
+
+        Inside :meth:`abandoning` the coroutine is not run: the future returned is cancelled.
+        """
         import asyncio  # not at module level: `stef evaluate` with the symbolic judge imports this module too
 
         with cls._lock:
+            if cls._abandoning:
+                coro.close()
+                given_up: Future[_T] = Future()
+                given_up.cancel()
+                return given_up
             if cls._loop is None or cls._loop.is_closed():
                 loop = asyncio.new_event_loop()
                 loop.set_default_executor(_LoopExecutor(thread_name_prefix="stef-llm-judge-executor"))
@@ -228,6 +239,50 @@ class _LoopThread:
     def run(cls, coro: Coroutine[Any, Any, _T]) -> _T:
         """Run ``coro`` on the process's judge loop and wait for its result."""
         return cls.submit(coro).result()
+
+    @classmethod
+    @contextlib.contextmanager
+    def abandoning(cls) -> Iterator[None]:
+        """Give up every model call of the process for the block: those queued or in flight on the
+        loop are cancelled (their futures raise :class:`concurrent.futures.CancelledError` at once,
+        a request in flight is dropped with its connection), and a call submitted inside the block
+        is never started. Used when a run is interrupted (:func:`abandoned_model_requests`)."""
+        import asyncio
+
+        with cls._lock:
+            cls._abandoning += 1
+            loop = cls._loop
+        try:
+            if loop is not None and not loop.is_closed():
+
+                def cancel_all() -> None:
+                    for task in asyncio.all_tasks(loop):
+                        task.cancel()
+
+                try:
+                    loop.call_soon_threadsafe(cancel_all)
+                except RuntimeError:  # the loop was closed meanwhile: nothing runs on it
+                    pass
+            yield
+        finally:
+            with cls._lock:
+                cls._abandoning -= 1
+
+
+def abandoned_model_requests() -> contextlib.AbstractContextManager[None]:
+    """A block in which no model request of this process starts, and those queued or in flight
+    when it begins are cancelled (see :meth:`_LoopThread.abandoning`).
+
+    For a run that is being interrupted (Ctrl-C, SIGTERM): its batches stop waiting for answers
+    nobody will store, so the run ends in seconds instead of after its queued requests. Their
+    records are not judged; nothing of them is cached or stored.
+    """
+    return _LoopThread.abandoning()
+
+
+class ModelRequestsAbandoned(StefError):
+    """The batch's model requests were given up: its run is being interrupted
+    (:func:`abandoned_model_requests`). The batch has no evaluations; nothing of it is stored."""
 
 
 class _Stop(Exception):
@@ -867,7 +922,13 @@ class PendingJudgements:
                 messages = render_messages(inputs[index])
                 again[key] = judge._ask(inputs[index], messages, self.budget, self.fallback(index))
         for key, asked in (*self.asked.items(), *again.items()):
-            outcome, verdict = asked.result()
+            try:
+                outcome, verdict = asked.result()
+            except CancelledError:  # given up by abandoned_model_requests: the run is being interrupted
+                self.cancel()
+                raise ModelRequestsAbandoned(
+                    "the model requests of this batch were abandoned: the run is being interrupted"
+                ) from None
             fresh[key] = outcome
             if verdict is not None:
                 new_entries.append(_entry(judge.model, key, outcome, verdict))

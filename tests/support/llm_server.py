@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -228,6 +229,16 @@ def _handler(state: StubLLMServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """The stub's HTTP server: a client that hung up before its answer (a judge whose run was
+    interrupted abandons its requests in flight) is no error worth a printed traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):  # BrokenPipeError, ConnectionResetError
+            return
+        super().handle_error(request, client_address)
+
+
 @contextmanager
 def stub_llm_server(**settings: Any) -> Iterator[StubLLMServer]:
     """Run a :class:`StubLLMServer` on 127.0.0.1 in a background thread for the ``with`` block.
@@ -239,7 +250,7 @@ def stub_llm_server(**settings: Any) -> Iterator[StubLLMServer]:
         The server state; ``url`` is the base URL (``http://127.0.0.1:PORT/v1``).
     """
     state = StubLLMServer(**settings)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server = _QuietServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, name="stub-llm-server", daemon=True)

@@ -198,3 +198,46 @@ def test_evaluate_against_a_hung_model_opens_the_breaker(tmp_path: Path) -> None
         for row in stored
     )
     assert "circuit breaker opened after" in result.stdout and "circuit breaker open" in result.stdout
+
+
+def test_abandoned_model_requests_cancel_the_queued_and_in_flight_ones_and_start_no_new_one() -> None:
+    """An interrupted run (Ctrl-C, SIGTERM): the batch waiting on a hung model raises
+    ModelRequestsAbandoned at once instead of waiting for its queued requests; inside the block a
+    new request is never made; after it, requests run again."""
+    import threading
+    import time
+
+    from stef.llm.judge import ModelRequestsAbandoned, abandoned_model_requests
+
+    records = [AgentLogRecord.model_validate(row) for row in synthetic_records(6)]
+    with stub_llm_server(hang=True) as server:
+        settings = JudgeSettings.parse(MODEL, api_base=server.url, concurrency=2, timeout_s=60.0, breaker_failures=0)
+        pending = LLMEvaluator(settings).submit(records)
+        deadline = time.monotonic() + 60
+        while server.requests < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.requests == 2  # two in flight, four queued
+        outcome: list[BaseException] = []
+
+        def collect() -> None:
+            try:
+                pending.evaluations()
+            except BaseException as exc:
+                outcome.append(exc)
+
+        waiting = threading.Thread(target=collect)
+        waiting.start()
+        started = time.monotonic()
+        with abandoned_model_requests():
+            waiting.join(timeout=10)
+            assert not waiting.is_alive() and time.monotonic() - started < 10
+            later = LLMEvaluator(settings).submit(records[:1])
+            with pytest.raises(ModelRequestsAbandoned):
+                later.evaluations()
+        time.sleep(0.3)
+        assert server.requests == 2, "a queued request was made after the abandon"
+        assert len(outcome) == 1 and isinstance(outcome[0], ModelRequestsAbandoned)
+        server.hang = False
+        server.delay_s = 0.0
+        again = LLMEvaluator(settings).evaluate_many(records[:1])
+    assert again[0].status is EvaluationStatus.EVALUATED and again[0].judge_fallback_reason is None
