@@ -3,8 +3,10 @@
 :class:`DuckDBJudgeCache` implements :class:`stef.llm.models.JudgeCache` over one DuckDB file:
 the warehouse (``stef nightly``) or a cache file of its own (``stef evaluate --cache FILE``; the
 file gets the warehouse schema, so the two may be the same file). Rows are keyed by
-:func:`stef.llm.prompt.cache_key` = hash of (model, prompt version, hash of the judge inputs), so a
-rerun or backfill of the same records with the same model and prompt makes no model call.
+:func:`stef.llm.prompt.cache_key` = hash of (model, prompt version, hash of the judge inputs, and the
+normalised ``--api-base`` when one is given), so a rerun or backfill of the same records with the
+same model, prompt and endpoint makes no model call. The endpoint is only hashed into the key,
+never stored (and its userinfo and query string, which may hold credentials, are left out).
 
 The ``response`` column holds the verdict JSON; an answer whose usage was not trusted also
 carries its evaluation flags under :data:`FLAGS_KEY` (so a cache hit stores them again).

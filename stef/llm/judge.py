@@ -39,7 +39,8 @@ Bounded and never losing a record:
   cost and tokens unknown with a flag, and the budget is charged an estimate, never less;
 * when all that fails, or the cost budget is spent, the record gets the symbolic verdict and the
   reason in :attr:`stef.llm.models.JudgeOutcome.fallback_reason`;
-* verdicts are cached by ``(model, prompt version, hash of the rendered inputs)`` in any
+* verdicts are cached by ``(model, prompt version, hash of the rendered inputs, endpoint)`` (the
+  endpoint only with an ``api_base``: :func:`stef.llm.prompt.cache_key`) in any
   :class:`stef.llm.models.JudgeCache` (the warehouse's ``judge_cache`` table: :mod:`warehouse.judge_cache`);
   a cached row that does not hold a valid verdict (:func:`holds_verdict`) is asked again and
   replaced, a valid one is never overwritten.
@@ -851,7 +852,7 @@ class PendingJudgements:
                 self.unrendered[index] = f"the prompt could not be rendered ({type(exc).__name__}: {str(exc)[:120]})"
                 self.keys.append("")
                 continue
-            key = cache_key(judge.model, messages[index])
+            key = cache_key(judge.model, messages[index], api_base=judge.api_base)
             self.keys.append(key)
             if key not in self.first:
                 self.first[key] = new[key] = index

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from string import Template
 from typing import Any
+from urllib.parse import urlsplit
 
 from stef.llm.verdict import MAX_SUSPECTED_ERRORS, TAXONOMY, schema_text
 from stef.pipeline.judge.models import JudgeInput
@@ -292,16 +293,65 @@ def render_messages(judge_input: JudgeInput) -> list[dict[str, str]]:
     ]
 
 
-def cache_key(model: str, messages: Sequence[Mapping[str, str]], prompt_version: str = PROMPT_VERSION) -> str:
-    """Key of a verdict in the judge cache: sha256 of (model, prompt version, hash of the inputs).
+def endpoint_identity(api_base: str | None) -> str | None:
+    """The endpoint part of a verdict's cache identity: ``api_base`` (``--api-base`` /
+    ``$STEF_LLM_API_BASE``) normalised so that trivially equal URLs match, without credentials.
+
+    Scheme and host are lower-cased, a default port (80 for http, 443 for https) and trailing
+    slashes are dropped, and so are the userinfo (``user:password@``), the query string and the
+    fragment: they may hold credentials (``?api-key=…``) and do not say which server answers.
+    ``None`` or a blank text (the provider's default endpoint) is ``None``; a text that is not
+    an absolute URL is kept as given, stripped.
+
+    >>> endpoint_identity("HTTP://User:Secret@LocalHost:80/v1/?key=sk-123#x")
+    'http://localhost/v1'
+    >>> endpoint_identity("https://vllm.example:8443/v1"), endpoint_identity("  "), endpoint_identity(None)
+    ('https://vllm.example:8443/v1', None, None)
+    """
+    text = (api_base or "").strip()
+    if not text:
+        return None
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:  # an unreadable port: kept as given, never matched with another spelling
+        return text
+    if not parts.scheme or not parts.hostname:
+        return text
+    scheme = parts.scheme.lower()
+    host = parts.hostname.lower()
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    default = {"http": 80, "https": 443}.get(scheme)
+    netloc = host if port is None or port == default else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def cache_key(
+    model: str,
+    messages: Sequence[Mapping[str, str]],
+    prompt_version: str = PROMPT_VERSION,
+    api_base: str | None = None,
+) -> str:
+    """Key of a verdict in the judge cache: sha256 of (model, prompt version, hash of the inputs)
+    and, with an ``api_base``, its :func:`endpoint_identity`.
 
     The inputs hash covers the rendered messages (so Q_u, Q_e, S, the specs, the alignment and
-    the injected R_app rules) and the response schema.
+    the injected R_app rules) and the response schema. Two servers that serve different weights
+    under one model name (two vLLM deployments both called ``hosted_vllm/sqlcoder``) so never
+    share a verdict. Without an ``api_base`` (a hosted provider's default endpoint) the key is
+    the one STEF used before the endpoint was part of it, so those rows are still found; rows
+    cached before then under an ``api_base`` miss once and are asked again.
 
     >>> cache_key("openai/gpt-4o-mini", [{"role": "user", "content": "q"}]) == cache_key("openai/gpt-4o-mini", [{"role": "user", "content": "q"}])
     True
     >>> cache_key("openai/gpt-4o-mini", [{"role": "user", "content": "q"}]) == cache_key("ollama/llama3", [{"role": "user", "content": "q"}])
     False
+    >>> a, b = "http://127.0.0.1:8000/v1", "HTTP://127.0.0.1:8000/v1/"
+    >>> cache_key("m", [], api_base=a) == cache_key("m", [], api_base=b), cache_key("m", [], api_base=a) == cache_key("m", [])
+    (True, False)
     """
     inputs_hash = hashlib.sha256((_compact(list(messages)) + schema_text()).encode()).hexdigest()
-    return hashlib.sha256(_compact([model, prompt_version, inputs_hash]).encode()).hexdigest()
+    endpoint = endpoint_identity(api_base)
+    identity = [model, prompt_version, inputs_hash] + ([] if endpoint is None else [endpoint])
+    return hashlib.sha256(_compact(identity).encode()).hexdigest()

@@ -20,6 +20,7 @@ from stef.llm.settings import JudgeSettings
 from stef.models import AgentLogRecord, EvaluationStatus, Verdict
 from stef.pipeline.evaluate import evaluate
 from tests.support.llm_server import StubLLMServer, prompt_blocks, stub_llm_server, synthetic_records
+from warehouse import connect
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -89,6 +90,34 @@ def test_evaluate_with_a_model_then_a_rerun_from_the_cache(tmp_path: Path) -> No
     strip = [{k: v for k, v in row.items() if k != "duration_ms"} for row in first]
     assert [{k: v for k, v in row.items() if k != "duration_ms"} for row in second] == strip
     assert any(line.split() == ["│", "cache", "hits", "│", "30", "│"] for line in rerun.stdout.splitlines())
+
+
+def test_the_cache_keeps_the_verdicts_of_two_endpoints_serving_one_model_name_apart(tmp_path: Path) -> None:
+    """Two deployments both called MODEL: the second endpoint is asked although the first one's
+    verdicts are cached; the first endpoint again, spelled differently (upper-case scheme and
+    host, trailing slash), is answered by the cache alone."""
+    logs = write_logs(tmp_path / "logs.jsonl", synthetic_records(5))
+    out, cache = tmp_path / "out.jsonl", tmp_path / "judge-cache.duckdb"
+    args = ["evaluate", str(logs), "--out", str(out), "--judge", MODEL, "--cache", str(cache)]
+    with stub_llm_server(delay_s=0.0) as first, stub_llm_server(delay_s=0.0) as second:
+        assert first.url != second.url
+        results = [CliRunner().invoke(app, [*args, "--api-base", first.url])]
+        asked_first = first.requests
+        results.append(CliRunner().invoke(app, [*args, "--api-base", second.url]))
+        asked_second = second.requests
+        first.reset_counts()
+        second.reset_counts()
+        respelled = first.url.replace("http://127.0.0.1", "HTTP://127.0.0.1") + "/"
+        results.append(CliRunner().invoke(app, [*args, "--api-base", respelled]))
+        results.append(CliRunner().invoke(app, [*args, "--api-base", second.url]))
+        again = (first.requests, second.requests)
+    assert [result.exit_code for result in results] == [0, 0, 0, 0], [result.output for result in results]
+    assert (asked_first, asked_second) == (5, 5)  # the second endpoint was asked, not answered from the cache
+    assert again == (0, 0)  # the same endpoints again: every verdict from the cache
+    with connect(cache, read_only=True) as conn:
+        assert conn.execute("SELECT count(*), count(DISTINCT model) FROM judge_cache").fetchall() == [(10, 1)]
+        stored = " ".join(str(row[0]) for row in conn.execute("SELECT response::VARCHAR FROM judge_cache").fetchall())
+    assert "127.0.0.1" not in stored  # the endpoint is part of the key, never stored
 
 
 def test_api_base_from_the_environment_and_a_zero_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
