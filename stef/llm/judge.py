@@ -32,7 +32,9 @@ Bounded and never losing a record:
 * a response litellm cannot read (token counts that are not whole numbers: "Invalid response
   object", which litellm reports as HTTP 500) is not retried: the record falls back with
   :data:`UNREADABLE_RESPONSE`, its cost unknown and the budget charged an estimate;
-* a malformed answer (not JSON, wrong enum, γ out of range, a boolean γ ...) gets one repair
+* a malformed answer (not JSON, wrong enum, γ out of range, a boolean γ, a verdict its own γ
+  contradicts: CORRECT with γ 0.1, :func:`stef.llm.verdict.contradiction`, which also flags the
+  record with :data:`stef.llm.verdict.CONTRADICTION_FLAG`) gets one repair
   request, which repeats at most :data:`stef.llm.prompt.MAX_ECHO_CHARS` of it; an answer over
   :data:`stef.llm.verdict.MAX_ANSWER_CHARS` is not parsed;
 * the reported usage and cost are checked (:mod:`stef.llm.usage`): implausible figures make the
@@ -85,7 +87,15 @@ from stef.llm.settings import (
     JudgeSettings,
 )
 from stef.llm.usage import UsageReading, check_cost, check_count, estimate_cost, read_usage, reserve_cost
-from stef.llm.verdict import MAX_RATIONALE_CHARS, LLMVerdict, parse_verdict, response_format
+from stef.llm.verdict import (
+    CONTRADICTION_FLAG,
+    MAX_RATIONALE_CHARS,
+    LLMVerdict,
+    SelfContradictoryVerdictError,
+    contradiction,
+    parse_verdict,
+    response_format,
+)
 from stef.models import JudgeResult
 from stef.pipeline.judge.models import Judge, JudgeInput
 from stef.pipeline.judge.symbolic import SymbolicJudge
@@ -349,12 +359,14 @@ def holds_verdict(response: Mapping[str, Any]) -> bool:
     False
     >>> holds_verdict({"verdict": "CORRECT", "confidence": 0.9, "rationale": "x", "suspected_errors": []})
     True
+    >>> holds_verdict({"verdict": "CORRECT", "confidence": 0.1, "rationale": "x", "suspected_errors": []})  # self-contradictory
+    False
     """
     try:
-        LLMVerdict.model_validate_json(json.dumps(response, allow_nan=False))
+        verdict = LLMVerdict.model_validate_json(json.dumps(response, allow_nan=False))
     except (ValidationError, ValueError, TypeError, RecursionError):
         return False
-    return True
+    return contradiction(verdict) is None
 
 
 def _unreadable(exc: BaseException) -> str | None:
@@ -564,6 +576,10 @@ class LLMJudge:
                 str(exc).splitlines()[0][:120],
             )
             return None
+        problem = contradiction(verdict)
+        if problem is not None:  # cached before such answers were rejected: asked again and replaced
+            logger.warning("judge cache row %s… holds a %s; asking the model again", entry.key[:12], problem)
+            return None
         cost = entry.cost_usd if entry.cost_usd is not None and check_cost(entry.cost_usd) is None else None
         tokens = entry.tokens if entry.tokens is not None and check_count("tokens", entry.tokens) is None else None
         return JudgeOutcome(
@@ -658,11 +674,13 @@ class LLMJudge:
             try:
                 verdict = parse_verdict(answer)
             except MalformedOutputError as problem:
+                _note_contradiction(problem, tally, "the first answer")
                 repair = repair_messages(messages, answer, str(problem))
                 response = await self._request(repair, budget, tally, first=False)
                 try:
                     verdict = parse_verdict(_content(response))
                 except MalformedOutputError as again:
+                    _note_contradiction(again, tally, "the repaired answer")
                     reason, kind = f"malformed model output after one repair request: {again}", "malformed model output"
         except _Stop as stop:
             reason, kind = stop.reason, stop.kind
@@ -972,6 +990,19 @@ def _entry(model: str, key: str, outcome: JudgeOutcome, verdict: LLMVerdict) -> 
     return CachedVerdict(
         key, model, PROMPT_VERSION, verdict.model_dump(mode="json"), outcome.cost_usd, outcome.tokens, outcome.flags
     )
+
+
+def _note_contradiction(problem: MalformedOutputError, tally: _Tally, which: str) -> None:
+    """Add the :data:`stef.llm.verdict.CONTRADICTION_FLAG` flag to the record's ``tally`` when
+    ``problem`` is a self-contradictory answer: the record says so (with the verdict and the raw γ)
+    whether the repair request then gives a consistent verdict or the record falls back."""
+    if isinstance(problem, SelfContradictoryVerdictError):
+        flag = (
+            f"{CONTRADICTION_FLAG}: {which} was verdict {problem.verdict.verdict.value} with confidence "
+            f"{float(problem.verdict.confidence):g}; not used as given"
+        )
+        if flag not in tally.flags:
+            tally.flags.append(flag)
 
 
 def _content(response: Any) -> str | None:

@@ -25,6 +25,26 @@ MAX_ANSWER_CHARS = 100_000
 one is malformed without being read."""
 MAX_PROBLEM_CHARS = 500
 """Longest description of a malformed answer (it ends up in ``judge_fallback_reason``)."""
+CONTRADICTION_FLAG = "model_confidence_contradicts_verdict"
+"""Prefix of the evaluation flag of a record whose model answered with a verdict that its own
+confidence contradicts (:func:`contradiction`); the flag quotes the verdict and the raw γ."""
+CONSISTENT_FROM = 0.5
+"""Lowest confidence γ that agrees with any verdict: γ is the model's certainty that its verdict is
+right, so below 0.5 it says the verdict is more likely wrong than right (:func:`contradiction`)."""
+
+
+class SelfContradictoryVerdictError(MalformedOutputError):
+    """The answer validates, but its confidence contradicts its verdict (:func:`contradiction`): a
+    malformed answer like any other (one repair request, then the symbolic fallback).
+
+    Attributes:
+        verdict: the answer as the model gave it (its raw γ in ``verdict.confidence``).
+    """
+
+    def __init__(self, message: str, verdict: LLMVerdict) -> None:
+        super().__init__(message)
+        self.verdict = verdict
+
 
 TAXONOMY: dict[str, tuple[str, ...]] = {
     "Attribute-Related Errors": ("Attribute Mismatch", "Attribute Redundancy", "Attribute Missing"),
@@ -184,6 +204,31 @@ class LLMVerdict(BaseModel):
         )
 
 
+def contradiction(verdict: LLMVerdict) -> str | None:
+    """Why ``verdict`` contradicts its own confidence, or ``None`` when it does not.
+
+    γ is the model's certainty that its verdict is right (the system prompt says so). Below
+    :data:`CONSISTENT_FROM` the answer says its verdict is more likely wrong than right: CORRECT
+    with γ 0.1 puts p_correct at 0.1 by γ but at 0.65 or more by the verdict, and no p satisfies
+    both. Such an answer is not used as given (:func:`parse_verdict` rejects it); a γ at or
+    above 0.5 that merely lies outside the verdict's band (LIKELY_CORRECT with γ 0.95) is not a
+    contradiction: p is moved into the band as for every judge.
+
+    >>> answer = {"rationale": "r", "suspected_errors": []}
+    >>> contradiction(LLMVerdict(verdict=Verdict.CORRECT, confidence=0.1, **answer))
+    'self-contradictory answer: verdict CORRECT with confidence 0.1 (below 0.5: the verdict more likely wrong than right)'
+    >>> contradiction(LLMVerdict(verdict=Verdict.INCORRECT, confidence=0.5, **answer)) is None
+    True
+    """
+    gamma = float(verdict.confidence)
+    if gamma >= CONSISTENT_FROM:
+        return None
+    return (
+        f"self-contradictory answer: verdict {verdict.verdict.value} with confidence {gamma:g} "
+        f"(below {CONSISTENT_FROM:g}: the verdict more likely wrong than right)"
+    )
+
+
 def _inline_refs(node: Any, defs: Mapping[str, Any]) -> Any:
     """Resolve ``$ref`` into ``$defs``, drop ``title``/``default``, close every object."""
     if isinstance(node, list):
@@ -278,6 +323,8 @@ def parse_verdict(content: str | None) -> LLMVerdict:
     Raises:
         MalformedOutputError: empty, too long, not JSON, or not valid against the schema; the
             message names the first problems (``confidence: Input should be less than or equal to 1``).
+        SelfContradictoryVerdictError: valid, but its confidence contradicts its verdict
+            (:func:`contradiction`, e.g. CORRECT with confidence 0.1).
 
     >>> parse_verdict('```json\\n{"verdict": "INCORRECT", "confidence": 1, "rationale": "r", "suspected_errors": []}\\n```').confidence
     1.0
@@ -307,6 +354,10 @@ def parse_verdict(content: str | None) -> LLMVerdict:
     if not isinstance(payload, dict):
         raise MalformedOutputError(f"not a JSON object: {_short(text)}")
     try:
-        return LLMVerdict.model_validate_json(text).capped()
+        verdict = LLMVerdict.model_validate_json(text).capped()
     except ValidationError as exc:
         raise MalformedOutputError(f"not a valid verdict: {_problems(exc)}") from None
+    problem = contradiction(verdict)
+    if problem is not None:
+        raise SelfContradictoryVerdictError(problem, verdict)
+    return verdict

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -313,3 +314,71 @@ def test_an_authentication_error_stops_asking_the_model_for_the_run() -> None:
     assert reasons[1].startswith(f"{MODEL}: not asked: AuthenticationError (HTTP 401)")
     assert [e.judge for e in stored] == ["symbolic", "symbolic"]
     assert run.stats.fallbacks == {"AuthenticationError (HTTP 401)": 1, "model disabled after an error": 1}
+
+
+CONTRADICTORY = json.dumps(
+    {"verdict": "CORRECT", "confidence": 0.1, "rationale": "Looks right.", "suspected_errors": []}
+)
+"""CORRECT with γ 0.1: by γ p_correct would be 0.1, by the verdict at least 0.65 (it used to be
+stored as p 0.65, γ 0.65, with no flag)."""
+CONTRADICTION = (
+    "self-contradictory answer: verdict CORRECT with confidence 0.1 "
+    "(below 0.5: the verdict more likely wrong than right)"
+)
+
+
+def test_a_self_contradictory_answer_is_repaired_once_and_the_record_is_flagged() -> None:
+    cache = MemoryJudgeCache()
+    run, made = evaluator(CONTRADICTORY, MODEL_ANSWER, cache=cache)
+    [stored] = run.evaluate_many([RECORD])
+
+    assert len(made) == 2  # the contradiction was sent back once, as for any malformed answer
+    assert CONTRADICTION in made[1]["messages"][-1]["content"]
+    assert (stored.judge, stored.judge_fallback_reason) == (MODEL, None)
+    assert (stored.verdict, stored.confidence, stored.p_correct, stored.score) == (
+        Verdict.POTENTIALLY_INCORRECT,
+        MODEL_GAMMA,
+        MODEL_P,
+        MODEL_PHI,
+    )
+    assert (
+        "model_confidence_contradicts_verdict: the first answer was verdict CORRECT with confidence 0.1; "
+        "not used as given"
+    ) in stored.flags
+    assert stored.cost_usd == pytest.approx(2 * one_call_cost())
+    [entry] = cache.entries.values()  # the repaired verdict is cached, not the contradictory one
+    assert (entry.response["verdict"], entry.response["confidence"]) == ("POTENTIALLY_INCORRECT", 0.7)
+
+
+def test_a_self_contradictory_answer_twice_falls_back_with_the_reason_and_the_flag(symbolic: Any) -> None:
+    run, made = evaluator(CONTRADICTORY, cache=MemoryJudgeCache())
+    [stored] = run.evaluate_many([RECORD])
+
+    assert len(made) == 2
+    assert stored.judge == "symbolic"
+    assert stored.judge_fallback_reason == f"{MODEL}: malformed model output after one repair request: {CONTRADICTION}"
+    # the symbolic verdict, never the model's CORRECT at p 0.65
+    assert (stored.verdict, stored.confidence, stored.p_correct) == (
+        symbolic.verdict,
+        symbolic.confidence,
+        symbolic.p_correct,
+    )
+    assert [flag for flag in stored.flags if flag.startswith("model_confidence_contradicts_verdict")] == [
+        "model_confidence_contradicts_verdict: the first answer was verdict CORRECT with confidence 0.1; not used as given",
+        "model_confidence_contradicts_verdict: the repaired answer was verdict CORRECT with confidence 0.1; not used as given",
+    ]
+    assert run.stats.fallbacks == {"malformed model output": 1}
+
+
+def test_a_self_contradictory_verdict_in_the_cache_is_asked_again_and_replaced() -> None:
+    cache = MemoryJudgeCache()
+    run, _ = evaluator(MODEL_ANSWER, cache=cache)
+    run.evaluate_many([RECORD])
+    [key] = cache.entries
+    cache.entries[key] = replace(cache.entries[key], response=json.loads(CONTRADICTORY))  # an older release's row
+    again, made = evaluator(MODEL_ANSWER, cache=cache)
+    [stored] = again.evaluate_many([RECORD])
+
+    assert len(made) == 1 and again.stats.cache_hits == 0
+    assert (stored.verdict, stored.p_correct) == (Verdict.POTENTIALLY_INCORRECT, MODEL_P)
+    assert cache.entries[key].response["verdict"] == "POTENTIALLY_INCORRECT"

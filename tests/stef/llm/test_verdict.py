@@ -7,7 +7,7 @@ import re
 import pytest
 
 from stef.llm.models import MalformedOutputError
-from stef.llm.verdict import parse_verdict
+from stef.llm.verdict import SelfContradictoryVerdictError, parse_verdict
 from tests.stef.llm.hostile import ANSWER, VERDICT, answer_with
 
 
@@ -93,3 +93,40 @@ def test_malformed_answers_are_named(content: str, message: str) -> None:
 def test_strict_verdict_types(content: str, message: str) -> None:
     with pytest.raises(MalformedOutputError, match=re.escape(message)):
         parse_verdict(content)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "confidence", "p_correct", "gamma"),
+    [
+        # hand-computed: p = γ (correct side) or 1 − γ (incorrect side), moved into the verdict's band
+        pytest.param("CORRECT", 0.5, 0.65, 0.65, id="correct_at_0.5"),
+        pytest.param("CORRECT", 0.9, 0.9, 0.9, id="correct_0.9"),
+        pytest.param("LIKELY_CORRECT", 0.95, 0.6499, 0.6499, id="likely_correct_confident"),
+        pytest.param("INCORRECT", 0.8, 0.2, 0.8, id="incorrect_0.8"),
+        pytest.param("POTENTIALLY_INCORRECT", 0.5, 0.4999, 0.5001, id="potentially_incorrect_at_0.5"),
+    ],
+)
+def test_a_consistent_answer_maps_to_p_correct(verdict: str, confidence: float, p_correct: float, gamma: float) -> None:
+    result = parse_verdict(answer_with(verdict=verdict, confidence=confidence)).to_result("m")
+    assert (result.verdict.value, result.p_correct, result.confidence) == (verdict, p_correct, gamma)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "confidence"),
+    [
+        pytest.param("CORRECT", 0.1, id="correct_0.1"),
+        pytest.param("CORRECT", 0.49, id="correct_0.49"),
+        pytest.param("LIKELY_CORRECT", 0.0, id="likely_correct_0"),
+        pytest.param("POTENTIALLY_INCORRECT", 0.3, id="potentially_incorrect_0.3"),
+        pytest.param("INCORRECT", 0.2, id="incorrect_0.2"),
+    ],
+)
+def test_a_verdict_its_own_confidence_contradicts_is_malformed(verdict: str, confidence: float) -> None:
+    with pytest.raises(SelfContradictoryVerdictError) as raised:
+        parse_verdict(answer_with(verdict=verdict, confidence=confidence))
+    assert str(raised.value) == (
+        f"self-contradictory answer: verdict {verdict} with confidence {confidence:g} "
+        "(below 0.5: the verdict more likely wrong than right)"
+    )
+    assert isinstance(raised.value, MalformedOutputError)
+    assert (raised.value.verdict.verdict.value, raised.value.verdict.confidence) == (verdict, confidence)
