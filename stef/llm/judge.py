@@ -85,6 +85,7 @@ from stef.llm.settings import (
     DEFAULT_TIMEOUT_S,
     MAX_BACKOFF_S,
     JudgeSettings,
+    unpriced_cap_error,
 )
 from stef.llm.usage import UsageReading, check_cost, check_count, estimate_cost, read_usage, reserve_cost
 from stef.llm.verdict import (
@@ -130,6 +131,11 @@ convert (token counts that are not whole numbers or NaN in ``usage``, ...) with 
 object", reported as ``InternalServerError`` (HTTP 500) although the server answered with a 200.
 Such a record is not retried (the server would answer the same); its cost is unknown and the
 budget is charged an estimate, as for any untrusted usage (:mod:`stef.llm.usage`)."""
+
+UNPRICED_UNDER_CAP = "cost cap cannot be enforced"
+"""Fallback kind of a record not sent to a model litellm has no price for under a ``--max-cost-usd``
+above 0 (:func:`stef.llm.settings.preflight` refuses that setting before any work; this is the
+guard for callers that skipped it): its requests could not be counted against the cap."""
 
 _INVALID_RESPONSE = "Invalid response object"
 """What litellm's message says when it could not read a response (``convert_to_model_response_object``)."""
@@ -751,6 +757,10 @@ class LLMJudge:
         slots = self.pool
         response: Any = None
         reserve = reserve_cost(self.model, messages) if budget.max_usd is not None else None
+        if budget.max_usd is not None and budget.max_usd > 0 and reserve is None:
+            # no price: the request could not be counted against the cap (preflight refuses such a
+            # setting; a caller that skipped it gets no request rather than an unbounded one)
+            raise _Stop(unpriced_cap_error(self.model), UNPRICED_UNDER_CAP)
         held = 0.0
         unread_charge: float | None = None
         try:

@@ -233,8 +233,37 @@ def _observed_catalogs(path: str) -> ObservedCatalogBook:
     return load_observed_catalogs(path)
 
 
+def unpriced_cap_error(model: str) -> str:
+    """The message of a ``--max-cost-usd`` that cannot be enforced because litellm has no price for ``model``.
+
+    >>> unpriced_cap_error("hosted_vllm/sqlcoder").startswith("--max-cost-usd cannot be enforced for hosted_vllm/sqlcoder")
+    True
+    """
+    return (
+        f"--max-cost-usd cannot be enforced for {model}: litellm has no price for it, so no request could be "
+        "counted against the cap; drop --max-cost-usd (e.g. for a self-hosted server that costs nothing per "
+        "request), or judge with a model litellm has a price for"
+    )
+
+
+def is_priced(model: str) -> bool:
+    """Whether litellm's price table has a price for ``model`` (0 counts: a free model is priced).
+
+    >>> is_priced("openai/gpt-4o-mini"), is_priced("hosted_vllm/no-such-weights")
+    (True, False)
+    """
+    litellm = import_litellm()
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
+    except Exception:  # litellm raises a plain Exception (NotFoundError in some releases) for an unknown model
+        return False
+    total = float(prompt_cost) + float(completion_cost)
+    return math.isfinite(total) and total >= 0
+
+
 def preflight(settings: JudgeSettings) -> list[str]:
-    """Check a model setting before any work: litellm knows the provider, the keys are set.
+    """Check a model setting before any work: litellm knows the provider, the keys are set, a
+    ``--max-cost-usd`` can be enforced.
 
     Keys are only ever read from the environment. A missing ``*_API_KEY`` is an error (every
     call would fail); other missing variables (``AWS_…``, ``OLLAMA_API_BASE`` …) are returned as
@@ -246,8 +275,13 @@ def preflight(settings: JudgeSettings) -> list[str]:
     Returns:
         Warnings to show the user (may be empty).
 
+    A ``max_cost_usd`` above 0 for a model litellm has no price for (:func:`is_priced`) is refused:
+    every request's reserve and charge would be unknown, so the cap could not stop a single
+    request (a cap of 0 is kept: it allows no request at all).
+
     Raises:
-        JudgeConfigError: unknown provider, or a required ``*_API_KEY`` is not in the environment.
+        JudgeConfigError: unknown provider, a required ``*_API_KEY`` is not in the environment,
+            or a ``max_cost_usd`` above 0 for a model without a price (:func:`unpriced_cap_error`).
     """
     if settings.model is None:
         return []
@@ -272,4 +306,6 @@ def preflight(settings: JudgeSettings) -> list[str]:
         raise JudgeConfigError(
             f"--judge {settings.model}: set {', '.join(keys)} in the environment; keys are read only from the environment{hint}"
         )
+    if settings.max_cost_usd is not None and settings.max_cost_usd > 0 and not is_priced(settings.model):
+        raise JudgeConfigError(unpriced_cap_error(settings.model))
     return [f"--judge {settings.model}: {name} is not set in the environment" for name in missing if name not in keys]

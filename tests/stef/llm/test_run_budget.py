@@ -180,3 +180,48 @@ def test_a_budget_split_over_batches_in_other_processes_names_the_run_limit() ->
 def test_a_limit_of_zero_allows_no_request_even_unpriced() -> None:
     budget = CostBudget(0.0)
     assert budget.reserve(None) is None and budget.exhausted
+
+
+UNPRICED = "hosted_vllm/sqlcoder-no-price"
+"""A model litellm's price table does not know (a self-hosted deployment)."""
+UNPRICED_MESSAGE = (
+    f"--max-cost-usd cannot be enforced for {UNPRICED}: litellm has no price for it, so no request could be "
+    "counted against the cap; drop --max-cost-usd (e.g. for a self-hosted server that costs nothing per "
+    "request), or judge with a model litellm has a price for"
+)
+
+
+def test_max_cost_usd_for_a_model_without_a_price_is_refused_before_any_request(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from flows.cli.main import app
+
+    logs = tmp_path / "logs.jsonl"
+    logs.write_text("".join(json.dumps(row) + "\n" for row in synthetic_records(3)), encoding="utf-8")
+    args = ["evaluate", str(logs), "--out", str(tmp_path / "out.jsonl"), "--judge", UNPRICED]
+    with stub_llm_server(delay_s=0.0) as server:
+        refused = CliRunner().invoke(app, [*args, "--api-base", server.url, "--max-cost-usd", "1"])
+        asked_capped = server.requests
+        zero = CliRunner().invoke(app, [*args, "--api-base", server.url, "--max-cost-usd", "0"])
+        asked_zero = server.requests
+        uncapped = CliRunner().invoke(app, [*args, "--api-base", server.url])
+        asked_uncapped = server.requests
+    assert refused.exit_code != 0 and asked_capped == 0
+    assert UNPRICED_MESSAGE in " ".join(refused.output.split())  # the console may wrap the line
+    assert zero.exit_code == 0, zero.output
+    assert asked_zero == 0  # a cap of 0 is enforceable without a price: no request at all
+    assert uncapped.exit_code == 0, uncapped.output
+    assert asked_uncapped == 3  # without a cap the model is used as before (cost_usd unknown)
+
+
+def test_a_caller_that_skips_the_preflight_gets_no_request_for_an_unpriced_model_under_a_cap() -> None:
+    from tests.stef.llm.mocked import MODEL_ANSWER, RECORD, evaluator
+
+    run, made = evaluator(MODEL_ANSWER, judge=UNPRICED, max_cost_usd=1.0)
+    [stored] = run.evaluate_many([RECORD])
+    assert made == []
+    assert (stored.judge, stored.judge_fallback_reason) == ("symbolic", f"{UNPRICED}: {UNPRICED_MESSAGE}")
+    assert run.stats.fallbacks == {"cost cap cannot be enforced": 1}
+    free, asked = evaluator(MODEL_ANSWER, judge=UNPRICED)  # no cap: asked as before, its cost unknown
+    [judged] = free.evaluate_many([RECORD])
+    assert len(asked) == 1 and (judged.judge, judged.cost_usd) == (UNPRICED, None)

@@ -77,3 +77,15 @@ def test_preflight_accepts_a_key_from_the_environment(monkeypatch: pytest.Monkey
 def test_unusable_breaker_and_timeout_settings_are_rejected(options: dict[str, Any], message: str) -> None:
     with pytest.raises(JudgeConfigError, match=message):
         JudgeSettings.parse(MODEL, **options)
+
+
+@pytest.mark.usefixtures("warm_litellm")
+def test_preflight_refuses_a_cost_cap_it_cannot_enforce() -> None:
+    unpriced = JudgeSettings.parse("hosted_vllm/judge", api_base="http://127.0.0.1:1/v1", max_cost_usd=2.0)
+    with pytest.raises(JudgeConfigError) as refused:
+        preflight(unpriced)
+    assert str(refused.value).startswith(
+        "--max-cost-usd cannot be enforced for hosted_vllm/judge: litellm has no price for it"
+    )
+    assert preflight(JudgeSettings.parse("hosted_vllm/judge", api_base="http://127.0.0.1:1/v1", max_cost_usd=0.0)) == []
+    assert preflight(JudgeSettings.parse("hosted_vllm/judge", api_base="http://127.0.0.1:1/v1")) == []
