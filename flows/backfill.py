@@ -9,7 +9,8 @@ that was running is redone from scratch (its writes are replaced, never duplicat
 With a model judge, a stored day with records that fell back to the symbolic verdict is not
 done: every backfill reruns it (the judge cache answers the records the model judged, only the
 fallbacks are asked again), and a day whose fallbacks are permanent is rerun each time and said so.
-``max_cost_usd`` caps the whole backfill: each day gets what is left of it.
+``max_cost_usd`` caps the whole backfill: each day gets what is left of it, and the records a day
+keeps from the model say so naming that cap and what the backfill spent (not the day's remainder).
 """
 
 from __future__ import annotations
@@ -247,6 +248,8 @@ def backfill(
                 source_mapping=source_mapping,
                 push=push,
                 push_endpoint=push_endpoint,
+                backfill_max_cost_usd=max_cost_usd,
+                backfill_spent_usd=spent,
             )
             if not settings.is_symbolic:
                 # the run's budget counted what the day's requests cost, estimates included; with

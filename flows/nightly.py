@@ -262,6 +262,8 @@ def nightly(
     source_mapping: str | None = None,
     push: str | None = None,
     push_endpoint: str | None = None,
+    backfill_max_cost_usd: float | None = None,
+    backfill_spent_usd: float = 0.0,
 ) -> NightlySummary:
     """Score one day of agent logs into the warehouse.
 
@@ -294,6 +296,10 @@ def nightly(
             processes and cannot share a budget: each batch gets an even share
             (``max_cost_usd / batches``), with the same rule per batch. Past it, records get the
             symbolic verdict and say so (naming ``--max-cost-usd`` for the run).
+        backfill_max_cost_usd, backfill_spent_usd: set by :func:`flows.backfill.backfill` for each
+            of its days: the user's ``--max-cost-usd`` for the whole backfill and what its earlier
+            days spent (``max_cost_usd`` is then what is left of it); the records past the budget
+            and the run's log name that cap and that spend, not the day's remainder.
         timeout_s: seconds per model request (then retried).
         breaker_failures: after this many consecutive timeouts / connection failures the rest of
             the run gets the symbolic verdict without calling the model (0: never); the batches
@@ -341,6 +347,10 @@ def nightly(
         observed_catalog=observed_catalog,
         learn_catalog=learn_catalog,
     )
+    if backfill_max_cost_usd is not None:
+        settings = replace(
+            settings, backfill_max_cost_usd=backfill_max_cost_usd, backfill_spent_usd=max(0.0, backfill_spent_usd)
+        )
     timer = PhaseTimer()
     settings.schemas()  # a missing schema folder or catalog file fails here, before any work
     settings.observed()
@@ -387,8 +397,10 @@ def nightly(
         # batches in other processes (process, dask) cannot share the run's budget: an even share each
         settings = replace(settings, budget_shares=len(parts))
         get_run_logger().info(
-            "--max-cost-usd $%s split evenly over %d batches ($%s each): the %s task runner runs them in other processes",
-            usd(cap),
+            "%s split evenly over %d batches ($%s each): the %s task runner runs them in other processes",
+            f"--max-cost-usd ${usd(cap)}"
+            if settings.backfill_max_cost_usd is None
+            else f"${usd(cap)} left of --max-cost-usd ${usd(settings.backfill_max_cost_usd)} for the backfill",
             len(parts),
             usd(cap / len(parts)),
             type(runner).__name__,
@@ -429,7 +441,15 @@ def nightly(
         get_run_logger().warning(
             "judge %s: %s", one_line(settings.name), one_line(breaker_summary)
         )  # server text, shown visibly
-    if budget is not None and budget.max_usd is not None:
+    if budget is not None and budget.backfill_max_usd is not None:
+        get_run_logger().info(
+            "judge %s: spent $%s this day; $%s of --max-cost-usd $%s for the backfill",
+            one_line(settings.name),
+            usd(budget.spent_usd),
+            usd(budget.backfill_spent_usd + budget.spent_usd),
+            usd(budget.backfill_max_usd),
+        )
+    elif budget is not None and budget.max_usd is not None:
         get_run_logger().info(
             "judge %s: spent $%s of --max-cost-usd $%s for the run",
             one_line(settings.name),

@@ -55,6 +55,10 @@ class CostBudget:
             differs from ``max_usd`` only when the run's limit is split over batches that run in
             other processes (``shares``).
         shares: the batches the run's limit was split evenly over (1: one budget for the run).
+        backfill_max_usd: the user's ``--max-cost-usd`` for the whole backfill this run is one day
+            of (``None``: not a backfill's day); ``run_max_usd`` is then what was left of it when
+            the day started, and :meth:`reason` names the backfill's cap and its spend.
+        backfill_spent_usd: what the backfill's earlier days spent (USD).
 
     >>> budget = CostBudget(0.01)
     >>> budget.add(0.004); budget.add(None); budget.add(-5.0); budget.add(float("nan")); budget.exhausted
@@ -67,12 +71,23 @@ class CostBudget:
     (True, 0.01, None)
     >>> budget.reason()
     'cost budget reached: $0.01 spent of --max-cost-usd $0.01 for the run; symbolic judge used'
+    >>> day = CostBudget(0.25, backfill_max_usd=1.0, backfill_spent_usd=0.75); day.add(0.25); day.reason()
+    'cost budget reached: $1 spent of --max-cost-usd $1 for the backfill ($0.75 by its earlier days, $0.25 by this day); symbolic judge used'
     """
 
-    def __init__(self, max_usd: float | None = None, run_max_usd: float | None = None, shares: int = 1) -> None:
+    def __init__(
+        self,
+        max_usd: float | None = None,
+        run_max_usd: float | None = None,
+        shares: int = 1,
+        backfill_max_usd: float | None = None,
+        backfill_spent_usd: float = 0.0,
+    ) -> None:
         self.max_usd = max_usd
         self.run_max_usd = run_max_usd if run_max_usd is not None else max_usd
         self.shares = shares
+        self.backfill_max_usd = backfill_max_usd
+        self.backfill_spent_usd = _amount(backfill_spent_usd)
         self.spent_usd = 0.0
         """Money charged by the requests that ended."""
         self.reserved_usd = 0.0
@@ -126,6 +141,18 @@ class CostBudget:
         cap = usd(self.run_max_usd or 0.0)
         spent = f"${usd(self.spent_usd)} spent"
         tail = f"; no further request after {requests} request(s)" if requests else ""
+        if self.backfill_max_usd is not None:
+            total = usd(self.backfill_spent_usd + self.spent_usd)
+            this = (
+                f"${usd(self.spent_usd)} by this batch of the day, whose share was ${usd(self.max_usd or 0.0)} of the "
+                f"${cap} left (split evenly over {self.shares} batches: batches in other processes cannot share one budget)"
+                if self.shares > 1
+                else f"${usd(self.spent_usd)} by this day"
+            )
+            return (
+                f"{BUDGET_REACHED}: ${total} spent of --max-cost-usd ${usd(self.backfill_max_usd)} for the backfill "
+                f"(${usd(self.backfill_spent_usd)} by its earlier days, {this}){tail}; symbolic judge used"
+            )
         if self.shares > 1:
             return (
                 f"{BUDGET_REACHED}: {spent} of this batch's share ${usd(self.max_usd or 0.0)} of --max-cost-usd "
@@ -139,8 +166,11 @@ _BUDGETS: dict[str, CostBudget] = {}
 _BUDGETS_LOCK = threading.Lock()
 
 
-def shared_budget(run_key: str, max_usd: float | None) -> CostBudget:
-    """The cost budget of the run ``run_key`` in this process (made on first use with ``max_usd``).
+def shared_budget(
+    run_key: str, max_usd: float | None, backfill_max_usd: float | None = None, backfill_spent_usd: float = 0.0
+) -> CostBudget:
+    """The cost budget of the run ``run_key`` in this process (made on first use with ``max_usd``
+    and the backfill's cap and spend, as :class:`CostBudget` takes them).
 
     The batches of one nightly run (threads of one process) get the same budget, so the run's
     ``--max-cost-usd`` holds for the run, not per batch. :func:`release_budget` ends it.
@@ -148,7 +178,9 @@ def shared_budget(run_key: str, max_usd: float | None) -> CostBudget:
     with _BUDGETS_LOCK:
         budget = _BUDGETS.get(run_key)
         if budget is None:
-            budget = _BUDGETS[run_key] = CostBudget(max_usd)
+            budget = _BUDGETS[run_key] = CostBudget(
+                max_usd, backfill_max_usd=backfill_max_usd, backfill_spent_usd=backfill_spent_usd
+            )
         return budget
 
 
@@ -158,15 +190,25 @@ def release_budget(run_key: str) -> CostBudget | None:
         return _BUDGETS.pop(run_key, None)
 
 
-def run_budget(max_usd: float | None, run_key: str | None = None, shares: int = 1) -> CostBudget:
+def run_budget(
+    max_usd: float | None,
+    run_key: str | None = None,
+    shares: int = 1,
+    backfill_max_usd: float | None = None,
+    backfill_spent_usd: float = 0.0,
+) -> CostBudget:
     """The budget an evaluator of a run uses.
 
     Args:
-        max_usd: the user's ``--max-cost-usd`` for the run (``None``: no limit).
+        max_usd: the user's ``--max-cost-usd`` for the run (``None``: no limit); for a backfill's
+            day, what is left of the backfill's cap.
         run_key: the run whose batches share one budget in this process (:func:`shared_budget`;
             ``None``: a budget of its own, for a run with one evaluator such as ``stef evaluate``).
         shares: batches the limit is split evenly over, when they run in other processes and
             cannot share one budget (1: no split).
+        backfill_max_usd: the user's ``--max-cost-usd`` for the whole backfill the run is a day of
+            (``None``: not a backfill's day); named by :meth:`CostBudget.reason`.
+        backfill_spent_usd: what the backfill's earlier days spent (USD).
 
     Returns:
         The run's shared budget, or a new one (of ``max_usd / shares`` when ``shares`` > 1).
@@ -177,7 +219,7 @@ def run_budget(max_usd: float | None, run_key: str | None = None, shares: int = 
     (True, True)
     """
     if shares > 1 and max_usd is not None:
-        return CostBudget(max_usd / shares, run_max_usd=max_usd, shares=shares)
+        return CostBudget(max_usd / shares, max_usd, shares, backfill_max_usd, backfill_spent_usd)
     if run_key is not None:
-        return shared_budget(run_key, max_usd)
-    return CostBudget(max_usd)
+        return shared_budget(run_key, max_usd, backfill_max_usd, backfill_spent_usd)
+    return CostBudget(max_usd, None, 1, backfill_max_usd, backfill_spent_usd)

@@ -191,7 +191,13 @@ class LLMEvaluator:
         self.cache = cache
         self.symbolic = symbolic or settings.symbolic_judge()
         self.judge = judge or LLMJudge.from_settings(settings, fallback=self.symbolic)
-        self.budget = run_budget(settings.max_cost_usd, settings.run_key, settings.budget_shares)
+        self.budget = run_budget(
+            settings.max_cost_usd,
+            settings.run_key,
+            settings.budget_shares,
+            settings.backfill_max_cost_usd,
+            settings.backfill_spent_usd,
+        )
         self.stats = JudgeRunStats(judge=settings.name)
         self.schemas = settings.schemas()
         self.observed = observed if observed is not None else settings.observed()

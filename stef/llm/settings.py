@@ -69,6 +69,10 @@ class JudgeSettings:
         observed_catalog: an observed catalog file (``--observed-catalog``, :mod:`stef.pipeline.observed`).
         learn_catalog: the nightly flow learns the observed catalogs from the warehouse before
             scoring (``--learn-catalog``). Either one adds ``+observed`` to the evaluator version.
+        backfill_max_cost_usd: the user's ``--max-cost-usd`` for the whole backfill these settings
+            run one day of (``None``: not a backfill's day); ``max_cost_usd`` is then what was left
+            of it when the day started. Budget messages name this cap (:class:`stef.llm.budget.CostBudget`).
+        backfill_spent_usd: what the backfill's earlier days spent (USD; 0 outside a backfill).
         calibrators: deployment calibrators fitted on reviewer labels (``stef review calibrate``,
             :mod:`stef.pipeline.judge.deployment`): ``(app_id, artifact JSON)`` pairs, app ``None``
             for every app without its own; they add ``+calib=<digest>`` to the evaluator version.
@@ -89,6 +93,8 @@ class JudgeSettings:
     observed_catalog: str | None = None
     learn_catalog: bool = False
     calibrators: tuple[tuple[str | None, str], ...] = ()
+    backfill_max_cost_usd: float | None = None
+    backfill_spent_usd: float = 0.0
 
     @classmethod
     def parse(

@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli.main import app
+from stef.llm.budget import usd
 from tests.support.llm_server import judge_answer, stub_llm_server
 from tests.support.monitoring_support import write_log_day
 from tests.tasks.helpers import MONDAY, record
@@ -162,9 +163,26 @@ def test_max_cost_usd_caps_the_whole_backfill_and_days_left_with_fallbacks_are_r
                 "SELECT count(*) FROM evaluations WHERE log_date = $d AND judge_fallback_reason LIKE '%cost budget reached%'",
                 {"d": days[1]},
             ).fetchall()[0][0]
+            reasons = dict(
+                conn.execute(
+                    "SELECT log_date, list(DISTINCT judge_fallback_reason) FROM evaluations "
+                    "WHERE judge_fallback_reason IS NOT NULL GROUP BY log_date"
+                ).fetchall()
+            )
         assert judged[days[0]] == 1 and asked == first_day_asked == 1  # the first day used the budget ...
         # ... so the second asked nothing (with a cap per day it would have asked once too)
         assert second_day_asked == 0 and judged[days[1]] == 0 and budget_fallbacks == 4
+        # Every record kept from the model names the user's cap for the whole backfill and what the
+        # backfill spent (one answer, by the first day), never the day's remainder: the summary's figures.
+        spent = usd(answer_cost())
+        assert reasons[days[0]] == [
+            f"{MODEL}: cost budget reached: ${spent} spent of --max-cost-usd ${usd(cap)} for the backfill "
+            f"($0 by its earlier days, ${spent} by this day); symbolic judge used"
+        ]
+        assert reasons[days[1]] == [
+            f"{MODEL}: cost budget reached: ${spent} spent of --max-cost-usd ${usd(cap)} for the backfill "
+            f"(${spent} by its earlier days, $0 by this day); symbolic judge used"
+        ]
         server.reset_counts()
         second = CliRunner().invoke(app, arguments)
     lines = first.stdout.splitlines()
