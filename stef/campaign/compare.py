@@ -11,9 +11,11 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-_MAX_SEARCH_WORK = 1_000_000
-"""Most rows projected while matching predicted columns to gold columns (each candidate tried
-projects every row); past it the result sets count as different."""
+_MAX_SEARCH_WORK = 4_000_000
+"""Cells a column-assignment search may examine beyond one pass over each result (every try
+refines the rows of both results by one column: twice the row count); past it the result sets
+count as different. Only a search that keeps backtracking (many columns whose values agree as
+multisets but not row for row) gets there."""
 
 
 def _canonical(value: Any, digits: int) -> tuple[int, Any]:
@@ -38,7 +40,8 @@ def results_match(
     Rows are compared as a multiset unless ``ordered`` (the gold has a top-level ORDER BY).
     Columns of ``predicted`` may be in any order: with ``ordered`` each gold column must equal a
     distinct predicted column value for value; otherwise a one-to-one assignment of predicted to
-    gold columns is searched (see :func:`_assignment_exists`; bounded by :data:`_MAX_SEARCH_WORK`).
+    gold columns is searched (see :func:`_assignment_exists`; bounded by :data:`_MAX_SEARCH_WORK`
+    cells beyond a linear pass).
 
     Args:
         predicted: rows of the agent's statement.
@@ -76,70 +79,86 @@ def results_match(
     if Counter(map(tuple, pred_cols)) != Counter(map(tuple, gold_cols)):  # no one-to-one column assignment
         return False
     candidates = [[p for p in range(width) if pred_cols[p] == gold_cols[g]] for g in range(width)]
-    return _assignment_exists(pred_rows, pred_vectors, gold_rows, candidates)
+    return _assignment_exists(pred_vectors, gold_vectors, candidates)
 
 
 def _assignment_exists(
-    pred_rows: Sequence[tuple[Any, ...]],
     pred_vectors: Sequence[tuple[Any, ...]],
-    gold_rows: Sequence[tuple[Any, ...]],
+    gold_vectors: Sequence[tuple[Any, ...]],
     candidates: Sequence[Sequence[int]],
 ) -> bool:
-    """Whether predicted columns can be assigned one-to-one to the gold columns so the row multisets agree.
+    """Whether predicted columns can be assigned one-to-one to the gold columns so that the row
+    multisets agree (both results have the same row count, at least one row).
 
-    Depth-first over the gold columns in order, with an explicit stack (a result may have
-    thousands of columns). Column ``k`` takes a free candidate only if the rows projected on the
-    first ``k + 1`` assigned columns equal the gold's rows on its first ``k + 1`` columns as
-    multisets; of several free candidates with identical values row for row only the first is
-    tried (they are interchangeable), so equal columns cost one try each instead of ``width!``.
-    Past :data:`_MAX_SEARCH_WORK` projected rows the sets count as different.
+    Depth-first over the gold columns, those with the most distinct values first. Each row of
+    either result carries a class id: the id of its values on the columns assigned so far,
+    interned in one table for both results, so a try refines the classes by one column and
+    compares their counts in time linear in the rows. Of several free candidates with identical
+    values row for row only the first is tried (they are interchangeable). Once every gold row
+    has a class of its own the rows are aligned: the remaining columns then match when the
+    remaining predicted columns, read in the aligned row order, are the remaining gold columns
+    (as multisets of vectors), with no further search. Past :data:`_MAX_SEARCH_WORK` cells
+    beyond a linear allowance the sets count as different.
 
     Args:
-        pred_rows: the agent's rows, canonical values (same width as ``gold_rows``).
-        pred_vectors: the agent's columns (``pred_vectors[p][i] == pred_rows[i][p]``).
-        gold_rows: the gold rows, canonical values.
+        pred_vectors: the agent's columns, canonical values.
+        gold_vectors: the gold columns, canonical values (same count and length).
         candidates: for each gold column, the predicted columns with the same value multiset.
+
+    >>> _assignment_exists([(1, 2), (1, 2)], [(1, 2), (2, 1)], [[0, 1], [0, 1]])
+    False
+    >>> _assignment_exists([("a", "b"), (2, 1)], [(1, 2), ("b", "a")], [[1], [0]])
+    True
     """
-    width = len(candidates)
-    gold_prefixes: dict[int, list[tuple[Any, ...]]] = {}
+    width, rows = len(gold_vectors), len(gold_vectors[0])
+    order = sorted(range(width), key=lambda g: -len(set(gold_vectors[g])))
+    interned: dict[tuple[int, Any], int] = {}
+    budget = _MAX_SEARCH_WORK + 4 * width * rows
 
-    def _fits(chosen: list[int]) -> bool:
-        k = len(chosen)
-        if k not in gold_prefixes:
-            gold_prefixes[k] = sorted(row[:k] for row in gold_rows)
-        return sorted(tuple(row[p] for p in chosen) for row in pred_rows) == gold_prefixes[k]
+    def refined(classes: list[int], vector: tuple[Any, ...]) -> list[int]:
+        return [interned.setdefault((c, v), len(interned)) for c, v in zip(classes, vector, strict=True)]
 
-    def _choices(k: int) -> Iterator[int]:
+    def rest_matches(pred_classes: list[int], gold_classes: list[int], used: set[int], depth: int) -> bool:
+        """Rows aligned (every gold class single): the unassigned columns agree as aligned vectors."""
+        row_of_class = {c: i for i, c in enumerate(pred_classes)}
+        aligned = [row_of_class[c] for c in gold_classes]  # gold row i is predicted row aligned[i]
+        free = Counter(tuple(pred_vectors[p][i] for i in aligned) for p in range(width) if p not in used)
+        return free == Counter(gold_vectors[g] for g in order[depth:])
+
+    def choices(depth: int, used: set[int]) -> Iterator[int]:
         seen: set[tuple[Any, ...]] = set()
-        for p in candidates[k]:
-            if p in used:
-                continue
-            if pred_vectors[p] not in seen:
+        for p in candidates[order[depth]]:
+            if p not in used and pred_vectors[p] not in seen:
                 seen.add(pred_vectors[p])
                 yield p
 
-    chosen: list[int] = []
-    used: set[int] = set()  # the columns in chosen
-    stack = [_choices(0)]
+    start = [0] * rows
+    # the search's frames: (pred classes, gold classes, columns used, the next choices at this depth)
+    stack: list[tuple[list[int], list[int], set[int], Iterator[int]]] = [(start, start, set(), choices(0, set()))]
     work = 0
     while stack:
-        p = next(stack[-1], None)
+        pred_classes, gold_classes, used, pending = stack[-1]
+        p = next(pending, None)
         if p is None:
             stack.pop()
-            if chosen:
-                used.discard(chosen.pop())
             continue
-        work += len(pred_rows)
-        if work > _MAX_SEARCH_WORK:
+        work += 2 * rows
+        if work > budget:
             return False
-        chosen.append(p)
-        if not _fits(chosen):
-            chosen.pop()
+        depth = len(used)
+        new_pred = refined(pred_classes, pred_vectors[p])
+        new_gold = refined(gold_classes, gold_vectors[order[depth]])
+        if Counter(new_pred) != Counter(new_gold):
             continue
-        if len(chosen) == width:
+        now_used = used | {p}
+        if len(now_used) == width:
             return True
-        used.add(p)
-        stack.append(_choices(len(chosen)))
+        if len(set(new_gold)) == rows:  # every row told apart: the alignment decides the rest
+            work += width * rows
+            if rest_matches(new_pred, new_gold, now_used, depth + 1):
+                return True
+            continue
+        stack.append((new_pred, new_gold, now_used, choices(depth + 1, now_used)))
     return False
 
 

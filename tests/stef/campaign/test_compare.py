@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import random
 import subprocess
 import sys
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -88,3 +91,51 @@ def test_equal_columns_do_not_make_the_comparison_hang(
         env=checkout_env(),
     )
     assert done.stdout.strip() == str(expected)
+
+
+def test_a_wide_result_in_another_row_order_matches() -> None:
+    """101 distinct columns × 10,000 rows (inside the default row cap), rows reversed: the same
+    result. A search whose cap counted rows per try called it different after 16 s."""
+    gold = [tuple(row * 101 + column for column in range(101)) for row in range(10_000)]
+    assert results_match(gold[::-1], gold)
+    assert not results_match([(-1, *gold[-1][1:]), *gold[-2::-1]], gold)
+
+
+def test_rank_like_columns_in_another_column_and_row_order_match() -> None:
+    """12 columns that are each a permutation of 1..10,000 (RANK() columns): every predicted column
+    has every gold column's value multiset, so only rows tell them apart; columns reversed and rows
+    shuffled is still the same result, and one swapped pair of values is not."""
+    rng = random.Random(3)
+    columns = [rng.sample(range(1, 10_001), 10_000) for _ in range(12)]
+    gold = [tuple(column[row] for column in columns) for row in range(10_000)]
+    predicted = [tuple(reversed(row)) for row in gold]
+    rng.shuffle(predicted)
+    assert results_match(predicted, gold)
+    first, second = predicted[0], predicted[1]
+    predicted[0], predicted[1] = (second[0], *first[1:]), (first[0], *second[1:])
+    assert not results_match(predicted, gold)
+
+
+def test_the_search_agrees_with_trying_every_column_permutation() -> None:
+    """2,000 random small results (1-5 columns, 1-6 rows, few distinct values, NULLs, 1 and 1.0),
+    each a column and row shuffle of the gold, with or without one changed cell, or unrelated:
+    the verdict is the one of trying every permutation of the columns."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        width, rows = rng.randint(1, 5), rng.randint(1, 6)
+        values = rng.choice([[0, 1], [0, 1, 2], [0, 1, None, 1.0], ["a", "b", 0]])
+        gold = [tuple(rng.choice(values) for _ in range(width)) for _ in range(rows)]
+        permutation = rng.sample(range(width), width)
+        predicted = [tuple(row[p] for p in permutation) for row in gold]
+        rng.shuffle(predicted)
+        if rng.random() < 0.5:
+            row, column = rng.randrange(rows), rng.randrange(width)
+            predicted[row] = tuple(rng.choice(values) if c == column else v for c, v in enumerate(predicted[row]))
+        for ordered in (False, True):
+            expected = any(
+                (lambda moved: moved == gold if ordered else Counter(moved) == Counter(gold))(
+                    [tuple(row[p] for p in order) for row in predicted]
+                )
+                for order in itertools.permutations(range(width))
+            )
+            assert results_match(predicted, gold, ordered=ordered) == expected, (predicted, gold, ordered)
