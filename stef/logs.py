@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,10 @@ def _finite_float(text: str) -> float:
     return value
 
 
+AMBIGUOUS_JSON = "ambiguous JSON"
+"""Start of the reason of a line whose object names a key twice."""
+
+
 class _DuplicateKey(ValueError):
     """A JSON object that names one key twice."""
 
@@ -124,7 +129,7 @@ def _decode_json(text: str) -> tuple[object, str | None]:
     except json.JSONDecodeError as exc:
         return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
     except _DuplicateKey as exc:
-        return None, f"ambiguous JSON: {exc}"
+        return None, f"{AMBIGUOUS_JSON}: {exc}"
     except RecursionError:
         return None, f"not readable JSON: nested deeper than {MAX_JSON_DEPTH} levels"
     except _UnreadableNumber as exc:
@@ -133,16 +138,30 @@ def _decode_json(text: str) -> tuple[object, str | None]:
         return None, f"not readable JSON: {str(exc).split(';')[0]}"
 
 
+def _unambiguous_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The pairs whose key comes once (``object_pairs_hook``): a key named twice has no value."""
+    counts = Counter(key for key, _ in pairs)
+    return {key: value for key, value in pairs if counts[key] == 1}
+
+
 def decode_json_object(text: str) -> dict[str, object] | None:
     """The JSON object ``text`` holds, or ``None`` when it holds none (not JSON, not an object,
-    or JSON :func:`parse_line` rejects: too deep, NaN, out-of-range numbers); never raises.
+    or JSON :func:`parse_line` rejects: too deep, NaN, out-of-range numbers); never raises. Of
+    an object that names a key twice (rejected as ambiguous), the keys named once, at every level.
 
     For reading back the raw text of a rejected line (its agent id, its run id).
 
     >>> decode_json_object('{"agent_id": "a"}'), decode_json_object("[" * 5000 + "]" * 5000)
     ({'agent_id': 'a'}, None)
+    >>> decode_json_object('{"run_id": "r9", "agent_id": "a", "sql": "SELECT 1", "sql": "SELECT 2"}')
+    {'run_id': 'r9', 'agent_id': 'a'}
     """
-    payload, _ = _decode_json(text)
+    payload, reason = _decode_json(text)
+    if reason is not None and reason.startswith(AMBIGUOUS_JSON):
+        try:  # it read once already: only the duplicate keys stopped it
+            payload = json.loads(text, parse_float=float, object_pairs_hook=_unambiguous_keys)
+        except (ValueError, RecursionError):
+            payload = None
     return payload if isinstance(payload, dict) else None
 
 
@@ -263,7 +282,9 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
         )
     payload, reason = _decode_json(text)
     if reason is not None:
-        return LogLine(source, line_number, None, reason, text[:_SCAN_BYTES])
+        # a line rejected as ambiguous keeps the run id it names once (its quarantine row is the agent's)
+        run_id = _run_id_of(decode_json_object(text)) if reason.startswith(AMBIGUOUS_JSON) else None
+        return LogLine(source, line_number, None, reason, text[:_SCAN_BYTES], run_id)
     if not isinstance(payload, dict):
         return LogLine(source, line_number, None, f"not a JSON object but {type(payload).__name__}", text[:_SCAN_BYTES])
     run_id = _run_id_of(payload)

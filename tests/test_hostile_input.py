@@ -143,14 +143,20 @@ BAD_LINES = [
     pytest.param(
         b'{"run_id": "r15", "question": "q", "sql": "SELECT 1", "sql": "DELETE FROM t"}',
         "ambiguous JSON: key 'sql' appears twice in one object",
-        None,
+        "r15",
         id="duplicate_sql_key",
     ),
     pytest.param(
         b'{"run_id": "r16", "question": "q", "sql": "SELECT 1", "tokens": {"prompt": 1, "prompt": 900000}}',
         "ambiguous JSON: key 'prompt' appears twice in one object",
-        None,
+        "r16",
         id="duplicate_nested_key",
+    ),
+    pytest.param(
+        b'{"run_id": "r17", "question": "q", "sql": "SELECT 1", "run_id": "r18"}',
+        "ambiguous JSON: key 'run_id' appears twice in one object",
+        None,
+        id="duplicate_run_id_key",
     ),
 ]
 
@@ -193,7 +199,7 @@ def _log_with(tmp_path: Path, bad: bytes, good: int = 1000) -> Path:
 
 @pytest.mark.parametrize("workers", ["1", "2"])
 @pytest.mark.parametrize(
-    ("raw", "reason", "run_id"), [BAD_LINES[0], BAD_LINES[5], BAD_LINES[8], BAD_LINES[10], BAD_LINES[-2]]
+    ("raw", "reason", "run_id"), [BAD_LINES[0], BAD_LINES[5], BAD_LINES[8], BAD_LINES[10], BAD_LINES[-3]]
 )
 def test_stef_evaluate_writes_a_typed_row_for_the_bad_line_among_1000_good_ones(
     tmp_path: Path, raw: bytes, reason: str, run_id: str | None, workers: str
