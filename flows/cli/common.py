@@ -486,6 +486,13 @@ def _signal_of(exc: BaseException) -> int | None:
     return None
 
 
+def _unless_ignored(signum: int, handler: Callable[[int, Any], None]) -> Any:
+    """``handler``, or :data:`signal.SIG_IGN` when ``signum`` is ignored now (a job started in the
+    background by a non-interactive shell ignores SIGINT, and ``nohup`` SIGHUP: a Ctrl-C meant for
+    the script that started it must not stop it)."""
+    return signal.SIG_IGN if signal.getsignal(signum) is signal.SIG_IGN else handler
+
+
 @contextmanager
 def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     """Around a command's work: Ctrl-C (SIGINT) and SIGTERM stop it promptly and say so.
@@ -513,8 +520,9 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
         raise CommandInterrupted(signum) if signum != signal.SIGINT else KeyboardInterrupt
 
     try:
-        previous: Any = signal.signal(signal.SIGTERM, on_signal)
-        previous_int: Any = signal.signal(signal.SIGINT, on_signal)
+        # a signal the process was started ignoring (`stef nightly &` in a script: SIGINT) stays ignored
+        previous: Any = signal.signal(signal.SIGTERM, _unless_ignored(signal.SIGTERM, on_signal))
+        previous_int: Any = signal.signal(signal.SIGINT, _unless_ignored(signal.SIGINT, on_signal))
     except ValueError:  # not the main thread (a test harness): the signals keep their handlers
         previous = previous_int = None
     try:

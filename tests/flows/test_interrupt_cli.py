@@ -56,7 +56,7 @@ def _write_days(logs: Path, days: int, per_day: int) -> list[date]:
 class _Command:
     """A ``stef`` command line running in its own process group, its output read as it comes."""
 
-    def __init__(self, tmp_path: Path, *args: str) -> None:
+    def __init__(self, tmp_path: Path, *args: str, ignore_sigint: bool = False) -> None:
         env = checkout_env(
             PREFECT_HOME=str(tmp_path / "prefect-home"),
             PREFECT_SERVER_ANALYTICS_ENABLED="false",
@@ -75,6 +75,8 @@ class _Command:
             cwd=tmp_path,
             env=env,
             start_new_session=True,  # its own group: the test sends Ctrl-C to it as a terminal would
+            # as a non-interactive shell starts a job in the background (`stef ... &`): SIGINT ignored
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if ignore_sigint else None,
         )
         self.stdout: list[str] = []
         self.stderr: list[str] = []
@@ -279,3 +281,23 @@ def test_sigterm_stops_stef_evaluate_with_a_model_judge_and_leaves_no_output(tmp
         "and are renamed only at the end)"
     )
     assert sorted(path.name for path in tmp_path.iterdir() if path.name.startswith("scores")) == []
+
+
+def test_a_command_started_with_ctrl_c_ignored_is_not_stopped_by_it(tmp_path: Path) -> None:
+    """A job a script starts in the background (`stef evaluate ... &`) ignores SIGINT: a Ctrl-C meant
+    for the script does not stop it; it finishes and writes every row."""
+    records = tmp_path / "records.jsonl"
+    records.write_text("".join(json.dumps(row) + "\n" for row in synthetic_records(20)), encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    with stub_llm_server(delay_s=0.2) as server:
+        command = _Command(
+            tmp_path,
+            "evaluate", str(records), "--out", str(out), "--judge", MODEL, "--api-base", server.url,
+            ignore_sigint=True,
+        )  # fmt: skip
+        command.wait_for(lambda: server.requests >= 2)
+        os.killpg(command.process.pid, signal.SIGINT)
+        code = command.finish(timeout_s=120)
+    assert code == 0, command.err
+    assert "interrupted" not in command.err and "Traceback" not in command.err
+    assert len(out.read_text(encoding="utf-8").splitlines()) == 20
