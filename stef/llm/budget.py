@@ -149,8 +149,10 @@ class CostBudget:
                 if self.shares > 1
                 else f"${usd(self.spent_usd)} by this day"
             )
+            # split: the day's other batches (other processes) spent too, unseen from here
+            so_far = f"at least ${total}" if self.shares > 1 else f"${total}"
             return (
-                f"{BUDGET_REACHED}: ${total} spent of --max-cost-usd ${usd(self.backfill_max_usd)} for the backfill "
+                f"{BUDGET_REACHED}: {so_far} spent of --max-cost-usd ${usd(self.backfill_max_usd)} for the backfill "
                 f"(${usd(self.backfill_spent_usd)} by its earlier days, {this}){tail}; symbolic judge used"
             )
         if self.shares > 1:

@@ -33,7 +33,7 @@ def test_a_backfill_days_budget_names_the_backfill_cap_and_its_spend() -> None:
     batch.add(0.125)
     assert (batch.max_usd, batch.exhausted) == (0.125, True)
     assert batch.reason() == (
-        "cost budget reached: $0.875 spent of --max-cost-usd $1 for the backfill ($0.75 by its earlier days, "
+        "cost budget reached: at least $0.875 spent of --max-cost-usd $1 for the backfill ($0.75 by its earlier days, "
         "$0.125 by this batch of the day, whose share was $0.125 of the $0.25 left (split evenly over 2 batches: "
         "batches in other processes cannot share one budget)); symbolic judge used"
     )
