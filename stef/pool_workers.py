@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import threading
 import time
 
@@ -54,3 +55,17 @@ def exit_with_parent(parent_pid: int) -> None:
         os._exit(1)
 
     threading.Thread(target=watch, name="stef-exit-with-parent", daemon=True).start()
+
+
+def leave_interrupts_to_parent() -> None:
+    """Let a pool worker's parent handle Ctrl-C and SIGTERM.
+
+    Call it in the worker's ``initializer``:
+    - SIGINT is ignored. A terminal's Ctrl-C reaches every process of its group, and the
+      parent stops the run and shuts the pool down.
+    - SIGTERM gets its default action, ending the worker at once. A forked worker inherits the
+      handler of the command's :func:`flows.cli.common.interruptible`, which would make it print
+      a traceback of its own and report an interrupt nobody reads.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-import signal
 import sys
 import threading
 from collections.abc import Sequence
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from stef.pool_workers import exit_with_parent
+from stef.pool_workers import exit_with_parent, leave_interrupts_to_parent
 from tasks._runtime import run_logger
 
 if TYPE_CHECKING:
@@ -103,7 +102,7 @@ def _init_worker(parent_pid: int) -> None:
     # A Ctrl-C on the terminal reaches every process of its group: the workers leave it to the
     # flow's process, which stops the run and shuts the pool down (a worker that took it died
     # with a traceback and broke the pool while the run was still being reported).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    leave_interrupts_to_parent()
     exit_with_parent(parent_pid)  # a killed flow process leaves no scoring worker behind
     gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
 

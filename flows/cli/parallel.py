@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from stef.errors import InputError
 from stef.models import BATCH_SIZE, AgentLogRecord, Band, Evaluation, EvaluationStatus, FilterStatus, Verdict
-from stef.pool_workers import exit_with_parent
+from stef.pool_workers import exit_with_parent, leave_interrupts_to_parent
 
 if TYPE_CHECKING:
     from stef.logs import LogLine
@@ -120,6 +120,7 @@ def _init_worker(
     judge: SymbolicJudge | None = None,
 ) -> None:
     global _WORKER_RULEBOOK, _WORKER_SCHEMAS, _WORKER_OBSERVED, _WORKER_JUDGE
+    leave_interrupts_to_parent()  # Ctrl-C and SIGTERM are the command's to handle (one line, no traceback)
     exit_with_parent(parent_pid)  # a killed `stef evaluate` leaves no worker behind
     _WORKER_RULEBOOK = rulebook
     _WORKER_SCHEMAS = schemas

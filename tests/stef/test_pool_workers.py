@@ -63,3 +63,41 @@ def test_a_worker_whose_parent_is_already_gone_exits_at_once() -> None:
         timeout=60,
     )
     assert (done.returncode, done.stdout) == (1, "")
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # as flows.cli.common.interruptible's handler does
+
+
+def test_both_scoring_pools_leave_ctrl_c_and_sigterm_to_the_command() -> None:
+    """The workers of `stef evaluate`'s pool and of the nightly's scoring pool are forked from a
+    command whose handlers raise on SIGINT and SIGTERM: in a worker, SIGINT is ignored and SIGTERM
+    has its default action, so a terminal's Ctrl-C does not make each idle worker print a
+    KeyboardInterrupt traceback of its own."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from flows.cli.parallel import _init_worker
+    from stef.pipeline.rules import RuleBook
+    from tasks.scoring_pool import shared_pool, shutdown_pool
+
+    before = signal.signal(signal.SIGINT, _raise_interrupt), signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(1, context, _init_worker, (os.getpid(), RuleBook(), None, None)) as pool:
+            evaluate_handlers = (
+                pool.submit(signal.getsignal, signal.SIGINT).result(),
+                pool.submit(signal.getsignal, signal.SIGTERM).result(),
+            )
+        try:
+            scoring = shared_pool(1)
+            nightly_handlers = (
+                scoring.submit(signal.getsignal, signal.SIGINT).result(),
+                scoring.submit(signal.getsignal, signal.SIGTERM).result(),
+            )
+        finally:
+            shutdown_pool()
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])
+    assert evaluate_handlers == nightly_handlers == (signal.SIG_IGN, signal.SIG_DFL)
