@@ -49,16 +49,17 @@ def bugs_record_to_log(row: dict[str, Any], dialect: str = "sqlite") -> AgentLog
     )
 
 
-LABEL_TEXTS = {"true": True, "false": False}
-"""Label strings read as booleans (any case, surrounding spaces ignored): a file converted from CSV."""
+LABEL_TEXTS = {"true": True, "false": False, "correct": True, "incorrect": False}
+"""Label strings read as booleans (any case, surrounding spaces ignored): a file converted from CSV,
+or labelled with the words of ``stef review``."""
 
 
 def _label(value: object) -> bool | None:
     """A row's ``label`` as a boolean: JSON ``true``/``false``, ``1``/``0`` or the strings of
     :data:`LABEL_TEXTS`; ``None`` for anything else (``"maybe"``, ``2``, ``null``).
 
-    >>> _label(True), _label(0), _label(" FALSE "), _label("no"), _label(1.0)
-    (True, False, False, None, None)
+    >>> _label(True), _label(0), _label(" FALSE "), _label("Incorrect"), _label("no"), _label(1.0)
+    (True, False, False, False, None, None)
     """
     if isinstance(value, bool):
         return value
@@ -92,7 +93,7 @@ def _row_problem(row: object) -> str | None:
 
 def read_bugs_file(path: str | Path) -> list[dict[str, Any]]:
     """Read an NL2SQL-BUGs-format JSONL file into dicts (blank lines skipped), every ``label`` a
-    boolean (:func:`_label` reads ``"false"`` and ``0`` too).
+    boolean (:func:`_label` reads ``"false"``, ``"incorrect"`` and ``0`` too).
 
     Raises:
         OSError: the file cannot be read.
@@ -104,7 +105,7 @@ def read_bugs_file(path: str | Path) -> list[dict[str, Any]]:
     from stef.errors import InputError
 
     rows: list[dict[str, Any]] = []
-    for number, line in json_lines(Path(path).read_text(encoding="utf-8")):
+    for number, line in json_lines(Path(path).read_text(encoding="utf-8-sig")):  # Excel's byte-order mark
         if not line.strip():
             continue
         try:

@@ -129,11 +129,19 @@ def test_bench_judge_reads_labels_written_as_text_or_numbers(tmp_path: Path) -> 
     name, so the figures equal those of the same file with JSON booleans."""
     rows = read_jsonl(GOLDEN_INPUT)
     as_text = [
-        {**row, "label": ["false", "TRUE"][row["label"]] if i % 2 else int(row["label"])} for i, row in enumerate(rows)
+        {
+            **row,
+            "label": ["false", "TRUE"][row["label"]]
+            if i % 3 == 1
+            else ["incorrect", " Correct"][row["label"]]
+            if i % 3 == 2
+            else int(row["label"]),
+        }
+        for i, row in enumerate(rows)
     ]
     booleans, texts = tmp_path / "booleans.jsonl", tmp_path / "texts.jsonl"
     booleans.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    texts.write_text("".join(json.dumps(row) + "\n" for row in as_text), encoding="utf-8")
+    texts.write_text("".join(json.dumps(row) + "\n" for row in as_text), encoding="utf-8-sig")  # with a BOM
     figures = [json.loads(CliRunner().invoke(app, ["bench-judge", str(f), "--json"]).output) for f in (booleans, texts)]
     assert figures[0] == figures[1] and 0 < figures[0]["share_correct"] < 1
 
