@@ -6,9 +6,12 @@ literals that do not fit a column's type ...). Two file kinds are read, one per 
 
 * ``<app_id>.sql``: DDL in the app's dialect (``pg_dump --schema-only``, ``sqlite3 .schema``),
   parsed with sqlglot. ``CREATE TABLE`` statements give tables, columns, types, primary and
-  foreign keys; a ``--`` comment after a column, a ``COMMENT '...'`` clause or a
-  ``COMMENT ON COLUMN`` statement gives the column's description; ``CREATE VIEW`` names a
-  table whose columns are not known. Other statements (indexes, inserts, settings) are skipped.
+  foreign keys (named ``CONSTRAINT`` clauses too); a ``--`` comment after a column, a ``COMMENT '...'``
+  clause or a ``COMMENT ON COLUMN`` statement gives the column's description; ``CREATE VIEW``
+  names a table whose columns are not known. Statements apply in order: ``ALTER TABLE`` adds key
+  constraints (``pg_dump`` declares keys that way) and adds, drops, renames or retypes columns,
+  ``DROP TABLE`` removes a table, and a table declared twice is an error (tables are matched by
+  name). Other statements (indexes, sequences, inserts, settings) are skipped.
 * ``<app_id>.json``: a catalog, in the format of :class:`CatalogDocument` (its JSON Schema:
   :func:`catalog_json_schema`), or the campaign catalog format ``{table: [columns]}``, or a dbt
   ``catalog.json`` (``nodes`` / ``sources`` with ``metadata.name`` and ``columns``).
@@ -277,6 +280,44 @@ def _column_from_def(definition: exp.ColumnDef) -> tuple[ColumnSchema, bool, For
     return column, primary, reference
 
 
+def _key_column_names(nodes: Iterable[exp.Expr]) -> tuple[str, ...]:
+    """Column names of a key's column list (``id``, ``[id] ASC``, ``"id"``)."""
+    return tuple(node.this.name if isinstance(node, exp.Ordered) else node.name for node in nodes)
+
+
+def _key_constraint(item: exp.Expr) -> tuple[tuple[str, ...] | None, list[ForeignKey]]:
+    """A table-level key constraint of ``CREATE TABLE`` or ``ALTER TABLE ... ADD``: its primary key
+    columns (``None``: it declares no primary key) and its foreign keys.
+
+    Reads ``PRIMARY KEY (a, b)``, ``FOREIGN KEY (a) REFERENCES t (b)``, both also named
+    (``CONSTRAINT name ...``, as ``pg_dump`` and SQL Server scripts write them), and SQL Server's
+    ``PRIMARY KEY CLUSTERED ([a] ASC)``. Anything else (``UNIQUE``, ``CHECK``, indexes) declares no key.
+    """
+    nodes = list(item.expressions) if isinstance(item, exp.Constraint) else [item]
+    primary: tuple[str, ...] | None = None
+    foreign: list[ForeignKey] = []
+    for node in nodes:
+        if isinstance(node, exp.PrimaryKey):
+            primary = _key_column_names(node.expressions)
+        elif isinstance(node, exp.PrimaryKeyColumnConstraint):  # SQL Server: PRIMARY KEY CLUSTERED (...)
+            for sibling in nodes:
+                if isinstance(sibling, (exp.ClusteredColumnConstraint, exp.NonClusteredColumnConstraint)):
+                    listed = sibling.this if isinstance(sibling.this, list) else [sibling.this]
+                    primary = _key_column_names(entry for entry in listed if isinstance(entry, exp.Expr))
+        elif isinstance(node, exp.ForeignKey):
+            reference_node = node.args.get("reference")
+            schema = reference_node.this if isinstance(reference_node, exp.Reference) else None
+            if isinstance(schema, exp.Schema) and isinstance(schema.this, exp.Table):
+                foreign.append(
+                    ForeignKey(
+                        _key_column_names(node.expressions), schema.this.name, _key_column_names(schema.expressions)
+                    )
+                )
+            elif isinstance(schema, exp.Table):
+                foreign.append(ForeignKey(_key_column_names(node.expressions), schema.name, ()))
+    return primary, foreign
+
+
 def _table_from_create(create: exp.Create) -> TableSchema | None:
     target = create.this
     if create.kind == "VIEW":
@@ -299,19 +340,11 @@ def _table_from_create(create: exp.Create) -> TableSchema | None:
                 primary.append(column.name)
             if reference is not None:
                 foreign.append(reference)
-        elif isinstance(item, exp.PrimaryKey):
-            primary = [node.name for node in item.expressions]
-        elif isinstance(item, exp.ForeignKey):
-            reference_node = item.args.get("reference")
-            schema = reference_node.this if isinstance(reference_node, exp.Reference) else None
-            if isinstance(schema, exp.Schema) and isinstance(schema.this, exp.Table):
-                foreign.append(
-                    ForeignKey(
-                        _identifier_names(item.expressions), schema.this.name, _identifier_names(schema.expressions)
-                    )
-                )
-            elif isinstance(schema, exp.Table):
-                foreign.append(ForeignKey(_identifier_names(item.expressions), schema.name, ()))
+        else:
+            declared, references = _key_constraint(item)
+            if declared is not None:
+                primary = list(declared)
+            foreign.extend(references)
     properties = create.args.get("properties")
     description = _comment_text(create.comments)
     if properties is not None:
@@ -321,6 +354,77 @@ def _table_from_create(create: exp.Create) -> TableSchema | None:
     keys = {identifier_key(name) for name in primary}
     columns = [replace(c, not_null=True) if identifier_key(c.name) in keys and not c.not_null else c for c in columns]
     return TableSchema(target.this.name, tuple(columns), tuple(primary), tuple(foreign), description)
+
+
+def _qualified_name(target: exp.Expr | None) -> str:
+    """``schema.table`` of a ``CREATE`` target as written (for messages)."""
+    table = target.this if isinstance(target, exp.Schema) else target
+    return ".".join(part.name for part in table.parts) if isinstance(table, exp.Table) else ""
+
+
+def _altered_table(table: TableSchema, actions: Iterable[exp.Expr]) -> TableSchema:
+    """``table`` after the actions of an ``ALTER TABLE`` statement, in order.
+
+    Read: ``ADD [CONSTRAINT name] PRIMARY KEY / FOREIGN KEY`` (how ``pg_dump`` declares keys),
+    ``ADD COLUMN``, ``DROP COLUMN``, ``RENAME COLUMN``, ``RENAME TO``, ``ALTER COLUMN ... TYPE`` and
+    ``SET NOT NULL``. Other actions (defaults, owners, ``UNIQUE`` / ``CHECK`` constraints) change
+    nothing STEF checks and are skipped.
+    """
+    for action in actions:
+        if isinstance(action, exp.AddConstraint):
+            for item in action.expressions:
+                primary, foreign = _key_constraint(item)
+                if primary is not None:
+                    keys = {identifier_key(name) for name in primary}
+                    table = replace(
+                        table,
+                        primary_key=primary,
+                        columns=tuple(
+                            replace(c, not_null=True) if identifier_key(c.name) in keys else c for c in table.columns
+                        ),
+                    )
+                if foreign:
+                    table = replace(table, foreign_keys=table.foreign_keys + tuple(foreign))
+        elif isinstance(action, exp.ColumnDef):
+            if table.column(action.name) is None:
+                column, is_primary, reference = _column_from_def(action)
+                table = replace(
+                    table,
+                    columns=(*table.columns, column),
+                    primary_key=(column.name,) if is_primary else table.primary_key,
+                    foreign_keys=table.foreign_keys + ((reference,) if reference is not None else ()),
+                )
+        elif isinstance(action, exp.Drop) and str(action.args.get("kind") or "").upper() == "COLUMN":
+            gone = {
+                identifier_key(node.name) for node in action.args.get("tables") or [action.this] if node is not None
+            }
+            table = replace(table, columns=tuple(c for c in table.columns if identifier_key(c.name) not in gone))
+        elif isinstance(action, exp.RenameColumn):
+            old, new = identifier_key(action.this.name), action.args["to"].name
+            table = replace(
+                table,
+                columns=tuple(replace(c, name=new) if identifier_key(c.name) == old else c for c in table.columns),
+            )
+        elif isinstance(action, exp.AlterRename) and isinstance(action.this, exp.Table):
+            table = replace(table, name=action.this.name)
+        elif isinstance(action, exp.AlterColumn):
+            name, dtype = identifier_key(action.this.name), action.args.get("dtype")
+            table = replace(
+                table,
+                columns=tuple(
+                    (
+                        replace(c, type=dtype.sql(), family=type_family(dtype))
+                        if isinstance(dtype, exp.DataType)
+                        else replace(c, not_null=True)
+                        if action.args.get("allow_null") is False
+                        else c
+                    )
+                    if identifier_key(c.name) == name
+                    else c
+                    for c in table.columns
+                ),
+            )
+    return table
 
 
 def _line_of(text: str, error: ParseError) -> str:
@@ -339,8 +443,9 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
         source: the file name, for evidence and errors.
 
     Raises:
-        SchemaError: the DDL does not parse (``"<source>: line N: <parser message>"``), or it
-            declares no table.
+        SchemaError: the DDL does not parse (``"<source>: line N: <parser message>"``), it
+            declares no table, or it declares one table name twice (without ``DROP TABLE`` or
+            ``CREATE OR REPLACE`` between; ``IF NOT EXISTS`` keeps the first).
 
     >>> schema = parse_ddl('''CREATE TABLE pets (pet_id INT PRIMARY KEY, kind TEXT -- cat or dog
     ... ); CREATE TABLE owners (id INT PRIMARY KEY, pet_id INT REFERENCES pets (pet_id));''', "sqlite")
@@ -359,17 +464,41 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
         raise SchemaError(
             f"{source}: not readable DDL ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
         ) from exc
-    tables: list[TableSchema] = []
+    declared: dict[str, tuple[str, TableSchema]] = {}  # table key -> (qualified name as written, table)
     comments: dict[tuple[str, str], str] = {}
     for statement in statements:
         if isinstance(statement, exp.Create):
             table = _table_from_create(statement)
-            if table is not None:
-                tables.append(table)
+            if table is None:
+                continue
+            key, qualified = identifier_key(table.name), _qualified_name(statement.this)
+            if key in declared and not statement.args.get("replace"):
+                if statement.args.get("exists"):  # CREATE ... IF NOT EXISTS: the first declaration stands
+                    continue
+                first = declared[key][0]
+                raise SchemaError(
+                    f"{source}: declares table {table.name!r} twice"
+                    + (f" ({first} and {qualified})" if identifier_key(first) != identifier_key(qualified) else "")
+                    + "; STEF matches tables by name, so an app's schema names each table once"
+                    + " (drop it first or use CREATE OR REPLACE to redeclare it)"
+                )
+            declared[key] = (qualified, table)
+        elif isinstance(statement, exp.Drop) and str(statement.args.get("kind") or "").upper() in {"TABLE", "VIEW"}:
+            for dropped in statement.args.get("tables") or [statement.this]:
+                if isinstance(dropped, exp.Table):
+                    declared.pop(identifier_key(dropped.name), None)
+        elif isinstance(statement, exp.Alter) and str(statement.args.get("kind") or "").upper() == "TABLE":
+            target = statement.this
+            entry = declared.get(identifier_key(target.name)) if isinstance(target, exp.Table) else None
+            if entry is not None:
+                altered = _altered_table(entry[1], statement.args.get("actions") or ())
+                del declared[identifier_key(entry[1].name)]
+                declared[identifier_key(altered.name)] = (entry[0], altered)
         elif isinstance(statement, exp.Comment) and str(statement.args.get("kind") or "").upper() == "COLUMN":
             target = statement.this
             if isinstance(target, exp.Column):
                 comments[(identifier_key(target.table), identifier_key(target.name))] = statement.expression.name
+    tables = [table for _, table in declared.values()]
     if not tables:
         raise SchemaError(f"{source}: declares no table (expected CREATE TABLE statements)")
     if comments:

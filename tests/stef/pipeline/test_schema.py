@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlglot
 from typer.testing import CliRunner
 
 from flows.cli.main import app
@@ -16,6 +17,7 @@ from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus
 from stef.pipeline.evaluate import evaluate_many
 from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, SchemaError, parse_catalog, parse_ddl
 from stef.pipeline.schema_book import SchemaBook, load_schema_file
+from stef.pipeline.schema_checks import check_against_schema
 from tests.stef.pipeline.schemas import PETS_DDL
 from tests.support.checkout import REPO_ROOT
 
@@ -259,3 +261,122 @@ def test_catalog_commands() -> None:
     assert schema.exit_code == 0 and json.loads(schema.output)["title"] == "CatalogDocument"
     shown = runner.invoke(app, ["catalog", "show", str(DEMO_SCHEMAS / "california_schools.sql"), "--dialect", "sqlite"])
     assert shown.exit_code == 0 and "satscores" in shown.output
+
+
+PG_DUMP = REPO_ROOT / "tests" / "fixtures" / "schemas" / "pg_dump_shop.sql"
+
+
+def test_a_pg_dump_schema_gives_the_keys_its_alter_table_statements_declare() -> None:
+    """``pg_dump --schema-only`` declares primary and foreign keys in ``ALTER TABLE ... ADD
+    CONSTRAINT`` after the tables; they were skipped, so the schema had no key and no join was checked."""
+    schema = parse_ddl(PG_DUMP.read_text(encoding="utf-8"), "postgres", str(PG_DUMP))
+    customers, orders = schema.table("customers"), schema.table("public.orders")
+    assert customers is not None and orders is not None
+    assert (customers.primary_key, orders.primary_key) == (("id",), ("id",))
+    assert [(k.columns, k.ref_table, k.ref_columns) for k in orders.foreign_keys] == [
+        (("customer_id",), "customers", ("id",))
+    ]
+    assert customers.column("name") is not None and customers.column("name").description == "Full legal name"  # type: ignore[union-attr]
+    assert schema.is_foreign_key_pair(("orders", "customer_id"), ("customers", "id"))
+    report = check_against_schema(
+        sqlglot.parse_one("SELECT c.name FROM orders AS o JOIN customers AS c ON o.total = c.id", read="postgres"),
+        schema,
+        dialect="postgres",
+    )
+    assert report.non_key_joins == ("JOIN ON o.total = c.id (not a declared key pair)",)
+    keyed = check_against_schema(
+        sqlglot.parse_one(
+            "SELECT c.name FROM orders AS o JOIN customers AS c ON o.customer_id = c.id", read="postgres"
+        ),
+        schema,
+        dialect="postgres",
+    )
+    assert keyed.non_key_joins == ()
+
+
+@pytest.mark.parametrize(
+    ("dialect", "ddl"),
+    [
+        pytest.param(
+            "postgres",
+            "CREATE TABLE u (id INT, CONSTRAINT u_pk PRIMARY KEY (id));"
+            "CREATE TABLE t (a INT, b INT, CONSTRAINT t_fk FOREIGN KEY (a) REFERENCES u (id), CONSTRAINT t_pk PRIMARY KEY (a, b))",
+            id="postgres_named",
+        ),
+        pytest.param(
+            "tsql",
+            "CREATE TABLE [dbo].[u] ([id] INT NOT NULL, CONSTRAINT [PK_u] PRIMARY KEY CLUSTERED ([id] ASC));"
+            "CREATE TABLE [dbo].[t] ([a] INT NOT NULL, [b] INT NOT NULL,"
+            " CONSTRAINT [FK_t_u] FOREIGN KEY ([a]) REFERENCES [dbo].[u] ([id]),"
+            " CONSTRAINT [PK_t] PRIMARY KEY NONCLUSTERED ([a] ASC, [b] DESC))",
+            id="sql_server_clustered",
+        ),
+        pytest.param(
+            "mysql",
+            "CREATE TABLE u (id INT NOT NULL, PRIMARY KEY (id), KEY idx (id)) ENGINE=InnoDB;"
+            "CREATE TABLE t (a INT, b INT, PRIMARY KEY (a, b), CONSTRAINT t_fk FOREIGN KEY (a) REFERENCES u (id))",
+            id="mysql",
+        ),
+        pytest.param(
+            "postgres",
+            "CREATE TABLE u (id INT); CREATE TABLE t (a INT, b INT);"
+            "ALTER TABLE ONLY u ADD CONSTRAINT u_pk PRIMARY KEY (id);"
+            "ALTER TABLE t ADD PRIMARY KEY (a, b), ADD CONSTRAINT t_fk FOREIGN KEY (a) REFERENCES u (id)",
+            id="alter_table",
+        ),
+    ],
+)
+def test_named_and_altered_key_constraints_declare_keys(dialect: str, ddl: str) -> None:
+    schema = parse_ddl(ddl, dialect)
+    u, t = schema.table("u"), schema.table("t")
+    assert u is not None and t is not None
+    assert u.primary_key == ("id",)
+    assert t.primary_key == ("a", "b")
+    assert [(k.columns, k.ref_table, k.ref_columns) for k in t.foreign_keys] == [(("a",), "u", ("id",))]
+    assert schema.is_key_pair(("t", "a"), ("u", "id"))
+    assert u.column("id").not_null  # type: ignore[union-attr]  # a primary key column holds no NULL
+
+
+def test_ddl_statements_apply_in_order() -> None:
+    schema = parse_ddl(
+        "CREATE TABLE t (a INT, b TEXT, c TEXT);"
+        "CREATE TABLE IF NOT EXISTS t (z INT);"  # t exists: skipped, as the database skips it
+        "ALTER TABLE t ADD COLUMN d DATE;"
+        "ALTER TABLE t DROP COLUMN c;"
+        "ALTER TABLE t RENAME COLUMN b TO label;"
+        "ALTER TABLE t ALTER COLUMN a TYPE BIGINT;"
+        "ALTER TABLE t ALTER COLUMN label SET NOT NULL;"
+        "CREATE TABLE old (x INT); DROP TABLE IF EXISTS old;"
+        "CREATE TABLE w (x INT); CREATE OR REPLACE TABLE w (y TEXT);"
+        "CREATE TABLE r (x INT); ALTER TABLE r RENAME TO renamed;",
+        "postgres",
+    )
+    t = schema.table("t")
+    assert t is not None
+    assert [(c.name, c.type, c.family, c.not_null) for c in t.columns] == [
+        ("a", "BIGINT", "integer", False),
+        ("label", "TEXT", "text", True),
+        ("d", "DATE", "date", False),
+    ]
+    assert schema.table("old") is None and schema.table("r") is None
+    assert [c.name for c in schema.table("w").columns] == ["y"]  # type: ignore[union-attr]
+    assert [table.name for table in schema.tables] == ["t", "w", "renamed"]
+
+
+@pytest.mark.parametrize(
+    ("ddl", "message"),
+    [
+        pytest.param("CREATE TABLE t (a INT); CREATE TABLE T (b INT)", "declares table 'T' twice;", id="same_name"),
+        pytest.param(
+            "CREATE TABLE sales.t (a INT); CREATE TABLE archive.t (b INT)",
+            r"declares table 't' twice \(sales\.t and archive\.t\)",
+            id="two_schemas",
+        ),
+    ],
+)
+def test_a_table_declared_twice_is_a_clear_error(tmp_path: Path, ddl: str, message: str) -> None:
+    """The second declaration silently replaced the first: checks ran against one of two tables."""
+    path = tmp_path / "shop.sql"
+    path.write_text(ddl, encoding="utf-8")
+    with pytest.raises(SchemaError, match=rf"shop\.sql: {message}"):
+        load_schema_file(path, "postgres")
