@@ -440,7 +440,13 @@ def demo(
         from flows.nightly import nightly_days
         from warehouse import connect, read_daily_metrics
 
-        with running_flows(quiet=quiet, prepare=nightly_preparation()):
+        def kept() -> str:
+            return (
+                f"the demo days scored before it stay in {warehouse_path} (each day is written in one "
+                "transaction); run stef demo again to score them all"
+            )
+
+        with interruptible(kept), running_flows(quiet=quiet, prepare=nightly_preparation()):
             summaries = nightly_days(days, logs_root=str(logs_root), warehouse=str(warehouse_path))
         with connect(str(warehouse_path)) as conn:
             frame = read_daily_metrics(

@@ -301,3 +301,21 @@ def test_a_command_started_with_ctrl_c_ignored_is_not_stopped_by_it(tmp_path: Pa
     assert code == 0, command.err
     assert "interrupted" not in command.err and "Traceback" not in command.err
     assert len(out.read_text(encoding="utf-8").splitlines()) == 20
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_stef_demo_with_one_line_and_the_demo_runs_again(tmp_path: Path) -> None:
+    """``stef demo`` stopped at a Ctrl-C without saying what it had kept or what to do."""
+    command = _Command(tmp_path, "demo", "--workdir", str(tmp_path))
+    command.wait_for(lambda: command.err.count("Beginning flow run") >= 2)  # the first day is stored
+    took = command.interrupt(signal.SIGINT, group=True)
+    if command.process.returncode == 0:  # pragma: no cover - a machine that scored every day first
+        pytest.skip("the demo finished before the signal")
+    line = _assert_interrupted(command, took, signal.SIGINT)
+    assert line == (
+        f"interrupted by SIGINT: the demo days scored before it stay in {tmp_path / 'stef-demo.duckdb'} "
+        "(each day is written in one transaction); run stef demo again to score them all"
+    )
+    again = _Command(tmp_path, "demo", "--workdir", str(tmp_path), "--quiet")
+    assert again.finish() == 0, again.err
+    assert "Daily metrics read back from" in "".join(again.stdout)
