@@ -212,14 +212,12 @@ def nightly_plans(
 ) -> list[DriftPlan]:
     """The checks of one night: per agent with data that day, newest version vs the one before
     (when there is one) and the newest version vs its own previous window; windows end at ``log_date``.
-    An agent with no scored answer up to ``log_date`` (its lines rejected, its answers unscored) has no
-    version to check and gets no plan."""
+    An agent with no valid record up to ``log_date`` (only rejected lines) has no version to check and
+    gets no plan; a version whose answers all went unscored is checked (its coverage)."""
     plans: list[DriftPlan] = []
     for agent_id in agents_on_day(conn, log_date, evaluator_version):
         versions = order_versions(version_first_days(conn, agent_id, evaluator_version, until=log_date))
-        if (
-            not versions
-        ):  # only rejected lines or unscored answers so far: nothing to compare, the other agents are checked
+        if not versions:  # only rejected lines so far: nothing to compare, the other agents are checked
             continue
         if len(versions) >= 2:
             plans.append(plan_version_check(conn, agent_id, evaluator_version, end=log_date, window_days=window_days))

@@ -137,8 +137,10 @@ def agents_on_day(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_ver
 def version_first_days(
     conn: duckdb.DuckDBPyConnection, agent_id: str, evaluator_version: str, until: date | None = None
 ) -> dict[str, date]:
-    """Agent version -> first day it has scored evaluations of ``evaluator_version`` (up to ``until``;
-    rows of rejected lines and unscored answers do not make a version).
+    """Agent version -> first day it has evaluations of ``evaluator_version`` of valid records (up to
+    ``until``): a scored answer, or an unscored one of a stored run (``agent_runs``). Rows of rejected
+    lines do not make a version (their version is whatever the broken line said); a release whose every
+    answer went unscored (parse errors, non-SELECT statements) does, so its coverage collapse is checked.
 
     Args:
         conn: a warehouse connection.
@@ -153,7 +155,10 @@ def version_first_days(
         """
         SELECT agent_version, min(log_date) FROM evaluations
         WHERE agent_id = $agent AND evaluator_version = $version AND agent_version IS NOT NULL
-          AND status = 'evaluated'  -- a version named only by rejected lines is no release to check
+          -- a version named only by rejected lines is no release to check; one of unscored valid records is
+          AND (status = 'evaluated' OR EXISTS (
+              SELECT 1 FROM agent_runs r WHERE r.run_id = evaluations.run_id AND r.log_date = evaluations.log_date
+          ))
           AND ($until::DATE IS NULL OR log_date <= $until)
         GROUP BY agent_version
         """,

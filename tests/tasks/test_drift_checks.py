@@ -10,12 +10,14 @@ import pytest
 
 from stef.models import EVALUATOR_VERSION
 from stef.monitor.models import DriftError, DriftKind, DriftPlan, DriftThresholds
-from tasks.drift_checks import nightly_plans, plan_temporal_check, plan_version_check, run_drift_check
+from stef.monitor.sentence import drift_sentence
+from tasks.drift_checks import nightly_plans, plan_temporal_check, plan_version_check, run_check, run_drift_check
 from tests.support.monitoring_support import answers, store_answers
 from tests.warehouse.monitoring_helpers import FAST, day
 from warehouse import WarehouseError, connect
 from warehouse.monitoring import (
     read_drift_checks,
+    version_first_days,
 )
 
 
@@ -104,8 +106,8 @@ def test_nightly_plans_end_at_the_day(rollout: Path) -> None:
 
 
 def test_an_agent_without_scored_answers_leaves_the_other_agents_checked(rollout: Path) -> None:
-    """A new agent whose only answers of the night are unscored (parse errors) has no version to
-    check: it gets no plan, and the other agents' checks of the night are still planned."""
+    """A new agent whose only answers of the night are unscored (parse errors) gets its temporal check
+    (nothing to compare: insufficient data), and the other agents' checks of the night are still planned."""
     with connect(rollout) as c:
         store_answers(
             c,
@@ -113,10 +115,44 @@ def test_an_agent_without_scored_answers_leaves_the_other_agents_checked(rollout
             answers("v2-7", "bird", "v2.0", [60.0, 80.0] * 5) + answers("broken-7", "aaa-broken", "v1", [None] * 3),
         )
         plans = nightly_plans(c, day(7), EVALUATOR_VERSION)
+        broken = run_check(c, plans[0], FAST)
     assert [(p.agent_id, p.kind.value, p.candidate_version) for p in plans] == [
+        ("aaa-broken", "temporal", "v1"),
         ("bird", "version", "v2.0"),
         ("bird", "temporal", "v2.0"),
     ]
+    assert (broken.result.verdict.value, broken.result.n_candidate, broken.result.records_candidate) == (
+        "insufficient_data",
+        0,
+        3,
+    )
+
+
+def test_a_release_whose_every_answer_is_unscored_is_checked_against_the_one_before(tmp_path: Path) -> None:
+    """A new version that only produced unscored answers (parse errors) is a release: the night compares it
+    with the version before and reports its coverage collapse (100 % -> 0 %) as drift for the worse."""
+    with connect(tmp_path / "w.duckdb") as c:
+        store_answers(c, day(0), answers("v1-0", "bird", "v1", [60.0, 80.0] * 60))
+        store_answers(c, day(1), answers("v2-1", "bird", "v2", [None] * 120))
+        assert version_first_days(c, "bird", EVALUATOR_VERSION) == {"v1": day(0), "v2": day(1)}
+        plans = nightly_plans(c, day(1), EVALUATOR_VERSION)
+        assert [(p.kind.value, p.baseline_version, p.candidate_version) for p in plans] == [
+            ("version", "v1", "v2"),
+            ("temporal", "v2", "v2"),
+        ]
+        check = run_check(c, plans[0], FAST)
+    result = check.result
+    assert (result.verdict.value, result.direction.value) == ("drift", "worse")
+    assert (result.n_baseline, result.records_baseline, result.n_candidate, result.records_candidate) == (
+        120,
+        120,
+        0,
+        120,
+    )
+    assert result.coverage is not None and result.coverage.delta == pytest.approx(-1.0)
+    assert drift_sentence(check.summary()) == (
+        "bird v2 has no scored answers to compare with v1; it scores 0 % of its answers, down from 100 %: worse."
+    )
 
 
 def test_run_drift_check_compares_and_stores(rollout: Path) -> None:
