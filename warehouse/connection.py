@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 
 from warehouse.errors import WarehouseError, WarehouseLockedError, WarehouseReadOnlyError
-from warehouse.migrate import apply_migrations, available_migrations, current_version
+from warehouse.migrate import apply_migrations, available_migrations, check_is_warehouse, current_version
 
 DEFAULT_PATH = Path("stef.duckdb")
 """Warehouse file used when neither an explicit path nor ``STEF_WAREHOUSE`` is given (relative
@@ -186,6 +186,7 @@ def connect(
         except duckdb.Error as exc:
             raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc
     try:
+        check_is_warehouse(conn, f"warehouse {target}")
         if read_only:
             latest = available_migrations()[-1].version
             if current_version(conn) < latest:

@@ -77,6 +77,51 @@ def current_version(conn: duckdb.DuckDBPyConnection) -> int:
     return int(conn.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0])
 
 
+def foreign_tables(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    """The tables and views of a database that is not a STEF warehouse: it has no ``schema_version``
+    table but holds others (another application's database); ``[]`` for a warehouse or an empty file.
+
+    >>> conn = duckdb.connect()
+    >>> foreign_tables(conn)
+    []
+    >>> _ = conn.execute("CREATE TABLE sales (id INTEGER)")
+    >>> foreign_tables(conn)
+    ['sales']
+    """
+    if conn.execute(
+        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version' AND table_schema = 'main'"
+    ).fetchall()[0][0]:
+        return []
+    rows = conn.execute(
+        """
+        SELECT name FROM (
+            SELECT schema_name, table_name AS name FROM duckdb_tables()
+            WHERE NOT internal AND database_name = current_database()
+            UNION ALL
+            SELECT schema_name, view_name FROM duckdb_views() WHERE NOT internal AND database_name = current_database()
+        ) ORDER BY schema_name, name
+        """
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def check_is_warehouse(conn: duckdb.DuckDBPyConnection, where: str) -> None:
+    """Raise :class:`WarehouseError` when ``conn`` is another application's DuckDB database
+    (:func:`foreign_tables`): STEF neither migrates nor reads it.
+
+    Args:
+        conn: an open connection.
+        where: the file, for the message.
+    """
+    foreign = foreign_tables(conn)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        raise WarehouseError(
+            f"{where} is a DuckDB database but not a STEF warehouse (no schema_version table; it holds {shown}); "
+            "nothing was changed in it: pass a new file or a STEF warehouse"
+        )
+
+
 def apply_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
     """Apply every migration not yet recorded in ``schema_version``.
 
@@ -87,9 +132,11 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
         The versions applied now, in order (``()`` when the schema was up to date).
 
     Raises:
-        WarehouseError: a migration failed (it is rolled back; the message names the file), or
-            the database has a newer schema than this version of stef knows.
+        WarehouseError: a migration failed (it is rolled back; the message names the file), the
+            database has a newer schema than this version of stef knows, or it is another
+            application's database (:func:`check_is_warehouse`; nothing is written to it).
     """
+    check_is_warehouse(conn, "the database")
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
     )

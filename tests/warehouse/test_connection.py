@@ -149,3 +149,33 @@ def test_duckdb_memory_limit_is_bounded_and_configurable(tmp_path: Path, monkeyp
     monkeypatch.setenv("STEF_DUCKDB_MEMORY_LIMIT", "lots")
     with pytest.raises(WarehouseError, match="STEF_DUCKDB_MEMORY_LIMIT='lots' is not a DuckDB memory size"):
         warehouse.connect(tmp_path / "c.duckdb")
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["write", "read"])
+def test_another_applications_duckdb_file_is_refused_and_left_unchanged(tmp_path: Path, read_only: bool) -> None:
+    """A DuckDB file without ``schema_version`` that holds tables is not migrated into a warehouse (STEF's
+    tables were added to it, or its own ``evaluations`` table broke migration 0001 after ``schema_version``
+    was left in it); opening it to read does not advise migrating it."""
+    path = tmp_path / "sales.duckdb"
+    with duckdb.connect(str(path)) as other:
+        other.execute("CREATE TABLE evaluations (x INTEGER); INSERT INTO evaluations VALUES (7)")
+        other.execute("CREATE SCHEMA crm; CREATE TABLE crm.customers (id INTEGER); CREATE VIEW totals AS SELECT 1 AS n")
+    with pytest.raises(WarehouseError) as raised:
+        connect(path, read_only=read_only)
+    assert str(raised.value) == (
+        f"warehouse {path} is a DuckDB database but not a STEF warehouse (no schema_version table; it holds "
+        "customers, evaluations, totals); nothing was changed in it: pass a new file or a STEF warehouse"
+    )
+    with duckdb.connect(str(path), read_only=True) as other:
+        assert other.execute("SELECT schema_name, table_name FROM duckdb_tables() ORDER BY ALL").fetchall() == [
+            ("crm", "customers"),
+            ("main", "evaluations"),
+        ]
+        assert other.execute("SELECT x FROM evaluations").fetchall() == [(7,)]
+
+
+def test_an_empty_duckdb_file_becomes_a_warehouse(tmp_path: Path) -> None:
+    path = tmp_path / "empty.duckdb"
+    duckdb.connect(str(path)).close()
+    with connect(path) as conn:
+        assert current_version(conn) == warehouse.migrate.available_migrations()[-1].version
