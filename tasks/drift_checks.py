@@ -211,7 +211,8 @@ def nightly_plans(
     conn: Any, log_date: date, evaluator_version: str, window_days: int = DEFAULT_WINDOW_DAYS
 ) -> list[DriftPlan]:
     """The checks of one night: per agent with data that day, newest version vs the one before
-    (when there is one) and the newest version vs its own previous window; windows end at ``log_date``.
+    (when there is one) and the newest version that ran that day vs its own previous window (after a
+    rollback the version serving the answers, not the newest one); windows end at ``log_date``.
     An agent with no valid record up to ``log_date`` (only rejected lines) has no version to check and
     gets no plan; a version whose answers all went unscored is checked (its coverage)."""
     plans: list[DriftPlan] = []
@@ -221,7 +222,17 @@ def nightly_plans(
             continue
         if len(versions) >= 2:
             plans.append(plan_version_check(conn, agent_id, evaluator_version, end=log_date, window_days=window_days))
-        plans.append(plan_temporal_check(conn, agent_id, evaluator_version, end=log_date, window_days=window_days))
+        running = [v for v in versions if last_day(conn, agent_id, evaluator_version, v, until=log_date) == log_date]
+        plans.append(
+            plan_temporal_check(
+                conn,
+                agent_id,
+                evaluator_version,
+                version=running[-1] if running else versions[-1],
+                end=log_date,
+                window_days=window_days,
+            )
+        )
     return plans
 
 

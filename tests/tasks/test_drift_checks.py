@@ -155,6 +155,26 @@ def test_a_release_whose_every_answer_is_unscored_is_checked_against_the_one_bef
     )
 
 
+def test_after_a_rollback_the_night_checks_the_version_that_ran_against_its_past(tmp_path: Path) -> None:
+    """v2 replaced v1 for a day, then v1 came back: the temporal check of the following nights is of v1 (the
+    answers of the night), which got worse, not of v2 (no answers in its window: insufficient data)."""
+    with connect(tmp_path / "w.duckdb") as c:
+        for offset in range(7):
+            version, score = ("v2", 80.0) if offset == 3 else ("v1", 80.0 if offset < 3 else 40.0)
+            store_answers(c, day(offset), answers(f"{version}-{offset}", "bird", version, [score] * 50))
+        plans = nightly_plans(c, day(6), EVALUATOR_VERSION, window_days=3)
+        checks = [run_check(c, plan, FAST) for plan in plans]
+    assert [(p.kind.value, p.baseline_version, p.candidate_version) for p in plans] == [
+        ("version", "v1", "v2"),
+        ("temporal", "v1", "v1"),
+    ]
+    temporal = checks[1].result
+    assert (plans[1].baseline_window, plans[1].candidate_window) == ((day(1), day(3)), (day(4), day(6)))
+    assert (temporal.verdict.value, temporal.direction.value) == ("drift", "worse")
+    assert (temporal.n_baseline, temporal.n_candidate) == (100, 150)
+    assert temporal.mean is not None and temporal.mean.delta == pytest.approx(40.0 - 80.0)
+
+
 def test_run_drift_check_compares_and_stores(rollout: Path) -> None:
     check = run_drift_check(rollout, "bird", thresholds=FAST)
     summary = check.summary()
