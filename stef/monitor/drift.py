@@ -14,7 +14,9 @@ Statistics (all reported, whatever the verdict):
 * PSI (population stability index) over the fixed 10-point score bins ``[0, 10) … [90, 100]``;
 * mean and P90 deltas (candidate − baseline) with bootstrap confidence intervals
   (``scipy.stats.bootstrap``, independent resampling of both samples);
-* coverage delta (share of records that got a score) with a bootstrap confidence interval;
+* coverage delta (share of records that got a score) with Newcombe's hybrid score interval
+  (:func:`stef.monitor.statistics.proportion_delta`: Wilson intervals of both shares, honest at
+  and near 100 % coverage, where a bootstrap of the 0/1 indicators is too narrow);
 * chi-square tests of the verdict and filter-status counts (``scipy.stats.chi2_contingency``)
   with Cramér's V.
 
@@ -75,12 +77,11 @@ from stef.monitor.models import (
     OperatingPoint,
 )
 from stef.monitor.statistics import (
-    bootstrap_delta,
     bootstrap_deltas,
     category_test,
-    coverage_indicators,
     mean,
     p90,
+    proportion_delta,
     psi,
     score_histogram,
 )
@@ -203,7 +204,9 @@ def compare(
             psi=psi(b, c),
         )
     if baseline.records >= 2 and candidate.records >= 2:
-        stats["coverage"] = bootstrap_delta(coverage_indicators(baseline), coverage_indicators(candidate), mean, limits)
+        stats["coverage"] = proportion_delta(
+            baseline.n, baseline.records, candidate.n, candidate.records, limits.confidence_level
+        )
 
     points = shipped_operating_points() if operating_points is None else operating_points
     b_p, b_points, b_pairs = _estimable(baseline, points)

@@ -269,13 +269,14 @@ class DriftSample:
 
 
 class Delta(_Frozen):
-    """A candidate − baseline difference of one statistic with its bootstrap interval.
+    """A candidate − baseline difference of one statistic with its confidence interval (a bootstrap
+    interval; for the coverage, Newcombe's score interval: :func:`stef.monitor.statistics.proportion_delta`).
 
     Attributes:
         baseline: the statistic on the baseline sample.
         candidate: the statistic on the candidate sample.
         delta: ``candidate - baseline``.
-        ci_low: lower end of the bootstrap confidence interval of ``delta``.
+        ci_low: lower end of the confidence interval of ``delta``.
         ci_high: upper end.
     """
 

@@ -97,6 +97,25 @@ def test_compare_reports_the_scipy_statistics() -> None:
             "coverage",
             id="coverage_collapse_with_few_scores",
         ),
+        # 4 unscored of 120 against none, 3.3 points: too few to tell (Fisher's exact p 0.12); a bootstrap
+        # interval of the 0/1 indicators excluded 0 and called it drift
+        pytest.param(
+            sample(cycle([60.0, 80.0], 120)),
+            sample(cycle([60.0, 80.0], 116), unscored=4),
+            DriftVerdict.NO_DRIFT,
+            None,
+            None,
+            id="few_unscored_against_none",
+        ),
+        # 25 unscored of 500 against none: a real coverage drop
+        pytest.param(
+            sample(cycle([60.0, 80.0], 500)),
+            sample(cycle([60.0, 80.0], 475), unscored=25),
+            DriftVerdict.DRIFT,
+            DriftDirection.WORSE,
+            "coverage",
+            id="coverage_drop_against_full_coverage",
+        ),
         # scores up, coverage down
         pytest.param(
             sample(cycle([50.0, 70.0], 400)),

@@ -14,7 +14,14 @@ import stef.monitor.models
 import stef.monitor.statistics
 import stef.monitor.windows
 from stef.monitor.models import DriftError
-from stef.monitor.statistics import bootstrap_delta, bootstrap_deltas, category_test, psi, score_histogram
+from stef.monitor.statistics import (
+    bootstrap_delta,
+    bootstrap_deltas,
+    category_test,
+    proportion_delta,
+    psi,
+    score_histogram,
+)
 from tests.stef.monitor.drift_helpers import FAST
 
 
@@ -143,3 +150,42 @@ def test_constant_samples_give_their_point_interval_without_resampling(monkeypat
     assert (shifted.delta, shifted.ci_low, shifted.ci_high, shifted.excludes_zero) == (-43.5, -43.5, -43.5, True)
     with pytest.raises(AssertionError, match="resampled"):
         bootstrap_delta([1.0] * 50 + [0.0], [1.0] * 40, stef.monitor.statistics.mean, FAST)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "low", "high"),
+    [
+        # Newcombe (1998), Statistics in Medicine 17:873-890, Table II, method 10 (hybrid score), examples a-h
+        pytest.param((56, 70), (48, 80), 0.0524, 0.3339, id="a"),
+        pytest.param((9, 10), (3, 10), 0.1705, 0.8090, id="b"),
+        pytest.param((6, 7), (2, 7), 0.0582, 0.8062, id="c"),
+        pytest.param((5, 56), (0, 29), -0.0381, 0.1926, id="d"),
+        pytest.param((0, 10), (0, 20), -0.1611, 0.2775, id="g"),
+        pytest.param((10, 10), (0, 20), 0.6791, 1.0000, id="h"),
+    ],
+)
+def test_proportion_delta_is_newcombes_hybrid_score_interval(
+    first: tuple[int, int], second: tuple[int, int], low: float, high: float
+) -> None:
+    """The published intervals of θ = p1 − p2 (``proportion_delta`` gives candidate − baseline: p1 is the candidate)."""
+    delta = proportion_delta(second[0], second[1], first[0], first[1], 0.95)
+    assert delta.delta == pytest.approx(first[0] / first[1] - second[0] / second[1])
+    assert (round(delta.ci_low, 4), round(delta.ci_high, 4)) == (low, high)
+
+
+def test_proportion_delta_keeps_a_full_side_uncertain() -> None:
+    """120 of 120 records scored against 116 of 120: a bootstrap of the 0/1 indicators resamples the full side
+    as 100 % every time and excluded 0 (Fisher's exact p = 0.12); the score interval does not."""
+    assert stats.fisher_exact([[120, 0], [116, 4]]).pvalue > 0.1
+    delta = proportion_delta(120, 120, 116, 120, 0.95)
+    assert delta.delta == pytest.approx(-4 / 120)
+    assert delta.ci_low < 0.0 < delta.ci_high and not delta.excludes_zero
+    bootstrap = bootstrap_delta([1.0] * 120, [1.0] * 116 + [0.0] * 4, stef.monitor.statistics.mean, FAST)
+    assert bootstrap.excludes_zero  # what the coverage criterion used before
+    assert proportion_delta(120, 120, 120, 120, 0.95).ci_low < 0.0  # no width-zero interval at 100 %
+
+
+@pytest.mark.parametrize(("successes", "trials"), [(0, 0), (5, 4), (-1, 3)])
+def test_proportion_delta_refuses_impossible_counts(successes: int, trials: int) -> None:
+    with pytest.raises(DriftError, match="0 <= successes <= trials"):
+        proportion_delta(successes, trials, 1, 2, 0.95)
