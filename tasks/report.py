@@ -272,7 +272,8 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
 
     ``out`` is the HTML file; a folder (one that exists, or a path ending in ``/``) gets
     ``stef-report-<week>.html`` inside; ``None`` means that name in the working directory. The
-    Markdown twin has the same name with ``.md``.
+    Markdown twin has the same name with ``.md``. An ``out`` ending in ``.md`` names the twin, and
+    the HTML file takes the same name with ``.html`` (else the twin would overwrite the HTML).
 
     Raises:
         InputError: either path exists and is not a regular file (``/dev/null``, a pipe, a folder
@@ -283,6 +284,8 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
     ['stef-report-2026-W48.html', 'stef-report-2026-W48.md']
     >>> [str(p) for p in report_paths("reports/", "2026-W48")]
     ['reports/stef-report-2026-W48.html', 'reports/stef-report-2026-W48.md']
+    >>> [str(p) for p in report_paths("week.MD", "2026-W48")]
+    ['week.html', 'week.MD']
     """
     name = f"stef-report-{week}.html"
     if out is None or not str(out):
@@ -291,7 +294,10 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
         html = Path(out) / name
     else:
         html = Path(out)
-    markdown = html.with_suffix(".md")
+    if html.suffix.lower() == ".md":  # the twin's name: the HTML goes beside it
+        html, markdown = html.with_suffix(".html"), html
+    else:
+        markdown = html.with_suffix(".md")
     for path in (html, markdown):
         if path.exists() and not path.is_file():  # a device, a pipe, a socket or (the twin) a folder
             raise InputError(

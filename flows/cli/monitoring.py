@@ -601,7 +601,7 @@ def report(
         str | None,
         typer.Option(
             "--out",
-            help="HTML file, or a folder (existing, or ending in /) for stef-report-<week>.html (default: that name here); the .md twin goes beside it.",
+            help="HTML file, or a folder (existing, or ending in /) for stef-report-<week>.html (default: that name here); the .md twin goes beside it (a FILE.md names the twin, the HTML is FILE.html).",
         ),
     ] = None,
     evaluator_version: Annotated[

@@ -153,6 +153,16 @@ def test_write_report_writes_both_files(data: ReportData, tmp_path: Path) -> Non
     ]
 
 
+def test_an_out_ending_in_md_names_the_twin_and_keeps_the_html(data: ReportData, tmp_path: Path) -> None:
+    """``--out week.md`` wrote the HTML to week.md and then the Markdown twin over it: the HTML was
+    lost while the command printed ``HTML report: week.md``."""
+    files = write_report.fn(data, str(tmp_path / "week.md"))
+    assert (Path(files.html), Path(files.markdown)) == (tmp_path / "week.html", tmp_path / "week.md")
+    assert "data:image/png;base64," in (tmp_path / "week.html").read_text(encoding="utf-8")
+    assert (tmp_path / "week.md").read_text(encoding="utf-8") == render_markdown(data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["week.html", "week.md"]
+
+
 def test_report_paths(tmp_path: Path) -> None:
     assert report_paths(tmp_path, "2026-W48") == (
         tmp_path / "stef-report-2026-W48.html",
