@@ -334,8 +334,10 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
 
     try:
         text = read_config_text(path, LABEL_FILE_MAX_BYTES).removeprefix("\ufeff")  # Excel's byte-order mark
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LabelFileError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from exc
+    except OSError as exc:
+        raise LabelFileError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise LabelFileError(_not_utf8_message(path, exc)) from exc
     stripped = text.lstrip()
     problems: list[tuple[int, str]] = []
     if path.suffix.lower() == ".json" or stripped.startswith("["):
@@ -354,6 +356,22 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
     else:
         records = _csv_records(path, text)
     return _checked(path, records, keep_problems, problems)
+
+
+def _not_utf8_message(path: Path, exc: UnicodeDecodeError) -> str:
+    """The error of a label file that is not UTF-8: the line and byte, and how to save it instead.
+
+    A spreadsheet's plain "CSV" (Windows-1252 in Excel) and PowerShell's UTF-16 are the usual cases.
+
+    >>> bad = b"run_id,label,note\\nr1,correct,tr\\xe8s bien\\n"
+    >>> _not_utf8_message(Path("labels.csv"), UnicodeDecodeError("utf-8", bad, 31, 32, "invalid"))
+    'labels.csv:2: not UTF-8 text (byte 0xe8); save the file as UTF-8 (Excel: "CSV UTF-8")'
+    """
+    data = exc.object if isinstance(exc.object, bytes) else bytes(exc.object)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return f'{path}: UTF-16 text, not UTF-8; save the file as UTF-8 (Excel: "CSV UTF-8")'
+    line = data.count(b"\n", 0, exc.start) + 1
+    return f'{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save the file as UTF-8 (Excel: "CSV UTF-8")'
 
 
 CSV_FIELD_LIMIT = LABEL_FILE_MAX_BYTES

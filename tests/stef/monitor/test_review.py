@@ -387,3 +387,17 @@ def test_a_jsonl_label_file_splits_at_line_feeds_only(tmp_path: Path) -> None:
     path.write_text(json.dumps(lines[0], ensure_ascii=False) + "\n", encoding="utf-8")
     read = read_label_file(path)
     assert [(r.run_id, r.label, r.note, r.line) for r in read.rows] == [("r1", "correct", note, 1)]
+
+
+def test_a_label_file_saved_by_a_spreadsheet_in_another_encoding_names_the_line_and_the_fix(tmp_path: Path) -> None:
+    """Excel's plain "CSV" is Windows-1252: the error was Python's codec message
+    ("'utf-8' codec can't decode byte 0xe8 in position 37: invalid continuation byte")."""
+    path = tmp_path / "labels.csv"
+    path.write_bytes("run_id,label,note\nr1,correct,ok\nr2,incorrect,très\n".encode("cp1252"))
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    assert str(caught.value) == f'{path}:3: not UTF-8 text (byte 0xe8); save the file as UTF-8 (Excel: "CSV UTF-8")'
+    path.write_text("run_id,label\nr1,correct\n", encoding="utf-16")  # PowerShell's default
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    assert str(caught.value) == f'{path}: UTF-16 text, not UTF-8; save the file as UTF-8 (Excel: "CSV UTF-8")'
