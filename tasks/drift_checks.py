@@ -29,7 +29,7 @@ from stef.monitor.models import (
     OperatingPoint,
 )
 from stef.monitor.windows import order_versions, previous_window, trailing_window
-from warehouse import WarehouseError, connect, resolve_path
+from warehouse import WarehouseError, connect, existing_warehouse
 from warehouse.monitoring import (
     agents_on_day,
     done_days,
@@ -467,11 +467,7 @@ def run_drift_check(
         DriftError: the check cannot be planned (see the planners).
         WarehouseError: the file is missing, locked or cannot be written.
     """
-    target = resolve_path(warehouse_path)
-    if not target.is_file():
-        raise WarehouseError(
-            f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
-        )
+    target = existing_warehouse(warehouse_path)
     conn = connect(target, read_only=not store)
     try:
         version = evaluator_version or latest_evaluator_version(conn, agent_id)

@@ -36,7 +36,7 @@ from stef.monitor.report import (
 )
 from tasks._runtime import io_task
 from tasks.drift_checks import deployment_calibrators_of, drift_sample, operating_points_for, read_drift_sample
-from warehouse import connect, read_daily_metrics, resolve_path
+from warehouse import connect, existing_warehouse, read_daily_metrics
 from warehouse.monitoring import (
     latest_evaluator_version,
     read_breakdown_rows,
@@ -235,15 +235,9 @@ def collect_report_data(
 
     Raises:
         InputError: a malformed week.
-        WarehouseError: the file is missing, locked or has an older schema.
+        WarehouseError: the file is missing (or a folder), locked or has an older schema.
     """
-    from warehouse import WarehouseError
-
-    target = resolve_path(warehouse_path)
-    if not target.is_file():
-        raise WarehouseError(
-            f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
-        )
+    target = existing_warehouse(warehouse_path)
     conn = connect(target, read_only=True)
     try:
         return collect(conn, str(target), week, evaluator_version)

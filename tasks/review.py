@@ -25,7 +25,7 @@ from stef.monitor.review import (
     sample_answers,
     write_review_file,
 )
-from warehouse import WarehouseError, connect, resolve_path
+from warehouse import connect, existing_warehouse, resolve_path
 from warehouse.monitoring import latest_evaluator_version
 from warehouse.reviews import (
     ReviewCounts,
@@ -174,11 +174,7 @@ def _existing(warehouse_path: str | None) -> Path:
     Raises:
         WarehouseError: there is no such file.
     """
-    target = resolve_path(warehouse_path)
-    if not target.is_file():
-        raise WarehouseError(
-            f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
-        )
+    target = existing_warehouse(warehouse_path)
     return target
 
 
@@ -368,7 +364,6 @@ def warehouse_calibrators(warehouse_path: str | None) -> tuple[tuple[str | None,
     """The active deployment calibrators of the warehouse (``()`` when the file has none yet, or
     does not exist yet)."""
     from tasks._runtime import run_logger  # Prefect's run logger: only the flows call this
-    from warehouse import resolve_path
 
     path = resolve_path(warehouse_path)
     if str(path) != ":memory:" and not Path(path).exists():

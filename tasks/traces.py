@@ -355,12 +355,10 @@ def _results(
     source_file_name: str | None = None,
     source_file_prefix: str | None = None,
 ) -> list[dict[str, Any]]:
-    from warehouse import WarehouseError, connect, resolve_path
+    from warehouse import connect, existing_warehouse
     from warehouse.traces import read_span_evaluations
 
-    target = resolve_path(warehouse_path)
-    if not target.is_file():
-        raise WarehouseError(f"warehouse {target} does not exist; run `stef nightly` first, or pass --warehouse")
+    target = existing_warehouse(warehouse_path, "`stef nightly`")
     with connect(target, read_only=True) as conn:
         return read_span_evaluations(conn, day, evaluator_version, source_file_name, source_file_prefix)
 

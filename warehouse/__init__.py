@@ -13,7 +13,7 @@ Imports only :mod:`stef` models (never Prefect); DESIGN.md §4 describes the tab
 
 from __future__ import annotations
 
-from warehouse.connection import DEFAULT_PATH, ENV_VAR, IN_MEMORY, connect, resolve_path
+from warehouse.connection import DEFAULT_PATH, ENV_VAR, IN_MEMORY, connect, existing_warehouse, resolve_path
 from warehouse.errors import WarehouseError, WarehouseLockedError, WarehouseReadOnlyError
 from warehouse.metrics import compute_daily_metrics, day_is_done, read_daily_metrics
 from warehouse.migrate import apply_migrations, available_migrations, current_version
@@ -33,6 +33,7 @@ __all__ = [
     "connect",
     "current_version",
     "day_is_done",
+    "existing_warehouse",
     "line_identity",
     "read_daily_metrics",
     "resolve_path",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from stef.display import one_line
 from warehouse.errors import WarehouseError, WarehouseLockedError, WarehouseReadOnlyError
 from warehouse.migrate import apply_migrations, available_migrations, check_is_warehouse, current_version
 
@@ -59,6 +60,35 @@ def resolve_path(path: str | Path | None = None) -> Path:
     if from_env:
         return Path(from_env).expanduser()
     return DEFAULT_PATH
+
+
+def existing_warehouse(path: str | Path | None = None, first: str = "`stef nightly` or `stef backfill`") -> Path:
+    """The warehouse file to read (:func:`resolve_path`), which must exist already.
+
+    Args:
+        path: as for :func:`resolve_path`.
+        first: the commands that create it, for the message.
+
+    Returns:
+        The path.
+
+    Raises:
+        WarehouseError: the path is a folder (a DuckDB warehouse is one file), or no file.
+
+    >>> existing_warehouse("/")
+    Traceback (most recent call last):
+    ...
+    warehouse.errors.WarehouseError: warehouse / is a folder, not a DuckDB file; pass the file, e.g. --warehouse /stef.duckdb
+    """
+    target = resolve_path(path)
+    if target.is_dir():
+        inside = target / DEFAULT_PATH.name
+        raise WarehouseError(
+            f"warehouse {one_line(target)} is a folder, not a DuckDB file; pass the file, e.g. --warehouse {one_line(inside)}"
+        )
+    if not target.is_file():
+        raise WarehouseError(f"warehouse {target} does not exist; run {first} first, or pass --warehouse")
+    return target
 
 
 def default_lock_timeout() -> float:

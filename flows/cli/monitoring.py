@@ -618,13 +618,10 @@ def report(
     with user_errors():
         from flows.weekly_report import weekly_report
         from stef.monitor.report import parse_week
-        from warehouse import WarehouseError, resolve_path
+        from warehouse import existing_warehouse, resolve_path
 
         label, _, _ = parse_week(week)  # check before Prefect starts
-        if not resolve_path(warehouse).is_file():
-            raise WarehouseError(
-                f"warehouse {resolve_path(warehouse)} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
-            )
+        existing_warehouse(warehouse)
         with running_flows():
             files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
     if files.headline:
@@ -654,14 +651,10 @@ def quarantine(
     """List a day's rejected log lines: file, line number, run id and why (also for a day whose run
     stopped because too many lines were bad)."""
     with user_errors():
-        from warehouse import WarehouseError, connect, resolve_path
+        from warehouse import connect, existing_warehouse
         from warehouse.store import read_quarantine
 
-        target = resolve_path(warehouse)
-        if not target.is_file():
-            raise WarehouseError(
-                f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
-            )
+        target = existing_warehouse(warehouse)
         with connect(target, read_only=True) as conn:
             rows = read_quarantine(conn, log_date.date())
             stored = bool(rows) or bool(
@@ -737,16 +730,12 @@ def export(
     numbers); Parquet and JSON lines hold the values exactly.
     """
     with user_errors():
-        from warehouse import WarehouseError, connect, resolve_path
+        from warehouse import connect, existing_warehouse
         from warehouse.export import export_evaluations, export_target
         from warehouse.monitoring import latest_evaluator_version
 
         out_file = export_target(out)  # a folder is refused before anything is read
-        target = resolve_path(warehouse)
-        if not target.is_file():
-            raise WarehouseError(
-                f"warehouse {target} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse"
-            )
+        target = existing_warehouse(warehouse)
         first, last = start.date(), end.date()
         if last < first:
             raise CliError(f"export end {last} is before its start {first}")

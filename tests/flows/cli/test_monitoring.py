@@ -292,6 +292,30 @@ def test_bad_options_fail_before_any_work(tmp_path: Path, args: tuple[str, ...],
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("report", "--week", "2026-W48"),
+        ("drift", "--agent", "bird"),
+        ("quarantine", "--date", "2026-11-24"),
+        ("export", "--start", "2026-11-24", "--end", "2026-11-26", "--out", "{tmp}/x.csv"),
+        ("review", "stats"),
+    ],
+    ids=lambda command: command[0] if isinstance(command, tuple) else str(command),
+)
+def test_a_warehouse_that_is_a_folder_is_named_as_one(tmp_path: Path, command: tuple[str, ...]) -> None:
+    """``--warehouse data/`` (a folder that exists) was refused with "warehouse data does not exist"."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    result = _invoke(*[a.replace("{tmp}", str(tmp_path)) for a in command], "--warehouse", str(folder))
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"error: warehouse {folder} is a folder, not a DuckDB file; pass the file, e.g. --warehouse "
+        f"{folder / 'stef.duckdb'}\n"
+    )
+    assert list(folder.iterdir()) == []
+
+
 def test_serve_check_prints_the_schedules() -> None:
     result = _invoke("serve", "--check", "--timezone", "Europe/Zurich", "--warehouse", "/data/wh.duckdb")
     assert result.exit_code == 0, result.output
