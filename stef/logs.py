@@ -246,6 +246,10 @@ def _salvage_run_id(text: str) -> str | None:
     return _run_id_of(payload)
 
 
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+"""The byte-order marks of UTF-16 (little-, big-endian): a file that starts with one is not UTF-8."""
+
+
 def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | None:
     """Turn one raw line into a :class:`LogLine`; ``None`` for a blank line.
 
@@ -260,6 +264,8 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
     'not valid JSON: Expecting value (column 1)'
     >>> parse_line(b'{"run_id": "r\\ud800", "question": "q", "sql": "SELECT 1"}', "x.jsonl", 3).reason
     'invalid record: field `run_id`: holds the lone surrogate \\\\ud800, not Unicode text'
+    >>> parse_line('{"run_id": "r1"}'.encode("utf-16"), "x.jsonl", 1).reason
+    'invalid UTF-8 at byte 0 (the file is UTF-16 text, not UTF-8: save it as UTF-8)'
     """
     if not raw_bytes.strip():
         return None
@@ -277,9 +283,10 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
         text = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
         salvaged = raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
-        return LogLine(
-            source, line_number, None, f"invalid UTF-8 at byte {exc.start}", salvaged, _salvage_run_id(salvaged)
-        )
+        problem = f"invalid UTF-8 at byte {exc.start}"
+        if line_number == 1 and raw_bytes.startswith(_UTF16_BOMS):  # PowerShell's `>` and Out-File write UTF-16
+            problem += " (the file is UTF-16 text, not UTF-8: save it as UTF-8)"
+        return LogLine(source, line_number, None, problem, salvaged, _salvage_run_id(salvaged))
     payload, reason = _decode_json(text)
     if reason is not None:
         # a line rejected as ambiguous keeps the run id it names once (its quarantine row is the agent's)

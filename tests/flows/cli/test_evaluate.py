@@ -277,3 +277,20 @@ def test_a_directory_skips_files_that_are_not_agent_logs(tmp_path: Path) -> None
     named = invoke("evaluate", str(tmp_path / "labels.jsonl"), "--out", str(tmp_path / "l.jsonl"))
     assert named.exit_code == 0  # a file named explicitly is read: its lines are rejected with their reasons
     assert read_jsonl(tmp_path / "l.jsonl")[0]["status"] == "invalid_input"
+
+
+def test_a_utf16_log_file_is_named_as_utf16(tmp_path: Path) -> None:
+    """PowerShell's ``>`` writes UTF-16 with a byte-order mark: each line was rejected with only
+    "invalid UTF-8 at byte 0" or "not valid JSON", which does not say what is wrong with the file."""
+    line = json.dumps({"run_id": "r1", "question": "How many users?", "sql": "SELECT COUNT(*) FROM users"})
+    source = tmp_path / "day.jsonl"
+    source.write_text(line + "\r\n" + line.replace("r1", "r2") + "\r\n", encoding="utf-16")
+    out = tmp_path / "out.jsonl"
+    result = invoke("evaluate", str(source), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(out)
+    assert rows[0]["status"] == "invalid_input"
+    assert rows[0]["status_reason"] == (
+        "day.jsonl line 1: invalid UTF-8 at byte 0 (the file is UTF-16 text, not UTF-8: save it as UTF-8)"
+    )
+    assert all(row["status"] == "invalid_input" for row in rows)
