@@ -26,7 +26,15 @@ from flows.nightly import NightlySummary, nightly, resolve_log_date
 from stef.llm.breaker import DEFAULT_BREAKER_FAILURES
 from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings
 from tasks._runtime import run_logger
-from tasks.backfill import BackfillPlan, day_folder_problem, day_has_logs, day_spend, days_in_range, plan_backfill
+from tasks.backfill import (
+    BackfillPlan,
+    day_folder_problem,
+    day_has_logs,
+    day_spend,
+    days_in_range,
+    plan_backfill,
+    unread_files_note,
+)
 from warehouse import resolve_path
 
 DayStatus = Literal["done", "skipped", "no_logs"]
@@ -212,7 +220,7 @@ def backfill(
         if day in done:
             result = BackfillDay(day, "skipped")
         elif source == "files" and not day_has_logs(logs_root, day):
-            detail = day_folder_problem(logs_root, day)
+            detail = day_folder_problem(logs_root, day) or unread_files_note(logs_root, day)
             logger.warning(
                 "backfill: no logs for %s in %s%s, nothing stored for that day",
                 day,

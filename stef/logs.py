@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from collections import Counter
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
+from stef.display import one_line
 from stef.errors import InputError
 from stef.models import AgentLogRecord
 
@@ -407,6 +409,41 @@ def _not_a_log_file(path: Path) -> str | None:
     if stat.S_ISSOCK(mode):
         return "a socket"
     return "a device"
+
+
+_LOG_LIKE_NAME = re.compile(r"\.(?:nd)?jsonl?(?:\.(?:gz|bz2|xz|zst|zip))?$", re.IGNORECASE)
+
+
+def unread_log_like_files(folder: str | Path) -> list[str]:
+    """Names of the entries of a day folder that look like logs but are not read: only ``*.jsonl``
+    files are, so ``B.JSONL``, ``c.json``, ``d.ndjson`` or ``e.jsonl.gz`` would be left out unsaid.
+
+    Returns:
+        The names, sorted; ``[]`` for a folder that cannot be listed.
+
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     for name in ("a.jsonl", "B.JSONL", "c.json", "d.jsonl.gz", "notes.txt"):
+    ...         _ = (Path(folder) / name).write_text("")
+    ...     unread_log_like_files(folder)
+    ['B.JSONL', 'c.json', 'd.jsonl.gz']
+    """
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [name for name in names if not name.endswith(".jsonl") and _LOG_LIKE_NAME.search(name)]
+
+
+def unread_note(names: list[str], limit: int = 5) -> str:
+    """The clause naming :func:`unread_log_like_files` in a message.
+
+    >>> unread_note(["B.JSONL", "c.json"])
+    'not *.jsonl, so not read: B.JSONL, c.json'
+    """
+    shown = ", ".join(one_line(name) for name in names[:limit])
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return f"not *.jsonl, so not read: {shown}{more}"
 
 
 def log_files(path: str | Path) -> list[Path]:

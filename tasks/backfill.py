@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from stef.errors import InputError
+from stef.logs import unread_log_like_files, unread_note
 from tasks._runtime import io_task, run_logger
 from tasks.logs import url_filesystem
 from warehouse import connect
@@ -68,6 +69,20 @@ def day_folder_problem(logs_root: str, log_date: date) -> str | None:
     if stat.S_ISDIR(mode):
         return None
     return f"{path} is a file, not a folder" if stat.S_ISREG(mode) else f"{path} is not a folder"
+
+
+def unread_files_note(logs_root: str, log_date: date) -> str | None:
+    """The files of a local day folder that look like logs but are not read (``B.JSONL``,
+    ``c.json``, ``d.jsonl.gz``: :func:`stef.logs.unread_log_like_files`) as a message clause, else
+    ``None`` (also for a URL).
+
+    >>> unread_files_note("/nonexistent-stef-root", date(2026, 11, 24)) is None
+    True
+    """
+    if "://" in logs_root:
+        return None
+    names = unread_log_like_files(Path(logs_root).expanduser() / log_date.isoformat())
+    return unread_note(names) if names else None
 
 
 _LINE_SCAN_BYTES = 1 << 16

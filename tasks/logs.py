@@ -8,7 +8,15 @@ from typing import Any
 
 from stef.display import one_line
 from stef.errors import InputError
-from stef.logs import LogLine, capped_lines, log_files, parse_line, read_log_file
+from stef.logs import (
+    LogLine,
+    capped_lines,
+    log_files,
+    parse_line,
+    read_log_file,
+    unread_log_like_files,
+    unread_note,
+)
 from tasks._runtime import io_task, run_logger
 
 
@@ -85,8 +93,14 @@ def load_logs(logs_root: str, log_date: date, allow_empty: bool = False) -> list
                 "(logs are read from <logs-root>/<YYYY-MM-DD>/*.jsonl; check --logs-root and --date)"
             )
         files = log_files(folder)
+        unread = unread_log_like_files(folder)
         if not files:
-            raise InputError(f"no *.jsonl files in {folder}: nothing to evaluate for {day}")
+            raise InputError(
+                f"no *.jsonl files in {folder}: nothing to evaluate for {day}"
+                + (f"; {unread_note(unread)}" if unread else "")
+            )
+        if unread:  # read the rest, but say which files were left out
+            run_logger().warning("%s: %s", one_line(folder), unread_note(unread))
         lines = [line for path in files for line in read_log_file(path)]
     if not lines and not allow_empty:  # stored, the day would count as done: a backfill would skip its logs
         raise InputError(

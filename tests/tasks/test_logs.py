@@ -68,6 +68,22 @@ def test_load_logs_fails_clearly_without_logs(tmp_path: Path, prepare: Any, matc
     assert not day_has_logs(str(tmp_path), DAY)  # so a backfill reports the day as without logs
 
 
+def test_load_logs_says_which_files_of_the_day_it_does_not_read(
+    log_day: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Files that look like logs but are not ``*.jsonl`` were left out without a word."""
+    folder = log_day / DAY.isoformat()
+    (folder / "more.JSONL").write_text('{"run_id": "x1", "question": "q", "sql": "SELECT 1"}\n', encoding="utf-8")
+    (folder / "old.jsonl.gz").write_bytes(b"\x1f\x8b")
+    (folder / "README.txt").write_text("not a log", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        lines = load_logs.fn(str(log_day), DAY)
+    assert len(lines) == 8  # the *.jsonl files only, as before
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == [
+        f"{folder}: not *.jsonl, so not read: more.JSONL, old.jsonl.gz"
+    ]
+
+
 def _day_file(root: Path, content: bytes) -> None:
     (root / "2026-11-20").mkdir(parents=True)
     (root / "2026-11-20" / "agent.jsonl").write_bytes(content)

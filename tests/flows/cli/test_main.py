@@ -154,6 +154,37 @@ def test_backfill_and_nightly_without_logs_fail_at_once_and_store_nothing(tmp_pa
     )
 
 
+def test_a_day_of_log_files_not_named_jsonl_names_them(tmp_path: Path) -> None:
+    """``B.JSONL``, ``c.json``, ``d.jsonl.gz`` are not read (only ``*.jsonl``): the error said only
+    "no logs for 2026-11-01 … (expected …/*.jsonl)" while the folder was full of logs."""
+    warehouse = tmp_path / "wh.duckdb"
+    day = tmp_path / "logs" / "2026-11-01"
+    day.mkdir(parents=True)
+    for name in ("B.JSONL", "c.json", "d.jsonl.gz", "notes.txt"):
+        (day / name).write_text('{"run_id": "r1", "question": "q", "sql": "SELECT 1"}\n', encoding="utf-8")
+    logs = tmp_path / "logs"
+    nightly = _stef(
+        tmp_path, "nightly", "--date", "2026-11-01", "--logs-root", str(logs), "--warehouse", str(warehouse)
+    )
+    assert (nightly.returncode, nightly.stderr.splitlines()) == (
+        2,
+        [
+            f"error: no logs for 2026-11-01 in {logs} (expected {logs}/2026-11-01/*.jsonl; not *.jsonl, so not "
+            "read: B.JSONL, c.json, d.jsonl.gz); nothing was run or stored"
+        ],
+    )
+    backfill = _stef(
+        tmp_path,
+        *("backfill", "--logs-root", str(logs), "--start", "2026-10-31", "--end", "2026-11-01"),
+        *("--warehouse", str(warehouse)),
+    )
+    assert backfill.stderr.splitlines() == [
+        f"error: no logs for any day of 2026-10-31 … 2026-11-01 in {logs} (expected {logs}/<YYYY-MM-DD>/*.jsonl; "
+        "2026-11-01: not *.jsonl, so not read: B.JSONL, c.json, d.jsonl.gz); nothing was run or stored"
+    ]
+    assert not warehouse.exists()
+
+
 def test_bad_drift_thresholds_fail_the_night_before_any_work(tmp_path: Path, log_day: Path) -> None:
     """A bad ``$STEF_DRIFT_THRESHOLDS`` used to surface only as an ERROR log line of the drift step
     (exit 0, no drift sentence); it is now an error line before anything is stored."""
