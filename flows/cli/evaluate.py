@@ -70,9 +70,10 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
 
     Raises:
         InputError: ``path`` does not exist, is the file ``exclude`` names, or is a directory without
-            ``*.jsonl`` files.
+            ``*.jsonl`` files (the error names the files that look like logs but are not ``*.jsonl``:
+            ``B.JSONL``, ``c.json``, ``d.jsonl.gz``; beside ``*.jsonl`` files each is named as skipped).
     """
-    from stef.logs import log_files
+    from stef.logs import log_files, unread_log_like_files, unread_note
 
     if not path.exists():
         raise InputError(f"{path}: no such file or directory (give a JSONL file or a directory of *.jsonl files)")
@@ -81,10 +82,13 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
         raise InputError(f"{path}: the input and --out are the same file; give --out another name")
     if exclude is not None:
         files = [f for f in files if f.resolve() != exclude.resolve()]
+    unread = unread_log_like_files(path) if path.is_dir() else []  # B.JSONL, c.json, d.jsonl.gz
     if not files:
-        raise InputError(f"{path}: directory holds no *.jsonl files")
+        raise InputError(f"{path}: directory holds no *.jsonl files" + (f"; {unread_note(unread)}" if unread else ""))
     if not path.is_dir():
         return files  # a file named explicitly is read whatever it holds (its bad lines are reported)
+    for name in unread:
+        err_console.print(Text(f"skipped {one_line(path / name)}: not a *.jsonl file"), soft_wrap=True)
     logs = [f for f in files if looks_like_agent_logs(f)]
     skipped = [f for f in files if f not in logs]
     for other in skipped:

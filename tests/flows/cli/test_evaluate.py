@@ -294,3 +294,27 @@ def test_a_utf16_log_file_is_named_as_utf16(tmp_path: Path) -> None:
         "day.jsonl line 1: invalid UTF-8 at byte 0 (the file is UTF-16 text, not UTF-8: save it as UTF-8)"
     )
     assert all(row["status"] == "invalid_input" for row in rows)
+
+
+def test_files_of_a_folder_that_look_like_logs_but_are_not_jsonl_are_named(tmp_path: Path) -> None:
+    """``B.JSONL`` and ``c.json`` were left out without a word; a folder of only such files was
+    "directory holds no *.jsonl files"."""
+    line = json.dumps({"run_id": "r1", "question": "How many users?", "sql": "SELECT COUNT(*) FROM users"})
+    folder = tmp_path / "day"
+    folder.mkdir()
+    for name in ("B.JSONL", "c.json"):
+        (folder / name).write_text(line + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    none = invoke("evaluate", str(folder), "--out", str(out))
+    assert none.exit_code == 2
+    assert (
+        none.stderr == f"error: {folder}: directory holds no *.jsonl files; not *.jsonl, so not read: B.JSONL, c.json\n"
+    )
+    (folder / "a.jsonl").write_text(line + "\n", encoding="utf-8")
+    some = invoke("evaluate", str(folder), "--out", str(out))
+    assert some.exit_code == 0, some.output
+    assert some.stderr.splitlines() == [
+        f"skipped {folder / 'B.JSONL'}: not a *.jsonl file",
+        f"skipped {folder / 'c.json'}: not a *.jsonl file",
+    ]
+    assert [row["run_id"] for row in read_jsonl(out)] == ["r1"]
