@@ -33,7 +33,7 @@ def bench_judge(
         Path,
         typer.Argument(
             metavar="FILE",
-            help="Labelled JSONL in the NL2SQL-BUGs format (question, evidence, sql, label, error_types, db_id).",
+            help="Labelled rows in the NL2SQL-BUGs format (question, evidence, sql, label, error_types, db_id): JSON lines, or one JSON array as the benchmark publishes it.",
         ),
     ],
     dialect: Annotated[str, typer.Option("--dialect", help="sqlglot dialect of the SQL in FILE.")] = "sqlite",

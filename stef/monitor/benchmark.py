@@ -92,20 +92,24 @@ def _row_problem(row: object) -> str | None:
 
 
 def read_bugs_file(path: str | Path) -> list[dict[str, Any]]:
-    """Read an NL2SQL-BUGs-format JSONL file into dicts (blank lines skipped), every ``label`` a
-    boolean (:func:`_label` reads ``"false"``, ``"incorrect"`` and ``0`` too).
+    """Read an NL2SQL-BUGs-format file into dicts, every ``label`` a boolean (:func:`_label` reads
+    ``"false"``, ``"incorrect"`` and ``0`` too): JSON lines (blank lines skipped), or one JSON array
+    of rows, as the benchmark publishes it (``data/NL2SQL-Bugs-with-evidence.json``).
 
     Raises:
         OSError: the file cannot be read.
         InputError: a line is not JSON, not an object, has no label or one that is not true or
             false, a text field that is not a string, or ``error_types`` of another shape; the
-            message names the file and the line.
+            message names the file and the line (in a JSON array: the row).
     """
     from stef.config_files import json_lines
     from stef.errors import InputError
 
+    text = Path(path).read_text(encoding="utf-8-sig")  # Excel's byte-order mark
+    if text.lstrip().startswith("["):
+        return _read_bugs_array(path, text)
     rows: list[dict[str, Any]] = []
-    for number, line in json_lines(Path(path).read_text(encoding="utf-8-sig")):  # Excel's byte-order mark
+    for number, line in json_lines(text):
         if not line.strip():
             continue
         try:
@@ -117,6 +121,37 @@ def read_bugs_file(path: str | Path) -> list[dict[str, Any]]:
         problem = _row_problem(row)
         if problem is not None:
             raise InputError(f"{path}:{number}: {problem}")
+        rows.append({**row, "label": _label(row["label"])})
+    return rows
+
+
+def _read_bugs_array(path: str | Path, text: str) -> list[dict[str, Any]]:
+    """The rows of a file that is one JSON array (:func:`read_bugs_file`).
+
+    Raises:
+        InputError: the text is not JSON (the line is named), or a row is not a labelled row (the
+            row is named, counted from 1).
+
+    >>> _read_bugs_array("bugs.json", '[{"question": "q", "sql": "SELECT 1", "label": true}, {"sql": "x"}]')
+    Traceback (most recent call last):
+    ...
+    stef.errors.InputError: bugs.json: row 2: no label (true = the SQL is correct, false = it is not)
+    """
+    from stef.errors import InputError
+
+    try:
+        payload = json.loads(text)
+    except RecursionError:
+        raise InputError(f"{path}: nested too deeply to read") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg})") from exc
+    except ValueError as exc:
+        raise InputError(f"{path}: not JSON ({str(exc).split(';')[0]})") from exc
+    rows: list[dict[str, Any]] = []
+    for number, row in enumerate(payload, start=1):
+        problem = _row_problem(row)
+        if problem is not None:
+            raise InputError(f"{path}: row {number}: {problem}")
         rows.append({**row, "label": _label(row["label"])})
     return rows
 

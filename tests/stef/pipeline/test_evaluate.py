@@ -146,6 +146,21 @@ def test_bench_judge_reads_labels_written_as_text_or_numbers(tmp_path: Path) -> 
     assert figures[0] == figures[1] and 0 < figures[0]["share_correct"] < 1
 
 
+def test_bench_judge_reads_the_benchmark_file_as_published_a_json_array(tmp_path: Path) -> None:
+    """NL2SQL-BUGs publishes ``data/NL2SQL-Bugs-with-evidence.json``, one JSON array of rows: it was
+    refused ("not a JSON object but list", or "not JSON" when the array is indented)."""
+    rows = read_jsonl(GOLDEN_INPUT)
+    lines, array = tmp_path / "bugs.jsonl", tmp_path / "NL2SQL-Bugs-with-evidence.json"
+    lines.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    array.write_text(json.dumps(rows, indent=4), encoding="utf-8")
+    figures = [json.loads(CliRunner().invoke(app, ["bench-judge", str(f), "--json"]).output) for f in (lines, array)]
+    assert figures[0] == figures[1] and figures[1]["records"] == 24
+    array.write_text(json.dumps([rows[0], {**rows[1], "label": "maybe"}]), encoding="utf-8")
+    result = CliRunner().invoke(app, ["bench-judge", str(array), "--json"])
+    assert result.exit_code == 2
+    assert f'{array}: row 2: label "maybe" is not true or false' in " ".join(result.output.split())
+
+
 @pytest.mark.parametrize(
     ("sql", "statuses"),
     [
