@@ -691,6 +691,11 @@ def quarantine(
 # --------------------------------------------------------------------------- export
 
 
+_SPREADSHEET_SUFFIXES = frozenset({".xlsx", ".xlsm", ".xls", ".ods", ".numbers"})
+"""``--out`` suffixes of spreadsheet workbooks, which ``stef export`` does not write: a CSV file
+under such a name is refused by the spreadsheet ("file format or extension is not valid")."""
+
+
 class ExportFormatChoice(str, Enum):
     """File formats of ``stef export``."""
 
@@ -713,7 +718,11 @@ def export(
     ],
     export_format: Annotated[
         ExportFormatChoice | None,
-        typer.Option("--format", help="csv, parquet or jsonl (default: from the --out suffix, else csv)."),
+        typer.Option(
+            "--format",
+            help="csv, parquet or jsonl (default: from the --out suffix, else csv; a workbook suffix such as .xlsx "
+            "is refused).",
+        ),
     ] = None,
     warehouse: Annotated[
         str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
@@ -742,7 +751,13 @@ def export(
             raise CliError(f"export end {last} is before its start {first}")
         chosen = export_format.value if export_format is not None else None
         if chosen is None:
-            chosen = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}.get(out_file.suffix.lower(), "csv")
+            suffix = out_file.suffix.lower()
+            if suffix in _SPREADSHEET_SUFFIXES:  # a CSV named .xlsx: Excel refuses to open it
+                raise CliError(
+                    f"--out {one_line(out_file)}: stef export writes CSV, Parquet or JSON lines, not {suffix} "
+                    f"workbooks; name it {one_line(out_file.with_suffix('.csv'))} (a spreadsheet opens it)"
+                )
+            chosen = {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}.get(suffix, "csv")
         out_file.parent.mkdir(parents=True, exist_ok=True)
         with connect(target, read_only=True) as conn:
             version = evaluator_version or latest_evaluator_version(conn, agent, first, last)

@@ -396,6 +396,24 @@ def test_export_to_a_folder_says_a_file_name_is_needed(warehouse_file: Path, tmp
     assert (folder.is_dir() and not any(folder.iterdir())) if kind == "existing_folder" else not folder.exists()
 
 
+@pytest.mark.parametrize("name", ["week.xlsx", "week.XLS", "week.ods"])
+def test_export_to_a_workbook_name_is_refused(warehouse_file: Path, tmp_path: Path, name: str) -> None:
+    """``--out week.xlsx`` wrote CSV text under a workbook's name, which Excel refuses to open."""
+    out = tmp_path / name
+    window = ("--start", "2026-11-20", "--end", "2026-11-26")
+    result = _invoke("export", "--warehouse", str(warehouse_file), *window, "--out", str(out))
+    assert result.exit_code == 2, result.output
+    suffix = out.suffix.lower()
+    assert " ".join(result.stderr.split()) == (
+        f"error: --out {out}: stef export writes CSV, Parquet or JSON lines, not {suffix} workbooks; "
+        f"name it {out.with_suffix('.csv')} (a spreadsheet opens it)"
+    )
+    assert not out.exists()
+    forced = _invoke("export", "--warehouse", str(warehouse_file), *window, "--out", str(out), "--format", "csv")
+    assert forced.exit_code == 0, forced.output  # an explicit --format is what was asked for
+    assert out.read_text(encoding="utf-8").startswith("log_date,run_id,")
+
+
 def test_export_csv_shows_formulas_of_the_logs_as_text(tmp_path: Path) -> None:
     import csv
 
