@@ -8,6 +8,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from stef.display import one_line
 from stef.errors import InputError
 from stef.logs import unread_log_like_files, unread_note
 from tasks._runtime import io_task, run_logger
@@ -69,6 +70,27 @@ def day_folder_problem(logs_root: str, log_date: date) -> str | None:
     if stat.S_ISDIR(mode):
         return None
     return f"{path} is a file, not a folder" if stat.S_ISREG(mode) else f"{path} is not a folder"
+
+
+def logs_root_note(logs_root: str) -> str | None:
+    """What is wrong with a local ``--logs-root`` that holds no day folder as a message clause: it is
+    a file, or a day folder itself (it holds ``*.jsonl`` files); else ``None`` (also for a URL).
+
+    >>> logs_root_note("/nonexistent-stef-root") is None
+    True
+    """
+    if "://" in logs_root:
+        return None
+    root = Path(logs_root).expanduser()
+    if root.is_file():
+        return f"--logs-root {one_line(logs_root)} is a file, not the folder of the day folders"
+    if root.is_dir() and any(root.glob("*.jsonl")):
+        parent = one_line(str(root.parent))
+        return (
+            f"{one_line(logs_root)} holds *.jsonl files itself, so it is a day folder: --logs-root is the "
+            f"folder of the day folders, here probably --logs-root {parent}"
+        )
+    return None
 
 
 def unread_files_note(logs_root: str, log_date: date) -> str | None:

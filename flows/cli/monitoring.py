@@ -445,7 +445,7 @@ def backfill(
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         from flows.backfill import backfill as backfill_flow
-        from tasks.backfill import day_has_logs, days_in_range, unread_files_note
+        from tasks.backfill import day_has_logs, days_in_range, logs_root_note, unread_files_note
 
         first, last = start.date(), end.date()
         days = days_in_range(first, last)  # checks the range before Prefect starts
@@ -453,6 +453,8 @@ def backfill(
         check_trace_options(source, source_endpoint, source_project, source_input, source_mapping, push, push_endpoint)
         if source == "files" and not any(day_has_logs(logs_root, day) for day in days):  # a mistyped --logs-root
             unread = next((f"; {day}: {note}" for day in days if (note := unread_files_note(logs_root, day))), "")
+            if not unread and (root_note := logs_root_note(logs_root)):
+                unread = f"; {root_note}"
             raise CliError(
                 f"no logs for any day of {first} … {last} in {one_line(logs_root)} "
                 f"(expected {one_line(logs_root.rstrip('/'))}/<YYYY-MM-DD>/*.jsonl{unread}); nothing was run or stored"

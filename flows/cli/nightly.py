@@ -258,7 +258,7 @@ def nightly(
             nonlocal day
             from flows.nightly import prepare_process, resolve_log_date
             from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV
-            from tasks.backfill import day_has_logs, unread_files_note
+            from tasks.backfill import day_has_logs, logs_root_note, unread_files_note
 
             # The judge is checked here, not before the server starts: checking it imports the
             # pipeline (and, for a model, litellm: 2.5 s), which then overlaps the server's boot
@@ -283,7 +283,7 @@ def nightly(
                 )
             day = resolve_log_date(log_date.date() if log_date is not None else None)
             if source == "files" and not day_has_logs(logs_root, day):  # before any flow runs: said once, at once
-                unread = unread_files_note(logs_root, day)
+                unread = unread_files_note(logs_root, day) or logs_root_note(logs_root)
                 raise CliError(
                     f"no logs for {day} in {one_line(logs_root)} (expected "
                     f"{one_line(logs_root.rstrip('/'))}/{day}/*.jsonl{'; ' + unread if unread else ''}); "

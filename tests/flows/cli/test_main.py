@@ -354,3 +354,36 @@ def test_command_help_of_every_command_is_its_docstring_reflowed() -> None:
         assert "\n" not in command.help.replace("\n\n", ""), command.name  # no line break inside a paragraph
         seen += 1
     assert seen >= 25
+
+
+def test_a_logs_root_that_is_a_day_folder_or_a_file_is_named_as_such(tmp_path: Path) -> None:
+    """``--logs-root logs/2026-11-01`` (the day folder) or ``--logs-root logs/2026-11-01/a.jsonl``:
+    the error only gave the path it looked for (``logs/2026-11-01/2026-11-01/*.jsonl``)."""
+    day = tmp_path / "logs" / "2026-11-01"
+    day.mkdir(parents=True)
+    log = day / "a.jsonl"
+    log.write_text('{"run_id": "r1", "question": "q", "sql": "SELECT 1"}\n', encoding="utf-8")
+    warehouse = str(tmp_path / "wh.duckdb")
+    nightly = _stef(tmp_path, "nightly", "--date", "2026-11-01", "--logs-root", str(day), "--warehouse", warehouse)
+    assert nightly.stderr.splitlines() == [
+        f"error: no logs for 2026-11-01 in {day} (expected {day}/2026-11-01/*.jsonl; {day} holds *.jsonl files "
+        f"itself, so it is a day folder: --logs-root is the folder of the day folders, here probably --logs-root "
+        f"{day.parent}); nothing was run or stored"
+    ]
+    backfill = _stef(
+        tmp_path,
+        "backfill",
+        "--start",
+        "2026-11-01",
+        "--end",
+        "2026-11-02",
+        "--logs-root",
+        str(log),
+        "--warehouse",
+        warehouse,
+    )
+    assert backfill.stderr.splitlines() == [
+        f"error: no logs for any day of 2026-11-01 … 2026-11-02 in {log} (expected {log}/<YYYY-MM-DD>/*.jsonl; "
+        f"--logs-root {log} is a file, not the folder of the day folders); nothing was run or stored"
+    ]
+    assert not (tmp_path / "wh.duckdb").exists()
