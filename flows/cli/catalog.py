@@ -105,10 +105,10 @@ def learn(
         if warehouse is not None:
             if inputs:
                 raise CliError("give log files or --warehouse, not both")
-            from warehouse import connect
+            from warehouse import connect, existing_warehouse
             from warehouse.observed import read_answers_for_learning
 
-            with connect(warehouse, read_only=True) as conn:
+            with connect(existing_warehouse(warehouse), read_only=True) as conn:
                 records, source = read_answers_for_learning(
                     conn, start.date() if start else None, end.date() if end else None
                 )

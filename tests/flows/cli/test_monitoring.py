@@ -300,6 +300,7 @@ def test_bad_options_fail_before_any_work(tmp_path: Path, args: tuple[str, ...],
         ("quarantine", "--date", "2026-11-24"),
         ("export", "--start", "2026-11-24", "--end", "2026-11-26", "--out", "{tmp}/x.csv"),
         ("review", "stats"),
+        ("catalog", "learn", "--out", "{tmp}/catalog.json"),
     ],
     ids=lambda command: command[0] if isinstance(command, tuple) else str(command),
 )

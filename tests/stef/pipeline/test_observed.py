@@ -263,3 +263,16 @@ def test_the_nightly_flow_learns_the_catalogs_from_the_days_before_and_stores_ea
         ).fetchall()
     assert versions == [("shop", 1, first + timedelta(days=1), len(TRAFFIC))]  # the first day had no answers before it
     assert reports == [(first, 0), (first + timedelta(days=1), len(TRAFFIC))]
+
+
+def test_stef_catalog_learn_from_a_missing_warehouse_says_so(tmp_path: Path) -> None:
+    """It said "IO Error: Cannot open database … in read-only mode: database does not exist"."""
+    missing = tmp_path / "none.duckdb"
+    result = CliRunner().invoke(
+        app, ["catalog", "learn", "--warehouse", str(missing), "--out", str(tmp_path / "observed.json")]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"error: warehouse {missing} does not exist; run `stef nightly` or `stef backfill` first, or pass --warehouse\n"
+    )
+    assert list(tmp_path.iterdir()) == []
