@@ -29,6 +29,7 @@ from stef.monitor.report import (
     ReportData,
     breakdowns,
     headline_table,
+    left_out_note,
     new_failure_candidates,
     order_worst,
     parse_week,
@@ -38,6 +39,7 @@ from tasks._runtime import io_task
 from tasks.drift_checks import deployment_calibrators_of, drift_sample, operating_points_for, read_drift_sample
 from warehouse import connect, existing_warehouse, read_daily_metrics
 from warehouse.monitoring import (
+    answers_of_other_versions,
     latest_evaluator_version,
     read_breakdown_rows,
     read_drift_checks,
@@ -66,6 +68,8 @@ class ReportFiles:
         evaluations: scored records in the week.
         headline: the headline table (:func:`stef.monitor.report.headline_table`).
         sentences: the drift sentences the report opens with (one per version with a check).
+        left_out: the report's note on the week's evaluations of other evaluator versions
+            (:func:`stef.monitor.report.left_out_note`), ``None`` without any.
     """
 
     week: str
@@ -75,6 +79,7 @@ class ReportFiles:
     evaluations: int
     headline: list[dict[str, Any]] = field(default_factory=list)
     sentences: list[str] = field(default_factory=list)
+    left_out: str | None = None
 
 
 def collect(
@@ -126,7 +131,12 @@ def collect(
         error_rates,
         daily_error_rates,
     )
-    return replace(_with_breakdowns(conn, data, version), reviewers=reviewer_agreement(conn, version, points))
+    others = answers_of_other_versions(conn, start, end, version)
+    return replace(
+        _with_breakdowns(conn, data, version),
+        reviewers=reviewer_agreement(conn, version, points),
+        other_versions=others,
+    )
 
 
 def reviewer_agreement(conn: Any, version: str, points: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -329,6 +339,7 @@ def write_report(data: ReportData, out: str | None = None) -> ReportFiles:
         sum(row["evaluated"] for row in data.headline),
         headline_table(data),
         [str(row["drift_sentence"]) for row in data.headline if row.get("drift_sentence")],
+        left_out_note(data),
     )
 
 

@@ -114,6 +114,34 @@ def latest_evaluator_version(
     return str(rows[0][0]) if rows else None
 
 
+def answers_of_other_versions(
+    conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str
+) -> list[dict[str, Any]]:
+    """The answers from ``start`` to ``end`` that ``evaluator_version`` did not evaluate, by the
+    evaluator versions that did (newest first, as :func:`latest_evaluator_version` orders them): a
+    day scored only before ``--schema-dir`` or a refit calibrator, left out of a report of the newer
+    version. An answer both versions evaluated (a day scored again) is not counted.
+
+    Returns:
+        ``evaluator_version``, ``evaluations`` (answers), ``first_day`` and ``last_day`` of each.
+    """
+    rows = conn.execute(
+        """
+        SELECT evaluator_version, count(*), min(log_date), max(log_date) FROM evaluations
+        WHERE log_date BETWEEN $start AND $end AND evaluator_version <> $version
+          AND run_id NOT IN (
+            SELECT run_id FROM evaluations WHERE evaluator_version = $version AND log_date BETWEEN $start AND $end
+          )
+        GROUP BY evaluator_version ORDER BY max(log_date) DESC, max(evaluated_at) DESC, evaluator_version
+        """,
+        {"start": start, "end": end, "version": evaluator_version},
+    ).fetchall()
+    return [
+        {"evaluator_version": str(version), "evaluations": int(n), "first_day": first, "last_day": last}
+        for version, n, first, last in rows
+    ]
+
+
 def known_agents(conn: duckdb.DuckDBPyConnection, evaluator_version: str | None = None) -> list[str]:
     """Agent ids with stored evaluations (of ``evaluator_version`` if given), sorted."""
     rows = conn.execute(

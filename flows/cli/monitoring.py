@@ -636,6 +636,8 @@ def report(
             Text(f"No evaluations are stored for {label} in {one_line(resolve_path(warehouse))}: the report says so."),
             soft_wrap=True,
         )
+    if files.left_out:
+        console.print(Text(files.left_out), soft_wrap=True)
     console.print(
         Text(f"HTML report: {one_line(files.html)}\nMarkdown twin: {one_line(files.markdown)}"), soft_wrap=True
     )

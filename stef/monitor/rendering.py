@@ -16,7 +16,7 @@ from stef.display import DISPLAY_WIDTH, Markdown, md_code, md_code_block, md_tex
 from stef.models import Band, FilterStatus, Verdict
 from stef.monitor.charts import Chart
 from stef.monitor.formatting import fmt_ci
-from stef.monitor.report import BIN_LABELS, ReportData, share_text
+from stef.monitor.report import BIN_LABELS, ReportData, left_out_note, share_text
 
 
 def _num(value: Any, spec: str = ".1f") -> Markdown:
@@ -141,6 +141,7 @@ def _environment(markdown: bool) -> Any:
 def _context(data: ReportData) -> dict[str, Any]:
     return {
         "data": data,
+        "left_out": left_out_note(data),
         "bins": BIN_LABELS,
         "filter_statuses": [m.value for m in FilterStatus],
         "verdicts": [m.value for m in Verdict],

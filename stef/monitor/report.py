@@ -16,6 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any, cast
 
+from stef.display import one_line
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
 from stef.monitor.models import SCORE_BIN_EDGES, DriftSample, ErrorRate
@@ -101,6 +102,10 @@ class ReportData:
             ``held_out_only`` (a ``+calib`` version: only labels imported after its calibrator,
             which were not used to fit it) and ``corrected`` (calibration keys whose error-rate
             estimate uses the labels); ``None`` when the warehouse has no reviews.
+        other_versions: the week's evaluations stored under other evaluator versions, which the
+            report leaves out: ``evaluator_version``, ``evaluations``, ``first_day``, ``last_day``
+            (:func:`warehouse.monitoring.answers_of_other_versions`: answers this version did not
+            evaluate).
     """
 
     week: str
@@ -119,6 +124,7 @@ class ReportData:
     by_category: list[dict[str, Any]] = field(default_factory=list)
     vs_previous: list[dict[str, Any]] = field(default_factory=list)
     reviewers: dict[str, Any] | None = None
+    other_versions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def agents(self) -> list[str]:
@@ -356,6 +362,30 @@ def _merged_sample(samples: Sequence[DriftSample]) -> DriftSample:
         calibrations=tuple(x for s in samples for x in s.calibrations),
         categories=tuple(x for s in samples for x in s.categories),
         questions=tuple(x for s in samples for x in s.questions),
+    )
+
+
+def left_out_note(data: ReportData) -> str | None:
+    """One line on the week's evaluations the report leaves out, stored under other evaluator
+    versions (a day scored with ``--schema-dir``, a refit calibrator ...), else ``None``.
+
+    >>> data = ReportData("2026-W48", date(2026, 11, 23), date(2026, 11, 29), "wh.duckdb", "v+schema", "now",
+    ...     other_versions=[{"evaluator_version": "v", "evaluations": 359, "first_day": date(2026, 11, 24),
+    ...     "last_day": date(2026, 11, 26)}])
+    >>> print(left_out_note(data))
+    Not in this report: 359 answers of the week scored only by evaluator v (2026-11-24 … 2026-11-26); the report shows v+schema. --evaluator-version reports another version; to compare like with like, score the week's days with the same options again (stef backfill --force).
+    """
+    if not data.other_versions or data.evaluator_version is None:
+        return None
+    parts = "; ".join(
+        f"{v['evaluations']} answers of the week scored only by evaluator {one_line(v['evaluator_version'])} "
+        f"({v['first_day']} … {v['last_day']})"
+        for v in data.other_versions
+    )
+    return (
+        f"Not in this report: {parts}; the report shows {one_line(data.evaluator_version)}. --evaluator-version "
+        "reports another version; to compare like with like, score the week's days with the same options again "
+        "(stef backfill --force)."
     )
 
 

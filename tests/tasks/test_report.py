@@ -319,3 +319,41 @@ def test_lowest_queries_per_version_put_the_candidates_new_failures_first() -> N
         ("f", False),
     ]
     assert worst[0]["new_failure_of"] == ["v1"]
+
+
+def test_answers_scored_only_by_another_evaluator_version_are_named_not_silently_left_out() -> None:
+    """A week whose first days were scored before ``--schema-dir`` (another evaluator version): the
+    report of the newest version showed the last days only, with nothing saying 18 answers were
+    left out ("records 6" for a version that answered 24 times that week)."""
+    from tests.support.monitoring_support import answers, store_answers
+    from warehouse import connect
+
+    conn = connect(":memory:")
+    try:
+        for offset in range(4):
+            store_answers(conn, MONDAY + timedelta(days=offset), answers(f"r{offset}", "bird", "v1", [70.0, 90.0] * 3))
+        for table in ("evaluations", "daily_agent_metrics"):  # Monday … Wednesday: scored by an older version
+            conn.execute(
+                f"UPDATE {table} SET evaluator_version = 'stef-old' WHERE log_date < ?", [MONDAY + timedelta(3)]
+            )
+        data = collect(conn, "memory", "2026-W48")
+        assert data.evaluator_version == EVALUATOR_VERSION
+        assert [row["records"] for row in data.headline] == [6]
+        note = (
+            f"Not in this report: 18 answers of the week scored only by evaluator stef-old ({MONDAY} … "
+            f"{MONDAY + timedelta(2)}); the report shows {EVALUATOR_VERSION}. --evaluator-version reports another "
+            "version; to compare like with like, score the week's days with the same options again "
+            "(stef backfill --force)."
+        )
+        assert data.other_versions == [
+            {"evaluator_version": "stef-old", "evaluations": 18, "first_day": MONDAY, "last_day": MONDAY + timedelta(2)}
+        ]
+        assert stef.monitor.report.left_out_note(data) == note
+        assert md_text(note) in render_markdown(data)
+        html = render_html(data, render_charts(data))
+        assert "Not in this report: 18 answers of the week scored only by evaluator stef-old" in html
+        store_answers(conn, MONDAY, answers("r0", "bird", "v1", [70.0, 90.0] * 3))  # Monday scored again
+        again = collect(conn, "memory", "2026-W48")
+        assert [v["evaluations"] for v in again.other_versions] == [12]  # answers both versions scored are not left out
+    finally:
+        conn.close()
