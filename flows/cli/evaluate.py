@@ -8,6 +8,7 @@ the judge is a model.
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -59,6 +60,27 @@ PROGRESS_EVERY = 100
 """``stef evaluate`` refreshes its progress line every this many records."""
 NOT_EVALUATED_SHOWN = 5
 """How many not-evaluated records ``stef evaluate`` lists with their reason."""
+
+
+def output_file(name: str) -> Path:
+    """The ``--out`` file of ``stef evaluate``, checked before any work.
+
+    Raises:
+        CliError: ``name`` is empty or ends in ``/`` (a folder: ``Path`` would drop the ``/`` and
+            write a file of the folder's name).
+
+    >>> output_file("scores/day.jsonl")
+    PosixPath('scores/day.jsonl')
+    >>> output_file("scores/")
+    Traceback (most recent call last):
+    ...
+    flows.cli.common.CliError: scores/: is a folder; give --out a file name (e.g. scores/scores.jsonl)
+    """
+    if not name:
+        raise CliError("--out is empty; give a file name, e.g. scores.jsonl")
+    if name.endswith(("/", os.sep)):
+        raise CliError(f"{one_line(name)}: is a folder; give --out a file name (e.g. {one_line(name)}scores.jsonl)")
+    return Path(name)
 
 
 def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
@@ -380,7 +402,12 @@ def evaluate(
     input_path: Annotated[
         Path, typer.Argument(metavar="INPUT", help="A JSONL log file, or a directory of *.jsonl files.")
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write one JSON object per input line (JSONL).")],
+    out_name: Annotated[
+        str,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="Where to write one JSON object per input line (JSONL): a file name."
+        ),
+    ],
     rules: Annotated[
         Path | None,
         typer.Option(
@@ -447,6 +474,7 @@ def evaluate(
     from stef.time_cap import configured_time_cap_s
 
     with user_errors():
+        out = output_file(out_name)
         check_workers(workers)
         settings = validate_judge(
             judge,

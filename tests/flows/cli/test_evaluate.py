@@ -318,3 +318,17 @@ def test_files_of_a_folder_that_look_like_logs_but_are_not_jsonl_are_named(tmp_p
         f"skipped {folder / 'c.json'}: not a *.jsonl file",
     ]
     assert [row["run_id"] for row in read_jsonl(out)] == ["r1"]
+
+
+def test_an_out_ending_in_a_slash_is_refused_not_written_as_a_file_of_that_name(tmp_path: Path) -> None:
+    """``--out scores/`` (a folder that does not exist yet) wrote a file named ``scores``."""
+    source = tmp_path / "day.jsonl"
+    source.write_text(
+        json.dumps({"run_id": "r1", "question": "How many users?", "sql": "SELECT COUNT(*) FROM users"}) + "\n",
+        encoding="utf-8",
+    )
+    out = f"{tmp_path}/scores/"
+    result = invoke("evaluate", str(source), "--out", out)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"error: {out}: is a folder; give --out a file name (e.g. {out}scores.jsonl)\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["day.jsonl"]
