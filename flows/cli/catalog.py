@@ -18,7 +18,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli.common import CliError, console, user_errors, validate_dialect
+from flows.cli.common import CliError, console, output_file, user_errors, validate_dialect
 from stef.display import one_line, shorten
 
 catalog_app = typer.Typer(
@@ -76,9 +76,9 @@ def learn(
         list[Path] | None,
         typer.Argument(metavar="[LOGS]...", help="JSONL log files or folders of *.jsonl (searched recursively)."),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="The observed catalog file to write (JSON).")] = Path(
-        "observed-catalog.json"
-    ),
+    out_name: Annotated[
+        str, typer.Option("--out", "-o", metavar="FILE", help="The observed catalog file to write (JSON).")
+    ] = "observed-catalog.json",
     warehouse: Annotated[
         str | None,
         typer.Option("--warehouse", help="Learn from the answers stored in this warehouse instead of log files."),
@@ -102,6 +102,7 @@ def learn(
     from stef.pipeline.observed import learn_catalogs
 
     with user_errors():
+        out = output_file(out_name, "observed-catalog.json")
         if warehouse is not None:
             if inputs:
                 raise CliError("give log files or --warehouse, not both")

@@ -122,6 +122,31 @@ MAX_THREADS_PER_CORE = 32
 """... and this many threads per usable core with ``--task-runner thread`` (a model judge waits on I/O)."""
 
 
+def output_file(name: str, example: str) -> Path:
+    """An ``--out`` file name, checked before any work.
+
+    Args:
+        name: the option's value as given (a ``str`` keeps a trailing ``/``, which :class:`Path` drops).
+        example: a file name for the message (``scores.jsonl``).
+
+    Raises:
+        CliError: ``name`` is empty or ends in ``/`` (a folder: as a :class:`Path` it would name a
+            file of the folder's name, and that file would be written).
+
+    >>> output_file("scores/day.jsonl", "scores.jsonl")
+    PosixPath('scores/day.jsonl')
+    >>> output_file("scores/", "scores.jsonl")
+    Traceback (most recent call last):
+    ...
+    flows.cli.common.CliError: scores/: is a folder; give --out a file name (e.g. scores/scores.jsonl)
+    """
+    if not name:
+        raise CliError(f"--out is empty; give a file name, e.g. {example}")
+    if name.endswith(("/", os.sep)):
+        raise CliError(f"{one_line(name)}: is a folder; give --out a file name (e.g. {one_line(name)}{example})")
+    return Path(name)
+
+
 def check_workers(workers: int | None, threads: bool = False) -> None:
     """Reject a ``--workers`` above :data:`MAX_WORKERS_PER_CORE` (processes) or
     :data:`MAX_THREADS_PER_CORE` (``threads``) times the usable cores (CPU affinity aware): each

@@ -8,7 +8,6 @@ the judge is a model.
 
 from __future__ import annotations
 
-import os
 import statistics
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,6 +34,7 @@ from flows.cli.common import (
     err_console,
     interruptible,
     number,
+    output_file,
     percent,
     read_calibrator_option,
     usd,
@@ -60,27 +60,6 @@ PROGRESS_EVERY = 100
 """``stef evaluate`` refreshes its progress line every this many records."""
 NOT_EVALUATED_SHOWN = 5
 """How many not-evaluated records ``stef evaluate`` lists with their reason."""
-
-
-def output_file(name: str) -> Path:
-    """The ``--out`` file of ``stef evaluate``, checked before any work.
-
-    Raises:
-        CliError: ``name`` is empty or ends in ``/`` (a folder: ``Path`` would drop the ``/`` and
-            write a file of the folder's name).
-
-    >>> output_file("scores/day.jsonl")
-    PosixPath('scores/day.jsonl')
-    >>> output_file("scores/")
-    Traceback (most recent call last):
-    ...
-    flows.cli.common.CliError: scores/: is a folder; give --out a file name (e.g. scores/scores.jsonl)
-    """
-    if not name:
-        raise CliError("--out is empty; give a file name, e.g. scores.jsonl")
-    if name.endswith(("/", os.sep)):
-        raise CliError(f"{one_line(name)}: is a folder; give --out a file name (e.g. {one_line(name)}scores.jsonl)")
-    return Path(name)
 
 
 def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
@@ -474,7 +453,7 @@ def evaluate(
     from stef.time_cap import configured_time_cap_s
 
     with user_errors():
-        out = output_file(out_name)
+        out = output_file(out_name, "scores.jsonl")
         check_workers(workers)
         settings = validate_judge(
             judge,

@@ -20,7 +20,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli.common import CliError, console, user_errors
+from flows.cli.common import CliError, console, output_file, user_errors
 from stef.display import one_line, shorten
 
 review_app = typer.Typer(
@@ -39,7 +39,9 @@ def register(app: typer.Typer) -> None:
 
 @review_app.command("sample")
 def sample(
-    out: Annotated[Path, typer.Option("--out", "-o", help="The review file to write (.csv, .jsonl, or .json).")],
+    out_name: Annotated[
+        str, typer.Option("--out", "-o", metavar="FILE", help="The review file to write (.csv, .jsonl, or .json).")
+    ],
     n: Annotated[int, typer.Option("--n", min=1, help="Answers to sample.")] = 100,
     strategy: Annotated[
         str,
@@ -64,6 +66,7 @@ def sample(
     from tasks.review import write_sample
 
     with user_errors():
+        out = output_file(out_name, "review.csv")
         if strategy not in STRATEGIES:
             raise CliError(f"--strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
         chosen = file_format or {".jsonl": "jsonl", ".json": "label-studio"}.get(out.suffix.lower(), "csv")
@@ -235,9 +238,11 @@ def _fixed(value: float, digits: int) -> str:
 
 @review_app.command("calibrate")
 def calibrate(
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", "-o", help="Also write the calibrator here (for stef evaluate --calibrator)."),
+    out_name: Annotated[
+        str | None,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="Also write the calibrator here (for stef evaluate --calibrator)."
+        ),
     ] = None,
     warehouse: Annotated[str | None, _WAREHOUSE] = None,
     app_id: Annotated[
@@ -258,6 +263,7 @@ def calibrate(
     from tasks.review import calibrate_from_reviews
 
     with user_errors():
+        out = None if out_name is None else output_file(out_name, "calibrator.json")
         try:
             result = calibrate_from_reviews(
                 warehouse, out, app_id, rules_dir, schema_dir, observed_catalog, store=not dry_run

@@ -320,7 +320,19 @@ def test_files_of_a_folder_that_look_like_logs_but_are_not_jsonl_are_named(tmp_p
     assert [row["run_id"] for row in read_jsonl(out)] == ["r1"]
 
 
-def test_an_out_ending_in_a_slash_is_refused_not_written_as_a_file_of_that_name(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "example"),
+    [
+        (("evaluate", "{source}"), "scores.jsonl"),
+        (("review", "sample", "--warehouse", "{tmp}/wh.duckdb"), "review.csv"),
+        (("review", "calibrate", "--warehouse", "{tmp}/wh.duckdb"), "calibrator.json"),
+        (("catalog", "learn", "{source}"), "observed-catalog.json"),
+    ],
+    ids=["evaluate", "review_sample", "review_calibrate", "catalog_learn"],
+)
+def test_an_out_ending_in_a_slash_is_refused_not_written_as_a_file_of_that_name(
+    tmp_path: Path, command: tuple[str, ...], example: str
+) -> None:
     """``--out scores/`` (a folder that does not exist yet) wrote a file named ``scores``."""
     source = tmp_path / "day.jsonl"
     source.write_text(
@@ -328,7 +340,8 @@ def test_an_out_ending_in_a_slash_is_refused_not_written_as_a_file_of_that_name(
         encoding="utf-8",
     )
     out = f"{tmp_path}/scores/"
-    result = invoke("evaluate", str(source), "--out", out)
+    args = [a.replace("{source}", str(source)).replace("{tmp}", str(tmp_path)) for a in command]
+    result = invoke(*args, "--out", out)
     assert result.exit_code == 2, result.output
-    assert result.stderr == f"error: {out}: is a folder; give --out a file name (e.g. {out}scores.jsonl)\n"
+    assert result.stderr == f"error: {out}: is a folder; give --out a file name (e.g. {out}{example})\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["day.jsonl"]
