@@ -14,6 +14,7 @@ repository root describes the same deployments for ``prefect deploy`` with a wor
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, cast
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -83,7 +84,9 @@ def build_deployments(
         logs_root: logs folder (or fsspec URL) of the nightly and backfill runs.
         warehouse: DuckDB file of every run (``None``: ``$STEF_WAREHOUSE`` of the serving
             process, else ``./stef.duckdb``).
-        reports_dir: folder of the weekly reports.
+        reports_dir: folder of the weekly reports (a ``/`` is added when it has none: the report
+            writes into a folder only when its path ends in ``/`` or exists already, else it
+            writes a file of that name, every week over the last).
         nightly_cron: cron expression of the nightly run.
         weekly_cron: cron expression of the weekly report.
 
@@ -102,6 +105,8 @@ def build_deployments(
     from flows.weekly_report import weekly_report
 
     zone = validate_timezone(timezone)
+    if reports_dir and not reports_dir.endswith(("/", os.sep)):
+        reports_dir += "/"
     validate_cron(nightly_cron, "--nightly-cron")
     validate_cron(weekly_cron, "--weekly-cron")
     common: dict[str, Any] = {"tags": ["stef"], "entrypoint_type": EntrypointType.MODULE_PATH}

@@ -791,7 +791,9 @@ def serve(
         str | None,
         typer.Option("--warehouse", help="DuckDB file of every run (default: $STEF_WAREHOUSE, else ./stef.duckdb)."),
     ] = None,
-    reports_dir: Annotated[str, typer.Option("--reports-dir", help="Folder of the weekly reports.")] = "./reports/",
+    reports_dir: Annotated[
+        str, typer.Option("--reports-dir", help="Folder of the weekly reports (stef-report-<week>.html and .md).")
+    ] = "./reports/",
     nightly_cron: Annotated[str, typer.Option("--nightly-cron", help="Cron of the nightly run.")] = "0 2 * * *",
     weekly_cron: Annotated[str, typer.Option("--weekly-cron", help="Cron of the weekly report.")] = "0 6 * * 1",
     check: Annotated[

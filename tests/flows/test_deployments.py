@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -73,3 +75,18 @@ def test_prefect_yaml_matches_the_served_deployments() -> None:
         assert (REPO_ROOT / path).is_file()
         module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
         assert isinstance(getattr(module, function), Flow)
+
+
+def test_a_reports_dir_without_a_trailing_slash_still_gets_one_report_per_week(tmp_path: Path) -> None:
+    """``stef serve --reports-dir /data/reports`` (a folder not made yet) wrote each week's report to
+    a file named ``/data/reports`` (and ``/data/reports.md``), every week over the last."""
+    from tasks.report import report_paths
+
+    folder = tmp_path / "reports"
+    deployments = flows.deployments.build_deployments(reports_dir=str(folder))
+    weekly = next(d for d in deployments if d.name == flows.deployments.WEEKLY_DEPLOYMENT)
+    assert weekly.parameters["out"] == f"{folder}/"
+    assert report_paths(weekly.parameters["out"], "2026-W48") == (
+        folder / "stef-report-2026-W48.html",
+        folder / "stef-report-2026-W48.md",
+    )
