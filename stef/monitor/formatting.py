@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -21,3 +22,22 @@ def fmt_ci(value: Any, spec: str = "+.2f") -> str:
     ('[-11.80, -3.43]', '–', '[+0.051, +0.249]')
     """
     return "–" if not value or value[0] is None else f"[{format(value[0], spec)}, {format(value[1], spec)}]"
+
+
+OUT_OF_RANGE = "outside the judge's calibrated range"
+"""Said instead of an interval that clipping to [0, 1] shrank to one bound (:func:`clipped_away`)."""
+
+
+def clipped_away(share: float | None, interval: Sequence[float | None] | None) -> bool:
+    """Whether an estimated share's interval lies wholly beyond 0 % or 100 %, so that clipping it to
+    [0, 1] left a width-zero ``[0, 0]`` or ``[1, 1]``: the answers score beyond the judge's calibrated
+    means (above its mean for correct answers, or below its mean for wrong ones), and the share is
+    not estimated there; printing ``0 % [0–0 %]`` would claim a certainty the estimate does not have
+    (:func:`stef.monitor.error_rate.estimate_error_rate` clips the estimate and both ends).
+
+    >>> clipped_away(0.0, [0.0, 0.0]), clipped_away(1.0, [1.0, 1.0]), clipped_away(0.0, [0.0, 0.04])
+    (True, True, False)
+    """
+    if share is None or not interval or interval[0] is None or interval[1] is None:
+        return False
+    return interval[0] == interval[1] == share and share in (0.0, 1.0)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from stef.display import one_line
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
+from stef.monitor.formatting import OUT_OF_RANGE, clipped_away
 from stef.monitor.models import SCORE_BIN_EDGES, DriftSample, ErrorRate
 from stef.monitor.sentence import drift_sentence
 from stef.monitor.statistics import p90_score, score_histogram
@@ -532,13 +533,18 @@ def percent_text(share: float | None, digits: int = 1) -> str:
 
 
 def share_text(share: float | None, interval: Sequence[float] | None = None) -> str:
-    """An estimated share with its interval in whole percent (``72 % [41–100 %]``), or ``–``.
+    """An estimated share with its interval in whole percent (``72 % [41–100 %]``), or ``–``; an
+    interval that lies wholly beyond 0 % or 100 % (:func:`clipped_away`) is named as such.
 
     >>> share_text(0.7234, [0.41, 1.0]), share_text(0.3), share_text(None)
     ('72 % [41–100 %]', '30 %', '–')
+    >>> share_text(0.0, [0.0, 0.0])
+    "0 % [outside the judge's calibrated range]"
     """
     if share is None:
         return "–"
     if not interval:
         return f"{100 * share:.0f} %"
+    if clipped_away(share, interval):
+        return f"{100 * share:.0f} % [{OUT_OF_RANGE}]"
     return f"{100 * share:.0f} % [{100 * interval[0]:.0f}–{100 * interval[1]:.0f} %]"

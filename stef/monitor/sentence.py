@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stef.display import shorten
+from stef.monitor.formatting import OUT_OF_RANGE, clipped_away
 
 
 def _percent(value: float) -> str:
@@ -20,6 +21,8 @@ def _percent(value: float) -> str:
 def _rate(value: float | None, interval: Sequence[float | None] | None) -> str:
     if value is None:
         return "?"
+    if clipped_away(value, interval):
+        return f"{_percent(value)} ({OUT_OF_RANGE})"
     if interval and interval[0] is not None and interval[1] is not None:
         return f"{_percent(value)} ({round(100 * interval[0]):d}–{round(100 * interval[1]):d} %)"
     return _percent(value)
@@ -96,6 +99,10 @@ def drift_sentence(summary: Mapping[str, Any]) -> str:
     if base is not None and cand is not None:
         shown_c, shown_b = round(100 * cand), round(100 * base)  # the word follows the figures printed
         moved = "up from" if shown_c > shown_b else ("down from" if shown_c < shown_b else "the same as")
+        if (
+            moved == "the same as" and verdict == "drift"
+        ):  # equal figures (clipped to 0 % or 100 %), a change that decided
+            moved = "against"
         head = (
             f"{subject} answers an estimated {_rate(cand, summary.get('error_rate_candidate_ci'))} of questions "
             f"wrongly{window}, {moved} {_rate(base, summary.get('error_rate_baseline_ci'))} {before}"

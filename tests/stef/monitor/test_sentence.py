@@ -151,6 +151,24 @@ def test_edge_wordings() -> None:
     assert drift_sentence(nothing) == "bird-analyst v1.5.0 has no scored answers to compare with v1.4.0: no drift."
 
 
+def test_rates_clipped_to_a_bound_are_named_and_never_called_the_same_as_a_drift() -> None:
+    """Both versions' answers score above the judge's mean for correct answers: the raw estimates are below 0,
+    clipped to 0 % with intervals [0, 0]. The sentence said "0 % (0–0 %) ..., the same as 0 % (0–0 %) ...: worse"."""
+    clipped = {**BASE, "verdict": "drift", "direction": "worse",
+               "error_rate_baseline": 0.0, "error_rate_baseline_ci": [0.0, 0.0],
+               "error_rate_candidate": 0.0, "error_rate_candidate_ci": [0.0, 0.0],
+               "error_rate_delta": 0.09, "error_rate_delta_ci": [0.003, 0.24]}  # fmt: skip
+    assert drift_sentence(clipped) == (
+        "bird-analyst v1.5.0 answers an estimated 0 % (outside the judge's calibrated range) of questions wrongly, "
+        "against 0 % (outside the judge's calibrated range) for v1.4.0: worse (+9 points, 95% CI 0 points to +24 points)."
+    )
+    one_side = {**clipped, "error_rate_candidate": 0.12, "error_rate_candidate_ci": [0.0, 0.3]}
+    assert drift_sentence(one_side).startswith(
+        "bird-analyst v1.5.0 answers an estimated 12 % (0–30 %) of questions wrongly, up from 0 % (outside the "
+        "judge's calibrated range) for v1.4.0: worse"
+    )
+
+
 def test_names_stay_text_on_one_line() -> None:
     hostile = {
         **BASE,
