@@ -103,7 +103,8 @@ def import_labels(
     it is left out and counted instead; a quarantined line is named with its reason), or names
     an evaluator version the run was not scored with; without one, the run's newest evaluation is
     the one reviewed. The reviewer is ``reviewer``, else the file's (Label Studio's annotator),
-    else the user running the command.
+    else the user running the command; a row is also rejected when that makes it a second label
+    of its answer by one reviewer (an export of two annotators imported with ``reviewer``).
 
     Raises:
         LabelFileError: a bad row (every one is named, with its line); nothing was stored.
@@ -118,6 +119,7 @@ def import_labels(
         quarantined = quarantine_reasons(conn, unknown)
         problems: list[tuple[int, str]] = list(labels.problems)
         reviews: list[dict[str, Any]] = []
+        first_line: dict[tuple[str, str], int] = {}
         skipped = 0
         for row in labels.rows:
             stored = versions.get(row.run_id)
@@ -149,10 +151,27 @@ def import_labels(
                     )
                 )
                 continue
+            who = reviewer or row.reviewer or default_reviewer
+            if (row.run_id, who) in first_line:
+                # the file names two reviewers (Label Studio's annotators), --reviewer or the user name one
+                problems.append(
+                    (
+                        row.line,
+                        f"run_id {row.run_id!r} is labelled twice by {who!r} (first at line "
+                        f"{first_line[row.run_id, who]}); "
+                        + (
+                            "--reviewer names every row's reviewer: leave it out to keep the file's reviewers"
+                            if reviewer
+                            else "a row without a reviewer is labelled by the user running the import"
+                        ),
+                    )
+                )
+                continue
+            first_line[row.run_id, who] = row.line
             reviews.append(
                 {
                     "run_id": row.run_id,
-                    "reviewer": reviewer or row.reviewer or default_reviewer,
+                    "reviewer": who,
                     "label": row.label,
                     "error_category": row.error_category,
                     "note": row.note,

@@ -474,3 +474,32 @@ def test_stats_show_a_kappa_of_zero_without_a_minus_sign(workdir: Path) -> None:
     assert table.exit_code == 0, table.output
     (line,) = [line for line in table.stdout.splitlines() if line.strip().startswith("all reviewed answers")]
     assert "-0.0" not in table.stdout and " 0.000 [" in line
+
+
+def test_an_export_of_two_annotators_imported_with_reviewer_names_the_lines(workdir: Path) -> None:
+    """``--reviewer`` makes both annotators' labels of an answer one reviewer's: two rows of one key,
+    which the import named as a DuckDB "transaction is aborted" error instead of the file's lines."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    run_id = sorted(_truth(workdir))[0]
+    export = workdir / "export.json"
+    annotations = [
+        {
+            "completed_by": {"email": who},
+            "updated_at": at,
+            "result": [{"from_name": "label", "value": {"choices": [c]}}],
+        }
+        for who, at, c in (("a@x", "2026-12-01T10:00:00Z", "correct"), ("b@x", "2026-12-01T11:00:00Z", "incorrect"))
+    ]
+    export.write_text(json.dumps([{"id": 9, "data": {"run_id": run_id}, "annotations": annotations}]), encoding="utf-8")
+    result = invoke("review", "import", str(export), "--warehouse", warehouse, "--reviewer", "ana")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert " ".join(result.stderr.split()) == (
+        f"error: {export}: 1 bad row(s), nothing imported: line 1: run_id {run_id!r} is labelled twice by 'ana' "
+        "(first at line 1); --reviewer names every row's reviewer: leave it out to keep the file's reviewers"
+    )
+    assert _stored_reviews(warehouse) == {}
+    kept = invoke("review", "import", str(export), "--warehouse", warehouse)
+    assert kept.exit_code == 0 and "2 new" in kept.stdout
+    with connect(warehouse, read_only=True) as conn:
+        stored = conn.execute("SELECT reviewer, label FROM reviews ORDER BY reviewer").fetchall()
+    assert stored == [("a@x", "correct"), ("b@x", "incorrect")]
