@@ -704,7 +704,8 @@ class Reviewed:
 
 def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
     """STEF's agreement with reviewer labels, with bootstrap 95 % intervals (percentile method,
-    ``resamples`` resamples of the answers, seeded).
+    ``resamples`` resamples of the answers, seeded; an interval always holds its figure, see
+    :func:`_holding`).
 
     Returns:
         A JSON-ready dict: ``n``, ``base_rate_incorrect``, ``accuracy``, ``kappa`` (Cohen's κ of
@@ -734,7 +735,7 @@ def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOT
         if key == "n" or not isinstance(value, float):
             continue
         values = sorted(samples.get(key, []))
-        ci[key] = [_rounded(_quantile(values, 0.025)), _rounded(_quantile(values, 0.975))] if values else None
+        ci[key] = _holding(value, _quantile(values, 0.025), _quantile(values, 0.975)) if values else None
     categories: dict[str, list[bool]] = {}
     for row in reviewed:
         if not row.correct and row.category:
@@ -789,6 +790,19 @@ _FIGURE_KEYS = (
     "precision_incorrect",
     "recall_incorrect",
 )
+
+
+def _holding(estimate: float, low: float, high: float) -> list[float]:
+    """The interval ``[low, high]`` widened to hold ``estimate``, rounded (:func:`_rounded`).
+
+    A percentile interval misses its own estimate when the figure is biased under resampling: a
+    bootstrap resample repeats answers, which spreads the bins of the ECE, so the resampled ECE
+    of a perfectly calibrated sample (ECE 0) is never 0, and its interval was [0.02, 0.25].
+
+    >>> _holding(0.0, 0.0213, 0.25), _holding(0.5, 0.4, 0.6), _holding(0.9, 0.1, 0.85)
+    ([0.0, 0.25], [0.4, 0.6], [0.1, 0.9])
+    """
+    return [_rounded(min(low, estimate)), _rounded(max(high, estimate))]
 
 
 def _rounded(value: float) -> float:

@@ -401,3 +401,16 @@ def test_a_label_file_saved_by_a_spreadsheet_in_another_encoding_names_the_line_
     with pytest.raises(LabelFileError) as caught:
         read_label_file(path)
     assert str(caught.value) == f'{path}: UTF-16 text, not UTF-8; save the file as UTF-8 (Excel: "CSV UTF-8")'
+
+
+def test_the_interval_of_a_perfectly_calibrated_ece_holds_zero() -> None:
+    """Ten answers at P(correct) 0.5, five correct; ten at 0.8, eight correct: each bin's mean p is
+    its share of correct answers, so ECE = 0 exactly. Resamples repeat answers and unbalance the
+    bins (their ECE is above 0 in nearly all of them): the percentile interval was [0.02, 0.25]."""
+    rows = [Reviewed(i < 5, 60.0, 0.5) for i in range(10)] + [Reviewed(i < 8, 80.0, 0.8) for i in range(10)]
+    figures = agreement(rows)
+    assert figures["ece"] == 0.0
+    low, high = figures["ci"]["ece"]
+    assert low == 0.0 and 0.1 < high < 0.4
+    for key, interval in figures["ci"].items():
+        assert interval is not None and interval[0] <= figures[key] <= interval[1], key
