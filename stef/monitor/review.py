@@ -687,7 +687,8 @@ class Reviewed:
     Attributes:
         correct: the reviewer's label (``True``: correct).
         score: Φ (``None``: STEF gave no score; counts as called incorrect, P(correct) 0).
-        p_correct: STEF's P(correct).
+        p_correct: STEF's P(correct) (``None`` for a scored answer: stored before the warehouse kept
+            it, migration 0005; such an answer counts for the call, not for AUROC and ECE).
         category: the reviewer's error category, if any.
     """
 
@@ -714,7 +715,8 @@ def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOT
         ``precision_incorrect``, ``recall_incorrect``, ``recall_by_category`` (share of the wrong
         answers of each labelled category that STEF called incorrect, with ``n``), and ``ci``: per
         figure its [low, high] (``None`` where undefined). A figure is ``None`` when undefined
-        (e.g. AUROC with one class only).
+        (e.g. AUROC with one class only). AUROC and ECE are of the answers with a P(correct) (an
+        unscored answer's is 0; a scored answer stored without one is left out of them).
 
     >>> rows = [Reviewed(True, 80.0, 0.8), Reviewed(True, 40.0, 0.4), Reviewed(False, 30.0, 0.2), Reviewed(False, 90.0, 0.9)]
     >>> figures = agreement(rows, resamples=50)
@@ -762,16 +764,18 @@ def _figures(reviewed: Sequence[Reviewed]) -> dict[str, Any]:
     actual = (tp + fn) / n
     chance = called * actual + (1 - called) * (1 - actual)
     kappa = None if chance >= 1.0 else (accuracy - chance) / (1.0 - chance)
-    ps = [0.0 if r.score is None or r.p_correct is None else float(r.p_correct) for r in reviewed]
-    labels = [r.correct for r in reviewed]
-    area = auroc(ps, labels)
+    # an unscored answer has P(correct) 0; a scored one stored without its p has none to rank
+    with_p = [r for r in reviewed if r.score is None or r.p_correct is not None]
+    ps = [0.0 if r.score is None or r.p_correct is None else float(r.p_correct) for r in with_p]
+    labels = [r.correct for r in with_p]
+    area = auroc(ps, labels) if with_p else math.nan
     return {
         "n": n,
         "base_rate_incorrect": (tn + fp) / n,
         "accuracy": accuracy,
         "kappa": kappa,
         "auroc": None if math.isnan(area) else area,
-        "ece": expected_calibration_error(ps, labels),
+        "ece": expected_calibration_error(ps, labels) if with_p else None,
         "precision_correct": _ratio(tp, tp + fp),
         "recall_correct": _ratio(tp, tp + fn),
         "precision_incorrect": _ratio(tn, tn + fn),

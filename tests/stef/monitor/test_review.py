@@ -414,3 +414,23 @@ def test_the_interval_of_a_perfectly_calibrated_ece_holds_zero() -> None:
     assert low == 0.0 and 0.1 < high < 0.4
     for key, interval in figures["ci"].items():
         assert interval is not None and interval[0] <= figures[key] <= interval[1], key
+
+
+def test_a_scored_answer_stored_without_p_correct_is_left_out_of_auroc_and_ece_only() -> None:
+    """Evaluations stored before migration 0005 have a score and no P(correct): they were ranked and
+    binned as P(correct) 0, as if STEF had been sure they were wrong (AUROC 0.67, ECE 0.26 here)."""
+    rows = [
+        Reviewed(True, 80.0, 0.9),
+        Reviewed(False, 30.0, 0.2),
+        Reviewed(True, 80.0, None),  # scored before the warehouse kept p_correct
+        Reviewed(False, 90.0, None),
+        Reviewed(False, None, None),  # unscored: called incorrect, P(correct) 0
+    ]
+    figures = agreement(rows, resamples=50)
+    assert figures["n"] == 5 and figures["accuracy"] == 0.8  # the calls of all five: 4 agree
+    # ranked: 0.9 (correct) above 0.2 and 0.0 (both wrong)
+    assert figures["auroc"] == 1.0
+    # bins: 0.9 (1 of 1 correct) |0.9 - 1| = 0.1; 0.2 (0 of 1) 0.2; 0.0 (0 of 1) 0; weighted 1/3 each
+    assert figures["ece"] == pytest.approx(0.3 / 3, abs=1e-4)
+    only_old = agreement([Reviewed(True, 80.0, None), Reviewed(False, 90.0, None)], resamples=20)
+    assert (only_old["auroc"], only_old["ece"], only_old["accuracy"]) == (None, None, 0.5)
