@@ -62,7 +62,8 @@ def write_sample(
     start: date | None = None,
     end: date | None = None,
 ) -> SampleResult:
-    """Draw a review sample from the newest evaluator version's answers and write it.
+    """Draw a review sample from the answers of the newest evaluator version that scored answers
+    matching the filters (agent, app, days), and write it.
 
     Raises:
         InputError: the warehouse has no scored answer matching the filters, or ``out`` cannot
@@ -70,7 +71,7 @@ def write_sample(
         ValueError: an unknown strategy or format, or ``n`` < 1.
     """
     with connect(_existing(warehouse_path), read_only=True) as conn:
-        version = latest_evaluator_version(conn, agent_id, start, end)
+        version = latest_evaluator_version(conn, agent_id, start, end, app_id=app_id)
         candidates = read_review_candidates(conn, version, agent_id, app_id, start, end) if version else []
     if not candidates or version is None:
         raise InputError("no stored answers in the warehouse match the filters: nothing to sample")

@@ -89,7 +89,12 @@ _SAME_CHECK = """
 
 
 def latest_evaluator_version(
-    conn: duckdb.DuckDBPyConnection, agent_id: str | None = None, start: date | None = None, end: date | None = None
+    conn: duckdb.DuckDBPyConnection,
+    agent_id: str | None = None,
+    start: date | None = None,
+    end: date | None = None,
+    *,
+    app_id: str | None = None,
 ) -> str | None:
     """The evaluator version of the most recently stored evaluations (newest day, then newest write).
 
@@ -98,6 +103,7 @@ def latest_evaluator_version(
         agent_id: only this agent's evaluations; ``None`` for all.
         start: only evaluations of this day or later.
         end: only evaluations of this day or earlier.
+        app_id: only this app's evaluations; ``None`` for all.
 
     Returns:
         The version, or ``None`` when nothing matches.
@@ -105,11 +111,11 @@ def latest_evaluator_version(
     rows = conn.execute(
         """
         SELECT evaluator_version FROM evaluations
-        WHERE ($agent::VARCHAR IS NULL OR agent_id = $agent)
+        WHERE ($agent::VARCHAR IS NULL OR agent_id = $agent) AND ($app::VARCHAR IS NULL OR app_id = $app)
           AND ($start::DATE IS NULL OR log_date >= $start) AND ($end::DATE IS NULL OR log_date <= $end)
         GROUP BY evaluator_version ORDER BY max(log_date) DESC, max(evaluated_at) DESC, evaluator_version LIMIT 1
         """,
-        {"agent": agent_id, "start": start, "end": end},
+        {"agent": agent_id, "app": app_id, "start": start, "end": end},
     ).fetchall()
     return str(rows[0][0]) if rows else None
 
