@@ -7,12 +7,18 @@ from typing import Any
 
 
 def fmt(value: Any, spec: str = "+.2f") -> str:
-    """``value`` formatted with ``spec``, or ``–`` for ``None``.
+    """``value`` formatted with ``spec``, or ``–`` for ``None``; a value that shows as zero has no
+    minus sign (a delta of two equal shares computes to −1e-16: ``+0.0``, not ``-0.0``).
 
-    >>> fmt(-3.0), fmt(None)
-    ('-3.00', '–')
+    >>> fmt(-3.0), fmt(None), fmt(-1e-16, "+.1f"), fmt(-0.0, ".1%"), fmt(-0.04, ".1f")
+    ('-3.00', '–', '+0.0', '0.0%', '0.0')
     """
-    return "–" if value is None else format(value, spec)
+    if value is None:
+        return "–"
+    text = format(value, spec)
+    if text.startswith("-") and not any(ch in "123456789" for ch in text):
+        return ("+" if spec.startswith("+") else "") + text[1:]
+    return text
 
 
 def fmt_ci(value: Any, spec: str = "+.2f") -> str:
@@ -21,7 +27,7 @@ def fmt_ci(value: Any, spec: str = "+.2f") -> str:
     >>> fmt_ci([-11.8, -3.43]), fmt_ci(None), fmt_ci([0.051, 0.249], "+.3f")
     ('[-11.80, -3.43]', '–', '[+0.051, +0.249]')
     """
-    return "–" if not value or value[0] is None else f"[{format(value[0], spec)}, {format(value[1], spec)}]"
+    return "–" if not value or value[0] is None else f"[{fmt(value[0], spec)}, {fmt(value[1], spec)}]"
 
 
 OUT_OF_RANGE = "outside the judge's calibrated range"

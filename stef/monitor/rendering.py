@@ -15,7 +15,7 @@ from markupsafe import Markup, escape
 from stef.display import DISPLAY_WIDTH, Markdown, md_code, md_code_block, md_text, one_line, shorten, visible_text
 from stef.models import Band, FilterStatus, Verdict
 from stef.monitor.charts import Chart
-from stef.monitor.formatting import fmt_ci
+from stef.monitor.formatting import fmt, fmt_ci
 from stef.monitor.report import BIN_LABELS, ReportData, left_out_note, share_text
 
 
@@ -33,7 +33,7 @@ def _delta(value: Any, interval: Any) -> Markdown:
     >>> _delta(-7.5612, [-11.8, -3.43]), _delta(None, None)
     ('-7.56 [-11.80, -3.43]', '–')
     """
-    return Markdown("–" if value is None else f"{value:+.2f} {fmt_ci(interval)}")
+    return Markdown("–" if value is None else f"{fmt(value)} {fmt_ci(interval)}")
 
 
 def _rate_delta(value: Any, interval: Any = None, unit: str = " points") -> Markdown:
@@ -42,12 +42,14 @@ def _rate_delta(value: Any, interval: Any = None, unit: str = " points") -> Mark
 
     >>> _rate_delta(0.15, [0.091, 0.209]), _rate_delta(0.15, [0.091, 0.209], unit=""), _rate_delta(None, None)
     ('+15.0 [+9.1, +20.9] points', '+15.0 [+9.1, +20.9]', '–')
+    >>> _rate_delta(-1.1e-16, [-1.0, 1.0], unit="")  # two equal shares: no minus sign on the zero
+    '+0.0 [-100.0, +100.0]'
     """
     if value is None:
         return Markdown("–")
     if not interval or interval[0] is None:
-        return Markdown(f"{100 * value:+.1f}{unit}")
-    return Markdown(f"{100 * value:+.1f} [{100 * interval[0]:+.1f}, {100 * interval[1]:+.1f}]{unit}")
+        return Markdown(f"{fmt(100 * value, '+.1f')}{unit}")
+    return Markdown(f"{fmt(100 * value, '+.1f')} {fmt_ci([100 * interval[0], 100 * interval[1]], '+.1f')}{unit}")
 
 
 def _figure(value: Any, interval: Any = None) -> Markdown:

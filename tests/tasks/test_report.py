@@ -357,3 +357,20 @@ def test_answers_scored_only_by_another_evaluator_version_are_named_not_silently
         assert [v["evaluations"] for v in again.other_versions] == [12]  # answers both versions scored are not left out
     finally:
         conn.close()
+
+
+def test_a_delta_that_shows_as_zero_has_no_minus_sign(data: ReportData) -> None:
+    """Two equal shares of wrong answers differ by -1.1e-16 in floating point: the drift table showed
+    ``-0.0 [-20.0, +20.0]``; a mean Φ delta of -1e-17 with its interval ``-0.00 [-0.00, +3.00]``."""
+    check = {
+        **data.drift[0],
+        "error_rate_delta": 0.30 - 0.1 - 0.2,  # -2.8e-17
+        "error_rate_delta_ci": [-0.2, 0.2],
+        "mean_delta": -1e-17,
+        "mean_delta_ci": [-1e-17, 3.0],
+    }
+    assert check["error_rate_delta"] < 0
+    zero = replace(data, drift=[check])
+    for text in (render_markdown(zero), render_html(zero, render_charts(zero))):
+        assert "+0.0 [-20.0, +20.0]" in text and "+0.00 [+0.00, +3.00]" in text
+        assert "-0.0 " not in text and "-0.00" not in text
