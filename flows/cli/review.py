@@ -176,7 +176,15 @@ def stats(
         classes.add_row(name, _with_ci(figures, f"precision_{name}"), _with_ci(figures, f"recall_{name}"))
     console.print(classes)
     console.print(
-        Text(f"AUROC of P(correct) {_with_ci(figures, 'auroc')}; expected calibration error {_with_ci(figures, 'ece')}")
+        Text(
+            "AUROC of P(correct) "
+            + (
+                f"undefined ({figures['auroc_undefined']})"
+                if figures.get("auroc_undefined")
+                else _with_ci(figures, "auroc")
+            )
+            + f"; expected calibration error {_with_ci(figures, 'ece')}"
+        )
     )
     for key, title in (("by_app", "app_id"), ("by_evaluator_version", "evaluator_version"), ("by_week", "week")):
         rows = [(str(row.get(title) or "(none)"), row) for row in figures[key]]

@@ -717,6 +717,7 @@ def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOT
         figure its [low, high] (``None`` where undefined). A figure is ``None`` when undefined
         (e.g. AUROC with one class only). AUROC and ECE are of the answers with a P(correct) (an
         unscored answer's is 0; a scored answer stored without one is left out of them).
+        ``auroc_undefined`` says why the AUROC is undefined (``every label is correct``), else ``None``.
 
     >>> rows = [Reviewed(True, 80.0, 0.8), Reviewed(True, 40.0, 0.4), Reviewed(False, 30.0, 0.2), Reviewed(False, 90.0, 0.9)]
     >>> figures = agreement(rows, resamples=50)
@@ -748,7 +749,20 @@ def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOT
         for name, calls in sorted(categories.items())
     }
     figures_out["ci"] = ci
+    figures_out["auroc_undefined"] = _auroc_undefined(reviewed) if reviewed and figures["auroc"] is None else None
     return figures_out
+
+
+def _auroc_undefined(reviewed: Sequence[Reviewed]) -> str:
+    """Why the AUROC of ``reviewed`` (not empty) is undefined: it ranks correct answers against wrong ones.
+
+    >>> _auroc_undefined([Reviewed(True, 80.0, 0.9)] * 3), _auroc_undefined([Reviewed(False, 80.0, None)] * 2)
+    ('every label is correct', 'no reviewed answer has a P(correct)')
+    """
+    with_p = [r for r in reviewed if r.score is None or r.p_correct is not None]
+    if not with_p:
+        return "no reviewed answer has a P(correct)"
+    return f"every label is {'correct' if with_p[0].correct else 'incorrect'}"
 
 
 def _figures(reviewed: Sequence[Reviewed]) -> dict[str, Any]:

@@ -503,3 +503,30 @@ def test_an_export_of_two_annotators_imported_with_reviewer_names_the_lines(work
     with connect(warehouse, read_only=True) as conn:
         stored = conn.execute("SELECT reviewer, label FROM reviews ORDER BY reviewer").fetchall()
     assert stored == [("a@x", "correct"), ("b@x", "incorrect")]
+
+
+def test_an_auroc_of_labels_of_one_class_is_called_undefined(workdir: Path) -> None:
+    """Every label "correct": no wrong answer to rank against, so no AUROC; stats and the report
+    printed a bare "–", which reads as "not computed" rather than "undefined for these labels"."""
+    from stef.monitor.rendering import render_markdown
+    from tasks.report import collect
+
+    warehouse = str(workdir / "stef-demo.duckdb")
+    with connect(warehouse, read_only=True) as conn:
+        scored = [
+            row[0]
+            for row in conn.execute(
+                "SELECT run_id FROM evaluations WHERE status = 'evaluated' ORDER BY run_id LIMIT 4"
+            ).fetchall()
+        ]
+    labels = workdir / "labels.csv"
+    labels.write_text("run_id,label\n" + "".join(f"{run_id},correct\n" for run_id in scored), encoding="utf-8")
+    assert invoke("review", "import", str(labels), "--warehouse", warehouse, "--reviewer", "ana").exit_code == 0
+    figures = json.loads(invoke("review", "stats", "--warehouse", warehouse, "--json").stdout)
+    assert (figures["n"], figures["base_rate_incorrect"], figures["auroc"]) == (4, 0.0, None)
+    assert figures["auroc_undefined"] == "every label is correct" and "auroc" not in figures["ci"]
+    table = invoke("review", "stats", "--warehouse", warehouse)
+    assert "AUROC of P(correct) undefined (every label is correct);" in " ".join(table.stdout.split())
+    with connect(warehouse, read_only=True) as conn:
+        week = collect(conn, "demo", "2026-W48")
+    assert "AUROC of P(correct) undefined (every label is correct), ECE" in render_markdown(week)
