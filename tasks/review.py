@@ -210,15 +210,26 @@ def review_stats(
 ) -> dict[str, Any]:
     """The judge's agreement with the stored labels (:func:`stef.monitor.review.agreement`): overall
     (the evaluation each reviewer was shown), per app, per evaluator version (every stored
-    evaluation of the reviewed answers) and per ISO week of the answers.
+    evaluation of the reviewed answers; for a ``+calib`` version only the labels imported after its
+    calibrator, as in the weekly report: the others trained it) and per ISO week of the answers.
 
     Returns:
         The overall figures with ``by_app``, ``by_evaluator_version`` and ``by_week`` lists (each
-        entry: its key and its figures).
+        entry: its key and its figures; a version entry also ``held_out_only``).
     """
+    from tasks.drift_checks import deployment_calibrators_of
+    from warehouse.reviews import read_reviewed_evaluations
+
     with connect(_existing(warehouse_path), read_only=True) as conn:
         reviews = read_reviews(conn, app_id, agent_id)
         scores = read_scores_of_runs(conn, [r["run_id"] for r in reviews])
+        held_out: dict[str, dict[str, dict[str, Any]]] = {}  # +calib version -> run id -> its held-out label
+        for version in sorted({str(score["evaluator_version"]) for score in scores}):
+            deployment = deployment_calibrators_of(conn, version)
+            if deployment is not None:
+                held_out[version] = {
+                    row["run_id"]: row for row in read_reviewed_evaluations(conn, version, imported_after=deployment[0])
+                }
     overall = agreement([_reviewed(r) for r in reviews], seed)
     by_app: dict[str, list[dict[str, Any]]] = {}
     by_week: dict[str, list[dict[str, Any]]] = {}
@@ -227,11 +238,15 @@ def review_stats(
         week = review["log_date"].isocalendar()
         by_week.setdefault(f"{week.year}-W{week.week:02d}", []).append(review)
     labels = {r["run_id"]: r for r in reviews}
-    by_version: dict[str, list[Reviewed]] = {}
+    by_version: dict[str, list[Reviewed]] = {version: [] for version in held_out}
     for score in scores:
-        review = labels[score["run_id"]]
+        label: dict[str, Any] | None = labels[score["run_id"]]
+        if score["evaluator_version"] in held_out:  # None: the label trained the calibrator
+            label = held_out[score["evaluator_version"]].get(score["run_id"])
+        if label is None:
+            continue
         by_version.setdefault(score["evaluator_version"], []).append(
-            Reviewed(review["label"] == "correct", score["score"], score["p_correct"], review["error_category"])
+            Reviewed(label["label"] == "correct", score["score"], score["p_correct"], label["error_category"])
         )
     return {
         **overall,
@@ -240,7 +255,8 @@ def review_stats(
             for key, rows in sorted(by_app.items())
         ],
         "by_evaluator_version": [
-            {"evaluator_version": key, **agreement(rows, seed)} for key, rows in sorted(by_version.items())
+            {"evaluator_version": key, "held_out_only": key in held_out, **agreement(rows, seed)}
+            for key, rows in sorted(by_version.items())
         ],
         "by_week": [
             {"week": key, **agreement([_reviewed(r) for r in rows], seed)} for key, rows in sorted(by_week.items())

@@ -190,6 +190,13 @@ def stats(
         rows = [(str(row.get(title) or "(none)"), row) for row in figures[key]]
         if len(rows) > 1 or key == "by_evaluator_version":
             console.print(_figures_table(f"By {title}", rows))
+    if any(row.get("held_out_only") for row in figures["by_evaluator_version"]):
+        console.print(
+            Text(
+                "a +calib version is measured on the labels imported after its calibrator only "
+                "(the others trained it; `stef review calibrate` printed its cross-validated figures)"
+            )
+        )
     categories = figures.get("recall_by_category") or {}
     if categories:
         table = Table(

@@ -530,3 +530,47 @@ def test_an_auroc_of_labels_of_one_class_is_called_undefined(workdir: Path) -> N
     with connect(warehouse, read_only=True) as conn:
         week = collect(conn, "demo", "2026-W48")
     assert "AUROC of P(correct) undefined (every label is correct), ECE" in render_markdown(week)
+
+
+def test_stats_of_a_calibrated_version_use_only_the_labels_its_calibrator_was_not_fitted_on(workdir: Path) -> None:
+    """A calibrator is fitted on the demo's labels but 40 of Thursday's; Thursday is scored again
+    with it (a +calib version), then the 40 are imported. The +calib version's agreement was
+    measured on all 120 labelled Thursday answers, 80 of them labels it was fitted on; the report
+    already used only the labels imported after the calibrator."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    logs = str(workdir / "stef-demo" / "logs")
+    rows = [row for row in read_jsonl(workdir / "stef-demo" / "labels.jsonl") if row["run_id"] != "nl2sql-bugs-901"]
+    later = {row["run_id"] for row in rows if row["log_date"] == "2026-11-26"}
+    later = set(sorted(later)[:40])
+    fit_on, held_out = workdir / "fit.jsonl", workdir / "held_out.jsonl"
+    for path, keep in ((fit_on, False), (held_out, True)):
+        chosen = [row for row in rows if (row["run_id"] in later) == keep]
+        path.write_text("".join(json.dumps(row) + "\n" for row in chosen), encoding="utf-8")
+    assert invoke("review", "import", str(fit_on), "--warehouse", warehouse).exit_code == 0
+    schemas = str(workdir / "stef-demo" / "schemas")
+    fitted = invoke("review", "calibrate", "--warehouse", warehouse, "--schema-dir", schemas)
+    assert fitted.exit_code == 0, fitted.output
+    assert invoke("nightly", "--date", "2026-11-26", "--logs-root", logs, "--warehouse", warehouse).exit_code == 0
+    before = json.loads(invoke("review", "stats", "--warehouse", warehouse, "--json").stdout)
+    calibrated = [v for v in before["by_evaluator_version"] if "+calib=" in v["evaluator_version"]]
+    assert [(v["n"], v["accuracy"]) for v in calibrated] == [(0, None)]  # its 80 labels of Thursday fitted it
+    assert calibrated[0]["held_out_only"] is True
+    assert invoke("review", "import", str(held_out), "--warehouse", warehouse, "--reviewer", "bo").exit_code == 0
+    figures = json.loads(invoke("review", "stats", "--warehouse", warehouse, "--json").stdout)
+    version = calibrated[0]["evaluator_version"]
+    entry = next(v for v in figures["by_evaluator_version"] if v["evaluator_version"] == version)
+    with connect(warehouse, read_only=True) as conn:
+        reference = conn.execute(  # the 40 held-out labels against the +calib evaluations
+            """
+            SELECT count(*), avg(CASE WHEN (v.label = 'correct') = (e.status = 'evaluated' AND e.score >= 75)
+                                      THEN 1.0 ELSE 0.0 END)
+            FROM reviews AS v JOIN evaluations AS e USING (run_id)
+            WHERE v.reviewer = 'bo' AND e.evaluator_version = $version
+            """,
+            {"version": version},
+        ).fetchall()[0]
+    assert reference[0] == 40
+    assert (entry["n"], entry["held_out_only"]) == (40, True)
+    assert entry["accuracy"] == pytest.approx(reference[1], abs=1e-4)
+    shipped = next(v for v in figures["by_evaluator_version"] if "+calib=" not in v["evaluator_version"])
+    assert (shipped["n"], shipped["held_out_only"]) == (359, False)
