@@ -69,6 +69,22 @@ FULL OUTER JOIN scores AS s ON l.agent_id = s.agent_id AND l.agent_version = s.a
 """
 
 
+def day_metrics(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str) -> pl.DataFrame:
+    """One day's metrics as :func:`compute_daily_metrics` computes them, read without storing them
+    (a read-only connection will do): for a stored day whose metrics were never computed (the
+    nightly run stopped between storing the day and its metrics).
+
+    Returns:
+        Rows shaped like :func:`read_daily_metrics` (``computed_at``: now), sorted by agent and version.
+    """
+    now = datetime.now(UTC).replace(tzinfo=None)
+    frame: pl.DataFrame = conn.sql(
+        f"SELECT * FROM ({_DAY_METRICS_SQL}) ORDER BY agent_id, agent_version",
+        params={"log_date": log_date, "version": evaluator_version, "now": now},
+    ).pl()
+    return frame
+
+
 def compute_daily_metrics(
     conn: duckdb.DuckDBPyConnection,
     log_date: date,

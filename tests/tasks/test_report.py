@@ -374,3 +374,34 @@ def test_a_delta_that_shows_as_zero_has_no_minus_sign(data: ReportData) -> None:
     for text in (render_markdown(zero), render_html(zero, render_charts(zero))):
         assert "+0.0 [-20.0, +20.0]" in text and "+0.00 [+0.00, +3.00]" in text
         assert "-0.0 " not in text and "-0.00" not in text
+
+
+def test_a_stored_day_whose_metrics_were_never_computed_counts_in_the_headline_and_trend() -> None:
+    """Monday is stored with its metrics; Tuesday only stored (the nightly run stopped before its
+    metrics): the headline had Monday's 6 records against the 16 scored answers of both days, a
+    coverage of 267 %, and the trend had no Tuesday."""
+    from tests.support.monitoring_support import _evaluation, _line, answers, store_answers
+    from warehouse import connect, store_day
+
+    conn = connect(":memory:")
+    try:
+        store_answers(conn, MONDAY, answers("mon", "bird", "v1", [70.0, 90.0] * 3))
+        tuesday, batch = MONDAY + timedelta(days=1), answers("tue", "bird", "v1", [40.0, 80.0] * 5 + [None])
+        store_day(
+            conn, tuesday, [_line(n, a, tuesday) for n, a in enumerate(batch, start=1)], [_evaluation(a) for a in batch]
+        )
+        week = collect(conn, "memory", "2026-W48")
+        reference = conn.execute(  # per day: records, scored, mean Φ
+            "SELECT log_date, count(*), count(*) FILTER (WHERE status = 'evaluated'), "
+            "avg(score) FILTER (WHERE status = 'evaluated') FROM evaluations GROUP BY ALL ORDER BY ALL"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert reference == [(MONDAY, 6, 6, 80.0), (tuesday, 11, 10, 60.0)]
+    (row,) = week.headline
+    assert (row["records"], row["evaluated"]) == (17, 16)
+    assert row["coverage"] == pytest.approx(16 / 17) and row["mean"] == pytest.approx((6 * 80.0 + 10 * 60.0) / 16)
+    assert [(d["log_date"], d["records"], d["coverage"], d["mean"]) for d in week.daily] == [
+        (MONDAY, 6, 1.0, pytest.approx(80.0)),
+        (tuesday, 11, pytest.approx(10 / 11), pytest.approx(60.0)),
+    ]
