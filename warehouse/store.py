@@ -321,12 +321,22 @@ def stored_elsewhere(
 @contextmanager
 def registered(conn: duckdb.DuckDBPyConnection, name: str, table: pl.DataFrame | pa.Table) -> Iterator[None]:
     """Expose a polars frame or an Arrow table to SQL as ``name`` for the duration of the block
-    (bulk inserts/joins; DuckDB scans either's Arrow memory)."""
+    (bulk inserts/joins; DuckDB scans either's Arrow memory).
+
+    When the block fails inside a transaction, DuckDB has aborted the transaction and refuses the
+    unregistering too ("Current transaction is aborted"): that second error is dropped so the
+    block's own error (a constraint violated …) is the one reported.
+    """
     conn.register(name, table)
     try:
         yield
-    finally:
-        conn.unregister(name)
+    except BaseException:
+        try:
+            conn.unregister(name)
+        except duckdb.Error:
+            pass  # the transaction is aborted; the error of the block is the one to report
+        raise
+    conn.unregister(name)
 
 
 def _runs_table(runs: Sequence[tuple[LogLine, AgentLogRecord]]) -> pl.DataFrame:

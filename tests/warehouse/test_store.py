@@ -342,3 +342,32 @@ def test_storing_a_day_and_its_drift_checks_never_imports_pandas(tmp_path: Path)
         "cache": [1, ["k1"], 7],
         "pandas": False,
     }
+
+
+def test_a_failed_statement_on_a_registered_table_reports_its_own_error() -> None:
+    """Unregistering in an aborted transaction fails too; its "Current transaction is aborted"
+    replaced the error that aborted it (here the primary key violated)."""
+    import pyarrow as pa
+
+    from warehouse.errors import WarehouseError
+    from warehouse.store import registered
+    from warehouse.transaction import transaction
+
+    conn = duckdb.connect()
+    conn.execute("CREATE TABLE t (k VARCHAR PRIMARY KEY)")
+    incoming = pa.table({"k": ["a", "a"]})
+    with (
+        pytest.raises(WarehouseError) as failure,
+        transaction(conn, "adding rows failed"),
+        registered(conn, "_incoming", incoming),
+    ):
+        conn.execute("INSERT INTO t SELECT k FROM _incoming")
+    message = str(failure.value)
+    assert (
+        message == 'adding rows failed: Constraint Error: PRIMARY KEY or UNIQUE constraint violation: duplicate key "a"'
+    )
+    assert "transaction is aborted" not in message
+    assert conn.execute("SELECT count(*) FROM t").fetchall() == [(0,)]
+    with registered(conn, "_incoming", pa.table({"k": ["b"]})):  # the name can be registered again
+        conn.execute("INSERT INTO t SELECT k FROM _incoming")
+    assert conn.execute("SELECT k FROM t").fetchall() == [("b",)]
