@@ -70,14 +70,14 @@ def _parser_pair(dialect: str) -> tuple[Tokenizer, Parser]:
 
 @lru_cache(maxsize=256)
 def resolve_dialect(name: str | None) -> str:
-    """Normalise a dialect name to one sqlglot knows (``""`` = generic dialect); cached (sqlglot
-    builds a dialect object on every lookup).
+    """Normalise a dialect name to one sqlglot knows (``""`` = generic dialect; the other names of
+    :data:`DIALECT_ALIASES` too); cached (sqlglot builds a dialect object on every lookup).
 
     Raises:
         UnknownDialectError: sqlglot has no dialect of that name.
 
-    >>> resolve_dialect("SQLite")
-    'sqlite'
+    >>> resolve_dialect("SQLite"), resolve_dialect("postgresql"), resolve_dialect("MSSQL")
+    ('sqlite', 'postgres', 'tsql')
     >>> resolve_dialect(None)
     ''
     """
@@ -90,6 +90,7 @@ def resolve_dialect(name: str | None) -> str:
         key = ""
     else:
         key = name.strip().lower()
+        key = DIALECT_ALIASES.get(key, key)
         try:
             Dialect.get_or_raise(key)
         except (ValueError, KeyError) as exc:
@@ -101,6 +102,18 @@ def resolve_dialect(name: str | None) -> str:
 
 
 _RESOLVED_DIALECTS: dict[str, str] = {}
+
+DIALECT_ALIASES: dict[str, str] = {
+    "postgresql": "postgres",
+    "pgsql": "postgres",
+    "mssql": "tsql",
+    "sqlserver": "tsql",
+    "mariadb": "mysql",
+    "sqlite3": "sqlite",
+}
+"""Other names of sqlglot dialects that agents log: SQLAlchemy's ``engine.dialect.name``
+(``postgresql``, ``mssql``, ``mariadb``), Python's ``sqlite3`` module, SQL Server's own name. Every
+record of an agent that logged ``postgresql`` got ``invalid_input`` (unknown dialect)."""
 
 
 def parser_message(error: SqlglotError) -> str:

@@ -298,3 +298,27 @@ def test_every_evaluated_row_of_the_golden_sample_has_p_correct_monotone_with_it
 if __name__ == "__main__":  # regenerate the golden file after a reviewed change of the method
     if sys.argv[1:] == ["--regenerate"]:
         GOLDEN_EXPECTED.write_text("".join(json.dumps(r) + "\n" for r in _golden_rows()), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("logged", "dialect"),
+    [
+        ("postgresql", "postgres"),
+        ("PostgreSQL", "postgres"),
+        ("mssql", "tsql"),
+        ("mariadb", "mysql"),
+        ("sqlite3", "sqlite"),
+    ],
+)
+def test_dialect_names_agents_log_through_sqlalchemy_are_read(logged: str, dialect: str) -> None:
+    """SQLAlchemy's ``engine.dialect.name`` is ``postgresql`` / ``mssql`` / ``mariadb``: every record of an
+    agent that logged it was ``invalid_input`` (unknown SQL dialect); it is scored in sqlglot's dialect, the
+    same as a record naming that dialect."""
+    sql = "SELECT name FROM users WHERE id = 1 ORDER BY name"
+    aliased = evaluate(AgentLogRecord(run_id="a", question="Which user has id 1?", sql=sql, dialect=logged))
+    named = evaluate(AgentLogRecord(run_id="a", question="Which user has id 1?", sql=sql, dialect=dialect))
+    assert aliased.status is EvaluationStatus.EVALUATED, aliased.status_reason
+    assert (aliased.dialect, aliased.score, aliased.p_correct) == (dialect, named.score, named.p_correct)
+    unknown = evaluate(AgentLogRecord(run_id="b", question="q?", sql=sql, dialect="postgresqll"))
+    assert unknown.status is EvaluationStatus.INVALID_INPUT
+    assert "unknown SQL dialect 'postgresqll'" in (unknown.status_reason or "")
