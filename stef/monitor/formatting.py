@@ -31,7 +31,11 @@ def fmt_ci(value: Any, spec: str = "+.2f") -> str:
 
 
 OUT_OF_RANGE = "outside the judge's calibrated range"
-"""Said instead of an interval that clipping to [0, 1] shrank to one bound (:func:`clipped_away`)."""
+"""Said in the drift sentences instead of an interval that clipping to [0, 1] shrank to one bound
+(:func:`clipped_away`); the report's tables say :data:`OUT_OF_RANGE_SHORT` and explain it below them."""
+
+OUT_OF_RANGE_SHORT = "n/a"
+""":data:`OUT_OF_RANGE` in a table cell (the report's notes explain it)."""
 
 
 def clipped_away(share: float | None, interval: Sequence[float | None] | None) -> bool:

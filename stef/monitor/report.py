@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 from stef.display import one_line
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
-from stef.monitor.formatting import OUT_OF_RANGE, clipped_away
+from stef.monitor.formatting import OUT_OF_RANGE_SHORT, clipped_away
 from stef.monitor.models import SCORE_BIN_EDGES, DriftSample, ErrorRate
 from stef.monitor.sentence import drift_sentence
 from stef.monitor.statistics import p90_score, score_histogram
@@ -539,12 +539,12 @@ def share_text(share: float | None, interval: Sequence[float] | None = None) -> 
     >>> share_text(0.7234, [0.41, 1.0]), share_text(0.3), share_text(None)
     ('72 % [41–100 %]', '30 %', '–')
     >>> share_text(0.0, [0.0, 0.0])
-    "0 % [outside the judge's calibrated range]"
+    '0 % [n/a]'
     """
     if share is None:
         return "–"
     if not interval:
         return f"{100 * share:.0f} %"
     if clipped_away(share, interval):
-        return f"{100 * share:.0f} % [{OUT_OF_RANGE}]"
+        return f"{100 * share:.0f} % [{OUT_OF_RANGE_SHORT}]"
     return f"{100 * share:.0f} % [{100 * interval[0]:.0f}–{100 * interval[1]:.0f} %]"
