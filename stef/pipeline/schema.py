@@ -434,6 +434,48 @@ def _line_of(text: str, error: ParseError) -> str:
     return f"line {line}: {description}" if line else description
 
 
+def _batches_as_statements(text: str, dialect: str) -> str:
+    """``text`` with each ``GO`` batch separator of SQL Server's client tools (sqlcmd, the scripts
+    SSMS generates: ``GO`` alone on its line, optionally ``GO <count>``) turned into ``;``.
+
+    ``GO`` is no SQL: sqlglot's T-SQL tokenizer reads it as a command that runs to the next ``;``,
+    so a generated script (statements without ``;``, one ``GO`` after each) parsed as one opaque
+    command and declared no table. Found with the dialect's own tokenizer (a ``GO`` inside a
+    comment or a string is no token); dialects without that command, and text the tokenizer
+    refuses, are returned unchanged.
+
+    >>> _batches_as_statements("CREATE TABLE t (a INT)\\nGO\\nCREATE TABLE u (b INT)\\ngo 2\\n", "tsql")
+    'CREATE TABLE t (a INT)\\n; \\nCREATE TABLE u (b INT)\\n;   \\n'
+    """
+    from sqlglot.dialects.dialect import Dialect
+    from sqlglot.tokens import TokenType
+
+    try:
+        instance = Dialect.get_or_raise(dialect or None)
+        if instance.tokenizer_class.KEYWORDS.get("GO") is not TokenType.COMMAND:
+            return text
+        tokens = instance.tokenize(text)
+    except (SqlglotError, ValueError):
+        return text
+    pieces: list[str] = []
+    done = 0
+    for index, token in enumerate(tokens):
+        line_start = text.rfind("\n", 0, token.start) + 1
+        if (
+            token.token_type is not TokenType.COMMAND
+            or token.text.upper() != "GO"
+            or text[line_start : token.start].strip()
+        ):
+            continue
+        end = token.end + 1
+        following = tokens[index + 1] if index + 1 < len(tokens) else None
+        if following is not None and following.token_type is TokenType.NUMBER and following.line == token.line:
+            end = following.end + 1  # GO 2: the batch's repeat count
+        pieces.append(text[done : token.start] + ";" + " " * (end - token.start - 1))
+        done = end
+    return "".join(pieces) + text[done:]
+
+
 def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> DatabaseSchema:
     """Read DDL text into a :class:`DatabaseSchema` (see the module docstring for what is read).
 
@@ -456,6 +498,7 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
     """
     import sqlglot
 
+    text = _batches_as_statements(text, dialect)  # same length and lines: parser positions stay right
     try:
         statements = sqlglot.parse(text, read=dialect or None)
     except ParseError as exc:

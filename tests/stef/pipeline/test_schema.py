@@ -380,3 +380,20 @@ def test_a_table_declared_twice_is_a_clear_error(tmp_path: Path, ddl: str, messa
     path.write_text(ddl, encoding="utf-8")
     with pytest.raises(SchemaError, match=rf"shop\.sql: {message}"):
         load_schema_file(path, "postgres")
+
+
+def test_a_sql_server_script_with_go_batch_separators_gives_its_tables_and_keys() -> None:
+    """SSMS's "Generate Scripts" ends each statement with a ``GO`` line instead of ``;`` (CRLF line ends):
+    sqlglot read the whole file as one command and the schema declared no table. A ``'GO'`` literal
+    (the Note column's default) stays text."""
+    path = REPO_ROOT / "tests" / "fixtures" / "schemas" / "ssms_shop.sql"
+    schema = load_schema_file(path, "tsql")
+    customers, orders = schema.table("Customers"), schema.table("dbo.Orders")
+    assert customers is not None and orders is not None
+    assert [c.name for c in customers.columns] == ["CustomerID", "Name"]
+    assert [c.name for c in orders.columns] == ["OrderID", "CustomerID", "Total", "Note"]
+    assert customers.primary_key == ("CustomerID",)
+    assert [(k.columns, k.ref_table, k.ref_columns) for k in orders.foreign_keys] == [
+        (("CustomerID",), "Customers", ("CustomerID",))
+    ]
+    assert schema.is_foreign_key_pair(("orders", "customerid"), ("customers", "customerid"))
