@@ -447,8 +447,8 @@ def _batches_as_statements(text: str, dialect: str) -> str:
     >>> _batches_as_statements("CREATE TABLE t (a INT)\\nGO\\nCREATE TABLE u (b INT)\\ngo 2\\n", "tsql")
     'CREATE TABLE t (a INT)\\n; \\nCREATE TABLE u (b INT)\\n;   \\n'
     """
+    from sqlglot import TokenType
     from sqlglot.dialects.dialect import Dialect
-    from sqlglot.tokens import TokenType
 
     try:
         instance = Dialect.get_or_raise(dialect or None)
