@@ -89,8 +89,7 @@ def resolve_dialect(name: str | None) -> str:
     if not name.strip() or name.strip().lower() in {"generic", "sqlglot", "ansi"}:
         key = ""
     else:
-        key = name.strip().lower()
-        key = DIALECT_ALIASES.get(key, key)
+        key = _alias_key(name)
         try:
             Dialect.get_or_raise(key)
         except (ValueError, KeyError) as exc:
@@ -110,10 +109,31 @@ DIALECT_ALIASES: dict[str, str] = {
     "sqlserver": "tsql",
     "mariadb": "mysql",
     "sqlite3": "sqlite",
+    "awsathena": "athena",
+    "sparksql": "spark",
+    "googlesql": "bigquery",
 }
-"""Other names of sqlglot dialects that agents log: SQLAlchemy's ``engine.dialect.name``
-(``postgresql``, ``mssql``, ``mariadb``), Python's ``sqlite3`` module, SQL Server's own name. Every
-record of an agent that logged ``postgresql`` got ``invalid_input`` (unknown dialect)."""
+"""Other names of sqlglot dialects that agents log, keyed without spaces, ``_`` and ``-``
+(:func:`_alias_key`): SQLAlchemy's ``engine.dialect.name`` (``postgresql``, ``mssql``, ``mariadb``,
+PyAthena's ``awsathena``), Python's ``sqlite3`` module, the products' own names (``SQL Server``,
+``T-SQL``, ``Spark SQL``, ``GoogleSQL``). Every record of an agent that logged ``postgresql`` got
+``invalid_input`` (unknown SQL dialect)."""
+
+
+def _alias_key(name: str) -> str:
+    """The sqlglot dialect key of a logged dialect name: lower case, a SQLAlchemy driver suffix
+    dropped (``postgresql+psycopg2``), then :data:`DIALECT_ALIASES` looked up without spaces, ``_``
+    and ``-`` (a name sqlglot knows as written is kept, and so is one it does not know: its error
+    names it).
+
+    >>> _alias_key("PostgreSQL+psycopg2"), _alias_key("SQL Server"), _alias_key("t-sql"), _alias_key("spark2")
+    ('postgres', 'tsql', 'tsql', 'spark2')
+    """
+    key = name.strip().lower().split("+", 1)[0].strip()
+    if key in Dialect.classes:
+        return key
+    compact = "".join(ch for ch in key if ch not in " _-")
+    return DIALECT_ALIASES.get(compact, compact if compact in Dialect.classes else key)
 
 
 def parser_message(error: SqlglotError) -> str:

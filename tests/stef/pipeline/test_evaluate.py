@@ -308,6 +308,11 @@ if __name__ == "__main__":  # regenerate the golden file after a reviewed change
         ("mssql", "tsql"),
         ("mariadb", "mysql"),
         ("sqlite3", "sqlite"),
+        ("postgresql+psycopg2", "postgres"),
+        ("SQL Server", "tsql"),
+        ("T-SQL", "tsql"),
+        ("Spark SQL", "spark"),
+        ("awsathena", "athena"),
     ],
 )
 def test_dialect_names_agents_log_through_sqlalchemy_are_read(logged: str, dialect: str) -> None:
