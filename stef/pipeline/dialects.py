@@ -128,12 +128,19 @@ def _alias_key(name: str) -> str:
 
     >>> _alias_key("PostgreSQL+psycopg2"), _alias_key("SQL Server"), _alias_key("t-sql"), _alias_key("spark2")
     ('postgres', 'tsql', 'tsql', 'spark2')
+    >>> _alias_key("+ item"), _alias_key("nosuch+driver")  # unknown: kept, so its error names it
+    ('+ item', 'nosuch+driver')
     """
-    key = name.strip().lower().split("+", 1)[0].strip()
-    if key in Dialect.classes:
-        return key
-    compact = "".join(ch for ch in key if ch not in " _-")
-    return DIALECT_ALIASES.get(compact, compact if compact in Dialect.classes else key)
+    key = name.strip().lower()
+    base, plus, _ = key.partition("+")
+    for candidate in (key, base) if plus else (key,):  # the driver suffix goes only from a known name
+        if candidate in Dialect.classes and candidate:
+            return candidate
+        compact = "".join(ch for ch in candidate if ch not in " _-")
+        known = DIALECT_ALIASES.get(compact, compact if compact and compact in Dialect.classes else None)
+        if known is not None:
+            return known
+    return key
 
 
 def parser_message(error: SqlglotError) -> str:
