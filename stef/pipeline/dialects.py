@@ -13,7 +13,7 @@ import threading
 from functools import lru_cache
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
+from sqlglot.dialects.dialect import Dialect, Dialects
 from sqlglot.errors import SqlglotError
 from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer
@@ -120,6 +120,12 @@ PyAthena's ``awsathena``), Python's ``sqlite3`` module, the products' own names 
 ``invalid_input`` (unknown SQL dialect)."""
 
 
+_BUILT_IN_DIALECTS = frozenset(dialect.value for dialect in Dialects if dialect.value)
+"""sqlglot's own dialect names, read from its ``Dialects`` enum: ``Dialect.classes`` would import
+every dialect module to list them (0.1 s of each worker's start). A plugin's dialect is not in
+it; its name is kept as written, so ``Dialect.get_or_raise`` still finds it."""
+
+
 def _alias_key(name: str) -> str:
     """The sqlglot dialect key of a logged dialect name: lower case, a SQLAlchemy driver suffix
     dropped (``postgresql+psycopg2``), then :data:`DIALECT_ALIASES` looked up without spaces, ``_``
@@ -134,10 +140,10 @@ def _alias_key(name: str) -> str:
     key = name.strip().lower()
     base, plus, _ = key.partition("+")
     for candidate in (key, base) if plus else (key,):  # the driver suffix goes only from a known name
-        if candidate in Dialect.classes and candidate:
+        if candidate in _BUILT_IN_DIALECTS:
             return candidate
         compact = "".join(ch for ch in candidate if ch not in " _-")
-        known = DIALECT_ALIASES.get(compact, compact if compact and compact in Dialect.classes else None)
+        known = DIALECT_ALIASES.get(compact, compact if compact in _BUILT_IN_DIALECTS else None)
         if known is not None:
             return known
     return key
