@@ -184,6 +184,11 @@ def stats(
                 else _with_ci(figures, "auroc")
             )
             + f"; expected calibration error {_with_ci(figures, 'ece')}"
+            + (
+                f"; Cohen's κ undefined ({figures['kappa_undefined']}: κ is 0 whatever STEF calls)"
+                if figures.get("kappa_undefined")
+                else ""
+            )
         )
     )
     for key, title in (("by_app", "app_id"), ("by_evaluator_version", "evaluator_version"), ("by_week", "week")):

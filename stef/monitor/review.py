@@ -717,12 +717,17 @@ def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOT
         figure its [low, high] (``None`` where undefined). A figure is ``None`` when undefined
         (e.g. AUROC with one class only). AUROC and ECE are of the answers with a P(correct) (an
         unscored answer's is 0; a scored answer stored without one is left out of them).
-        ``auroc_undefined`` says why the AUROC is undefined (``every label is correct``), else ``None``.
+        ``auroc_undefined`` says why the AUROC is undefined (``every label is correct``), else ``None``;
+        ``kappa_undefined`` likewise for κ, which is undefined when every label is of one class (κ
+        would be 0 whatever STEF calls: its chance agreement equals its accuracy).
 
     >>> rows = [Reviewed(True, 80.0, 0.8), Reviewed(True, 40.0, 0.4), Reviewed(False, 30.0, 0.2), Reviewed(False, 90.0, 0.9)]
     >>> figures = agreement(rows, resamples=50)
     >>> figures["n"], figures["accuracy"], figures["kappa"], figures["base_rate_incorrect"]
     (4, 0.5, 0.0, 0.5)
+    >>> one_class = agreement([Reviewed(True, 80.0, 0.8), Reviewed(True, 40.0, 0.4)], resamples=50)
+    >>> one_class["accuracy"], one_class["kappa"], one_class["kappa_undefined"], "kappa" in one_class["ci"]
+    (0.5, None, 'every label is correct', False)
     """
     figures = _figures(reviewed)
     rng = random.Random(seed)
@@ -750,6 +755,11 @@ def agreement(reviewed: Sequence[Reviewed], seed: int = 0, resamples: int = BOOT
     }
     figures_out["ci"] = ci
     figures_out["auroc_undefined"] = _auroc_undefined(reviewed) if reviewed and figures["auroc"] is None else None
+    figures_out["kappa_undefined"] = (
+        f"every label is {'correct' if reviewed[0].correct else 'incorrect'}"
+        if reviewed and figures["kappa"] is None
+        else None
+    )
     return figures_out
 
 
@@ -777,7 +787,8 @@ def _figures(reviewed: Sequence[Reviewed]) -> dict[str, Any]:
     called = (tp + fp) / n
     actual = (tp + fn) / n
     chance = called * actual + (1 - called) * (1 - actual)
-    kappa = None if chance >= 1.0 else (accuracy - chance) / (1.0 - chance)
+    # labels of one class: κ is 0 whatever STEF calls (its chance agreement equals its accuracy)
+    kappa = None if actual in (0.0, 1.0) or chance >= 1.0 else (accuracy - chance) / (1.0 - chance)
     # an unscored answer has P(correct) 0; a scored one stored without its p has none to rank
     with_p = [r for r in reviewed if r.score is None or r.p_correct is not None]
     ps = [0.0 if r.score is None or r.p_correct is None else float(r.p_correct) for r in with_p]

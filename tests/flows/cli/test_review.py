@@ -525,11 +525,18 @@ def test_an_auroc_of_labels_of_one_class_is_called_undefined(workdir: Path) -> N
     figures = json.loads(invoke("review", "stats", "--warehouse", warehouse, "--json").stdout)
     assert (figures["n"], figures["base_rate_incorrect"], figures["auroc"]) == (4, 0.0, None)
     assert figures["auroc_undefined"] == "every label is correct" and "auroc" not in figures["ci"]
+    # κ likewise: with every label correct it is 0 whatever STEF calls ("0.00 [0.00–0.00]" said "no agreement")
+    assert figures["kappa"] is None and figures["kappa_undefined"] == "every label is correct"
+    assert "kappa" not in figures["ci"]
     table = invoke("review", "stats", "--warehouse", warehouse)
-    assert "AUROC of P(correct) undefined (every label is correct);" in " ".join(table.stdout.split())
+    shown = " ".join(table.stdout.split())
+    assert "AUROC of P(correct) undefined (every label is correct);" in shown
+    assert "Cohen's κ undefined (every label is correct: κ is 0 whatever STEF calls)" in shown
     with connect(warehouse, read_only=True) as conn:
         week = collect(conn, "demo", "2026-W48")
-    assert "AUROC of P(correct) undefined (every label is correct), ECE" in render_markdown(week)
+    markdown = render_markdown(week)
+    assert "AUROC of P(correct) undefined (every label is correct), ECE" in markdown
+    assert "(Cohen's κ undefined: every label is correct)" in markdown
 
 
 def test_stats_of_a_calibrated_version_use_only_the_labels_its_calibrator_was_not_fitted_on(workdir: Path) -> None:
