@@ -32,6 +32,7 @@ from stef.monitor.windows import order_versions, previous_window, trailing_windo
 from warehouse import WarehouseError, connect, existing_warehouse
 from warehouse.monitoring import (
     agents_on_day,
+    answers_of_other_versions,
     done_days,
     known_agents,
     last_day,
@@ -321,7 +322,24 @@ def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = N
         thresholds,
         operating_points_for(conn, plan.evaluator_version),
     )
-    return DriftCheck(plan, result)
+    return DriftCheck(plan, result, left_out_of(conn, plan))
+
+
+def left_out_of(conn: Any, plan: DriftPlan) -> tuple[dict[str, Any], ...]:
+    """The answers of each side of ``plan`` (its agent version, in its window) that only other
+    evaluator versions scored (:func:`warehouse.monitoring.answers_of_other_versions`): the check
+    compares ``plan.evaluator_version``'s evaluations and does not see them (:attr:`DriftCheck.left_out`)."""
+    sides = (
+        ("baseline", plan.baseline_version, plan.baseline_window),
+        ("candidate", plan.candidate_version, plan.candidate_window),
+    )
+    return tuple(
+        {"side": side, "agent_version": agent_version, **entry}
+        for side, agent_version, (first, last) in sides
+        for entry in answers_of_other_versions(
+            conn, first, last, plan.evaluator_version, agent_id=plan.agent_id, agent_version=agent_version
+        )
+    )
 
 
 def plan_from_row(row: Mapping[str, Any]) -> DriftPlan:

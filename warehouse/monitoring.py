@@ -121,12 +121,21 @@ def latest_evaluator_version(
 
 
 def answers_of_other_versions(
-    conn: duckdb.DuckDBPyConnection, start: date, end: date, evaluator_version: str
+    conn: duckdb.DuckDBPyConnection,
+    start: date,
+    end: date,
+    evaluator_version: str,
+    *,
+    agent_id: str | None = None,
+    agent_version: str | None = None,
 ) -> list[dict[str, Any]]:
     """The answers from ``start`` to ``end`` that ``evaluator_version`` did not evaluate, by the
     evaluator versions that did (newest first, as :func:`latest_evaluator_version` orders them): a
-    day scored only before ``--schema-dir`` or a refit calibrator, left out of a report of the newer
-    version. An answer both versions evaluated (a day scored again) is not counted.
+    day scored only before ``--schema-dir`` or a refit calibrator, left out of a report or a drift
+    check of the newer version. An answer both versions evaluated (a day scored again) is not counted.
+
+    Args:
+        agent_id, agent_version: only this agent's answers, of this agent version (``None``: all).
 
     Returns:
         ``evaluator_version``, ``evaluations`` (answers), ``first_day`` and ``last_day`` of each.
@@ -135,12 +144,19 @@ def answers_of_other_versions(
         """
         SELECT evaluator_version, count(*), min(log_date), max(log_date) FROM evaluations
         WHERE log_date BETWEEN $start AND $end AND evaluator_version <> $version
+          AND ($agent IS NULL OR agent_id = $agent) AND ($agent_version IS NULL OR agent_version = $agent_version)
           AND run_id NOT IN (
             SELECT run_id FROM evaluations WHERE evaluator_version = $version AND log_date BETWEEN $start AND $end
           )
         GROUP BY evaluator_version ORDER BY max(log_date) DESC, max(evaluated_at) DESC, evaluator_version
         """,
-        {"start": start, "end": end, "version": evaluator_version},
+        {
+            "start": start,
+            "end": end,
+            "version": evaluator_version,
+            "agent": agent_id,
+            "agent_version": agent_version,
+        },
     ).fetchall()
     return [
         {"evaluator_version": str(version), "evaluations": int(n), "first_day": first, "last_day": last}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -81,6 +81,20 @@ def _ci(value: Any, spec: str = ".2f") -> str:
     return "" if not value or value[0] is None else f"[{value[0]:+{spec}}, {value[1]:+{spec}}]"
 
 
+def left_out_line(entry: Mapping[str, Any]) -> str:
+    """One line on answers a drift check does not see (:attr:`stef.monitor.models.DriftCheck.left_out`).
+
+    >>> print(left_out_line({"side": "baseline", "agent_version": "v1", "evaluator_version": "stef-1",
+    ...     "evaluations": 359, "first_day": "2026-11-24", "last_day": "2026-11-26"}))
+    baseline: 359 answers of v1 (2026-11-24 … 2026-11-26) scored only by evaluator stef-1, not compared; to compare like with like, score those days again with the same options (stef backfill --force)
+    """
+    return (
+        f"{entry['side']}: {entry['evaluations']} answers of {shorten(entry['agent_version'])} "
+        f"({entry['first_day']} … {entry['last_day']}) scored only by evaluator {one_line(entry['evaluator_version'])}, "
+        "not compared; to compare like with like, score those days again with the same options (stef backfill --force)"
+    )
+
+
 def drift_tables(check: DriftCheck) -> list[Table]:
     """The verdict table and the statistics table that ``stef drift`` prints.
 
@@ -116,6 +130,7 @@ def drift_tables(check: DriftCheck) -> list[Table]:
         ),
         ("evaluator", Text(one_line(s["evaluator_version"]))),
         *(("reason", Text(one_line(reason))) for reason in s["reasons"]),
+        *(("left out", Text(left_out_line(entry))) for entry in s["left_out"]),
     ):
         head.add_row(name, value)
     level = f"{check.result.thresholds.confidence_level:.0%}"

@@ -597,14 +597,26 @@ class DriftPlan:
 
 @dataclass(frozen=True, slots=True)
 class DriftCheck:
-    """A planned check with its result."""
+    """A planned check with its result.
+
+    Attributes:
+        plan: what is compared.
+        result: the comparison.
+        left_out: per side, the answers of the compared agent version in its window that only
+            other evaluator versions scored, so the check does not see them (days scored before
+            ``--schema-dir`` or a refit calibrator): dicts of ``side`` (``baseline`` or
+            ``candidate``), ``agent_version``, ``evaluator_version``, ``evaluations``,
+            ``first_day`` and ``last_day`` (dates).
+    """
 
     plan: DriftPlan
     result: DriftResult
+    left_out: tuple[dict[str, Any], ...] = ()
 
     def summary(self) -> dict[str, Any]:
-        """Flat JSON-ready dict: the plan (agent, kind, versions, windows as ``YYYY-MM-DD``), :meth:`DriftResult.summary`
-        and ``sentence``, the check in one sentence (:func:`stef.monitor.sentence.drift_sentence`)."""
+        """Flat JSON-ready dict: the plan (agent, kind, versions, windows as ``YYYY-MM-DD``), :meth:`DriftResult.summary`,
+        ``sentence``, the check in one sentence (:func:`stef.monitor.sentence.drift_sentence`), and
+        ``left_out`` (:attr:`left_out`, days as ``YYYY-MM-DD``)."""
         from stef.monitor.sentence import drift_sentence
 
         plan = self.plan
@@ -619,6 +631,10 @@ class DriftCheck:
             **self.result.summary(),
         }
         out["sentence"] = drift_sentence(out)
+        out["left_out"] = [
+            {**entry, "first_day": entry["first_day"].isoformat(), "last_day": entry["last_day"].isoformat()}
+            for entry in self.left_out
+        ]
         return out
 
     def row(self, source: str) -> dict[str, Any]:

@@ -434,3 +434,47 @@ def test_export_csv_shows_formulas_of_the_logs_as_text(tmp_path: Path) -> None:
         "'-v1",
         "80.0",
     )
+
+
+def test_drift_names_the_answers_only_another_evaluator_version_scored(warehouse_file: Path) -> None:
+    """Days 0–2 scored before ``--schema-dir`` (another evaluator version): the check of the newest
+    version compares v1's days 3–6 only; it said nothing of the 120 answers of v1 and the 40 of v2 it could not see."""
+    from stef.models import EVALUATOR_VERSION
+
+    with connect(warehouse_file) as conn:
+        for table in ("evaluations", "daily_agent_metrics"):
+            conn.execute(
+                f"UPDATE {table} SET evaluator_version = 'stef-old' WHERE log_date < ? "
+                "OR (agent_version = 'v2' AND log_date = ?)",  # and the candidate's first day
+                [D1 + timedelta(3), D1 + timedelta(3)],
+            )
+    args = ("drift", "--warehouse", str(warehouse_file), "--agent", "bird", "--start", "2026-11-20", "--no-store")
+    summary = json.loads(_invoke(*args, "--json").stdout)
+    assert (summary["evaluator_version"], summary["n_baseline"], summary["n_candidate"]) == (
+        EVALUATOR_VERSION,
+        160,
+        120,
+    )
+    assert summary["left_out"] == [
+        {
+            "side": "baseline",
+            "agent_version": "v1",
+            "evaluator_version": "stef-old",
+            "evaluations": 120,
+            "first_day": "2026-11-20",
+            "last_day": "2026-11-22",
+        },
+        {
+            "side": "candidate",
+            "agent_version": "v2",
+            "evaluator_version": "stef-old",
+            "evaluations": 40,
+            "first_day": "2026-11-23",
+            "last_day": "2026-11-23",
+        },
+    ]
+    shown = " ".join(_invoke(*args).stdout.split())
+    assert (
+        "left out baseline: 120 answers of v1 (2026-11-20 … 2026-11-22) scored only by evaluator stef-old, not "
+        "compared; to compare like with like, score those days again with the same options (stef backfill --force)"
+    ) in shown
