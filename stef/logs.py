@@ -224,7 +224,9 @@ def encodable_text(value: str) -> str:
     return value.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _validation_reason(exc: ValidationError) -> str:
+def validation_reason(exc: ValidationError) -> str:
+    """``invalid record: field `a`: message; ...`` for the first five errors of ``exc`` (the reason
+    of a line that is JSON but not a valid record)."""
     parts = []
     for error in exc.errors()[:5]:
         location = ".".join(str(p) for p in error["loc"]) or "(record)"
@@ -308,8 +310,47 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
     try:
         record = AgentLogRecord.model_validate(payload)
     except ValidationError as exc:
-        return LogLine(source, line_number, None, _validation_reason(exc), text[:_SCAN_BYTES], run_id)
+        return LogLine(source, line_number, None, validation_reason(exc), text[:_SCAN_BYTES], run_id)
     return LogLine(source, line_number, record, None, text, record.run_id)
+
+
+def read_json_object(raw_bytes: bytes, line_number: int) -> tuple[dict[str, object] | None, str | None, str]:
+    """The JSON object of one raw line of any JSONL input, checked as :func:`parse_line` checks a
+    log line before validating it (length, UTF-8, standard JSON, an object, nesting depth, lone
+    surrogates); never raises for bad content.
+
+    Args:
+        raw_bytes: the line without its line break (blank lines are the caller's to skip).
+        line_number: 1-based; a UTF-8 byte-order mark is dropped from line 1.
+
+    Returns:
+        ``(object, None, text)``, or ``(None, reason, text)`` with the text cut to 64 KiB (and
+        decoded with replacement characters when it is not UTF-8).
+
+    >>> read_json_object(b'{"a": 1}', 1)
+    ({'a': 1}, None, '{"a": 1}')
+    >>> read_json_object(b'[1]', 2)[1]
+    'not a JSON object but list'
+    """
+    if len(raw_bytes) > MAX_LINE_BYTES:
+        return None, f"line longer than {MAX_LINE_BYTES} bytes", raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
+    if line_number == 1 and raw_bytes.startswith(b"\xef\xbb\xbf"):
+        raw_bytes = raw_bytes[3:]
+    try:
+        text = raw_bytes.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem = f"invalid UTF-8 at byte {exc.start}"
+        if line_number == 1 and raw_bytes.startswith(_UTF16_BOMS):
+            problem += " (the file is UTF-16 text, not UTF-8: save it as UTF-8)"
+        return None, problem, raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
+    payload, reason = _decode_json(text)
+    if reason is None and not isinstance(payload, dict):
+        reason = f"not a JSON object but {type(payload).__name__}"
+    if reason is None:
+        reason = _structure_problem(payload, text)
+    if reason is not None or not isinstance(payload, dict):
+        return None, reason, text[:_SCAN_BYTES]
+    return payload, None, text
 
 
 READ_CHUNK_BYTES = 1024 * 1024

@@ -42,7 +42,8 @@ def classify_campaign(
         The :class:`stef.campaign.models.CampaignResult`.
 
     Raises:
-        InputError: unreadable inputs.
+        InputError: a missing or unreadable input file (a bad line of one is rejected, logged as a
+            warning and listed in the result's ``rejected``; the other lines run).
     """
     database = open_test_database(db, settings.resource_limits())
     try:
@@ -56,6 +57,8 @@ def classify_campaign(
         )
     finally:
         database.close()
+    for line in result.rejected:
+        run_logger().warning("rejected %s: %s", shorten(line.where()), shorten(line.reason))
     for summary in result.summaries:
         run_logger().info("campaign %s: %s", shorten(summary.campaign_id), summary.counts)
     return result

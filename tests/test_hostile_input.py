@@ -1001,11 +1001,11 @@ def test_a_broken_file_in_the_rules_dir_is_found_before_any_record_names_its_app
 def test_campaign_jsonl_with_invalid_utf8_names_the_line(tmp_path: Path) -> None:
     from stef.campaign.inputs import read_jsonl
     from stef.campaign.models import GoldQuestion
-    from stef.errors import InputError
 
     path = tmp_path / "gold.jsonl"
     path.write_bytes(
         b'{"question_id": "q1", "question": "How many?", "gold_sql": ["SELECT 1"]}\n{"question_id": "q\xff"}\n'
     )
-    with pytest.raises(InputError, match=r"gold\.jsonl:2: invalid UTF-8 at byte 18"):
-        read_jsonl(path, GoldQuestion)
+    read = read_jsonl(path, GoldQuestion)
+    assert [q.question_id for q in read.items] == ["q1"]
+    assert [(r.line_number, r.reason) for r in read.rejected] == [(2, "invalid UTF-8 at byte 18")]

@@ -21,7 +21,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli.common import console, user_errors, validate_dialect
+from flows.cli.common import console, err_console, user_errors, validate_dialect
 from stef.display import one_line, shorten
 from stef.errors import InputError
 
@@ -136,6 +136,7 @@ def summary_table(summaries: Sequence[CampaignSummary], title: str) -> Table:
     for name, key, spec in (
         ("runs classified", "runs", "d"),
         ("runs excluded (gold audit)", "excluded_runs", "d"),
+        ("runs rejected (invalid lines)", "rejected_runs", "d"),
         ("mean tool calls", "mean_tool_calls", ".2f"),
         ("mean latency ms", "mean_latency_ms", ".0f"),
         ("mean tokens", "mean_tokens", ".0f"),
@@ -146,6 +147,19 @@ def summary_table(summaries: Sequence[CampaignSummary], title: str) -> Table:
     ):
         table.add_row(name, *(_fmt(getattr(s, key), spec) for s in summaries))
     return table
+
+
+SHOWN_REJECTED = 20
+"""Rejected input lines printed one by one; the rest are counted (``--json`` lists them all)."""
+
+
+def print_rejected(result: CampaignResult, to_stderr: bool = False) -> None:
+    """One line per rejected input line (file, line, reason; the first :data:`SHOWN_REJECTED`), as text."""
+    out = err_console if to_stderr else console
+    for line in result.rejected[:SHOWN_REJECTED]:
+        out.print(Text(f"  rejected {one_line(line.where())}: {one_line(line.reason)}"))
+    if len(result.rejected) > SHOWN_REJECTED:
+        out.print(f"  ... and {len(result.rejected) - SHOWN_REJECTED} more rejected lines (--json lists them all)")
 
 
 @campaign_app.command("run")
@@ -201,6 +215,7 @@ def run(
     console.print(f"gold audit: {len(audit.items) - len(audit.excluded)} of {len(audit.items)} questions executable")
     for item in audit.excluded:
         console.print(Text(f"  excluded {one_line(item.question_id)}: {one_line(item.reason)}"))
+    print_rejected(result)
     for campaign_id, skipped in result.skipped.items():
         for run_id, reason in skipped.items():
             console.print(
@@ -307,6 +322,7 @@ def calibrate(
             if not result.results:
                 raise InputError(f"no classified run of campaign {campaign_id!r} in {runs}")
         report = calibration_report(result.results, list(_score(result, settings).values()))
+    print_rejected(result, to_stderr=True)  # runs of rejected lines are not in the report: say which
     if as_json:
         console.print_json(report.model_dump_json(), indent=None)
         return

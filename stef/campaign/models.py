@@ -45,6 +45,22 @@ class BaselineOutcome(str, Enum):
     INCORRECT = "incorrect"
 
 
+class SkipStatus(str, Enum):
+    """Why a line of a campaign input was not classified (stored with its reason, never dropped)."""
+
+    INVALID_INPUT = "invalid_input"
+    """The line is not a valid run log line / gold question (not JSON, a field missing or of the wrong type)."""
+    DUPLICATE_RUN = "duplicate_run"
+    """The run's ``run_id`` was logged earlier in the same campaign (the first is classified)."""
+
+
+class InputKind(str, Enum):
+    """Which campaign input a skipped line comes from."""
+
+    RUN_LOG = "run_log"
+    GOLD = "gold"
+
+
 OUTCOME_CLASSES: tuple[str, ...] = tuple(o.value for o in RunOutcome) + tuple(o.value for o in BaselineOutcome)
 """Every outcome a run can get, MCP classes first."""
 
@@ -228,6 +244,35 @@ class GoldAudit(BaseModel):
         return [i for i in self.items if not i.ok]
 
 
+class SkippedRun(_Frozen):
+    """A line of a campaign input that was not classified: its typed status, the reason, where it was read.
+
+    ``campaign_id``, ``run_id`` and ``question_id`` are the ones the line names, when they can be
+    read (also from an invalid line); ``raw`` is the line as read (cut to 64 KiB), or the run as
+    JSON when it did not come from a file.
+    """
+
+    status: SkipStatus
+    reason: str
+    input: InputKind = InputKind.RUN_LOG
+    source: str | None = None
+    line_number: int | None = None
+    campaign_id: str | None = None
+    run_id: str | None = None
+    question_id: str | None = None
+    raw: str = ""
+
+    def where(self) -> str:
+        """``FILE line N`` (or ``run log`` / ``gold battery`` when not read from a file).
+
+        >>> SkippedRun(status=SkipStatus.INVALID_INPUT, reason="x", source="runs.jsonl", line_number=4).where()
+        'runs.jsonl line 4'
+        """
+        if self.source is None or self.line_number is None:
+            return "gold battery" if self.input is InputKind.GOLD else "run log"
+        return f"{self.source} line {self.line_number}"
+
+
 class CampaignSummary(_Frozen):
     """Per-campaign figures (latency, tokens and cost are ``None`` in baseline mode)."""
 
@@ -237,6 +282,9 @@ class CampaignSummary(_Frozen):
     counts: dict[str, int]
     rates: dict[str, float]
     excluded_runs: int
+    rejected_runs: int = Field(
+        default=0, description="run log lines naming this campaign that were rejected (invalid_input, duplicate_run)"
+    )
     mean_tool_calls: float | None
     mean_latency_ms: float | None
     mean_tokens: float | None
@@ -257,6 +305,10 @@ class CampaignResult(BaseModel):
     skipped: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="campaign_id -> run_id -> why it was not classified"
     )
+    rejected: list[SkippedRun] = Field(
+        default_factory=list,
+        description="input lines rejected with the reason: invalid lines of the run log and the gold battery, repeated run ids",
+    )
     summaries: list[CampaignSummary]
 
     def counts(self) -> dict[str, int]:
@@ -265,7 +317,8 @@ class CampaignResult(BaseModel):
         return {c: counter.get(c, 0) for c in OUTCOME_CLASSES}
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--json`` object of ``stef campaign run``: ``counts``, ``campaigns``, ``gold_audit``, ``skipped``."""
+        """The ``--json`` object of ``stef campaign run``: ``counts``, ``campaigns``, ``gold_audit``,
+        ``skipped``, ``rejected`` (every rejected line without its text)."""
         return {
             "counts": self.counts(),
             "runs": len(self.runs),
@@ -276,6 +329,7 @@ class CampaignResult(BaseModel):
                 "excluded": [i.model_dump(mode="json") for i in self.audit.excluded],
             },
             "skipped": self.skipped,
+            "rejected": [r.model_dump(mode="json", exclude={"raw"}) for r in self.rejected],
         }
 
 
@@ -316,7 +370,10 @@ __all__ = [
     "GoldAudit",
     "GoldAuditItem",
     "GoldQuestion",
+    "InputKind",
     "RunOutcome",
+    "SkipStatus",
+    "SkippedRun",
     "StatementResult",
     "Tariff",
     "ToolCall",

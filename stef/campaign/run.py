@@ -15,6 +15,7 @@ from pathlib import Path
 from stef.campaign.classify import classify_run
 from stef.campaign.evidence import write_evidence, write_summary
 from stef.campaign.gold_audit import audit_gold
+from stef.campaign.inputs import JsonlFile, ModelT
 from stef.campaign.models import (
     CampaignResult,
     CampaignRunLog,
@@ -22,15 +23,26 @@ from stef.campaign.models import (
     CampaignSettings,
     CanonicalCatalog,
     GoldQuestion,
+    InputKind,
+    SkippedRun,
+    SkipStatus,
 )
 from stef.campaign.sandbox import TestDatabase
 from stef.campaign.summary import summarize
-from stef.errors import InputError
+
+
+def _unpack(
+    items: Sequence[ModelT] | JsonlFile[ModelT],
+) -> tuple[list[ModelT], list[int] | None, str | None, list[SkippedRun]]:
+    """``(items, line numbers, source, rejected lines)`` of a file read by :func:`read_jsonl`, or of plain items."""
+    if isinstance(items, JsonlFile):
+        return items.items, items.line_numbers, items.source, items.rejected
+    return list(items), None, None, []
 
 
 def run_campaign(
-    runs: Sequence[CampaignRunLog],
-    gold: Sequence[GoldQuestion],
+    runs: Sequence[CampaignRunLog] | JsonlFile[CampaignRunLog],
+    gold: Sequence[GoldQuestion] | JsonlFile[GoldQuestion],
     db: TestDatabase,
     settings: CampaignSettings,
     catalog: CanonicalCatalog | None = None,
@@ -41,11 +53,15 @@ def run_campaign(
     Runs whose question is not in the battery or was excluded by the audit are not classified;
     they are listed in ``skipped`` (by campaign, then run) with the reason and counted as
     ``excluded_runs``. A ``run_id`` is unique within its campaign only: every map of runs here
-    is keyed by campaign first.
+    is keyed by campaign first. Bad input never stops the campaign: the invalid lines of the
+    files (:func:`~stef.campaign.inputs.read_jsonl`) and each repeat of a ``run_id`` within a
+    campaign (the first is classified) are listed in ``rejected`` with the file, line and reason
+    and counted as ``rejected_runs`` of the campaign they name; a ``question_id`` listed twice
+    in the battery excludes that question (:func:`~stef.campaign.gold_audit.audit_gold`).
 
     Args:
-        runs: the run log.
-        gold: the gold battery.
+        runs: the run log (a :class:`~stef.campaign.inputs.JsonlFile` names the lines of its runs).
+        gold: the gold battery (idem).
         db: the test database (opened read-only).
         settings: protocol settings.
         catalog: the canonical catalog; ``None`` derives it from ``db``.
@@ -54,22 +70,39 @@ def run_campaign(
 
     Returns:
         A :class:`CampaignResult`.
-
-    Raises:
-        InputError: duplicate ``run_id`` within a campaign or duplicate gold ``question_id``.
     """
+    run_items, run_lines, run_source, rejected = _unpack(runs)
+    gold_items, gold_lines, _, gold_rejected = _unpack(gold)
     catalog = catalog or CanonicalCatalog(db.catalog())
     engine = "duckdb" if type(db).__name__.startswith("DuckDB") else "sqlite"
-    audit = audit_gold(gold, db, settings, engine_dialect=engine)
-    seen: set[tuple[str, str]] = set()
+    audit = audit_gold(gold_items, db, settings, engine_dialect=engine, line_numbers=gold_lines, invalid=gold_rejected)
+    rejected = gold_rejected + rejected
+    first_line: dict[tuple[str, str], int | None] = {}
+    kept: list[CampaignRunLog] = []
     results: list[CampaignRunResult] = []
     skipped: dict[str, dict[str, str]] = {}
     excluded: Counter[str] = Counter()
-    for run in runs:
+    for index, run in enumerate(run_items):
         key = (run.campaign_id, run.run_id)
-        if key in seen:
-            raise InputError(f"run log: run_id {run.run_id!r} appears twice in campaign {run.campaign_id!r}")
-        seen.add(key)
+        line = None if run_lines is None else run_lines[index]
+        if key in first_line:
+            first = first_line[key]
+            where = "" if first is None else f" (first on {run_source} line {first})"
+            rejected.append(
+                SkippedRun(
+                    status=SkipStatus.DUPLICATE_RUN,
+                    reason=f"run_id {run.run_id!r} appears twice in campaign {run.campaign_id!r}{where}: only the first is classified",
+                    source=run_source,
+                    line_number=line,
+                    campaign_id=run.campaign_id,
+                    run_id=run.run_id,
+                    question_id=run.question_id,
+                    raw=run.model_dump_json(),
+                )
+            )
+            continue
+        first_line[key] = line
+        kept.append(run)
         if run.question_id not in audit.results:
             item = next((i for i in audit.items if i.question_id == run.question_id), None)
             skipped.setdefault(run.campaign_id, {})[run.run_id] = (
@@ -83,11 +116,16 @@ def run_campaign(
         results.append(result)
         if out_dir is not None:
             write_evidence(out_dir, run, result, catalog, settings)
-    summaries = summarize(results, settings, excluded)
+    rejected_runs = Counter(
+        r.campaign_id for r in rejected if r.input is InputKind.RUN_LOG and r.campaign_id is not None
+    )
+    summaries = summarize(results, settings, excluded, rejected_runs)
     if out_dir is not None:
         for summary in summaries:
             write_summary(out_dir, summary)
-    return CampaignResult(runs=list(runs), audit=audit, results=results, skipped=skipped, summaries=summaries)
+    return CampaignResult(
+        runs=kept, audit=audit, results=results, skipped=skipped, rejected=rejected, summaries=summaries
+    )
 
 
 __all__ = ["run_campaign"]

@@ -25,7 +25,10 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 def summarize(
-    results: Sequence[CampaignRunResult], settings: CampaignSettings, excluded_runs: Mapping[str, int] | None = None
+    results: Sequence[CampaignRunResult],
+    settings: CampaignSettings,
+    excluded_runs: Mapping[str, int] | None = None,
+    rejected_runs: Mapping[str, int] | None = None,
 ) -> list[CampaignSummary]:
     """One :class:`CampaignSummary` per ``campaign_id`` (in first-seen order).
 
@@ -36,12 +39,14 @@ def summarize(
         results: classified runs.
         settings: for ``infra_cost_usd``.
         excluded_runs: campaign_id -> runs not classified (question excluded by the audit).
+        rejected_runs: campaign_id -> run log lines naming it that were rejected (invalid, repeated run_id).
 
     Returns:
         The summaries.
     """
     excluded_runs = excluded_runs or {}
-    campaigns = list(dict.fromkeys([r.campaign_id for r in results] + list(excluded_runs)))
+    rejected_runs = rejected_runs or {}
+    campaigns = list(dict.fromkeys([r.campaign_id for r in results] + list(excluded_runs) + list(rejected_runs)))
     out: list[CampaignSummary] = []
     for campaign in campaigns:
         runs = [r for r in results if r.campaign_id == campaign]
@@ -63,6 +68,7 @@ def summarize(
                 counts=counts,
                 rates={c: round(n / len(runs), 4) if runs else 0.0 for c, n in counts.items()},
                 excluded_runs=excluded_runs.get(campaign, 0),
+                rejected_runs=rejected_runs.get(campaign, 0),
                 mean_tool_calls=_mean(r.tool_calls for r in runs) if mcp else None,
                 mean_latency_ms=_mean(r.latency_ms for r in runs) if mcp else None,
                 mean_tokens=_mean(r.tokens for r in runs) if mcp else None,

@@ -331,3 +331,135 @@ def test_cli_run_and_compare_with_hostile_ids(tmp_path: Path) -> None:
     assert {c: s["counts"]["success"] for c, s in json.loads(both.stdout).items()} == dict.fromkeys(
         campaigns, len(run_ids)
     )
+
+
+def _sample_lines(name: str) -> list[str]:
+    return (SAMPLE / name).read_text(encoding="utf-8").splitlines()
+
+
+def test_cli_run_rejects_bad_run_lines_and_classifies_the_others(tmp_path: Path) -> None:
+    """A line that is not JSON, lacks a field or has a field of the wrong type is rejected with its
+    file, line and reason; the runs on the other lines are classified as without them."""
+    good = _sample_lines("runs.jsonl")[:3]  # mcp-001 .. mcp-003
+    lines = [
+        good[0],
+        "{not json",
+        json.dumps({"run_id": "x1", "campaign_id": "mcp", "question": "?"}),  # no question_id
+        json.dumps(
+            {"run_id": "x2", "campaign_id": "mcp", "question_id": "geo-000", "question": "?", "statements": "SELECT 1"}
+        ),
+        good[1],
+        "[1, 2]",
+        good[2],
+    ]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    base = [
+        "campaign",
+        "run",
+        "--runs",
+        str(runs),
+        "--gold",
+        str(SAMPLE / "gold.jsonl"),
+        "--db",
+        str(SAMPLE / "geography.sqlite"),
+        "--out",
+        str(tmp_path / "out"),
+        "--no-store",
+        "--no-score",
+    ]
+    result = runner.invoke(app, [*base, "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["classified"] == 3 and payload["campaigns"]["mcp"]["runs"] == 3
+    assert [(r["line_number"], r["status"], r["campaign_id"], r["run_id"]) for r in payload["rejected"]] == [
+        (2, "invalid_input", None, None),
+        (3, "invalid_input", "mcp", "x1"),
+        (4, "invalid_input", "mcp", "x2"),
+        (6, "invalid_input", None, None),
+    ]
+    assert {r["source"] for r in payload["rejected"]} == {str(runs)}
+    reasons = [r["reason"] for r in payload["rejected"]]
+    assert reasons[0].startswith("not valid JSON: ")
+    assert reasons[1] == "invalid record: field `question_id`: Field required"
+    assert reasons[2] == "invalid record: field `statements`: Input should be a valid list"
+    assert reasons[3] == "not a JSON object but list"
+    assert payload["campaigns"]["mcp"]["rejected_runs"] == 2  # the lines that name the campaign
+    table = runner.invoke(app, base)
+    assert table.exit_code == 0, table.output
+    printed = " ".join(table.stdout.split())
+    assert f"rejected {runs} line 3: invalid record: field `question_id`: Field required" in printed
+    assert "runs rejected (invalid lines) 2" in printed
+
+
+def test_cli_run_rejects_bad_gold_lines_and_excludes_their_questions(tmp_path: Path) -> None:
+    """A gold line that is not a valid question excludes the question it names (its runs are not
+    classified, with the reason); a gold line naming no question is rejected; the battery goes on."""
+    gold_lines = _sample_lines("gold.jsonl")
+    first = json.loads(gold_lines[0])
+    broken = json.dumps({"question_id": first["question_id"], "question": first["question"], "gold_sql": []})
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("\n".join([broken, "oops", *gold_lines[1:]]) + "\n", encoding="utf-8")
+    runs = [json.loads(line) for line in _sample_lines("runs.jsonl") if json.loads(line)["campaign_id"] == "mcp"]
+    result = runner.invoke(
+        app,
+        [
+            "campaign",
+            "run",
+            "--runs",
+            str(SAMPLE / "runs.jsonl"),
+            "--gold",
+            str(gold),
+            "--db",
+            str(SAMPLE / "geography.sqlite"),
+            "--out",
+            str(tmp_path / "out"),
+            "--no-store",
+            "--no-score",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    first_runs = [r["run_id"] for r in runs if r["question_id"] == first["question_id"]]
+    assert first_runs and payload["classified"] == 60 - 2 * len(first_runs)
+    reason = payload["skipped"]["mcp"][first_runs[0]]
+    assert reason == (
+        f"question excluded by the gold audit: {gold} line 1 is not a valid gold question:"
+        " invalid record: field `gold_sql`: List should have at least 1 item after validation, not 0"
+    )
+    assert [(r["input"], r["line_number"], r["question_id"]) for r in payload["rejected"]] == [
+        ("gold", 1, first["question_id"]),
+        ("gold", 2, None),
+    ]
+
+
+def test_run_campaign_rejects_repeated_ids_instead_of_stopping(tmp_path: Path) -> None:
+    """A run_id logged twice in one campaign and a question_id listed twice in the battery no longer
+    stop the campaign: the repeated run is rejected (line of the first named), the question excluded."""
+    from stef.campaign.inputs import read_jsonl as read
+
+    good = _sample_lines("runs.jsonl")[:2]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join([good[0], good[1], good[0]]) + "\n", encoding="utf-8")
+    gold_lines = _sample_lines("gold.jsonl")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("\n".join([*gold_lines, gold_lines[1]]) + "\n", encoding="utf-8")
+    database = SQLiteTestDatabase(SAMPLE / "geography.sqlite")
+    try:
+        result = run_campaign(read(runs, CampaignRunLog), read(gold, GoldQuestion), database, _settings())
+    finally:
+        database.close()
+    first = json.loads(good[0])
+    assert [r.run_id for r in result.results] == [first["run_id"]]
+    assert [(r.status.value, r.line_number, r.run_id) for r in result.rejected] == [
+        ("duplicate_run", 3, first["run_id"])
+    ]
+    assert result.rejected[0].reason == (
+        f"run_id {first['run_id']!r} appears twice in campaign 'mcp' (first on {runs} line 1): only the first is classified"
+    )
+    second_q = json.loads(gold_lines[1])["question_id"]
+    assert result.skipped["mcp"][json.loads(good[1])["run_id"]] == (
+        f"question excluded by the gold audit: question_id {second_q!r} appears 2 times in the gold battery (lines 2 and 31)"
+    )
+    assert [(s.runs, s.excluded_runs, s.rejected_runs) for s in result.summaries] == [(1, 1, 1)]

@@ -6,14 +6,11 @@ Reference: Python's ``sqlite3`` on the bundled GeoQuery database (flows/campaign
 
 from __future__ import annotations
 
-import pytest
-
 from stef.campaign.classify import _has_top_level_order
 from stef.campaign.gold_audit import audit_gold
 from stef.campaign.models import GoldQuestion
 from stef.campaign.run import run_campaign
 from stef.campaign.sandbox import DuckDBTestDatabase, SQLiteTestDatabase
-from stef.errors import InputError
 from tests.stef.campaign.support import (
     CAPITAL,
     DUCKDB_SETTINGS,
@@ -45,9 +42,16 @@ def test_gold_audit_keeps_executable_gold_and_excludes_the_rest(db: SQLiteTestDa
     assert audit.results["q-capital"][0].rows == tuple(reference_rows(GOLD[0].gold_sql[0]))
 
 
-def test_gold_audit_rejects_duplicate_question_ids(db: SQLiteTestDatabase) -> None:
-    with pytest.raises(InputError, match="question_id 'q-capital' appears twice"):
-        audit_gold([GOLD[0], GOLD[0]], db, SETTINGS)
+def test_gold_audit_excludes_a_repeated_question_id_and_goes_on(db: SQLiteTestDatabase) -> None:
+    """A question_id listed twice was an InputError that stopped the campaign; now that question is
+    excluded (its gold is ambiguous) and the others are audited."""
+    audit = audit_gold([GOLD[0], GOLD[1], GOLD[0]], db, SETTINGS, line_numbers=[1, 2, 7])
+    assert [(i.question_id, i.ok, i.reason) for i in audit.items] == [
+        ("q-capital", False, "question_id 'q-capital' appears 2 times in the gold battery (lines 1 and 7)"),
+        ("q-two", True, None),
+    ]
+    assert list(audit.results) == ["q-two"]
+    assert audit.results["q-two"][1].rows == tuple(reference_rows(GOLD[1].gold_sql[1]))
 
 
 def test_a_gold_too_deep_for_sqlglot_is_excluded_and_the_campaign_goes_on(duck: DuckDBTestDatabase) -> None:

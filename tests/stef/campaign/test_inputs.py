@@ -1,4 +1,4 @@
-"""Campaign inputs (issue 6): JSONL errors name the file, line and field; the catalog's shape; the JSON
+"""Campaign inputs (issue 6): a bad JSONL line is rejected naming the file, line and reason; the catalog's shape; the JSON
 Schemas validate the bundled sample.
 """
 
@@ -10,20 +10,66 @@ from pathlib import Path
 import pytest
 
 from stef.campaign.inputs import json_schemas, load_catalog, read_jsonl
-from stef.campaign.models import CampaignRunLog
+from stef.campaign.models import CampaignRunLog, GoldQuestion, InputKind, SkipStatus
 from stef.errors import InputError
 from tests.stef.campaign.support import (
     SAMPLE,
 )
 
 
-def test_read_jsonl_names_file_line_and_field(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("line", "reason", "ids"),
+    [
+        pytest.param(
+            b"{not json",
+            "not valid JSON: Expecting property name enclosed in double quotes (column 2)",
+            (None, None, None),
+            id="not_json",
+        ),
+        pytest.param(
+            b'{"run_id": "b", "campaign_id": "mcp", "question": "?"}',
+            "invalid record: field `question_id`: Field required",
+            ("mcp", "b", None),
+            id="missing_field",
+        ),
+        pytest.param(
+            b'{"run_id": "b", "campaign_id": "mcp", "question_id": "q", "question": "?", "tool_calls": 3}',
+            "invalid record: field `tool_calls`: Input should be a valid list",
+            ("mcp", "b", "q"),
+            id="wrong_type",
+        ),
+        pytest.param(b'"mcp"', "not a JSON object but str", (None, None, None), id="not_an_object"),
+        pytest.param(
+            b'{"run_id": "b", "run_id": "c", "campaign_id": "mcp"}',
+            "ambiguous JSON: key 'run_id' appears twice in one object",
+            ("mcp", None, None),
+            id="key_twice",
+        ),
+        pytest.param(b'{"run_id": "b\xff"}', "invalid UTF-8 at byte 13", (None, "b\ufffd", None), id="not_utf8"),
+        pytest.param(b'{"a": NaN}', "not readable JSON: NaN is not a JSON number", (None, None, None), id="nan"),
+    ],
+)
+def test_read_jsonl_rejects_a_bad_line_with_file_line_and_reason_and_reads_the_rest(
+    tmp_path: Path, line: bytes, reason: str, ids: tuple[str | None, str | None, str | None]
+) -> None:
+    """One bad line was an InputError that stopped the whole campaign; now it is rejected and the others are read."""
     path = tmp_path / "runs.jsonl"
-    path.write_text(
-        '{"run_id": "a", "campaign_id": "mcp", "question_id": "q", "question": "?"}\n\n{"run_id": "b", "campaign_id": "mcp", "question": "?"}\n'
-    )
-    with pytest.raises(InputError, match=r"runs.jsonl:3: field `question_id`: Field required"):
-        read_jsonl(path, CampaignRunLog)
+    good = b'{"run_id": "a", "campaign_id": "mcp", "question_id": "q", "question": "?"}'
+    path.write_bytes(good + b"\n\n" + line + b"\n" + good.replace(b'"a"', b'"z"') + b"\n")
+    read = read_jsonl(path, CampaignRunLog)
+    assert [r.run_id for r in read.items] == ["a", "z"] and read.line_numbers == [1, 4]
+    assert [(r.status, r.input, r.source, r.line_number, r.reason) for r in read.rejected] == [
+        (SkipStatus.INVALID_INPUT, InputKind.RUN_LOG, str(path), 3, reason)
+    ]
+    rejected = read.rejected[0]
+    assert (rejected.campaign_id, rejected.run_id, rejected.question_id) == ids
+    assert rejected.raw == line.decode("utf-8", "replace")
+    assert rejected.where() == f"{path} line 3"
+
+
+def test_read_jsonl_still_refuses_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match=r"gold\.jsonl: no such file"):
+        read_jsonl(tmp_path / "gold.jsonl", GoldQuestion)
 
 
 def test_load_catalog_rejects_wrong_shape(tmp_path: Path) -> None:
