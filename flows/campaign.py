@@ -1,7 +1,8 @@
 """The campaign flow: the reference-based protocol of DESIGN.md §7 as a Prefect flow.
 
 Gold audit, per-run classification into the six outcome classes (``seeds/003``), STEF scores of
-the same runs, storage into ``campaigns`` / ``campaign_runs`` / ``campaign_outcomes``. The CLI
+the same runs, storage into ``campaigns`` / ``campaign_runs`` / ``campaign_outcomes`` and the lines
+not classified, with their reasons, into ``campaign_skipped``. The CLI
 (``stef campaign run``) runs the same library code without Prefect.
 """
 

@@ -74,8 +74,17 @@ def score_campaign(result: CampaignResult, dialect: str | None) -> list[Evaluati
 def store_campaign_task(
     result: CampaignResult, settings: CampaignSettings, evaluations: list[Evaluation], warehouse: str | None = None
 ) -> CampaignStoreSummary:
-    """Replace the campaigns' rows in the warehouse (one transaction; retried on I/O errors)."""
+    """Replace the campaigns' rows in the warehouse, the lines not classified with their reasons
+    included (one transaction; retried on I/O errors)."""
     with connect(warehouse) as conn:
         return store_campaign(
-            conn, result.runs, result.results, result.summaries, result.audit, settings, index_evaluations(evaluations)
+            conn,
+            result.runs,
+            result.results,
+            result.summaries,
+            result.audit,
+            settings,
+            index_evaluations(evaluations),
+            skipped=result.not_classified(),
+            sources=result.sources,
         )

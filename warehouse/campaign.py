@@ -1,4 +1,5 @@
-"""Campaign tables: ``campaigns``, ``campaign_runs``, ``campaign_outcomes`` (migration 0004).
+"""Campaign tables: ``campaigns``, ``campaign_runs``, ``campaign_outcomes`` (migration 0004) and
+``campaign_skipped`` (migration 0010: the input lines not classified, with status and reason).
 
 Source: DESIGN.md §4 and §7, issue 6. Writes are idempotent and transactional: storing a
 campaign deletes its previous rows first, in the same transaction. Imports only :mod:`stef`
@@ -15,18 +16,26 @@ from datetime import UTC, datetime
 import duckdb
 import polars as pl
 
-from stef.campaign.models import CampaignRunLog, CampaignRunResult, CampaignSettings, CampaignSummary, GoldAudit
+from stef.campaign.models import (
+    CampaignRunLog,
+    CampaignRunResult,
+    CampaignSettings,
+    CampaignSummary,
+    GoldAudit,
+    SkippedRun,
+)
 from stef.models import Evaluation
 from warehouse.transaction import transaction
 
 
 @dataclass(frozen=True, slots=True)
 class CampaignStoreSummary:
-    """What :func:`store_campaign` wrote: campaign ids and row counts."""
+    """What :func:`store_campaign` wrote: campaign ids and row counts (``skipped``: rows of ``campaign_skipped``)."""
 
     campaigns: tuple[str, ...]
     runs: int
     outcomes: int
+    skipped: int = 0
 
 
 def store_campaign(
@@ -37,8 +46,14 @@ def store_campaign(
     audit: GoldAudit,
     settings: CampaignSettings,
     evaluations: Mapping[tuple[str | None, str | None], Evaluation] | None = None,
+    skipped: Sequence[SkippedRun] = (),
+    sources: Sequence[str] = (),
 ) -> CampaignStoreSummary:
     """Replace the rows of every campaign in ``summaries`` (one transaction).
+
+    The lines that were not classified (``skipped``) go to ``campaign_skipped`` with their status
+    and reason: those naming a campaign of ``summaries`` replace that campaign's rows, those naming
+    none replace the rows of their file (``sources``) that name none, so a rerun never duplicates.
 
     Args:
         conn: a read-write warehouse connection (migrated).
@@ -49,6 +64,8 @@ def store_campaign(
         settings: the protocol settings.
         evaluations: ``(campaign_id, run_id)`` -> STEF evaluation (:func:`stef.campaign.calibration.index_evaluations`),
             when calibration was computed.
+        skipped: the input lines not classified (:meth:`stef.campaign.models.CampaignResult.not_classified`).
+        sources: the input files read (:attr:`stef.campaign.models.CampaignResult.sources`).
 
     Returns:
         A :class:`CampaignStoreSummary`.
@@ -107,24 +124,46 @@ def store_campaign(
                 now,
             )
         )
-    with transaction(conn, f"storing campaigns {', '.join(ids)} failed"):
-        for table in ("campaigns", "campaign_runs", "campaign_outcomes"):
-            conn.execute(f"DELETE FROM {table} WHERE campaign_id IN (SELECT unnest($ids))", {"ids": ids})
-        conn.executemany(
-            "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    s.campaign_id,
-                    s.mode.value,
-                    settings.model_dump_json(),
-                    audit_json,
-                    s.model_dump_json(),
-                    s.infra_cost_usd,
-                    now,
-                )
-                for s in summaries
-            ],
+    skipped_rows = [
+        (
+            x.campaign_id,
+            x.run_id,
+            x.question_id,
+            x.input.value,
+            x.status.value,
+            x.reason,
+            x.source,
+            x.line_number,
+            x.raw,
+            now,
         )
+        for x in skipped
+        if x.campaign_id is None or x.campaign_id in ids
+    ]
+    sources = sorted({*sources, *(x.source for x in skipped if x.campaign_id is None and x.source is not None)})
+    with transaction(conn, f"storing campaigns {', '.join(ids) or '(none, only rejected lines)'} failed"):
+        for table in ("campaigns", "campaign_runs", "campaign_outcomes", "campaign_skipped"):
+            conn.execute(f"DELETE FROM {table} WHERE campaign_id IN (SELECT unnest($ids))", {"ids": ids})
+        conn.execute(
+            "DELETE FROM campaign_skipped WHERE campaign_id IS NULL AND source_file IN (SELECT unnest($sources))",
+            {"sources": sources},
+        )
+        if summaries:  # none when every line was rejected without naming a campaign
+            conn.executemany(
+                "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        s.campaign_id,
+                        s.mode.value,
+                        settings.model_dump_json(),
+                        audit_json,
+                        s.model_dump_json(),
+                        s.infra_cost_usd,
+                        now,
+                    )
+                    for s in summaries
+                ],
+            )
         if run_rows:
             conn.executemany("INSERT INTO campaign_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", run_rows)
         if outcome_rows:
@@ -132,7 +171,9 @@ def store_campaign(
                 "INSERT INTO campaign_outcomes VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 outcome_rows,
             )
-    return CampaignStoreSummary(tuple(ids), len(run_rows), len(outcome_rows))
+        if skipped_rows:
+            conn.executemany("INSERT INTO campaign_skipped VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", skipped_rows)
+    return CampaignStoreSummary(tuple(ids), len(run_rows), len(outcome_rows), len(skipped_rows))
 
 
 def read_campaign_outcomes(conn: duckdb.DuckDBPyConnection, campaign_id: str | None = None) -> pl.DataFrame:
@@ -144,10 +185,27 @@ def read_campaign_outcomes(conn: duckdb.DuckDBPyConnection, campaign_id: str | N
     return frame
 
 
+def read_campaign_skipped(conn: duckdb.DuckDBPyConnection, campaign_id: str | None = None) -> pl.DataFrame:
+    """``campaign_skipped`` rows (one campaign, or all: also the lines naming none), without the raw
+    text, in input and line order."""
+    frame: pl.DataFrame = conn.sql(
+        "SELECT * EXCLUDE (raw) FROM campaign_skipped WHERE ($cid::VARCHAR IS NULL OR campaign_id = $cid)"
+        " ORDER BY source_file NULLS LAST, line_number NULLS LAST, campaign_id, run_id",
+        params={"cid": campaign_id},
+    ).pl()
+    return frame
+
+
 def read_campaign_summaries(conn: duckdb.DuckDBPyConnection) -> dict[str, CampaignSummary]:
     """Every stored campaign's :class:`CampaignSummary`, by campaign_id."""
     rows = conn.execute("SELECT campaign_id, summary FROM campaigns ORDER BY campaign_id").fetchall()
     return {cid: CampaignSummary.model_validate_json(summary) for cid, summary in rows}
 
 
-__all__ = ["CampaignStoreSummary", "read_campaign_outcomes", "read_campaign_summaries", "store_campaign"]
+__all__ = [
+    "CampaignStoreSummary",
+    "read_campaign_outcomes",
+    "read_campaign_skipped",
+    "read_campaign_summaries",
+    "store_campaign",
+]

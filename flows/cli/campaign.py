@@ -203,12 +203,21 @@ def run(
 
             with connect(warehouse) as conn:
                 stored = store_campaign(
-                    conn, result.runs, result.results, result.summaries, result.audit, settings, evaluations
+                    conn,
+                    result.runs,
+                    result.results,
+                    result.summaries,
+                    result.audit,
+                    settings,
+                    evaluations,
+                    skipped=result.not_classified(),
+                    sources=result.sources,
                 )
     if as_json:
         payload = result.as_json()
         payload["evidence"] = str(out)
         payload["stored_outcomes"] = None if stored is None else stored.outcomes
+        payload["stored_skipped"] = None if stored is None else stored.skipped
         console.print_json(json.dumps(payload), indent=None)
         return
     audit = result.audit
@@ -221,11 +230,19 @@ def run(
             console.print(
                 Text(f"  run {one_line(run_id)} of {one_line(campaign_id)} not classified: {one_line(reason)}")
             )
-    console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
+    if result.summaries:
+        console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
+    else:
+        console.print("no run classified: no line of the run log names a campaign")
     console.print(
         Text(
             f"evidence: {one_line(out)}/<campaign folder>/<run folder>/"
-            + ("" if stored is None else f"; stored {stored.outcomes} outcomes in the warehouse")
+            + (
+                ""
+                if stored is None
+                else f"; stored {stored.outcomes} outcomes and {stored.skipped} lines not classified"
+                " (campaign_skipped, with the reasons) in the warehouse"
+            )
         )
     )
 

@@ -52,6 +52,10 @@ class SkipStatus(str, Enum):
     """The line is not a valid run log line / gold question (not JSON, a field missing or of the wrong type)."""
     DUPLICATE_RUN = "duplicate_run"
     """The run's ``run_id`` was logged earlier in the same campaign (the first is classified)."""
+    UNKNOWN_QUESTION = "unknown_question"
+    """The run's ``question_id`` is not in the gold battery."""
+    QUESTION_EXCLUDED = "question_excluded"
+    """The gold audit excluded the run's question (its gold fails, returns no row, is ambiguous ...)."""
 
 
 class InputKind(str, Enum):
@@ -305,11 +309,22 @@ class CampaignResult(BaseModel):
     skipped: dict[str, dict[str, str]] = Field(
         default_factory=dict, description="campaign_id -> run_id -> why it was not classified"
     )
+    skipped_runs: list[SkippedRun] = Field(
+        default_factory=list,
+        description="the runs of `skipped` with their typed status (unknown_question, question_excluded) and line",
+    )
     rejected: list[SkippedRun] = Field(
         default_factory=list,
         description="input lines rejected with the reason: invalid lines of the run log and the gold battery, repeated run ids",
     )
     summaries: list[CampaignSummary]
+    sources: list[str] = Field(
+        default_factory=list, description="the input files read (run log, gold battery), as given"
+    )
+
+    def not_classified(self) -> list[SkippedRun]:
+        """Every input line that was not classified, with its status and reason: the skipped runs, then the rejected lines."""
+        return [*self.skipped_runs, *self.rejected]
 
     def counts(self) -> dict[str, int]:
         """Every outcome class -> number of runs over all campaigns (zeros included)."""

@@ -51,7 +51,8 @@ def run_campaign(
     """Audit the gold battery, classify every run, write the evidence, summarise per campaign.
 
     Runs whose question is not in the battery or was excluded by the audit are not classified;
-    they are listed in ``skipped`` (by campaign, then run) with the reason and counted as
+    they are listed in ``skipped`` (by campaign, then run) with the reason, in ``skipped_runs``
+    with their status (``unknown_question``, ``question_excluded``) and line, and counted as
     ``excluded_runs``. A ``run_id`` is unique within its campaign only: every map of runs here
     is keyed by campaign first. Bad input never stops the campaign: the invalid lines of the
     files (:func:`~stef.campaign.inputs.read_jsonl`) and each repeat of a ``run_id`` within a
@@ -72,7 +73,7 @@ def run_campaign(
         A :class:`CampaignResult`.
     """
     run_items, run_lines, run_source, rejected = _unpack(runs)
-    gold_items, gold_lines, _, gold_rejected = _unpack(gold)
+    gold_items, gold_lines, gold_source, gold_rejected = _unpack(gold)
     catalog = catalog or CanonicalCatalog(db.catalog())
     engine = "duckdb" if type(db).__name__.startswith("DuckDB") else "sqlite"
     audit = audit_gold(gold_items, db, settings, engine_dialect=engine, line_numbers=gold_lines, invalid=gold_rejected)
@@ -81,6 +82,7 @@ def run_campaign(
     kept: list[CampaignRunLog] = []
     results: list[CampaignRunResult] = []
     skipped: dict[str, dict[str, str]] = {}
+    skipped_runs: list[SkippedRun] = []
     excluded: Counter[str] = Counter()
     for index, run in enumerate(run_items):
         key = (run.campaign_id, run.run_id)
@@ -105,10 +107,23 @@ def run_campaign(
         kept.append(run)
         if run.question_id not in audit.results:
             item = next((i for i in audit.items if i.question_id == run.question_id), None)
-            skipped.setdefault(run.campaign_id, {})[run.run_id] = (
+            reason = (
                 f"question excluded by the gold audit: {item.reason}"
                 if item
                 else f"question_id {run.question_id!r} is not in the gold battery"
+            )
+            skipped.setdefault(run.campaign_id, {})[run.run_id] = reason
+            skipped_runs.append(
+                SkippedRun(
+                    status=SkipStatus.QUESTION_EXCLUDED if item else SkipStatus.UNKNOWN_QUESTION,
+                    reason=reason,
+                    source=run_source,
+                    line_number=line,
+                    campaign_id=run.campaign_id,
+                    run_id=run.run_id,
+                    question_id=run.question_id,
+                    raw=run.model_dump_json(),
+                )
             )
             excluded[run.campaign_id] += 1
             continue
@@ -124,7 +139,14 @@ def run_campaign(
         for summary in summaries:
             write_summary(out_dir, summary)
     return CampaignResult(
-        runs=kept, audit=audit, results=results, skipped=skipped, rejected=rejected, summaries=summaries
+        runs=kept,
+        audit=audit,
+        results=results,
+        skipped=skipped,
+        skipped_runs=skipped_runs,
+        rejected=rejected,
+        summaries=summaries,
+        sources=[s for s in (run_source, gold_source) if s is not None],
     )
 
 

@@ -363,6 +363,8 @@ def test_cli_run_rejects_bad_run_lines_and_classifies_the_others(tmp_path: Path)
         str(SAMPLE / "gold.jsonl"),
         "--db",
         str(SAMPLE / "geography.sqlite"),
+        "--settings",  # its tariffs price the runs: no lookup in litellm's price list
+        str(SAMPLE / "settings.json"),
         "--out",
         str(tmp_path / "out"),
         "--no-store",
@@ -412,6 +414,10 @@ def test_cli_run_rejects_bad_gold_lines_and_excludes_their_questions(tmp_path: P
             str(gold),
             "--db",
             str(SAMPLE / "geography.sqlite"),
+            "--settings",
+            str(SAMPLE / "settings.json"),
+            "--settings",  # its tariffs price the runs: no lookup in litellm's price list
+            str(SAMPLE / "settings.json"),
             "--out",
             str(tmp_path / "out"),
             "--no-store",
@@ -437,8 +443,6 @@ def test_cli_run_rejects_bad_gold_lines_and_excludes_their_questions(tmp_path: P
 def test_run_campaign_rejects_repeated_ids_instead_of_stopping(tmp_path: Path) -> None:
     """A run_id logged twice in one campaign and a question_id listed twice in the battery no longer
     stop the campaign: the repeated run is rejected (line of the first named), the question excluded."""
-    from stef.campaign.inputs import read_jsonl as read
-
     good = _sample_lines("runs.jsonl")[:2]
     runs = tmp_path / "runs.jsonl"
     runs.write_text("\n".join([good[0], good[1], good[0]]) + "\n", encoding="utf-8")
@@ -447,7 +451,7 @@ def test_run_campaign_rejects_repeated_ids_instead_of_stopping(tmp_path: Path) -
     gold.write_text("\n".join([*gold_lines, gold_lines[1]]) + "\n", encoding="utf-8")
     database = SQLiteTestDatabase(SAMPLE / "geography.sqlite")
     try:
-        result = run_campaign(read(runs, CampaignRunLog), read(gold, GoldQuestion), database, _settings())
+        result = run_campaign(read_jsonl(runs, CampaignRunLog), read_jsonl(gold, GoldQuestion), database, _settings())
     finally:
         database.close()
     first = json.loads(good[0])
@@ -463,3 +467,86 @@ def test_run_campaign_rejects_repeated_ids_instead_of_stopping(tmp_path: Path) -
         f"question excluded by the gold audit: question_id {second_q!r} appears 2 times in the gold battery (lines 2 and 31)"
     )
     assert [(s.runs, s.excluded_runs, s.rejected_runs) for s in result.summaries] == [(1, 1, 1)]
+
+
+def test_cli_run_stores_every_skipped_run_with_its_status_and_reason(tmp_path: Path) -> None:
+    """Runs that are not classified were only printed: the warehouse kept no reason for them (and
+    none at all for a repeated run_id or an invalid line). Every skip path is now a row of
+    campaign_skipped with its typed status and reason, counted as the stored summary counts it."""
+    import duckdb
+
+    from warehouse.campaign import read_campaign_skipped
+
+    good = _sample_lines("runs.jsonl")
+    unknown = json.loads(good[2]) | {"run_id": "mcp-x", "question_id": "geo-nope"}
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(
+        "\n".join([good[0], good[1], json.dumps(unknown), good[1], "{oops", good[30], '{"campaign_id": "mcp"}']) + "\n",
+        encoding="utf-8",
+    )
+    gold_lines = _sample_lines("gold.jsonl")
+    broken = json.loads(gold_lines[0]) | {"gold_sql": ["SELECT nope FROM city"]}  # geo-000: mcp-001 and base-001
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("\n".join([json.dumps(broken), *gold_lines[1:], "[]"]) + "\n", encoding="utf-8")
+    warehouse = tmp_path / "wh.duckdb"
+    args = [
+        "campaign",
+        "run",
+        "--runs",
+        str(runs),
+        "--gold",
+        str(gold),
+        "--db",
+        str(SAMPLE / "geography.sqlite"),
+        "--settings",  # its tariffs price the runs: no lookup in litellm's price list
+        str(SAMPLE / "settings.json"),
+        "--out",
+        str(tmp_path / "out"),
+        "--warehouse",
+        str(warehouse),
+        "--no-score",
+        "--json",
+    ]
+    for _ in range(2):  # a rerun replaces the rows, also those of lines naming no campaign
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["classified"] == 1 and payload["stored_skipped"] == 7
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        rows = conn.execute(
+            "SELECT campaign_id, run_id, input, status, source_file, line_number FROM campaign_skipped"
+            " ORDER BY input DESC, line_number"
+        ).fetchall()
+        reasons = dict(
+            conn.execute("SELECT run_id, reason FROM campaign_skipped WHERE status LIKE '%question%'").fetchall()
+        )
+        summaries = {
+            cid: json.loads(summary)
+            for cid, summary in conn.execute("SELECT campaign_id, summary FROM campaigns").fetchall()
+        }
+        per_campaign = dict(
+            conn.execute(
+                "SELECT campaign_id, count(*) FILTER (WHERE status IN ('question_excluded', 'unknown_question'))"
+                " || '/' || count(*) FILTER (WHERE status IN ('invalid_input', 'duplicate_run'))"
+                " FROM campaign_skipped WHERE campaign_id IS NOT NULL GROUP BY campaign_id"
+            ).fetchall()
+        )
+        assert conn.execute("SELECT count(*) FROM campaign_runs").fetchall() == [(4,)]  # the repeat is not a run
+        mcp = read_campaign_skipped(conn, "mcp")
+        assert mcp["line_number"].to_list() == [1, 3, 4, 7] and "raw" not in mcp.columns
+        assert read_campaign_skipped(conn).height == 7
+    assert rows == [
+        ("mcp", "mcp-001", "run_log", "question_excluded", str(runs), 1),
+        ("mcp", "mcp-x", "run_log", "unknown_question", str(runs), 3),
+        ("mcp", "mcp-002", "run_log", "duplicate_run", str(runs), 4),
+        (None, None, "run_log", "invalid_input", str(runs), 5),
+        ("baseline-static", "base-001", "run_log", "question_excluded", str(runs), 6),
+        ("mcp", None, "run_log", "invalid_input", str(runs), 7),
+        (None, None, "gold", "invalid_input", str(gold), 31),
+    ]
+    assert reasons["mcp-x"] == "question_id 'geo-nope' is not in the gold battery"
+    assert reasons["mcp-001"].startswith("question excluded by the gold audit: gold statement 1 error: ")
+    assert reasons["mcp-001"] == reasons["base-001"] == payload["skipped"]["mcp"]["mcp-001"]
+    for cid, summary in summaries.items():  # the stored summaries count what the table holds
+        assert per_campaign[cid] == f"{summary['excluded_runs']}/{summary['rejected_runs']}", cid
+    assert per_campaign == {"mcp": "2/2", "baseline-static": "1/0"}

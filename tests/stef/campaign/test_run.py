@@ -5,7 +5,7 @@ Reference: Python's ``sqlite3`` on the bundled GeoQuery database (flows/campaign
 
 from __future__ import annotations
 
-from stef.campaign.models import GoldQuestion
+from stef.campaign.models import GoldQuestion, SkipStatus
 from stef.campaign.run import run_campaign
 from stef.campaign.sandbox import SQLiteTestDatabase
 from tests.stef.campaign.support import (
@@ -37,3 +37,8 @@ def test_runs_of_excluded_questions_are_skipped_with_the_reason(db: SQLiteTestDa
         "baseline-static": {"r1": "question_id 'q-unknown' is not in the gold battery"},
     }
     assert [(s.campaign_id, s.excluded_runs) for s in result.summaries] == [("mcp", 2), ("baseline-static", 1)]
+    assert [(s.campaign_id, s.run_id, s.status, s.reason, s.line_number) for s in result.not_classified()] == [
+        ("mcp", "r1", SkipStatus.QUESTION_EXCLUDED, result.skipped["mcp"]["r1"], None),
+        ("mcp", "r2", SkipStatus.UNKNOWN_QUESTION, result.skipped["mcp"]["r2"], None),
+        ("baseline-static", "r1", SkipStatus.UNKNOWN_QUESTION, result.skipped["baseline-static"]["r1"], None),
+    ]
