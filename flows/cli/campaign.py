@@ -247,6 +247,28 @@ def run(
     )
 
 
+def _read_summary(path: Path) -> CampaignSummary:
+    """A campaign's ``summary.json`` (:func:`stef.campaign.evidence.write_summary`).
+
+    Raises:
+        InputError: the file cannot be read or is not a campaign summary (named, with the first problem).
+    """
+    from pydantic import ValidationError
+
+    from stef.campaign.models import CampaignSummary
+
+    try:
+        return CampaignSummary.model_validate_json(path.read_bytes())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the campaign summary ({exc.strerror or exc})") from exc
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(file)"
+        raise InputError(
+            f"{path}: not a campaign summary written by `stef campaign run` (field `{where}`: {first['msg']})"
+        ) from exc
+
+
 @campaign_app.command("compare")
 def compare(
     first: Annotated[str, typer.Argument(metavar="A", help="Campaign id, e.g. mcp.")],
@@ -262,7 +284,6 @@ def compare(
 ) -> None:
     """Print two campaigns side by side (e.g. ``mcp`` vs ``baseline-static``)."""
     from stef.campaign.evidence import campaign_folder
-    from stef.campaign.models import CampaignSummary
 
     with user_errors():
         found: dict[str, CampaignSummary] = {}
@@ -270,7 +291,7 @@ def compare(
             for cid in (first, second):
                 path = campaign_folder(out, cid) / "summary.json"
                 if path.is_file():
-                    found[cid] = CampaignSummary.model_validate_json(path.read_text(encoding="utf-8"))
+                    found[cid] = _read_summary(path)
         else:
             from warehouse import connect, resolve_path
             from warehouse.campaign import read_campaign_summaries

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import Counter
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
@@ -83,6 +83,14 @@ class ToolCall(BaseModel):
     duration_ms: float | None = None
 
 
+MAX_TOKENS = 2**53 - 1
+"""Most tokens one count of a run log may hold (exact as a JSON number everywhere; a total of a few
+such counts still fits the warehouse's BIGINT, so one absurd count cannot fail a campaign's store)."""
+
+TokenCount = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+"""A token count of a run log: ``0`` to :data:`MAX_TOKENS` (beyond is an ``invalid_input`` line)."""
+
+
 class CampaignRunLog(BaseModel):
     """One line of a campaign run log (JSONL): one question = one session = one run.
 
@@ -103,7 +111,7 @@ class CampaignRunLog(BaseModel):
     prompt_version: str | None = None
     seed: int | str | None = None
     commit_hash: str | None = None
-    tokens: int | dict[str, int] | None = None
+    tokens: TokenCount | dict[str, TokenCount] | None = None
     latency_ms: float | None = None
     cost_usd: float | None = None
     mode: CampaignMode | None = Field(default=None, description="overrides the mode read from campaign_id")
@@ -371,6 +379,7 @@ class CalibrationReport(_Frozen):
 
 
 __all__ = [
+    "MAX_TOKENS",
     "OUTCOME_CLASSES",
     "BaselineOutcome",
     "CalibrationReport",

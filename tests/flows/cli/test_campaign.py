@@ -550,3 +550,72 @@ def test_cli_run_stores_every_skipped_run_with_its_status_and_reason(tmp_path: P
     for cid, summary in summaries.items():  # the stored summaries count what the table holds
         assert per_campaign[cid] == f"{summary['excluded_runs']}/{summary['rejected_runs']}", cid
     assert per_campaign == {"mcp": "2/2", "baseline-static": "1/0"}
+
+
+@pytest.mark.parametrize(
+    ("tokens", "problem"),
+    [
+        pytest.param(
+            10**30,
+            "`tokens.constrained-int`: Input should be less than or equal to 9007199254740991",
+            id="total_beyond_bigint",
+        ),
+        pytest.param(
+            {"prompt": 10**19, "completion": 1},
+            "`tokens.dict[str,constrained-int].prompt`: Input should be less than or equal to 9007199254740991",
+            id="prompt_beyond_bigint",
+        ),
+        pytest.param(-5, "`tokens.constrained-int`: Input should be greater than or equal to 0", id="negative"),
+    ],
+)
+def test_cli_run_rejects_a_token_count_the_warehouse_cannot_hold(tmp_path: Path, tokens: object, problem: str) -> None:
+    """A run logging 10**30 tokens was classified, then failed the whole store ('Type INT128 ... out of
+    range for INT64'): no outcome of the campaign was kept. It is now an invalid_input line."""
+    good = _sample_lines("runs.jsonl")[:2]
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join([good[0], json.dumps(json.loads(good[1]) | {"tokens": tokens})]) + "\n", encoding="utf-8")
+    result = runner.invoke(
+        app,
+        [
+            "campaign",
+            "run",
+            "--runs",
+            str(runs),
+            "--gold",
+            str(SAMPLE / "gold.jsonl"),
+            "--db",
+            str(SAMPLE / "geography.sqlite"),
+            "--settings",
+            str(SAMPLE / "settings.json"),
+            "--out",
+            str(tmp_path / "out"),
+            "--warehouse",
+            str(tmp_path / "wh.duckdb"),
+            "--no-score",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert (payload["stored_outcomes"], payload["stored_skipped"]) == (1, 1)
+    [rejected] = payload["rejected"]
+    assert (rejected["line_number"], rejected["status"], rejected["run_id"]) == (2, "invalid_input", "mcp-002")
+    assert rejected["reason"].startswith("invalid record: ") and problem in rejected["reason"]
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param(b'{"campaign_id": 3}', "field `campaign_id`: Input should be a valid string", id="wrong_type"),
+        pytest.param(b"\xff\xfe{", "field `(file)`: Invalid JSON", id="not_utf8_json"),
+    ],
+)
+def test_cli_compare_names_a_summary_file_that_is_not_one(tmp_path: Path, content: bytes, problem: str) -> None:
+    """A summary.json that is not a campaign summary ended `stef campaign compare` in a traceback."""
+    (tmp_path / "mcp").mkdir()
+    (tmp_path / "mcp" / "summary.json").write_bytes(content)
+    result = runner.invoke(app, ["campaign", "compare", "mcp", "baseline-static", "--out", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert f"{tmp_path / 'mcp' / 'summary.json'}: not a campaign summary written by `stef campaign run`" in message
+    assert problem in message
