@@ -174,9 +174,12 @@ def _token_split(tokens: int | dict[str, int] | None) -> tuple[int | None, int, 
 
 
 def _litellm_tariff(model: str) -> Tariff | None:
-    """litellm's price for ``model`` (imported lazily; ``None`` when it does not know the model)."""
-    import litellm
+    """litellm's price for ``model`` (``None`` when it does not know the model); litellm is imported
+    once, lazily and with its local price table (:func:`stef.llm.litellm_loader.import_litellm`: a
+    plain import fetched the table from the network, with retries that cost seconds offline)."""
+    from stef.llm.litellm_loader import import_litellm
 
+    litellm = import_litellm()
     info = litellm.model_cost.get(model) or litellm.model_cost.get(model.split("/", 1)[-1])
     if not info or info.get("input_cost_per_token") is None:
         return None

@@ -258,3 +258,23 @@ def test_run_cost(tokens: Any, model: str, cost_usd: float | None, expected: tup
         cost_usd=cost_usd,
     )
     assert run_cost(run, settings) == expected
+
+
+def test_litellm_prices_come_from_the_local_price_table() -> None:
+    """A campaign pricing a model at litellm's price imported litellm plainly: without
+    ``LITELLM_LOCAL_MODEL_COST_MAP`` it fetches its price table from the network first (retries,
+    seconds offline). In a fresh process without the variable, the price is litellm's local one."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import os\n"
+        "from stef.campaign.classify import run_cost\n"
+        "from stef.campaign.models import CampaignRunLog, CampaignSettings\n"
+        "run = CampaignRunLog(run_id='r', campaign_id='c', question_id='q', question='?', tokens=1_000_000, model_version='gpt-4o-mini')\n"
+        "print(run_cost(run, CampaignSettings()), os.environ.get('LITELLM_LOCAL_MODEL_COST_MAP'))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env=env)
+    assert shown.stdout.strip() == "(0.15, 'litellm') True"
