@@ -390,7 +390,10 @@ def unused_join_tables(tree: exp.Expr) -> tuple[str, ...]:
         return ()
     for scope in scopes:
         select = scope.expression
-        if not isinstance(select, exp.Select) or not select.args.get("joins"):
+        if not isinstance(select, exp.Select):
+            continue
+        joins = select.args.get("joins")
+        if not joins:
             continue
         try:
             sources = dict(scope.selected_sources)
@@ -398,45 +401,62 @@ def unused_join_tables(tree: exp.Expr) -> tuple[str, ...]:
             continue
         if len(sources) < 2:
             continue
-        if any(
-            not isinstance(c.this, exp.Distinct) and c.find_ancestor(exp.Select) is select
-            for c in select.find_all(exp.Count)
-        ):
-            continue  # COUNT(*) or COUNT(x) (projected, in HAVING or ORDER BY) counts the join's rows: every table shapes it
+        # the cheap test first: which tables have a column outside the join conditions
         used_outside_join: set[str] = set()
-        partners: dict[str, set[str]] = {}
-        for join in select.args.get("joins") or ():
-            for condition in join.find_all(exp.EQ):
-                left, right = condition.this, condition.expression
-                if (
-                    isinstance(left, exp.Column)
-                    and isinstance(right, exp.Column)
-                    and left.table
-                    and right.table
-                    and left.table.lower() != right.table.lower()
-                ):
-                    partners.setdefault(left.table.lower(), set()).add(right.table.lower())
-                    partners.setdefault(right.table.lower(), set()).add(left.table.lower())
-        unqualified = False
-        # columns with a JOIN between them and this SELECT (one pass instead of an ancestor walk per column)
-        in_joins = {id(column) for join in select.find_all(exp.Join) for column in join.find_all(exp.Column)}
+        # this SELECT's columns under one of its joins: a join nested in a join is in its subtree; a
+        # join inside a subquery or derived table is another scope's, and so are its columns
+        in_joins = {id(column) for join in joins for column in join.find_all(exp.Column)}
         for column in scope.columns:
-            in_join_on = id(column) in in_joins
             if not column.table:
-                unqualified = True
-                continue
-            if not in_join_on:
+                break  # an unqualified column cannot be attributed: the scope is skipped
+            if id(column) not in in_joins:
                 used_outside_join.add(column.table.lower())  # unquoted names are case-insensitive
-        if unqualified or any(isinstance(p, exp.Star) and not p.args.get("table") for p in select.expressions):
-            continue
-        for alias, (node, _source) in sources.items():
-            if alias.lower() not in used_outside_join and isinstance(node, exp.Table):
-                if len(partners.get(alias.lower(), ())) >= 2:
-                    continue  # a bridge (a link table) joining two others: the path goes through it
-                if any(
-                    isinstance(star.parent, exp.Column) and star.parent.table.lower() == alias.lower()
-                    for star in select.find_all(exp.Star)
-                ):
-                    continue  # "alias.*" uses the table
-                unused.append(node.name.lower())
+        else:
+            if any(isinstance(p, exp.Star) and not p.args.get("table") for p in select.expressions):
+                continue
+            candidates = [
+                (alias, node)
+                for alias, (node, _source) in sources.items()
+                if alias.lower() not in used_outside_join and isinstance(node, exp.Table)
+            ]
+            if candidates and not _counts_join_rows(select):
+                unused.extend(_unused_candidates(select, joins, candidates))
     return tuple(unused)
+
+
+def _counts_join_rows(select: exp.Select) -> bool:
+    """COUNT(*) or COUNT(x) of this SELECT (projected, in HAVING or ORDER BY; not COUNT(DISTINCT …),
+    not in a subquery): it counts the join's rows, so every joined table shapes the answer."""
+    return any(
+        not isinstance(c.this, exp.Distinct) and c.find_ancestor(exp.Select) is select
+        for c in select.find_all(exp.Count)
+    )
+
+
+def _unused_candidates(select: exp.Select, joins: list[exp.Join], candidates: list[tuple[str, exp.Table]]) -> list[str]:
+    """The tables of ``candidates`` (alias, table: no column outside the join conditions) that are
+    neither a bridge between two other tables (a link table) nor used as ``alias.*``."""
+    partners: dict[str, set[str]] = {}
+    for join in joins:
+        for condition in join.find_all(exp.EQ):
+            left, right = condition.this, condition.expression
+            if (
+                isinstance(left, exp.Column)
+                and isinstance(right, exp.Column)
+                and left.table
+                and right.table
+                and left.table.lower() != right.table.lower()
+            ):
+                partners.setdefault(left.table.lower(), set()).add(right.table.lower())
+                partners.setdefault(right.table.lower(), set()).add(left.table.lower())
+    unused: list[str] = []
+    for alias, node in candidates:
+        if len(partners.get(alias.lower(), ())) >= 2:
+            continue  # a bridge (a link table) joining two others: the path goes through it
+        if any(
+            isinstance(star.parent, exp.Column) and star.parent.table.lower() == alias.lower()
+            for star in select.find_all(exp.Star)
+        ):
+            continue  # "alias.*" uses the table
+        unused.append(node.name.lower())
+    return unused

@@ -135,6 +135,40 @@ def test_correct_shapes_raise_no_structural_error(sql: str) -> None:
             "SELECT b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", (), id="unqualified_columns_are_not_attributed"
         ),
         pytest.param("SELECT * FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", (), id="bare_star"),
+        pytest.param(
+            "SELECT COUNT(T1.b) FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", (), id="count_counts_the_joined_rows"
+        ),
+        pytest.param(
+            "SELECT COUNT(DISTINCT T1.b) FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id", ("y",), id="count_distinct"
+        ),
+        pytest.param(
+            "SELECT T1.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id "
+            "WHERE T1.c IN (SELECT COUNT(*) FROM z AS T3 JOIN w AS T4 ON T3.k = T4.k WHERE T4.v = 1)",
+            ("y",),
+            id="count_of_a_subquery_is_its_own",
+        ),
+        pytest.param(
+            "SELECT T1.a, T3.c FROM x AS T1 JOIN y AS T2 ON T1.id = T2.xid JOIN z AS T3 ON T2.zid = T3.id",
+            (),
+            id="bridge_table",
+        ),
+        pytest.param(
+            "SELECT d.a, T3.c FROM (SELECT T1.a, T1.id FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id) AS d "
+            "JOIN z AS T3 ON d.id = T3.id",
+            ("y",),
+            id="join_inside_a_derived_table",
+        ),
+        pytest.param(
+            "SELECT T1.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id "
+            "WHERE EXISTS (SELECT 1 FROM z AS T3 JOIN w AS T4 ON T3.k = T4.k AND T4.y = T2.c)",
+            ("z",),  # y filters the outer rows through the correlated EXISTS: it was called unused
+            id="correlated_column_in_a_subquery_join",
+        ),
+        pytest.param(
+            "SELECT T1.b FROM x AS T1 JOIN (y AS T2 JOIN v AS T5 ON T2.k = T5.k) ON T1.id = T2.id WHERE T5.q = 1",
+            (),
+            id="nested_join",
+        ),
     ],
 )
 def test_unused_join_tables(sql: str, unused: tuple[str, ...]) -> None:
