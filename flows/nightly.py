@@ -24,6 +24,7 @@ from prefect.task_runners import ProcessPoolTaskRunner, TaskRunner, ThreadPoolTa
 from prefect.utilities.annotations import quote
 
 from flows.progress import batch_evaluated, evaluation_finished, evaluation_started
+from stef.days import parse_day
 from stef.display import one_line, visible_lines
 from stef.errors import InputError, StefError
 from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
@@ -200,7 +201,8 @@ def resolve_log_date(value: date | str | None) -> date:
     """The day to process: ``value`` as a date, or yesterday (UTC) when ``None``.
 
     Raises:
-        InputError: ``value`` is a string that is not ``YYYY-MM-DD``.
+        InputError: ``value`` is a string that is not ``YYYY-MM-DD`` (:func:`stef.days.parse_day`:
+            not ``2026-11-2``, ``20261120`` or ``2026-W47-5`` either, as the CLI's ``--date``).
 
     >>> resolve_log_date("2026-11-20")
     datetime.date(2026, 11, 20)
@@ -212,9 +214,9 @@ def resolve_log_date(value: date | str | None) -> date:
     if isinstance(value, date):
         return value
     try:
-        return date.fromisoformat(value.strip())
-    except ValueError as exc:
-        raise InputError(f"log date {value!r} is not a date in YYYY-MM-DD form") from exc
+        return parse_day(value.strip())
+    except InputError as exc:
+        raise InputError(f"log date {exc}") from exc
 
 
 def with_deployment_calibrators(settings: JudgeSettings, warehouse_path: str) -> JudgeSettings:

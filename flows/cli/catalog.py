@@ -9,7 +9,7 @@ and prints its tables, so a team can check its file before the nightly run uses 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +18,16 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli.common import CliError, console, output_file, user_errors, validate_dialect
+from flows.cli.common import (
+    DAY_METAVAR,
+    CliError,
+    check_day_range,
+    console,
+    day_option,
+    output_file,
+    user_errors,
+    validate_dialect,
+)
 from stef.display import one_line, shorten
 
 catalog_app = typer.Typer(
@@ -84,15 +93,21 @@ def learn(
         typer.Option("--warehouse", help="Learn from the answers stored in this warehouse instead of log files."),
     ] = None,
     start: Annotated[
-        datetime | None,
+        date | None,
         typer.Option(
-            "--start", formats=["%Y-%m-%d"], help="With --warehouse: first day (default: 30 days before --end)."
+            "--start",
+            parser=day_option,
+            metavar=DAY_METAVAR,
+            help="With --warehouse: first day (default: 30 days before --end).",
         ),
     ] = None,
     end: Annotated[
-        datetime | None,
+        date | None,
         typer.Option(
-            "--end", formats=["%Y-%m-%d"], help="With --warehouse: last day (default: the newest stored day)."
+            "--end",
+            parser=day_option,
+            metavar=DAY_METAVAR,
+            help="With --warehouse: last day (default: the newest stored day).",
         ),
     ] = None,
 ) -> None:
@@ -106,13 +121,12 @@ def learn(
         if warehouse is not None:
             if inputs:
                 raise CliError("give log files or --warehouse, not both")
+            check_day_range(start, end, "catalog learn")
             from warehouse import connect, existing_warehouse
             from warehouse.observed import read_answers_for_learning
 
             with connect(existing_warehouse(warehouse), read_only=True) as conn:
-                records, source = read_answers_for_learning(
-                    conn, start.date() if start else None, end.date() if end else None
-                )
+                records, source = read_answers_for_learning(conn, start, end)
         else:
             if not inputs:
                 raise CliError("give the log files (or folders) to learn from, or --warehouse")

@@ -27,8 +27,9 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from stef.days import DAY_FORM, parse_day
 from stef.display import one_line, visible_lines
-from stef.errors import StefError, UnknownDialectError
+from stef.errors import InputError, StefError, UnknownDialectError
 
 try:  # Typer 0.2x vendors click as typer._click; older Typer uses click itself
     from typer._click.exceptions import ClickException, UsageError
@@ -114,6 +115,42 @@ err_console = Console(stderr=True, markup=False, emoji=False, highlight=False, w
 
 class CliError(StefError):
     """A command-line problem outside the STEF method (e.g. an output file that cannot be written)."""
+
+
+def day_option(value: str) -> date:
+    """The ``parser`` of every option that takes a day (``--date``, ``--start``, ``--end``): ISO
+    ``YYYY-MM-DD`` only (:func:`stef.days.parse_day`), so ``2026-12-1`` is a usage error naming the
+    value instead of the day 2026-12-01.
+
+    Raises:
+        ValueError: not a day of that form (Typer prints it as the option's invalid value).
+
+    >>> day_option("2026-12-01")
+    datetime.date(2026, 12, 1)
+    """
+    try:
+        return parse_day(value)
+    except InputError as exc:
+        raise ValueError(f"{exc}.") from exc
+
+
+DAY_METAVAR = DAY_FORM
+"""The ``metavar`` of the day options in ``--help``."""
+
+
+def check_day_range(start: date | None, end: date | None, what: str) -> None:
+    """Refuse ``--end`` before ``--start`` (when both are given), before anything is opened.
+
+    Raises:
+        CliError: ``<what> end <end> is before its start <start>``.
+
+    >>> check_day_range(date(2026, 12, 5), date(2026, 12, 1), "export")
+    Traceback (most recent call last):
+    ...
+    flows.cli.common.CliError: export end 2026-12-01 is before its start 2026-12-05
+    """
+    if start is not None and end is not None and end < start:
+        raise CliError(f"{what} end {end} is before its start {start}")
 
 
 MAX_WORKERS_PER_CORE = 4
@@ -282,7 +319,6 @@ class OneLineUsageErrors(TyperGroup):
         except UsageError as exc:
             command = exc.ctx.command_path if exc.ctx is not None else "stef"
             message = " ".join(exc.format_message().split()).replace("Value error, ", "")
-            message = message.replace("does not match the formats '%Y-%m-%d'", "is not a date of the form YYYY-MM-DD")
             err_console.print(
                 Text.assemble(("error: ", "bold red"), f"{one_line(message)} (see `{command} --help`)"), soft_wrap=True
             )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
+from datetime import date
 from enum import Enum
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,13 +21,16 @@ from rich.table import Table
 from rich.text import Text
 
 from flows.cli.common import (
+    DAY_METAVAR,
     ApiBaseOption,
     BatchSizeOption,
     BreakerFailuresOption,
     CliError,
     ConcurrencyOption,
     TimeoutOption,
+    check_day_range,
     console,
+    day_option,
     drift_sentences,
     err_console,
     interruptible,
@@ -57,7 +60,6 @@ if TYPE_CHECKING:
     from stef.monitor.models import DriftCheck
 
 _DEFAULTS = DriftThresholds()
-_DATE = ["%Y-%m-%d"]
 
 
 def register(app: typer.Typer) -> None:
@@ -213,11 +215,16 @@ def drift(
         str | None, typer.Option("--candidate", help="Candidate agent version (default: the newest).")
     ] = None,
     start: Annotated[
-        datetime | None, typer.Option("--start", formats=_DATE, help="First day of the window, YYYY-MM-DD.")
+        date | None, typer.Option("--start", parser=day_option, metavar=DAY_METAVAR, help="First day of the window.")
     ] = None,
     end: Annotated[
-        datetime | None,
-        typer.Option("--end", formats=_DATE, help="Last day of the window (default: the candidate's newest day)."),
+        date | None,
+        typer.Option(
+            "--end",
+            parser=day_option,
+            metavar=DAY_METAVAR,
+            help="Last day of the window (default: the candidate's newest day).",
+        ),
     ] = None,
     temporal: Annotated[
         bool,
@@ -284,6 +291,7 @@ def drift(
     """
 
     with user_errors():
+        check_day_range(start, end, "window")
         from tasks.drift_checks import run_drift_check
         from warehouse import WarehouseReadOnlyError
 
@@ -301,8 +309,8 @@ def drift(
                 agent,
                 baseline=baseline,
                 candidate=candidate,
-                start=start.date() if start else None,
-                end=end.date() if end else None,
+                start=start,
+                end=end,
                 temporal=temporal,
                 window_days=window_days,
                 thresholds=thresholds,
@@ -380,8 +388,8 @@ def _interrupted_backfill(days: Sequence[date], finished: Sequence[BackfillDay])
 
 
 def backfill(
-    start: Annotated[datetime, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")],
-    end: Annotated[datetime, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD (included).")],
+    start: Annotated[date, typer.Option("--start", parser=day_option, metavar=DAY_METAVAR, help="First day.")],
+    end: Annotated[date, typer.Option("--end", parser=day_option, metavar=DAY_METAVAR, help="Last day (included).")],
     logs_root: Annotated[
         str, typer.Option("--logs-root", help="Folder (or fsspec URL) holding <YYYY-MM-DD>/*.jsonl.")
     ] = "./logs",
@@ -462,7 +470,7 @@ def backfill(
         from flows.backfill import backfill as backfill_flow
         from tasks.backfill import day_has_logs, days_in_range, logs_root_note, unread_files_note
 
-        first, last = start.date(), end.date()
+        first, last = start, end
         days = days_in_range(first, last)  # checks the range before Prefect starts
         total = len(days)
         check_trace_options(source, source_endpoint, source_project, source_input, source_mapping, push, push_endpoint)
@@ -662,7 +670,9 @@ def report(
 
 
 def quarantine(
-    log_date: Annotated[datetime, typer.Option("--date", "--log-date", formats=_DATE, help="The day, YYYY-MM-DD.")],
+    log_date: Annotated[
+        date, typer.Option("--date", "--log-date", parser=day_option, metavar=DAY_METAVAR, help="The day.")
+    ],
     warehouse: Annotated[
         str | None, typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
     ] = None,
@@ -676,14 +686,14 @@ def quarantine(
 
         target = existing_warehouse(warehouse)
         with connect(target, read_only=True) as conn:
-            rows = read_quarantine(conn, log_date.date())
+            rows = read_quarantine(conn, log_date)
             stored = bool(rows) or bool(
-                conn.execute("SELECT count(*) FROM stored_days WHERE log_date = ?", [log_date.date()]).fetchall()[0][0]
+                conn.execute("SELECT count(*) FROM stored_days WHERE log_date = ?", [log_date]).fetchall()[0][0]
             )
     if not stored:  # not a clean day: a day no run has stored (yet)
         err_console.print(
             Text(
-                f"{log_date.date()} is not stored in {one_line(target)}: no run has stored that day, so there are no "
+                f"{log_date} is not stored in {one_line(target)}: no run has stored that day, so there are no "
                 "quarantined lines to list (run `stef nightly --date` for it)"
             ),
             soft_wrap=True,
@@ -694,7 +704,7 @@ def quarantine(
             typer.echo(json.dumps({**row, "quarantined_at": str(row["quarantined_at"])}, ensure_ascii=False))
         return
     table = Table(
-        title=Text(f"Quarantined lines of {log_date.date()} ({len(rows)})"), title_justify="left", box=box.SIMPLE_HEAD
+        title=Text(f"Quarantined lines of {log_date} ({len(rows)})"), title_justify="left", box=box.SIMPLE_HEAD
     )
     for column in ("line", "run id", "reason"):
         table.add_column(column, overflow="fold")
@@ -724,8 +734,8 @@ class ExportFormatChoice(str, Enum):
 
 
 def export(
-    start: Annotated[datetime, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")],
-    end: Annotated[datetime, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD (included).")],
+    start: Annotated[date, typer.Option("--start", parser=day_option, metavar=DAY_METAVAR, help="First day.")],
+    end: Annotated[date, typer.Option("--end", parser=day_option, metavar=DAY_METAVAR, help="Last day (included).")],
     out: Annotated[
         str,
         typer.Option(
@@ -763,11 +773,10 @@ def export(
         from warehouse.export import export_evaluations, export_target
         from warehouse.monitoring import latest_evaluator_version
 
+        check_day_range(start, end, "export")
         out_file = export_target(out)  # a folder is refused before anything is read
         target = existing_warehouse(warehouse)
-        first, last = start.date(), end.date()
-        if last < first:
-            raise CliError(f"export end {last} is before its start {first}")
+        first, last = start, end
         chosen = export_format.value if export_format is not None else None
         if chosen is None:
             suffix = out_file.suffix.lower()

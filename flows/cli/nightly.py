@@ -10,7 +10,7 @@ import os
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime
+from datetime import date
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from flows.cli.common import (
+    DAY_METAVAR,
     JUDGE_HELP,
     OBSERVED_HELP,
     SCHEMA_DIR_HELP,
@@ -33,6 +34,7 @@ from flows.cli.common import (
     TimeoutOption,
     check_workers,
     console,
+    day_option,
     drift_sentences,
     err_console,
     interruptible,
@@ -145,12 +147,13 @@ class TaskRunnerChoice(str, Enum):
 
 def nightly(
     log_date: Annotated[
-        datetime | None,
+        date | None,
         typer.Option(
             "--date",
             "--log-date",  # the nightly deployment's parameter is log_date
-            formats=["%Y-%m-%d"],
-            help="Day to process, YYYY-MM-DD (default: yesterday, UTC).",
+            parser=day_option,
+            metavar=DAY_METAVAR,
+            help="Day to process (default: yesterday, UTC).",
         ),
     ] = None,
     logs_root: Annotated[
@@ -281,7 +284,7 @@ def nightly(
                 os.environ[NOTIFY_WEBHOOK_ENV] = (
                     notify_webhook  # read by the drift step, in this process and its workers
                 )
-            day = resolve_log_date(log_date.date() if log_date is not None else None)
+            day = resolve_log_date(log_date)
             if source == "files" and not day_has_logs(logs_root, day):  # before any flow runs: said once, at once
                 unread = unread_files_note(logs_root, day) or logs_root_note(logs_root)
                 raise CliError(

@@ -11,7 +11,7 @@ for ``stef evaluate --calibrator``.
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +20,15 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli.common import CliError, console, output_file, user_errors
+from flows.cli.common import (
+    DAY_METAVAR,
+    CliError,
+    check_day_range,
+    console,
+    day_option,
+    output_file,
+    user_errors,
+)
 from stef.display import one_line, shorten
 
 review_app = typer.Typer(
@@ -28,7 +36,6 @@ review_app = typer.Typer(
     help="Reviewer labels: sample answers to label, import the labels, measure and recalibrate the judge.",
 )
 
-_DATE = ["%Y-%m-%d"]
 _WAREHOUSE = typer.Option("--warehouse", help="DuckDB file (default: $STEF_WAREHOUSE, else ./stef.duckdb).")
 
 
@@ -58,8 +65,10 @@ def sample(
     warehouse: Annotated[str | None, _WAREHOUSE] = None,
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's answers.")] = None,
     app_id: Annotated[str | None, typer.Option("--app", help="Only this app's answers.")] = None,
-    start: Annotated[datetime | None, typer.Option("--start", formats=_DATE, help="First day, YYYY-MM-DD.")] = None,
-    end: Annotated[datetime | None, typer.Option("--end", formats=_DATE, help="Last day, YYYY-MM-DD.")] = None,
+    start: Annotated[
+        date | None, typer.Option("--start", parser=day_option, metavar=DAY_METAVAR, help="First day.")
+    ] = None,
+    end: Annotated[date | None, typer.Option("--end", parser=day_option, metavar=DAY_METAVAR, help="Last day.")] = None,
 ) -> None:
     """Write a sample of scored answers for reviewers to label (empty label, error_category, note columns)."""
     from stef.monitor.review import FORMATS, LABEL_STUDIO_CONFIG, STRATEGIES
@@ -72,8 +81,7 @@ def sample(
         chosen = file_format or {".jsonl": "jsonl", ".json": "label-studio"}.get(out.suffix.lower(), "csv")
         if chosen not in FORMATS:
             raise CliError(f"--format {chosen!r}: use one of {', '.join(FORMATS)}")
-        if start is not None and end is not None and end.date() < start.date():
-            raise CliError(f"review sample end {end.date()} is before its start {start.date()}")
+        check_day_range(start, end, "review sample")
         result = write_sample(
             warehouse,
             out,
@@ -83,8 +91,8 @@ def sample(
             chosen,
             agent,
             app_id,
-            start.date() if start else None,
-            end.date() if end else None,
+            start,
+            end,
         )
         config = None
         if chosen == "label-studio":

@@ -9,21 +9,22 @@ for ``stef nightly``. ``push phoenix`` writes one ``stef`` span annotation per s
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.text import Text
 
-from flows.cli.common import CliError, console, user_errors
+from flows.cli.common import DAY_METAVAR, CliError, console, day_option, user_errors
 from stef.display import one_line
 
 pull_app = typer.Typer(no_args_is_help=True, help="Write a day's log file from a trace store (Phoenix, OTLP JSON).")
 push_app = typer.Typer(no_args_is_help=True, help="Send a day's scores back to the trace store (Phoenix, OTLP).")
 
-_DATE = ["%Y-%m-%d"]
-_DAY = typer.Option("--date", formats=_DATE, help="The day (UTC), YYYY-MM-DD: spans that started in [D, D+1).")
+_DAY = typer.Option(
+    "--date", parser=day_option, metavar=DAY_METAVAR, help="The day (UTC): spans that started in [D, D+1)."
+)
 _LOGS_ROOT = typer.Option("--logs-root", help="Logs root: the file goes to <logs-root>/<day>/.")
 _MAPPING = typer.Option(
     "--mapping", help="JSON file: which spans and attributes hold what (`stef pull json-schema` prints its schema)."
@@ -123,7 +124,7 @@ def _pulled(result: object) -> None:
 def pull_phoenix(
     endpoint: Annotated[str, typer.Option("--endpoint", help="Phoenix server URL, e.g. http://127.0.0.1:6006.")],
     project: Annotated[str, typer.Option("--project", help="Phoenix project name (the default agent_id).")],
-    day: Annotated[datetime, _DAY],
+    day: Annotated[date, _DAY],
     logs_root: Annotated[Path, _LOGS_ROOT] = Path("logs"),
     mapping: Annotated[Path | None, _MAPPING] = None,
     api_key: Annotated[str | None, _API_KEY] = None,
@@ -133,7 +134,7 @@ def pull_phoenix(
     from tasks.traces import read_mapping
 
     with user_errors():
-        _pulled(pull(endpoint, project, day.date(), logs_root, read_mapping(mapping), api_key))
+        _pulled(pull(endpoint, project, day, logs_root, read_mapping(mapping), api_key))
 
 
 @pull_app.command("otlp")
@@ -141,7 +142,7 @@ def pull_otlp(
     inputs: Annotated[
         list[Path], typer.Option("--input", help="OTLP JSON trace file or folder (*.json, *.jsonl); repeatable.")
     ],
-    day: Annotated[datetime, _DAY],
+    day: Annotated[date, _DAY],
     logs_root: Annotated[Path, _LOGS_ROOT] = Path("logs"),
     mapping: Annotated[Path | None, _MAPPING] = None,
     project: Annotated[
@@ -156,7 +157,7 @@ def pull_otlp(
     from tasks.traces import read_mapping
 
     with user_errors():
-        _pulled(pull(inputs, day.date(), logs_root, read_mapping(mapping), project))
+        _pulled(pull(inputs, day, logs_root, read_mapping(mapping), project))
 
 
 @pull_app.command("json-schema")
@@ -188,7 +189,7 @@ def _pushed(result: object, where: str) -> None:
 @push_app.command("phoenix")
 def push_phoenix(
     endpoint: Annotated[str, typer.Option("--endpoint", help="Phoenix server URL, e.g. http://127.0.0.1:6006.")],
-    day: Annotated[datetime, _DAY],
+    day: Annotated[date, _DAY],
     project: Annotated[
         str | None,
         typer.Option(
@@ -204,13 +205,13 @@ def push_phoenix(
     from tasks.traces import push_phoenix as push
 
     with user_errors():
-        _pushed(push(endpoint, warehouse, day.date(), evaluator_version, api_key, project=project), endpoint)
+        _pushed(push(endpoint, warehouse, day, evaluator_version, api_key, project=project), endpoint)
 
 
 @push_app.command("otlp")
 def push_otlp(
     endpoint: Annotated[str, typer.Option("--endpoint", help="OTLP/HTTP receiver, e.g. http://127.0.0.1:4318.")],
-    day: Annotated[datetime, _DAY],
+    day: Annotated[date, _DAY],
     warehouse: Annotated[str | None, _WAREHOUSE] = None,
     evaluator_version: Annotated[str | None, _VERSION] = None,
     header: Annotated[
@@ -227,4 +228,4 @@ def push_otlp(
             if not sep or not key.strip():
                 raise CliError(f"--header {item!r}: expected KEY=VALUE")
             headers[key.strip()] = value
-        _pushed(push(endpoint, warehouse, day.date(), evaluator_version, headers), endpoint)
+        _pushed(push(endpoint, warehouse, day, evaluator_version, headers), endpoint)

@@ -116,9 +116,20 @@ def test_default_log_date_is_yesterday_utc() -> None:
     assert resolve_log_date(None) == datetime.now(UTC).date() - timedelta(days=1)
 
 
-def test_malformed_log_date_is_a_clear_error() -> None:
-    with pytest.raises(InputError, match=r"log date '20/11/2026' is not a date in YYYY-MM-DD form"):
-        resolve_log_date("20/11/2026")
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("20/11/2026", id="day_first"),
+        pytest.param("2026-11-2", id="day_not_zero_padded"),
+        pytest.param("20261120", id="basic_iso_form"),
+        pytest.param("2026-W47-5", id="iso_week_date"),
+        pytest.param("2026-11-31", id="not_in_the_calendar"),
+    ],
+)
+def test_malformed_log_date_is_a_clear_error(value: str) -> None:
+    # the deployment's log_date parameter is read as strictly as the CLI's --date
+    with pytest.raises(InputError, match=rf"^log date '{value}' is not a date of the form YYYY-MM-DD$"):
+        resolve_log_date(value)
 
 
 def test_make_task_runner_rejects_an_unknown_kind() -> None:

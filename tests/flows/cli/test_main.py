@@ -7,10 +7,11 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.flows.cli.cli_support import FIXTURE, FIXTURE_RUN_IDS, HEAVY_MODULES, read_jsonl
+from tests.flows.cli.cli_support import FIXTURE, FIXTURE_RUN_IDS, HEAVY_MODULES, invoke, read_jsonl
 from tests.support.checkout import REPO_ROOT, checkout_env
 
 
@@ -387,3 +388,122 @@ def test_a_logs_root_that_is_a_day_folder_or_a_file_is_named_as_such(tmp_path: P
         f"--logs-root {log} is a file, not the folder of the day folders); nothing was run or stored"
     ]
     assert not (tmp_path / "wh.duckdb").exists()
+
+
+_DAY_OPTIONS = [
+    pytest.param(("nightly",), "--date", "'--date' / '--log-date'", (), id="nightly"),
+    pytest.param(("nightly",), "--log-date", "'--date' / '--log-date'", (), id="nightly_log_date"),
+    pytest.param(("backfill",), "--start", "'--start'", ("--end", "2026-12-02"), id="backfill_start"),
+    pytest.param(("backfill",), "--end", "'--end'", ("--start", "2026-11-30"), id="backfill_end"),
+    pytest.param(("quarantine",), "--date", "'--date' / '--log-date'", (), id="quarantine"),
+    pytest.param(("quarantine",), "--log-date", "'--date' / '--log-date'", (), id="quarantine_log_date"),
+    pytest.param(("drift",), "--start", "'--start'", ("--agent", "a"), id="drift_start"),
+    pytest.param(("drift",), "--end", "'--end'", ("--agent", "a"), id="drift_end"),
+    pytest.param(("export",), "--start", "'--start'", ("--end", "2026-12-02", "--out", "x.csv"), id="export_start"),
+    pytest.param(("export",), "--end", "'--end'", ("--start", "2026-11-30", "--out", "x.csv"), id="export_end"),
+    pytest.param(("review", "sample"), "--start", "'--start'", ("--out", "s.csv"), id="review_sample_start"),
+    pytest.param(("review", "sample"), "--end", "'--end'", ("--out", "s.csv"), id="review_sample_end"),
+    pytest.param(("catalog", "learn"), "--start", "'--start'", ("--warehouse", "w.duckdb"), id="catalog_learn_start"),
+    pytest.param(("catalog", "learn"), "--end", "'--end'", ("--warehouse", "w.duckdb"), id="catalog_learn_end"),
+    pytest.param(("pull", "phoenix"), "--date", "'--date'", ("--endpoint", "http://127.0.0.1:9", "--project", "p"), id="pull_phoenix"),
+    pytest.param(("pull", "otlp"), "--date", "'--date'", ("--input", "traces.jsonl"), id="pull_otlp"),
+    pytest.param(("push", "phoenix"), "--date", "'--date'", ("--endpoint", "http://127.0.0.1:9"), id="push_phoenix"),
+    pytest.param(("push", "otlp"), "--date", "'--date'", ("--endpoint", "http://127.0.0.1:9"), id="push_otlp"),
+]  # fmt: skip
+
+
+def _day_options_of_the_app() -> set[tuple[str, ...]]:
+    """(command words..., option) of every option of the ``stef`` app that takes a day or a date."""
+    import typer
+
+    from flows.cli.main import app
+
+    found: set[tuple[str, ...]] = set()
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        for name, sub in (getattr(command, "commands", None) or {}).items():
+            walk(sub, (*path, name))
+        for param in getattr(command, "params", []):
+            for opt in param.opts:
+                if opt in ("--date", "--day", "--start", "--end") or opt.endswith(("-date", "-day")):
+                    found.add((*path, opt))
+
+    walk(typer.main.get_command(app), ())
+    return found
+
+
+def test_every_day_option_is_covered_by_the_iso_date_tests() -> None:
+    covered = {(*param.values[0], param.values[1]) for param in _DAY_OPTIONS}  # type: ignore[index]
+    assert _day_options_of_the_app() == covered
+
+
+@pytest.mark.parametrize(
+    "value", ["2026-12-1", "2026-1-01", "20261201", "2026-W49-2", "2026-12-01T00:00", "2026-02-30"]
+)
+@pytest.mark.parametrize(("command", "option", "label", "others"), _DAY_OPTIONS)
+def test_a_day_that_is_not_iso_yyyy_mm_dd_is_one_usage_error_naming_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: tuple[str, ...],
+    option: str,
+    label: str,
+    others: tuple[str, ...],
+    value: str,
+) -> None:
+    """``2026-12-1`` was read as 2026-12-01 (``strptime``): every day option takes ``YYYY-MM-DD`` only."""
+
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*command, option, value, *others)
+    (line,) = result.output.splitlines()
+    assert result.exit_code == 2
+    assert line.startswith(f"error: Invalid value for {label}: '{value}' is not a date of the form YYYY-MM-DD. (see `")
+    assert line.endswith(f" {' '.join(command)} --help`)")  # `stef ...` (CliRunner calls the program `root`)
+    assert list(tmp_path.iterdir()) == []  # nothing written, no warehouse created
+
+
+_VALID_DAY_RUNS = [
+    pytest.param(("backfill", "--start", "2026-12-01", "--end", "2026-12-01", "--logs-root", "logs"),
+                 "error: no logs for any day of 2026-12-01 … 2026-12-01 in logs", id="backfill"),
+    pytest.param(("quarantine", "--date", "2026-12-01"), "error: warehouse", id="quarantine"),
+    pytest.param(("drift", "--agent", "a", "--start", "2026-12-01", "--end", "2026-12-01"), "error: warehouse", id="drift"),
+    pytest.param(("export", "--start", "2026-12-01", "--end", "2026-12-01", "--out", "x.csv"), "error: warehouse", id="export"),
+    pytest.param(("review", "sample", "--start", "2026-12-01", "--end", "2026-12-01", "--out", "s.csv"), "error: warehouse", id="review_sample"),
+    pytest.param(("catalog", "learn", "--warehouse", "w.duckdb", "--start", "2026-12-01", "--end", "2026-12-01"), "error: warehouse", id="catalog_learn"),
+    pytest.param(("pull", "otlp", "--input", "traces.jsonl", "--date", "2026-12-01"), "error: traces.jsonl: no such file or folder", id="pull_otlp"),
+    pytest.param(("push", "phoenix", "--endpoint", "http://127.0.0.1:9", "--date", "2026-12-01"), "error: warehouse", id="push_phoenix"),
+    pytest.param(("push", "otlp", "--endpoint", "http://127.0.0.1:9", "--date", "2026-12-01"), "error: warehouse", id="push_otlp"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "error"), _VALID_DAY_RUNS)
+def test_an_iso_day_is_still_read_and_the_command_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], error: str
+) -> None:
+    """With ``2026-12-01`` each command gets past its options to its own first check (here: no logs,
+    no warehouse, no trace file in an empty folder)."""
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("STEF_WAREHOUSE", raising=False)
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert result.output.startswith(error) and "Invalid value" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        pytest.param(("backfill", "--logs-root", "logs"), "error: backfill end 2026-12-01 is before its start 2026-12-05", id="backfill"),
+        pytest.param(("drift", "--agent", "a"), "error: window end 2026-12-01 is before its start 2026-12-05", id="drift"),
+        pytest.param(("export", "--out", "x.csv"), "error: export end 2026-12-01 is before its start 2026-12-05", id="export"),
+        pytest.param(("review", "sample", "--out", "s.csv"), "error: review sample end 2026-12-01 is before its start 2026-12-05", id="review_sample"),
+        pytest.param(("catalog", "learn", "--warehouse", "w.duckdb"), "error: catalog learn end 2026-12-01 is before its start 2026-12-05", id="catalog_learn"),
+    ],
+)  # fmt: skip
+def test_a_range_that_ends_before_it_starts_is_refused_before_anything_is_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], error: str
+) -> None:
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("STEF_WAREHOUSE", raising=False)
+    result = invoke(*args, "--start", "2026-12-05", "--end", "2026-12-01")
+    assert (result.exit_code, result.output.splitlines()) == (2, [error])
