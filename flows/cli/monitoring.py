@@ -679,7 +679,7 @@ def quarantine(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line instead of a table.")] = False,
 ) -> None:
     """List a day's rejected log lines: file, line number, run id and why (also for a day whose run
-    stopped because too many lines were bad)."""
+    stopped because too many lines were bad). A stored day without any says so in one line (exit code 0)."""
     with user_errors():
         from warehouse import connect, existing_warehouse
         from warehouse.store import read_quarantine
@@ -696,6 +696,12 @@ def quarantine(
                 f"{log_date} is not stored in {one_line(target)}: no run has stored that day, so there are no "
                 "quarantined lines to list (run `stef nightly --date` for it)"
             ),
+            soft_wrap=True,
+        )
+        return
+    if not rows:  # a clean day: one line, not a table without rows (--json: no object, the line on stderr)
+        (err_console if as_json else console).print(
+            Text(f"no quarantined lines on {log_date} in {one_line(target)}: every log line of that day was read"),
             soft_wrap=True,
         )
         return

@@ -366,7 +366,12 @@ def nightly(
         )
         if summary.judge_breaker is not None:
             console.print(Text(f"judge {one_line(summary.judge)}: {one_line(summary.judge_breaker)}"), soft_wrap=True)
-    console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
+    if summary.metrics:
+        console.print(metrics_table(list(summary.metrics), title=f"Daily metrics {summary.log_date}"))
+    else:  # a trace store's day without spans, or every line quarantined: a line, not a table without rows
+        console.print(
+            Text(f"no daily metrics for {summary.log_date}: no record of that day was stored"), soft_wrap=True
+        )
 
 
 def demo_days() -> list[str]:

@@ -317,6 +317,15 @@ def test_a_warehouse_that_is_a_folder_is_named_as_one(tmp_path: Path, command: t
     assert list(folder.iterdir()) == []
 
 
+def test_quarantine_of_a_day_without_rejected_lines_says_so_in_one_line(warehouse_file: Path) -> None:
+    """A stored day whose every line was read printed a table title and headers without a row."""
+    line = f"no quarantined lines on 2026-11-20 in {warehouse_file}: every log line of that day was read\n"
+    table = _invoke("quarantine", "--date", "2026-11-20", "--warehouse", str(warehouse_file))
+    assert (table.exit_code, table.stdout, table.stderr) == (0, line, "")
+    as_json = _invoke("quarantine", "--date", "2026-11-20", "--warehouse", str(warehouse_file), "--json")
+    assert (as_json.exit_code, as_json.stdout, as_json.stderr) == (0, "", line)  # no JSON object, the line aside
+
+
 def test_serve_check_prints_the_schedules() -> None:
     result = _invoke("serve", "--check", "--timezone", "Europe/Zurich", "--warehouse", "/data/wh.duckdb")
     assert result.exit_code == 0, result.output

@@ -324,6 +324,21 @@ def test_backfill_pulls_each_day_from_the_otlp_files(tmp_path: Path, prefect_har
     assert days == {DAY: 3}
 
 
+@pytest.mark.flow
+def test_a_nightly_day_without_spans_says_it_has_no_metrics_instead_of_an_empty_table(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    night = invoke(
+        "nightly", "--date", "2026-11-29", "--logs-root", str(tmp_path / "logs"), "--warehouse", str(tmp_path / "w.duckdb"),
+        "--source", "otlp", "--source-input", str(bundled), "--quiet",
+    )  # fmt: skip
+    assert night.exit_code == 0, night.output
+    lines = night.stdout.splitlines()
+    assert lines[-1] == "no daily metrics for 2026-11-29: no record of that day was stored"
+    assert "2026-11-29: 0 lines, 0 scored" in night.stdout and "Daily metrics" not in night.stdout
+
+
 def test_push_otlp_delivers_every_event_beyond_the_sdk_queue(monkeypatch: pytest.MonkeyPatch) -> None:
     import tasks.traces as traces
 
