@@ -370,7 +370,14 @@ def nightly(
     pulled = None
     if trace_source is not None:
         result = pull_traces(trace_source, day, logs_root)
-        pulled = f"{result.path}: {result.records} records from {result.spans} spans ({result.unreadable} unreadable)"
+        if result.written:
+            pulled = (
+                f"{result.path}: {result.records} records from {result.spans} spans ({result.unreadable} unreadable)"
+            )
+        else:  # the store's answer: a day without answers (stored as such below, so a backfill counts it done)
+            pulled = f"no SQL span of {day} in {result.spans} spans: no day file" + (
+                f" ({result.path} of an earlier pull removed)" if result.removed else ""
+            )
         get_run_logger().info("pulled %s", pulled)
         timer.lap("pull")
     lines = load_logs(logs_root, day, allow_empty=trace_source is not None)  # a store's day without spans is a day

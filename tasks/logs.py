@@ -70,16 +70,17 @@ def load_logs(logs_root: str, log_date: date, allow_empty: bool = False) -> list
     Args:
         logs_root: local folder, or an fsspec URL (``s3://bucket/logs``), holding one folder per day.
         log_date: the day to read.
-        allow_empty: accept a day whose files hold no line (a day pulled from a trace store that
-            had no span: the store's answer, not logs still being written).
+        allow_empty: accept a day without lines (a day pulled from a trace store that had no
+            SQL span: the store's answer, not logs still being written): its files hold none, or
+            there is no file (``stef pull`` writes none for such a day) or no day folder.
 
     Returns:
         One :class:`stef.logs.LogLine` per non-blank line: valid (``record`` set) or rejected
         (``record is None`` with the reason and line number).
 
     Raises:
-        InputError: the day folder does not exist, holds no ``*.jsonl`` file, or (without
-            ``allow_empty``) only empty or blank ones.
+        InputError: (without ``allow_empty``) the day folder does not exist, holds no ``*.jsonl``
+            file, or only empty or blank ones.
         OSError: a file cannot be read (retried twice).
     """
     day = log_date.isoformat()
@@ -87,6 +88,9 @@ def load_logs(logs_root: str, log_date: date, allow_empty: bool = False) -> list
         lines = _read_remote(logs_root, day)
     else:
         folder = Path(logs_root).expanduser() / day
+        if allow_empty and not (folder.is_dir() and log_files(folder)):
+            run_logger().info("no log file for %s in %s: a day without lines", day, one_line(folder))
+            return []
         if not folder.is_dir():
             raise InputError(
                 f"no logs for {day}: folder {folder} does not exist "

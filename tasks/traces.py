@@ -12,7 +12,9 @@
 
 A day file is written whole to a temporary file and renamed, so a rerun rewrites it and a crash
 never leaves half a file; every SQL span gives one line (a record, or a ``source_error`` line the
-nightly quarantines with its reason).
+nightly quarantines with its reason). A day without SQL span gets no file (an empty one would read
+as a pull that found answers to score; ``stef nightly`` treats a missing and an empty day file
+alike), and a rerun that finds none removes the file of an earlier pull, as it would rewrite it.
 """
 
 from __future__ import annotations
@@ -99,16 +101,20 @@ class PullResult:
     """What ``stef pull`` wrote.
 
     Attributes:
-        path: the day file.
+        path: the day file (written only when ``written``).
         spans: spans of the day read (Phoenix: plus the roots of their traces from the day before).
         records: log records written.
         unreadable: SQL spans written as ``source_error`` lines (quarantined by the nightly).
+        written: whether ``path`` was written: not for a day without a SQL span.
+        removed: a day without a SQL span whose file an earlier pull had written: it was removed.
     """
 
     path: Path
     spans: int
     records: int
     unreadable: int
+    written: bool = True
+    removed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,9 +285,7 @@ def pull_phoenix(
     except (httpx.HTTPError, OSError) as exc:
         raise _http_failure(exc, endpoint, f"reading the spans of project {project!r}") from exc
     lines = _day_lines(list(spans.values()), project, mapping, day, "phoenix")
-    path = write_day_file(logs_root, day, day_file_name("phoenix", project).removesuffix(".jsonl"), lines)
-    unreadable = sum(1 for line in lines if SOURCE_ERROR_KEY in line)
-    return PullResult(path, len(spans), len(lines) - unreadable, unreadable)
+    return _pulled_day(logs_root, day, day_file_name("phoenix", project), lines, len(spans))
 
 
 def _otlp_files(inputs: Iterable[Path]) -> list[Path]:
@@ -343,9 +347,22 @@ def pull_otlp(
     for name, spans in sorted(by_project.items()):
         lines.extend(_day_lines(spans, name, mapping, day, "otlp"))
     lines.sort(key=lambda line: (line.get("timestamp") or "", line["span_id"]))
-    path = write_day_file(logs_root, day, day_file_name("otlp", project).removesuffix(".jsonl"), lines)
+    return _pulled_day(logs_root, day, day_file_name("otlp", project), lines, on_day)
+
+
+def _pulled_day(
+    logs_root: Path, day: date, file_name: str, lines: Sequence[Mapping[str, Any]], spans: int
+) -> PullResult:
+    """Write the day file of a pull, or none for a day without SQL span (removing an earlier pull's)."""
+    if not lines:
+        path = logs_root / day.isoformat() / file_name
+        removed = path.is_file()
+        if removed:  # a rerun rewrites the day file: with no line, it is gone, not left as it was
+            path.unlink()
+        return PullResult(path, spans, 0, 0, written=False, removed=removed)
+    path = write_day_file(logs_root, day, file_name.removesuffix(".jsonl"), lines)
     unreadable = sum(1 for line in lines if SOURCE_ERROR_KEY in line)
-    return PullResult(path, on_day, len(lines) - unreadable, unreadable)
+    return PullResult(path, spans, len(lines) - unreadable, unreadable)
 
 
 def _results(

@@ -97,10 +97,20 @@ def register(app: typer.Typer) -> None:
     app.add_typer(push_app, name="push")
 
 
-def _pulled(result: object) -> None:
+def _pulled(result: object, day: date, where: str) -> None:
+    """Print what a pull wrote; a day without SQL span is an error naming the day and ``where`` the
+    spans were read (nothing written: ``stef nightly`` would find no logs for it either)."""
     from tasks.traces import PullResult
 
     assert isinstance(result, PullResult)
+    if not result.written:
+        removed = f"; {one_line(str(result.path))} of an earlier pull was removed" if result.removed else ""
+        if not result.spans:
+            raise CliError(f"no span started on {day} (UTC) in {where}: check --date; no day file written{removed}")
+        raise CliError(
+            f"no SQL span among the {result.spans} spans of {day} (UTC) in {where}: check the span names and "
+            f"attributes (`--mapping`, README 'Trace stores'); no day file written{removed}"
+        )
     console.print(
         Text(
             f"{result.path}: {result.records} records from {result.spans} spans"
@@ -109,12 +119,6 @@ def _pulled(result: object) -> None:
                 if result.unreadable
                 else ""
             )
-            + (
-                "; no SQL span among them: check the span names and attributes (`--mapping`, README 'Trace stores')"
-                if result.spans and not result.records and not result.unreadable
-                else ""
-            )
-            + ("; no span started on that day (UTC): check --date" if not result.spans else "")
         ),
         soft_wrap=True,
     )
@@ -134,7 +138,8 @@ def pull_phoenix(
     from tasks.traces import read_mapping
 
     with user_errors():
-        _pulled(pull(endpoint, project, day, logs_root, read_mapping(mapping), api_key))
+        pulled = pull(endpoint, project, day, logs_root, read_mapping(mapping), api_key)
+        _pulled(pulled, day, f"Phoenix project {one_line(project)!r} of {one_line(endpoint)}")
 
 
 @pull_app.command("otlp")
@@ -157,7 +162,9 @@ def pull_otlp(
     from tasks.traces import read_mapping
 
     with user_errors():
-        _pulled(pull(inputs, day, logs_root, read_mapping(mapping), project))
+        pulled = pull(inputs, day, logs_root, read_mapping(mapping), project)
+        of_project = "" if project is None else f" (project {one_line(project)!r})"
+        _pulled(pulled, day, ", ".join(one_line(str(path)) for path in inputs) + of_project)
 
 
 @pull_app.command("json-schema")

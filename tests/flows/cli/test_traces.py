@@ -317,11 +317,13 @@ def test_backfill_pulls_each_day_from_the_otlp_files(tmp_path: Path, prefect_har
         "--warehouse", str(tmp_path / "w.duckdb"), "--source", "otlp", "--source-input", str(bundled),
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert read_jsonl(tmp_path / "logs" / "2026-11-29" / "otlp-traces.jsonl") == []  # no span that day
+    assert not (tmp_path / "logs" / "2026-11-29").exists()  # no span that day: no (empty) day file
     assert len(read_jsonl(tmp_path / "logs" / DAY / "otlp-traces.jsonl")) == 3
     with connect(str(tmp_path / "w.duckdb"), read_only=True) as conn:
         days = dict(conn.execute("SELECT log_date::VARCHAR, count(*) FROM evaluations GROUP BY 1").fetchall())
+        stored = [row[0] for row in conn.execute("SELECT log_date::VARCHAR FROM stored_days ORDER BY 1").fetchall()]
     assert days == {DAY: 3}
+    assert stored == ["2026-11-29", DAY]  # the store's empty day is a day: a later backfill skips it
 
 
 @pytest.mark.flow
@@ -336,6 +338,8 @@ def test_a_nightly_day_without_spans_says_it_has_no_metrics_instead_of_an_empty_
     assert night.exit_code == 0, night.output
     lines = night.stdout.splitlines()
     assert lines[-1] == "no daily metrics for 2026-11-29: no record of that day was stored"
+    assert "pulled no SQL span of 2026-11-29 in 0 spans: no day file" in night.stdout
+    assert not (tmp_path / "logs" / "2026-11-29").exists()
     assert "2026-11-29: 0 lines, 0 scored" in night.stdout and "Daily metrics" not in night.stdout
 
 
@@ -463,12 +467,47 @@ def test_a_mapping_calibrator_or_label_path_that_is_no_regular_file_is_refused_a
         assert otlp.exit_code == 2 and "live.jsonl: not a regular file" in otlp.output
 
 
-def test_a_day_without_spans_says_so_instead_of_blaming_the_mapping(tmp_path: Path) -> None:
+def test_a_day_without_spans_says_so_instead_of_blaming_the_mapping_and_writes_no_file(tmp_path: Path) -> None:
+    """An empty day file was written: it looked like a pull with answers, and `stef nightly` then
+    failed on it as a day whose logs were "empty or blank" (run it "once its logs are written")."""
     bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
-    result = invoke("pull", "otlp", "--input", str(bundled), "--date", "2026-11-29", "--logs-root", str(tmp_path))
-    assert result.exit_code == 0, result.output
-    assert "0 records from 0 spans; no span started on that day (UTC): check --date" in result.stdout
-    assert "--mapping" not in result.stdout
+    logs = tmp_path / "logs"
+    result = invoke("pull", "otlp", "--input", str(bundled), "--date", "2026-11-29", "--logs-root", str(logs))
+    assert (result.exit_code, result.stdout, result.stderr.splitlines()) == (
+        2,
+        "",
+        [f"error: no span started on 2026-11-29 (UTC) in {bundled}: check --date; no day file written"],
+    )
+    assert not logs.exists()  # no day folder, no empty file
+    night = invoke(
+        "nightly", "--date", "2026-11-29", "--logs-root", str(logs), "--warehouse", str(tmp_path / "w.duckdb")
+    )
+    assert night.exit_code == 2 and night.stderr.startswith("error: no logs for 2026-11-29 in ")
+    assert not (tmp_path / "w.duckdb").exists()
+
+
+def test_a_rerun_that_finds_no_sql_span_removes_the_earlier_day_file(tmp_path: Path) -> None:
+    """A rerun rewrites the day file: with no SQL span left, the earlier pull's answers are not kept
+    under the same name as if they were this pull's."""
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    logs = tmp_path / "logs"
+    assert invoke("pull", "otlp", "--input", str(bundled), "--date", DAY, "--logs-root", str(logs)).exit_code == 0
+    day_file = logs / DAY / "otlp-traces.jsonl"
+    assert len(read_jsonl(day_file)) == 3
+    root_only = tmp_path / "root-only.json"  # a trace of the day without any SQL span
+    t0 = int(datetime(2026, 11, 30, 9, tzinfo=UTC).timestamp() * 1e9)
+    span = {"traceId": "7" * 32, "spanId": "8" * 16, "name": "AgentExecutor", "startTimeUnixNano": str(t0)}
+    root_only.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}), encoding="utf-8")
+    result = invoke("pull", "otlp", "--input", str(root_only), "--date", DAY, "--logs-root", str(logs))
+    assert (result.exit_code, result.stdout, result.stderr.splitlines()) == (
+        2,
+        "",
+        [
+            f"error: no SQL span among the 1 spans of {DAY} (UTC) in {root_only}: check the span names and attributes "
+            f"(`--mapping`, README 'Trace stores'); no day file written; {day_file} of an earlier pull was removed"
+        ],
+    )
+    assert list((logs / DAY).iterdir()) == []
 
 
 @pytest.mark.parametrize(
