@@ -51,6 +51,7 @@ __all__ = [
     "TraceSource",
     "TraceSourceError",
     "day_window",
+    "nothing_to_push",
     "pull_otlp",
     "pull_phoenix",
     "pull_source",
@@ -378,6 +379,59 @@ def _results(
     target = existing_warehouse(warehouse_path, "`stef nightly`")
     with connect(target, read_only=True) as conn:
         return read_span_evaluations(conn, day, evaluator_version, source_file_name, source_file_prefix)
+
+
+def nothing_to_push(
+    warehouse_path: str | None,
+    day: date,
+    evaluator_version: str | None = None,
+    source_kind: str | None = None,
+    project: str | None = None,
+) -> str:
+    """Why a push of ``day`` found no result to send, as one sentence that names what to run.
+
+    Args:
+        source_kind: the answers the push chose: those of ``stef pull phoenix`` / ``stef pull otlp``
+            (``push phoenix``), or ``None``: every pulled answer (``push otlp``).
+        project: with ``source_kind``, only its project's day file.
+    """
+    from warehouse import connect, existing_warehouse
+    from warehouse.traces import pulled_answers_by_file
+
+    target = existing_warehouse(warehouse_path, "`stef nightly`")
+    with connect(target, read_only=True) as conn:
+        stored = conn.execute("SELECT count(*) FROM stored_days WHERE log_date = ?", [day]).fetchall()[0][0]
+        files = pulled_answers_by_file(conn, day, evaluator_version)
+    head = f"no result to send for {day}"
+    if not stored:
+        return f"{head}: no run has stored that day in {target}; run `stef nightly --date {day}` first"
+    if not files:
+        return (
+            f"{head}: none of its answers in {target} came from `stef pull` (a trace's span id), so none has a span "
+            "to annotate"
+        )
+    chosen = files
+    if source_kind is not None:
+        wanted = day_file_name(source_kind, project)
+        chosen = {
+            name: counts
+            for name, counts in files.items()
+            if (name == wanted if project is not None or source_kind == "otlp" else name.startswith(f"{source_kind}-"))
+        }
+        if not chosen:
+            others = ", ".join(f"{name} ({answers})" for name, (answers, _) in sorted(files.items()))
+            hint = next(
+                (f"; add --source {kind}" for kind in TRACE_SOURCES[1:] if kind != source_kind and
+                 any(name.startswith(f"{kind}-") for name in files)),
+                "",
+            )  # fmt: skip
+            what = f"`stef pull {source_kind}`" + ("" if project is None else f" of project {project!r}")
+            return f"{head}: no answer of that day was pulled by {what}; its pulled answers are in {others}{hint}"
+    answers = sum(count for count, _ in chosen.values())
+    version = "" if evaluator_version is None else f" of evaluator version {evaluator_version!r}"
+    return f"{head}: its {answers} pulled answers have no evaluation{version} in {target}" + (
+        " (omit --evaluator-version for the newest)" if evaluator_version else f"; run `stef nightly --date {day}`"
+    )
 
 
 def push_phoenix(

@@ -8,7 +8,21 @@ from typing import Any
 
 import duckdb
 
-__all__ = ["read_span_evaluations"]
+__all__ = ["pulled_answers_by_file", "read_span_evaluations"]
+
+_PULLED = """
+    pulled AS (
+        SELECT run_id, raw->>'$.span_id' AS span_id, raw->>'$.trace_id' AS trace_id, source_file
+        FROM agent_runs WHERE log_date = $day AND raw->>'$.span_id' IS NOT NULL
+        UNION ALL
+        SELECT q.run_id, try(json_extract_string(q.raw, '$.span_id')), try(json_extract_string(q.raw, '$.trace_id')),
+               q.source_file
+        FROM quarantine AS q
+        WHERE q.log_date = $day AND q.run_id IS NOT NULL AND try(json_valid(q.raw))
+          AND try(json_extract_string(q.raw, '$.span_id')) IS NOT NULL
+          AND q.run_id NOT IN (SELECT run_id FROM agent_runs WHERE log_date = $day)
+    )"""
+"""The day's answers pulled from traces (a ``span_id`` in the stored line), quarantined ones included."""
 
 
 def read_span_evaluations(
@@ -34,18 +48,8 @@ def read_span_evaluations(
         ``rationale``, ``missing_filters``, ``extra_filters``, ``suspected`` (lists of text).
     """
     rows = conn.execute(
-        """
-        WITH pulled AS (
-            SELECT run_id, raw->>'$.span_id' AS span_id, raw->>'$.trace_id' AS trace_id, source_file
-            FROM agent_runs WHERE log_date = $day AND raw->>'$.span_id' IS NOT NULL
-            UNION ALL
-            SELECT q.run_id, try(json_extract_string(q.raw, '$.span_id')), try(json_extract_string(q.raw, '$.trace_id')),
-                   q.source_file
-            FROM quarantine AS q
-            WHERE q.log_date = $day AND q.run_id IS NOT NULL AND try(json_valid(q.raw))
-              AND try(json_extract_string(q.raw, '$.span_id')) IS NOT NULL
-              AND q.run_id NOT IN (SELECT run_id FROM agent_runs WHERE log_date = $day)
-        )
+        f"""
+        WITH {_PULLED}
         SELECT p.run_id, p.span_id, p.trace_id, e.status, e.status_reason, e.score, e.verdict,
                e.evidence->>'$.p_correct', e.filter_status, e.band, e.evaluator_version,
                e.evidence->>'$.rationale', e.evidence->'$.alignment.missing', e.evidence->'$.alignment.extra',
@@ -84,6 +88,27 @@ def read_span_evaluations(
             }
         )
     return out
+
+
+def pulled_answers_by_file(
+    conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str | None = None
+) -> dict[str, tuple[int, int]]:
+    """Per day file (its name, ``otlp-traces.jsonl``): how many of the day's answers pulled from
+    traces it holds, and how many of them have an evaluation (of ``evaluator_version``, or any):
+    why :func:`read_span_evaluations` found nothing to send.
+    """
+    rows = conn.execute(
+        f"""
+        WITH {_PULLED}
+        SELECT regexp_replace(p.source_file, '^.*[/\\\\]', '') AS file, count(DISTINCT p.span_id),
+               count(DISTINCT p.span_id) FILTER (WHERE e.run_id IS NOT NULL)
+        FROM pulled AS p LEFT JOIN evaluations AS e
+          ON e.run_id = p.run_id AND e.log_date = $day AND ($version IS NULL OR e.evaluator_version = $version)
+        GROUP BY file ORDER BY file
+        """,
+        {"day": log_date, "version": evaluator_version},
+    ).fetchall()
+    return {str(row[0]): (int(row[1]), int(row[2])) for row in rows}
 
 
 def _texts(value: str | None) -> list[str]:

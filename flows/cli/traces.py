@@ -9,6 +9,7 @@ for ``stef nightly``. ``push phoenix`` writes one ``stef`` span annotation per s
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 from typing import Annotated
@@ -175,10 +176,14 @@ def mapping_json_schema() -> None:
     typer.echo(json.dumps(SpanMapping.model_json_schema(), indent=2))
 
 
-def _pushed(result: object, where: str) -> None:
+def _pushed(result: object, where: str, nothing: Callable[[], str]) -> None:
+    """Print what a push sent; nothing to send is an error saying why (``nothing()``, e.g. the day
+    is not stored yet: run `stef nightly` first), as `stef export` of a window without evaluations."""
     from tasks.traces import PushResult
 
     assert isinstance(result, PushResult)
+    if not result.results and not result.missing_spans:
+        raise CliError(nothing())
     version = f" (evaluator {one_line(result.evaluator_version)})" if result.evaluator_version else ""
     missing = (
         f"; {len(result.missing_spans)} spans not found on the server, not annotated: "
@@ -201,18 +206,35 @@ def push_phoenix(
         str | None,
         typer.Option(
             "--project",
-            help="Only the answers pulled from this Phoenix project (default: every phoenix-*.jsonl answer of the day).",
+            help="Only the answers pulled from this project (default: every phoenix-*.jsonl answer of the day; "
+            "with --source otlp, otlp-traces.jsonl).",
         ),
     ] = None,
+    source: Annotated[
+        str,
+        typer.Option(
+            "--source",
+            metavar="phoenix|otlp",
+            help="Whose answers: pulled by `stef pull phoenix`, or by `stef pull otlp` from the OTLP files of "
+            "spans the agent also sent to Phoenix (as `stef nightly --source otlp --push phoenix`).",
+        ),
+    ] = "phoenix",
     warehouse: Annotated[str | None, _WAREHOUSE] = None,
     evaluator_version: Annotated[str | None, _VERSION] = None,
     api_key: Annotated[str | None, _API_KEY] = None,
 ) -> None:
     """Annotate each pulled SQL span of the day with STEF's score (annotation `stef`; a rerun replaces it)."""
+    from tasks.traces import TRACE_SOURCES, nothing_to_push
     from tasks.traces import push_phoenix as push
 
     with user_errors():
-        _pushed(push(endpoint, warehouse, day, evaluator_version, api_key, project=project), endpoint)
+        if source not in TRACE_SOURCES[1:]:
+            raise CliError(f"--source {one_line(source)!r}: use phoenix or otlp (the `stef pull` of the answers)")
+        _pushed(
+            push(endpoint, warehouse, day, evaluator_version, api_key, project=project, source_kind=source),
+            endpoint,
+            lambda: nothing_to_push(warehouse, day, evaluator_version, source, project),
+        )
 
 
 @push_app.command("otlp")
@@ -226,6 +248,7 @@ def push_otlp(
     ] = None,
 ) -> None:
     """Emit the OpenTelemetry GenAI evaluation event (gen_ai.evaluation.result) of each pulled SQL span of the day."""
+    from tasks.traces import nothing_to_push
     from tasks.traces import push_otlp as push
 
     with user_errors():
@@ -235,4 +258,8 @@ def push_otlp(
             if not sep or not key.strip():
                 raise CliError(f"--header {item!r}: expected KEY=VALUE")
             headers[key.strip()] = value
-        _pushed(push(endpoint, warehouse, day, evaluator_version, headers), endpoint)
+        _pushed(
+            push(endpoint, warehouse, day, evaluator_version, headers),
+            endpoint,
+            lambda: nothing_to_push(warehouse, day, evaluator_version),
+        )

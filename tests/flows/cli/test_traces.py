@@ -222,6 +222,94 @@ def test_otlp_file_pull_nightly_and_evaluation_events_to_a_local_receiver(
         assert attributes["stef.run_id"].string_value == line["run_id"]
 
 
+class _PhoenixAnnotations(BaseHTTPRequestHandler):
+    """The span-annotation endpoint of a Phoenix server on 127.0.0.1 (``POST /v1/span_annotations``, what
+    the official client calls), keeping the annotations it is sent; the real server is in the tests above."""
+
+    annotations: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        assert self.path.startswith("/v1/span_annotations")
+        type(self).annotations.extend(body["data"])
+        reply = json.dumps({"data": [{"id": f"a{i}"} for i, _ in enumerate(body["data"])]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(reply)))
+        self.end_headers()
+        self.wfile.write(reply)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.mark.flow
+def test_push_phoenix_of_a_day_pulled_from_otlp_files_sends_with_source_otlp_and_says_why_not_without(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    """`stef push phoenix` of an OTLP-pulled day printed "0 results sent" with exit code 0: it reads only
+    the answers of phoenix-*.jsonl files; the nightly's --source otlp --push phoenix sent them."""
+    bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
+    logs, warehouse = tmp_path / "logs", str(tmp_path / "w.duckdb")
+    assert invoke("pull", "otlp", "--input", str(bundled), "--date", DAY, "--logs-root", str(logs)).exit_code == 0
+    assert invoke("nightly", "--date", DAY, "--logs-root", str(logs), "--warehouse", warehouse).exit_code == 0
+    with connect(warehouse, read_only=True) as conn:
+        scores = dict(conn.execute("SELECT run_id, score FROM evaluations").fetchall())
+    lines = read_jsonl(logs / DAY / "otlp-traces.jsonl")
+
+    _PhoenixAnnotations.annotations = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _PhoenixAnnotations)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        endpoint = f"http://127.0.0.1:{server.server_address[1]}"
+        bare = invoke("push", "phoenix", "--endpoint", endpoint, "--date", DAY, "--warehouse", warehouse)
+        otlp = invoke("push", "phoenix", "--endpoint", endpoint, "--date", DAY, "--warehouse", warehouse, "--source", "otlp")  # fmt: skip
+        unstored = invoke("push", "phoenix", "--endpoint", endpoint, "--date", "2026-11-29", "--warehouse", warehouse)
+    finally:
+        server.shutdown()
+    assert (bare.exit_code, bare.stdout, bare.stderr.splitlines()) == (
+        2,
+        "",
+        [
+            f"error: no result to send for {DAY}: no answer of that day was pulled by `stef pull phoenix`; "
+            "its pulled answers are in otlp-traces.jsonl (3); add --source otlp"
+        ],
+    )
+    assert otlp.exit_code == 0, otlp.output
+    assert otlp.stdout.startswith(f"{endpoint}: 3 results sent, 0 of them unscored")
+    sent = {annotation["span_id"]: annotation for annotation in _PhoenixAnnotations.annotations}
+    assert len(_PhoenixAnnotations.annotations) == 3 and sorted(sent) == sorted(line["span_id"] for line in lines)
+    for line in lines:
+        annotation = sent[line["span_id"]]
+        assert annotation["name"] == "stef" and annotation["result"]["score"] == scores[line["run_id"]]
+    assert (unstored.exit_code, unstored.stderr.splitlines()) == (
+        2,
+        [
+            f"error: no result to send for 2026-11-29: no run has stored that day in {warehouse}; "
+            "run `stef nightly --date 2026-11-29` first"
+        ],
+    )
+
+
+def test_push_of_a_day_without_pulled_answers_says_why_nothing_is_sent(tmp_path: Path) -> None:
+    """A day of plain log files has no span to annotate: "0 results sent" with exit code 0 said nothing of it."""
+    from tests.support.monitoring_support import answers, store_answers
+
+    warehouse = tmp_path / "w.duckdb"
+    with connect(warehouse) as conn:
+        store_answers(conn, date(2026, 11, 20), answers("plain", "bird", "v1", [80.0, 60.0]))
+    for target in ("phoenix", "otlp"):
+        result = invoke("push", target, "--endpoint", "http://127.0.0.1:9", "--date", "2026-11-20", "--warehouse", str(warehouse))  # fmt: skip
+        assert (result.exit_code, result.stdout, result.stderr.splitlines()) == (
+            2,
+            "",
+            [
+                f"error: no result to send for 2026-11-20: none of its answers in {warehouse} came from `stef pull` "
+                "(a trace's span id), so none has a span to annotate"
+            ],
+        )
+
+
 def test_a_receiver_that_refuses_is_an_error(tmp_path: Path, prefect_harness: None) -> None:
     bundled = Path(__file__).parents[3] / "flows" / "demo_data" / "traces" / "otlp-traces.jsonl"
     logs = tmp_path / "logs"
