@@ -447,6 +447,43 @@ def refresh_checks(
     return refreshed, later, failures
 
 
+def checks_as_labelled_now(conn: Any, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Stored drift checks (:func:`warehouse.monitoring.read_drift_checks` rows) as the reviewer labels
+    give them now: a check stored before the newest label import is rerun with its own plan and
+    thresholds (read-only; the stored row is left as it is).
+
+    Reviewer labels move the operating points every error-rate estimate uses
+    (:func:`operating_points_for`), and importing them recomputes no stored check: a report read
+    the estimate of its headline with the labels and the drift sentence beside it without. A check
+    that cannot be rerun (its answers are gone) is returned as stored.
+
+    Returns:
+        The rows in their order, each with the :data:`warehouse.monitoring.DRIFT_COLUMNS` keys
+        (``statistics`` and ``category_shifts`` as JSON text, ``checked_at`` as stored).
+    """
+    from warehouse.reviews import newest_review_import
+
+    imported = newest_review_import(conn)
+    current: list[dict[str, Any]] = []
+    for row in rows:
+        checked = row.get("checked_at")
+        if imported is None or (checked is not None and checked >= imported):
+            current.append(dict(row))
+            continue
+        try:
+            check = run_check(conn, plan_from_row(row), _stored_thresholds(row, DriftThresholds()))
+        except (DriftError, WarehouseError, ValueError):
+            current.append(dict(row))
+            continue
+        fresh = check.row(str(row.get("source") or "nightly"))
+        for name in ("statistics", "category_shifts"):
+            if not isinstance(fresh.get(name), str | None):
+                fresh[name] = json.dumps(fresh[name])
+        fresh["checked_at"] = checked  # the order of read_drift_checks (by window end, then time) stays
+        current.append({**row, **fresh})
+    return current
+
+
 def run_drift_check(
     warehouse_path: str | Path | None,
     agent_id: str,

@@ -36,7 +36,13 @@ from stef.monitor.report import (
     report_data,
 )
 from tasks._runtime import io_task
-from tasks.drift_checks import deployment_calibrators_of, drift_sample, operating_points_for, read_drift_sample
+from tasks.drift_checks import (
+    checks_as_labelled_now,
+    deployment_calibrators_of,
+    drift_sample,
+    operating_points_for,
+    read_drift_sample,
+)
 from warehouse import connect, existing_warehouse, read_daily_metrics
 from warehouse.monitoring import (
     answers_of_other_versions,
@@ -106,7 +112,8 @@ def collect(
     metrics = _with_uncomputed_days(
         conn, read_daily_metrics(conn, start, end, evaluator_version=version), rows, version
     )
-    drift_rows = read_drift_checks(conn, start, end, evaluator_version=version).to_dicts()
+    # a check stored before the newest reviewer labels is rerun with them, as the headline's estimate is
+    drift_rows = checks_as_labelled_now(conn, read_drift_checks(conn, start, end, evaluator_version=version).to_dicts())
     pairs = rows.select("agent_id", "agent_version").unique().rows()
     points = operating_points_for(conn, version)
     error_rates = {

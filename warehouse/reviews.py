@@ -396,3 +396,16 @@ def has_review_tables(conn: duckdb.DuckDBPyConnection) -> bool:
         "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('reviews', 'calibrators')"
     ).fetchall()
     return int(rows[0][0]) == 2
+
+
+def newest_review_import(conn: duckdb.DuckDBPyConnection) -> datetime | None:
+    """When reviewer labels were last imported (UTC, naive), or ``None`` without any.
+
+    A drift check stored before then may have been computed with other operating points than the
+    labels now give (:func:`tasks.drift_checks.operating_points_for`).
+    """
+    if not has_review_tables(conn):
+        return None
+    rows = conn.execute("SELECT max(imported_at) FROM reviews").fetchall()
+    newest = rows[0][0] if rows else None
+    return newest if isinstance(newest, datetime) else None

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from stef.models import EVALUATOR_VERSION
 from tasks.drift_checks import operating_points_for
 from tests.flows.cli.cli_support import invoke, read_jsonl
 from warehouse import connect
@@ -581,3 +582,31 @@ def test_stats_of_a_calibrated_version_use_only_the_labels_its_calibrator_was_no
     assert entry["accuracy"] == pytest.approx(reference[1], abs=1e-4)
     shipped = next(v for v in figures["by_evaluator_version"] if "+calib=" not in v["evaluator_version"])
     assert (shipped["n"], shipped["held_out_only"]) == (359, False)
+
+
+def test_the_report_drift_sentences_use_the_labels_imported_after_the_checks(workdir: Path) -> None:
+    """The demo's drift checks were stored before any label; 200 random labels then move the
+    operating point: the report's headline estimated v1.5.0's wrong answers at 62 % while its drift
+    sentence, read from the stored check, still said 72 % (and so did the drift column)."""
+    from tasks.report import collect
+
+    warehouse = str(workdir / "stef-demo.duckdb")
+    review = workdir / "random.csv"
+    sampled = invoke(
+        "review", "sample", "--warehouse", warehouse, "--n", "200", "--seed", "7", "--out", str(review)
+    )  # fmt: skip
+    assert sampled.exit_code == 0, sampled.output
+    _fill(review, _truth(workdir))
+    assert invoke("review", "import", str(review), "--warehouse", warehouse).exit_code == 0
+    with connect(warehouse, read_only=True) as conn:
+        assert any(
+            p.source.startswith("reviewer labels") for p in operating_points_for(conn, EVALUATOR_VERSION).values()
+        )
+        week = collect(conn, "demo", "2026-W48")
+    (check,) = [c for c in week.drift if c["kind"] == "version"]
+    rates = {row["agent_version"]: row["wrong_share"] for row in week.headline}
+    assert check["error_rate_candidate"] == pytest.approx(rates[check["candidate_version"]])
+    assert check["error_rate_baseline"] == pytest.approx(rates[check["baseline_version"]])
+    (headline,) = [row for row in week.headline if row["agent_version"] == check["candidate_version"]]
+    assert headline["drift_sentence"] == check["sentence"]
+    assert f"{round(100 * rates[check['candidate_version']])} %" in check["sentence"]
