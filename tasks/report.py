@@ -23,6 +23,7 @@ from stef.display import md_cells, md_code, md_text, one_line, shorten
 from stef.errors import InputError
 from stef.monitor.charts import render_charts
 from stef.monitor.drift import sample_error_rate
+from stef.monitor.models import OperatingPoint
 from stef.monitor.rendering import render_html, render_markdown
 from stef.monitor.report import (
     NEW_FAILURE_SCORE,
@@ -142,7 +143,7 @@ def collect(
     )
     others = answers_of_other_versions(conn, start, end, version)
     return replace(
-        _with_breakdowns(conn, data, version),
+        _with_breakdowns(conn, data, version, points),
         reviewers=reviewer_agreement(conn, version, points),
         other_versions=others,
     )
@@ -203,8 +204,11 @@ def reviewer_agreement(conn: Any, version: str, points: Mapping[str, Any]) -> di
     }
 
 
-def _with_breakdowns(conn: Any, data: ReportData, version: str) -> ReportData:
-    """``data`` with its breakdowns (by app_id, suspected error category, previous week) and its
+def _with_breakdowns(
+    conn: Any, data: ReportData, version: str, points: Mapping[str, OperatingPoint] | None = None
+) -> ReportData:
+    """``data`` with its breakdowns (by app_id, suspected error category, previous week; error rates with
+    ``points``, the headline's operating points) and its
     lowest-scoring queries per version, new failures first (:func:`stef.monitor.report.breakdowns`,
     :func:`stef.monitor.report.order_worst`)."""
     from collections import defaultdict
@@ -230,6 +234,7 @@ def _with_breakdowns(conn: Any, data: ReportData, version: str) -> ReportData:
     app_rows, category_rows, previous = breakdowns(
         {key: drift_sample(value) for key, value in by_app.items()},
         {key: drift_sample(value) for key, value in previous_rows.items()},
+        points,
     )
     failures = new_failure_candidates(week_rows, answered_well, WORST_PER_VERSION)
     lowest = {}

@@ -20,7 +20,7 @@ from stef.display import one_line
 from stef.errors import InputError
 from stef.models import Band, FilterStatus, Verdict
 from stef.monitor.formatting import OUT_OF_RANGE_SHORT, clipped_away
-from stef.monitor.models import SCORE_BIN_EDGES, DriftSample, ErrorRate
+from stef.monitor.models import SCORE_BIN_EDGES, DriftSample, ErrorRate, OperatingPoint
 from stef.monitor.sentence import drift_sentence
 from stef.monitor.statistics import p90_score, score_histogram
 from stef.monitor.windows import order_versions
@@ -272,6 +272,7 @@ agent answered the same (normalised) question with at least this in the week."""
 def breakdowns(
     by_app: Mapping[tuple[str, str, str | None], DriftSample],
     previous: Mapping[tuple[str, str], DriftSample],
+    operating_points: Mapping[str, OperatingPoint] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The report's breakdowns per agent × version: by ``app_id``, by suspected error category and
     against the previous week.
@@ -279,6 +280,9 @@ def breakdowns(
     Args:
         by_app: the week's answers per (agent, version, app_id) (``app_id`` ``None``: not logged).
         previous: the previous week's answers per (agent, version).
+        operating_points: the judge's operating points of the evaluator version (default: the shipped
+            calibrators'), those of the headline (:func:`tasks.drift_checks.operating_points_for`:
+            reviewer labels, a deployment calibrator), so every estimate of the report agrees.
 
     Returns:
         ``(by_app, by_category, vs_previous)`` rows: ``by_app`` has ``agent_id``, ``agent_version``,
@@ -304,7 +308,7 @@ def breakdowns(
                 "records": sample.records,
                 "evaluated": sample.n,
                 "mean": _mean(sample.scores),
-                **_wrong(sample_error_rate(sample)),
+                **_wrong(sample_error_rate(sample, operating_points)),
             }
         )
     category_rows: list[dict[str, Any]] = []
@@ -333,10 +337,12 @@ def breakdowns(
                 "agent_version": agent_version,
                 "records": week.records,
                 "mean": _mean(week.scores),
-                **_wrong(sample_error_rate(week)),
+                **_wrong(sample_error_rate(week, operating_points)),
                 "previous_records": before.records if before else None,
                 "previous_mean": _mean(before.scores) if before else None,
-                "previous_wrong_share": (rate.estimate if (rate := sample_error_rate(before)) else None)
+                "previous_wrong_share": (
+                    rate.estimate if (rate := sample_error_rate(before, operating_points)) else None
+                )
                 if before
                 else None,
             }
