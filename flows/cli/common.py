@@ -159,6 +159,12 @@ MAX_THREADS_PER_CORE = 32
 """... and this many threads per usable core with ``--task-runner thread`` (a model judge waits on I/O)."""
 
 
+SPREADSHEET_SUFFIXES = frozenset({".xlsx", ".xlsm", ".xls", ".ods", ".numbers"})
+"""``--out`` suffixes of spreadsheet workbooks, which ``stef export`` and ``stef review sample`` do not
+write: a CSV file under such a name is refused by the spreadsheet ("file format or extension is not
+valid")."""
+
+
 def output_file(name: str, example: str) -> Path:
     """An ``--out`` file name, checked before any work.
 

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from flows.cli.common import (
     DAY_METAVAR,
+    SPREADSHEET_SUFFIXES,
     ApiBaseOption,
     BatchSizeOption,
     BreakerFailuresOption,
@@ -726,11 +727,6 @@ def quarantine(
 # --------------------------------------------------------------------------- export
 
 
-_SPREADSHEET_SUFFIXES = frozenset({".xlsx", ".xlsm", ".xls", ".ods", ".numbers"})
-"""``--out`` suffixes of spreadsheet workbooks, which ``stef export`` does not write: a CSV file
-under such a name is refused by the spreadsheet ("file format or extension is not valid")."""
-
-
 class ExportFormatChoice(str, Enum):
     """File formats of ``stef export``."""
 
@@ -786,7 +782,7 @@ def export(
         chosen = export_format.value if export_format is not None else None
         if chosen is None:
             suffix = out_file.suffix.lower()
-            if suffix in _SPREADSHEET_SUFFIXES:  # a CSV named .xlsx: Excel refuses to open it
+            if suffix in SPREADSHEET_SUFFIXES:  # a CSV named .xlsx: Excel refuses to open it
                 raise CliError(
                     f"--out {one_line(out_file)}: stef export writes CSV, Parquet or JSON lines, not {suffix} "
                     f"workbooks; name it {one_line(out_file.with_suffix('.csv'))} (a spreadsheet opens it)"

@@ -22,6 +22,7 @@ from rich.text import Text
 
 from flows.cli.common import (
     DAY_METAVAR,
+    SPREADSHEET_SUFFIXES,
     CliError,
     check_day_range,
     console,
@@ -78,7 +79,13 @@ def sample(
         out = output_file(out_name, "review.csv")
         if strategy not in STRATEGIES:
             raise CliError(f"--strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
-        chosen = file_format or {".jsonl": "jsonl", ".json": "label-studio"}.get(out.suffix.lower(), "csv")
+        suffix = out.suffix.lower()
+        if file_format is None and suffix in SPREADSHEET_SUFFIXES:  # a CSV named .xlsx: Excel refuses to open it
+            raise CliError(
+                f"--out {one_line(out)}: stef review sample writes CSV, JSON lines or Label Studio tasks, not "
+                f"{suffix} workbooks; name it {one_line(out.with_suffix('.csv'))} (a spreadsheet opens it)"
+            )
+        chosen = file_format or {".jsonl": "jsonl", ".json": "label-studio"}.get(suffix, "csv")
         if chosen not in FORMATS:
             raise CliError(f"--format {chosen!r}: use one of {', '.join(FORMATS)}")
         check_day_range(start, end, "review sample")

@@ -640,3 +640,22 @@ def test_the_report_breakdowns_use_the_operating_points_of_the_headline(workdir:
         mine = [tuple(fields) for _, version, app, _, *fields in rows if (version, app) == key]
         rate = sample_error_rate(drift_sample(mine), points)
         assert rate is not None and by_app[key] == pytest.approx(rate.estimate)
+
+
+@pytest.mark.parametrize("name", ["review.xlsx", "review.XLS", "review.ods"])
+def test_sample_refuses_a_workbook_name_it_would_fill_with_csv(tmp_path: Path, name: str) -> None:
+    """`--out review.xlsx` wrote a CSV file under a workbook's name, which Excel refuses to open
+    ("file format or extension is not valid"); `stef export` already refused it."""
+    result = invoke(
+        "review", "sample", "--warehouse", str(tmp_path / "none.duckdb"), "--out", str(tmp_path / name)
+    )  # fmt: skip
+    assert result.exit_code == 2
+    message = result.stderr.strip()
+    assert message.startswith("error: --out ") and len(message.splitlines()) == 1
+    assert name in message and str(tmp_path / "review.csv") in message
+    assert not list(tmp_path.iterdir())
+    written = invoke(  # a named --format is what the user asked for
+        "review", "sample", "--warehouse", str(tmp_path / "none.duckdb"), "--format", "csv",
+        "--out", str(tmp_path / name),
+    )  # fmt: skip
+    assert written.exit_code == 2 and "none.duckdb does not exist" in written.stderr  # past the name check
