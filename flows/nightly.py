@@ -39,6 +39,7 @@ from tasks import (
     learn_observed_catalogs,
     load_logs,
     publish_summary_artifact,
+    quarantine_command,
     reject_run_ids_of_other_days,
     run_ids_of_other_days,
     store_rejected,
@@ -329,7 +330,7 @@ def nightly(
     Raises:
         InputError: no log folder / files for the day, or a malformed ``log_date``.
         LogQualityError: too many bad lines (nothing is stored but, for a day not stored before, its
-            rejected lines in ``quarantine``: ``stef quarantine --date DAY`` lists them).
+            rejected lines in ``quarantine``: the error names the ``stef quarantine`` command that lists them).
         RulesError: ``rules_dir`` or a rule file in it is invalid.
         SchemaError: ``schema_dir`` is not a folder, or an app's schema file cannot be read.
         JudgeConfigError: an unusable judge setting (unknown provider, key not in the environment ...).
@@ -395,7 +396,8 @@ def nightly(
     too_bad = bad_share_error(lines, max_bad_share)
     if too_bad is not None:  # keep the rejected lines to inspect, then stop
         stored_rejected = store_rejected(warehouse_path, day, quote(lines))
-        raise bad_share_error(lines, max_bad_share, stored_rejected) or too_bad
+        listing = quarantine_command(day, warehouse_path)
+        raise bad_share_error(lines, max_bad_share, stored_rejected, listing) or too_bad
     records = [line.record for line in lines if line.record is not None]
     run_context = FlowRunContext.get()
     processes = pool_processes_of(run_context.task_runner if run_context else None) if settings.is_symbolic else 0

@@ -14,7 +14,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 from tasks.artifacts import publish_summary_artifact, summary_table
 from tasks.evaluate import evaluate_batch
-from tasks.log_checks import LogQualityError, bad_share_error, validate_logs
+from tasks.log_checks import LogQualityError, bad_share_error, quarantine_command, validate_logs
 from tasks.logs import load_logs
 from tasks.store import (
     check_warehouse,
@@ -36,6 +36,7 @@ __all__ = [
     "learn_observed_catalogs",
     "load_logs",
     "publish_summary_artifact",
+    "quarantine_command",
     "quarantine_evaluations",
     "reject_run_ids_of_other_days",
     "run_ids_of_other_days",

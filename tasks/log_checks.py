@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import shlex
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
@@ -271,7 +273,9 @@ def validate_logs(lines: list[LogLine], max_bad_share: float = 0.05, raise_on_ba
     return checked
 
 
-def bad_share_error(checked: Sequence[LogLine], max_bad_share: float, stored: int = 0) -> LogQualityError | None:
+def bad_share_error(
+    checked: Sequence[LogLine], max_bad_share: float, stored: int = 0, listing: str = "stef quarantine --date DAY"
+) -> LogQualityError | None:
     """The :class:`LogQualityError` of a day whose share of bad lines is above ``max_bad_share``, else ``None``.
 
     The message gives the counts and share, the most common reasons and the first bad lines as
@@ -281,6 +285,7 @@ def bad_share_error(checked: Sequence[LogLine], max_bad_share: float, stored: in
         checked: the day's lines after :func:`validate_logs` (``record is None``: bad).
         max_bad_share: the limit, in [0, 1].
         stored: rejected lines already stored in ``quarantine`` (said in the message when > 0).
+        listing: the command that lists them (the run's day and warehouse: :func:`quarantine_command`).
     """
     bad_lines = [line for line in checked if line.record is None]
     share = len(bad_lines) / len(checked) if checked else 0.0
@@ -289,12 +294,19 @@ def bad_share_error(checked: Sequence[LogLine], max_bad_share: float, stored: in
     folder = str(Path(checked[0].source).parent) if checked else "the logs"
     first = "; ".join(f"{line.source}:{line.line_number}: {line.reason or 'rejected'}" for line in bad_lines[:3])
     where = (
-        f" The {stored} rejected lines are stored in the warehouse's quarantine table (`stef quarantine --date DAY`)."
-        if stored
-        else ""
+        f" The {stored} rejected lines are stored in the warehouse's quarantine table (`{listing}`)." if stored else ""
     )
     return LogQualityError(
         f"{len(bad_lines)} of {len(checked)} log lines in {folder} are bad ({share:.1%}), above the limit of "
         f"{max_bad_share:.1%}; most common reasons: {'; '.join(_top_reasons(checked))}; first bad lines: {first}.{where} "
         "Fix the logs, or raise --max-bad-share to store the day with these lines quarantined."
     )
+
+
+def quarantine_command(log_date: date, warehouse_path: str | Path) -> str:
+    """The ``stef quarantine`` command that lists a day's rejected lines, to run as printed.
+
+    >>> quarantine_command(date(2026, 11, 26), "/data/my wh.duckdb")
+    "stef quarantine --date 2026-11-26 --warehouse '/data/my wh.duckdb'"
+    """
+    return f"stef quarantine --date {log_date.isoformat()} --warehouse {shlex.quote(str(warehouse_path))}"

@@ -151,6 +151,8 @@ def test_a_day_that_fails_validation_keeps_its_rejected_lines_to_inspect(tmp_pat
     source = day_folder / "agent.jsonl"
     assert f"first bad lines: {source}:4: " in error[0]  # file:line: reason, so the logs can be fixed
     assert "The 3 rejected lines are stored in the warehouse's quarantine table" in error[0]
+    # the command to list them works as printed: the day and the warehouse of the run (it said `--date DAY`)
+    assert f"(`stef quarantine --date 2026-11-26 --warehouse {warehouse}`)" in error[0]
 
     listed = invoke("quarantine", "--date", "2026-11-26", "--warehouse", str(warehouse), "--json")
     assert listed.exit_code == 0, listed.output
