@@ -59,6 +59,8 @@ class BackfillDay:
             a later backfill reruns the day for them).
         budget_usd: what was left of the backfill's ``max_cost_usd`` when the day started
             (``None``: no cap).
+        evaluator_version: the version the day was checked with (for ``skipped``: it is done with
+            it), with the warehouse's deployment calibrators (``…+calib=<digest>``); ``""`` when not set.
     """
 
     log_date: date
@@ -68,6 +70,7 @@ class BackfillDay:
     rerun_fallbacks: int = 0
     fallbacks: int = 0
     budget_usd: float | None = None
+    evaluator_version: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +221,7 @@ def backfill(
     spent = 0.0
     for day in days:
         if day in done:
-            result = BackfillDay(day, "skipped")
+            result = BackfillDay(day, "skipped", evaluator_version=settings.evaluator_version)
         elif source == "files" and not day_has_logs(logs_root, day):
             detail = day_folder_problem(logs_root, day) or unread_files_note(logs_root, day)
             logger.warning(

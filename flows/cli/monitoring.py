@@ -336,7 +336,9 @@ def drift(
 
 def _day_line(day: BackfillDay, evaluator_version: str) -> str:
     if day.status == "skipped":
-        return f"{day.log_date}: skipped (already done with {evaluator_version}; --force redoes it)"
+        # the flow's version holds the warehouse's deployment calibrators (+calib=…), the command's does not
+        done_with = one_line(day.evaluator_version or evaluator_version)
+        return f"{day.log_date}: skipped (already done with {done_with}; --force redoes it)"
     if day.status == "no_logs":
         if day.detail:
             return f"{day.log_date}: no logs for this day ({one_line(day.detail)}), nothing stored"

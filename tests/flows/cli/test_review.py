@@ -659,3 +659,35 @@ def test_sample_refuses_a_workbook_name_it_would_fill_with_csv(tmp_path: Path, n
         "--out", str(tmp_path / name),
     )  # fmt: skip
     assert written.exit_code == 2 and "none.duckdb does not exist" in written.stderr  # past the name check
+
+
+@pytest.mark.flow
+def test_backfill_names_the_calibrated_version_a_skipped_day_was_done_with(workdir: Path) -> None:
+    """After `stef review calibrate`, the nightly stores the day under `…+calib=<digest>` and a
+    backfill skips it as done with that version; its line said `already done with stef-…-7` (the
+    version without the warehouse's calibrator), which names another stored version of the day."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    review = workdir / "random.csv"
+    sampled = invoke(
+        "review", "sample", "--warehouse", warehouse, "--n", "200", "--seed", "7", "--out", str(review)
+    )  # fmt: skip
+    assert sampled.exit_code == 0, sampled.output
+    _fill(review, _truth(workdir))
+    assert invoke("review", "import", str(review), "--warehouse", warehouse).exit_code == 0
+    assert invoke("review", "calibrate", "--warehouse", warehouse).exit_code == 0
+    logs = str(workdir / "stef-demo" / "logs")
+    night = invoke("nightly", "--date", "2026-11-26", "--logs-root", logs, "--warehouse", warehouse)
+    assert night.exit_code == 0, night.output
+    with connect(warehouse, read_only=True) as conn:
+        (calibrated,) = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT evaluator_version FROM stored_days WHERE log_date = DATE '2026-11-26'"
+            ).fetchall()
+            if "+calib=" in str(row[0])
+        ]
+    backfill = invoke(
+        "backfill", "--start", "2026-11-26", "--end", "2026-11-26", "--logs-root", logs, "--warehouse", warehouse
+    )  # fmt: skip
+    assert backfill.exit_code == 0, backfill.output
+    assert f"2026-11-26: skipped (already done with {calibrated}; --force redoes it)" in backfill.stdout.splitlines()
