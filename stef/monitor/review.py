@@ -404,7 +404,8 @@ def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
 
     Raises:
         LabelFileError: the header has no ``run_id`` or ``label`` column, or the text is not
-            readable CSV (the message names the line).
+            readable CSV (the message names the line): a quote never closed, text after a
+            closing quote (``"wrong" join``), a cell above :data:`CSV_FIELD_LIMIT`.
     """
     header = text.split("\n", 1)[0]
     delimiter = max((",", ";", "\t"), key=header.count)  # Excel writes ';' in many locales
@@ -412,7 +413,8 @@ def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
     start = 1
     with _csv_field_limit(CSV_FIELD_LIMIT):
         try:
-            reader = csv.DictReader(io.StringIO(text), delimiter=delimiter)
+            # strict: a quote never closed is an error, not every later line read into that one cell
+            reader = csv.DictReader(io.StringIO(text), delimiter=delimiter, strict=True)
             names = [str(name).strip() for name in reader.fieldnames or []]
             if "run_id" not in names or "label" not in names:
                 raise LabelFileError(
@@ -425,7 +427,13 @@ def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
                 records.append((start, {k: _unguarded_text(v) for k, v in row.items() if k is not None}))
                 start = reader.line_num + 1
         except csv.Error as exc:
-            raise LabelFileError(f"{path}:{start}: not readable CSV ({exc})") from exc
+            hint = ""
+            if "unexpected end of data" in str(exc):
+                hint = (
+                    f': a cell of line {start} opens a quote (") that is never closed; close it, or write a '
+                    'quote inside a quoted cell as ""'
+                )
+            raise LabelFileError(f"{path}:{start}: not readable CSV ({exc}){hint}") from exc
     return records
 
 

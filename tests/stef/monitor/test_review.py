@@ -365,6 +365,26 @@ def test_a_csv_error_names_the_file_and_the_line(tmp_path: Path, monkeypatch: py
     assert csv.field_size_limit() == before
 
 
+def test_a_quote_never_closed_is_an_error_not_the_rest_of_the_file_swallowed_into_one_note(tmp_path: Path) -> None:
+    """A hand-edited note opening a quote it never closes (`"join is wrong`) made the csv reader
+    read every later line into that note: 2 of 4 labelled rows were imported, exit code 0."""
+    path = tmp_path / "labels.csv"
+    path.write_text(
+        'run_id,label,note\nr1,correct,\nr2,incorrect,"join is wrong\nr3,correct,\nr4,incorrect,ok\n', encoding="utf-8"
+    )
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}:3: not readable CSV") and "never closed" in message
+    stray = tmp_path / "stray.csv"  # text after a closing quote: csv glued it on ("wrong" join -> wrong join)
+    stray.write_text('run_id,label,note\nr1,incorrect,"wrong" join\n', encoding="utf-8")
+    with pytest.raises(LabelFileError, match=r"stray\.csv:2: not readable CSV"):
+        read_label_file(stray)
+    fine = tmp_path / "fine.csv"  # a quote inside an unquoted cell, and a doubled one, are text
+    fine.write_text('run_id,label,note\nr1,incorrect,he said "x"\nr2,correct,"a ""b"" c"\n', encoding="utf-8")
+    assert [row.note for row in read_label_file(fine).rows] == ['he said "x"', 'a "b" c']
+
+
 def test_a_kappa_of_zero_has_no_minus_sign() -> None:
     import math
 
