@@ -120,6 +120,23 @@ def latest_evaluator_version(
     return str(rows[0][0]) if rows else None
 
 
+def stored_evaluator_versions(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every evaluator version with an evaluation stored, newest first (by its newest day, then write).
+
+    >>> from warehouse import connect
+    >>> with connect(":memory:") as conn:
+    ...     stored_evaluator_versions(conn)
+    []
+    """
+    rows = conn.execute(
+        """
+        SELECT evaluator_version FROM evaluations
+        GROUP BY evaluator_version ORDER BY max(log_date) DESC, max(evaluated_at) DESC, evaluator_version
+        """
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
 def answers_of_other_versions(
     conn: duckdb.DuckDBPyConnection,
     start: date,

@@ -165,6 +165,29 @@ write: a CSV file under such a name is refused by the spreadsheet ("file format 
 valid")."""
 
 
+def check_evaluator_version(target: Path, evaluator_version: str | None) -> None:
+    """Refuse an ``--evaluator-version`` of which ``target`` stores no evaluation (a typo), naming the
+    stored versions; ``None`` (the default: the newest stored) passes.
+
+    Raises:
+        CliError: no evaluation of ``evaluator_version`` is stored.
+        WarehouseError: the warehouse cannot be read.
+    """
+    if evaluator_version is None:
+        return
+    from warehouse import connect
+    from warehouse.monitoring import stored_evaluator_versions
+
+    with connect(target, read_only=True) as conn:
+        versions = stored_evaluator_versions(conn)
+    if evaluator_version not in versions:
+        shown = ", ".join(one_line(version) for version in versions[:6]) + (" …" if len(versions) > 6 else "")
+        raise CliError(
+            f"--evaluator-version {one_line(evaluator_version)!r}: no evaluation of that version is stored in "
+            f"{one_line(target)} (stored, newest first: {shown or 'none'})"
+        )
+
+
 def output_file(name: str, example: str) -> Path:
     """An ``--out`` file name, checked before any work.
 

@@ -30,6 +30,7 @@ from flows.cli.common import (
     ConcurrencyOption,
     TimeoutOption,
     check_day_range,
+    check_evaluator_version,
     console,
     day_option,
     drift_sentences,
@@ -650,7 +651,7 @@ def report(
         from warehouse import existing_warehouse, resolve_path
 
         label, _, _ = parse_week(week)  # check before Prefect starts
-        existing_warehouse(warehouse)
+        check_evaluator_version(existing_warehouse(warehouse), evaluator_version)
         with running_flows():
             files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
     if files.headline:
@@ -780,6 +781,7 @@ def export(
         check_day_range(start, end, "export")
         out_file = export_target(out)  # a folder is refused before anything is read
         target = existing_warehouse(warehouse)
+        check_evaluator_version(target, evaluator_version)
         first, last = start, end
         chosen = export_format.value if export_format is not None else None
         if chosen is None:

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli.main import app
-from stef.models import FilterStatus, Verdict
+from stef.models import EVALUATOR_VERSION, FilterStatus, Verdict
 from tasks.drift_checks import run_drift_check
 from tests.support.monitoring_support import answers, store_answers
 from warehouse import connect
@@ -387,6 +387,29 @@ def test_export_of_an_agent_without_evaluations_names_the_agent(warehouse_file: 
     result = _invoke("export", "--warehouse", str(warehouse_file), *window, "--agent", "nobody")
     assert result.exit_code == 2
     assert " ".join(result.stderr.split()).startswith("error: no evaluations of agent 'nobody' in ")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("export", "--start", "2026-11-20", "--end", "2026-11-26", "--out", "{tmp}/x.csv"),
+        ("report", "--week", "2026-W48", "--out", "{tmp}/r.html"),
+    ],
+)
+def test_an_evaluator_version_the_warehouse_never_stored_is_an_error(
+    warehouse_file: Path, tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """A mistyped --evaluator-version wrote an empty export ("exported 0 evaluations of nope") or
+    an empty report ("No evaluations are stored for 2026-W48"), exit code 0, as if the week had none."""
+    args = [part.replace("{tmp}", str(tmp_path)) for part in command]
+    result = _invoke(*args, "--warehouse", str(warehouse_file), "--evaluator-version", "stef-0.2.0+symbolc-7")
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.stderr.split())
+    assert message == (
+        f"error: --evaluator-version 'stef-0.2.0+symbolc-7': no evaluation of that version is stored in "
+        f"{warehouse_file} (stored, newest first: {EVALUATOR_VERSION})"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["wh.duckdb"]  # nothing written
 
 
 @pytest.mark.parametrize("kind", ["existing_folder", "trailing_slash"])
