@@ -777,10 +777,12 @@ def usd(value: float | None) -> str:
 
 
 def summary_line(summary: NightlySummary) -> str:
-    """One line on a stored day of the nightly flow: lines, scored, unscored, quarantined, coverage."""
+    """One line on a stored day of the nightly flow: lines, scored, unscored, quarantined, and the
+    coverage of all lines, quarantined ones included (the metrics table's coverage is of each
+    version's records, which a quarantined line is not)."""
     unscored = summary.records - summary.evaluated - summary.quarantined
     return (
         f"{summary.log_date}: {summary.records} lines, {summary.evaluated} scored, "
         f"{unscored} unscored (typed status), {summary.quarantined} quarantined, "
-        f"coverage {percent(summary.coverage)}"
+        f"coverage {percent(summary.coverage)} of all lines"
     )

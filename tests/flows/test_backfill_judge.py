@@ -73,7 +73,7 @@ def test_a_day_stored_with_fallbacks_is_rerun_by_the_backfill_and_only_its_fallb
     assert first.exit_code == 0, first.output
     lines = first.stdout.splitlines()
     assert (
-        f"{day}: 4 lines, 4 scored, 0 unscored (typed status), 0 quarantined, coverage 100.0%; "
+        f"{day}: 4 lines, 4 scored, 0 unscored (typed status), 0 quarantined, coverage 100.0% of all lines; "
         "rerun: 4 records fell back to the symbolic verdict, none now"
     ) in lines
     assert (

@@ -51,6 +51,12 @@ def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> Non
     assert (tmp_path / "stef-demo" / "labels.jsonl").is_file()
     for day in days:
         assert day in result.stdout
+    # the day with a rejected line: its coverage is of all lines, the table's of each version's records
+    assert re.search(
+        r"2026-11-25: 120 lines, \d+ scored, \d+ unscored \(typed status\), [1-9]\d* quarantined, "
+        r"coverage 9\d\.\d% of all lines",
+        result.stdout,
+    )
     # it ends with its result, the drift sentence, and next commands that work as printed
     tail = result.stdout.splitlines()
     verdict = next(
