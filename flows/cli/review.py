@@ -55,7 +55,7 @@ def sample(
         str,
         typer.Option(
             "--strategy",
-            help="random; uncertain (P(correct) near 0.5 first); stratified (balanced over score bands and apps).",
+            help="random; uncertain (the answers with P(correct) nearest 0.5); stratified (balanced over score bands and apps).",
         ),
     ] = "random",
     seed: Annotated[int, typer.Option("--seed", help="Random seed (the same seed gives the same sample).")] = 0,

@@ -1,8 +1,8 @@
 """Reviewers close the loop (issue 18): review samples, label files, and the judge's agreement
 with people.
 
-* :func:`sample_answers` draws the answers a team labels (``random``, ``uncertain``: P(correct)
-  near 0.5, ``stratified``: balanced over score bands and apps);
+* :func:`sample_answers` draws the answers a team labels (``random``, ``uncertain``: the answers
+  whose P(correct) is nearest 0.5, ``stratified``: balanced over score bands and apps);
 * :func:`write_review_file` writes them as CSV, JSONL or Label Studio tasks, and
   :func:`read_label_file` reads the filled file back (or a Label Studio export), checking every row
   (:class:`LabelFileError` names each bad line; nothing is half-read);
@@ -96,10 +96,10 @@ def sample_answers(
         candidates: scored answers with ``run_id``, ``score``, ``p_correct`` and ``app_id``
             (:func:`warehouse.reviews.read_review_candidates`).
         n: sample size (≥ 1).
-        strategy: ``random`` (uniform); ``uncertain`` (weighted sampling without replacement,
-            weight 1.05 − 2·|p − 0.5|, 0.05 for an unscored answer: answers the judge is least sure
-            about come first, the others still appear); ``stratified`` (the same number from every score band × app, round robin,
-            random within a stratum).
+        strategy: ``random`` (uniform); ``uncertain`` (uncertainty sampling: the ``n`` answers
+            whose P(correct) is nearest 0.5, answers equally near in an order drawn from ``seed``;
+            answers without a P(correct) only after all the others); ``stratified`` (the same
+            number from every score band × app, round robin, random within a stratum).
         seed: the random seed (the same seed and candidates give the same sample).
 
     Raises:
@@ -122,13 +122,7 @@ def sample_answers(
     elif strategy == "random":
         chosen = rng.sample(pool, n)
     elif strategy == "uncertain":
-        keyed = []
-        for row in pool:
-            p = row.get("p_correct")
-            # an unscored answer (no p) has a fixed call, "incorrect": least worth a reviewer's time
-            weight = 0.05 if p is None else 1.05 - 2.0 * abs(float(p) - 0.5)
-            keyed.append((rng.random() ** (1.0 / weight), row))  # Efraimidis–Spirakis: top n keys
-        chosen = [row for _, row in sorted(keyed, key=lambda item: -item[0])[:n]]
+        chosen = [row for _, row in sorted(((_uncertainty_key(row, rng), row) for row in pool), key=lambda k: k[0])[:n]]
     else:
         strata: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for row in pool:
@@ -140,6 +134,23 @@ def sample_answers(
                 if queue and len(chosen) < n:
                     chosen.append(queue.pop())
     return sorted(chosen, key=lambda row: str(row["run_id"]))
+
+
+def _uncertainty_key(row: Mapping[str, Any], rng: random.Random) -> tuple[int, float, float]:
+    """The order in which ``uncertain`` sampling takes an answer: (unscored, distance of P(correct)
+    from 0.5, a seeded random tie-break). An answer without a P(correct) has a fixed call,
+    "incorrect", and is least worth a reviewer's time: it comes after every answer with one.
+
+    >>> rng = random.Random(0)
+    >>> [_uncertainty_key(row, rng)[:2] for row in ({"p_correct": 0.45}, {"p_correct": 0.55}, {"p_correct": None})]
+    [(0, 0.05), (0, 0.05), (1, 0.0)]
+    """
+    tie_break = rng.random()
+    p = row.get("p_correct")
+    if not isinstance(p, int | float) or isinstance(p, bool) or math.isnan(p):
+        return (1, 0.0, tie_break)
+    # rounded: 0.45 and 0.55 are equally near 0.5, though not in binary floating point
+    return (0, round(abs(float(p) - 0.5), 9), tie_break)
 
 
 def score_band(score: object) -> str:

@@ -240,6 +240,31 @@ def test_evaluate_refuses_a_file_that_is_not_a_deployment_calibrator(tmp_path: P
     assert result.exit_code == 2 and "not a calibrator artifact" in result.output
 
 
+def test_uncertain_sample_holds_the_answers_nearest_one_half(workdir: Path) -> None:
+    """The demo warehouse stores dozens of answers within 0.05 of P(correct) 0.5: an uncertain sample
+    of 10 takes 10 of the nearest (it took answers at 0.55–0.70 when it only weighted them)."""
+    warehouse = str(workdir / "stef-demo.duckdb")
+    out = workdir / "u.csv"
+    sampled = invoke(
+        "review", "sample", "--warehouse", warehouse, "--n", "10", "--strategy", "uncertain", "--out", str(out),
+    )  # fmt: skip
+    assert sampled.exit_code == 0, sampled.output
+    with out.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    with connect(warehouse, read_only=True) as conn:
+        distances = [
+            float(d)
+            for (d,) in conn.execute(
+                "SELECT abs(p_correct - 0.5) FROM evaluations WHERE evaluator_version = ? AND p_correct IS NOT NULL "
+                "ORDER BY 1 LIMIT 10",
+                [rows[0]["evaluator_version"]],
+            ).fetchall()
+        ]
+    assert len(rows) == 10 and {row["sample_strategy"] for row in rows} == {"uncertain"}
+    assert sorted(round(abs(float(row["p_correct"]) - 0.5), 6) for row in rows) == [round(d, 6) for d in distances]
+    assert max(distances) <= 0.05
+
+
 def test_labels_of_an_uncertain_sample_do_not_replace_the_operating_point(workdir: Path) -> None:
     warehouse = str(workdir / "stef-demo.duckdb")
     review = workdir / "uncertain.csv"

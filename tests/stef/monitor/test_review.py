@@ -35,10 +35,26 @@ def test_random_sample_is_reproducible_and_of_the_size_asked() -> None:
     assert first != sample_answers(_candidates(), 50, "random", seed=8)
 
 
-def test_uncertain_favours_p_near_one_half() -> None:
-    chosen = sample_answers(_candidates(), 100, "uncertain", seed=1)
-    near = sum(1 for r in chosen if abs(float(r["p_correct"]) - 0.5) <= 0.25)  # type: ignore[arg-type]
-    assert near >= 65  # half the candidates are that close; the weighting favours them
+def test_uncertain_takes_the_answers_nearest_one_half() -> None:
+    """400 answers, each P(correct) of 0.00 … 1.00 about 4 times: the 100 nearest 0.5 are exactly
+    those within 0.12 of it (4 at 0.50, 8 at each distance 0.01 … 0.12), whatever the seed."""
+    candidates = _candidates()
+    expected = sorted(str(r["run_id"]) for r in candidates if abs(float(r["p_correct"]) - 0.5) <= 0.12 + 1e-9)  # type: ignore[arg-type]
+    assert len(expected) == 100
+    for seed in (1, 2):
+        assert [r["run_id"] for r in sample_answers(candidates, 100, "uncertain", seed=seed)] == expected
+
+
+def test_uncertain_breaks_ties_by_the_seed() -> None:
+    pool = [
+        {"run_id": f"t{i:02d}", "score": 50.0, "p_correct": 0.5 + (0.05 if i % 2 else -0.05), "app_id": "a"}
+        for i in range(20)
+    ]
+    pool.append({"run_id": "far", "score": 90.0, "p_correct": 0.9, "app_id": "a"})
+    samples = {seed: [r["run_id"] for r in sample_answers(pool, 5, "uncertain", seed=seed)] for seed in range(4)}
+    assert all("far" not in run_ids for run_ids in samples.values())  # 0.45 and 0.55 tie, both nearer than 0.9
+    assert samples[0] == [r["run_id"] for r in sample_answers(pool, 5, "uncertain", seed=0)]
+    assert len({tuple(run_ids) for run_ids in samples.values()}) > 1
 
 
 def test_stratified_balances_bands_and_apps() -> None:
@@ -234,8 +250,10 @@ def test_a_label_studio_export_gives_one_row_per_annotator(tmp_path: Path) -> No
 def test_uncertain_sampling_puts_unscored_answers_last() -> None:
     pool = [{"run_id": f"u{i}", "score": None, "p_correct": None, "app_id": "a"} for i in range(50)]
     pool += [{"run_id": f"s{i}", "score": 50.0, "p_correct": 0.5, "app_id": "a"} for i in range(50)]
-    chosen = sample_answers(pool, 20, "uncertain", seed=4)
-    assert sum(1 for r in chosen if r["p_correct"] is None) <= 2
+    pool += [{"run_id": f"x{i}", "score": 95.0, "p_correct": 0.99, "app_id": "a"} for i in range(5)]
+    chosen = sample_answers(pool, 53, "uncertain", seed=4)
+    assert sum(1 for r in chosen if r["p_correct"] is None) == 0  # 0.99 is still before no P(correct)
+    assert sum(1 for r in chosen if r["p_correct"] == 0.99) == 3
 
 
 def _task(result: object, **task: object) -> dict[str, object]:
