@@ -337,9 +337,10 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
             caller that checks the good rows further (against the warehouse) names every bad row at once.
 
     Raises:
-        LabelFileError: the file cannot be read, a CSV is not readable CSV or a JSON file not JSON
-            (the message names the line), or (without ``keep_problems``) any row is bad (every bad
-            line is named).
+        LabelFileError: the file cannot be read, a CSV has no ``run_id`` and ``label`` header, a
+            Label Studio export is not a JSON list, or (without ``keep_problems``) any row is bad:
+            every bad line is named (:func:`bad_rows_error`), a CSV line that is not readable CSV
+            and a JSONL line that is not a JSON object among them.
     """
     from stef.config_files import json_lines, read_config_text
 
@@ -360,12 +361,14 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
                 try:
                     value = json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise LabelFileError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+                    problems.append((number, f"not JSON ({exc.msg})"))
+                    continue
                 if not isinstance(value, dict):
-                    raise LabelFileError(f"{path}:{number}: not a JSON object but {type(value).__name__}")
+                    problems.append((number, f"not a JSON object but {_json_kind(value)}"))
+                    continue
                 records.append((number, value))
     else:
-        records = _csv_records(path, text)
+        records, problems = _csv_records(path, text)
     return _checked(path, records, keep_problems, problems)
 
 
@@ -409,43 +412,50 @@ def _csv_field_limit(limit: int) -> Iterator[None]:
             csv.field_size_limit(previous)
 
 
-def _csv_records(path: Path, text: str) -> list[tuple[int, dict[str, Any]]]:
+def _csv_records(path: Path, text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, str]]]:
     """(line the row starts on, row) of a CSV label file, its cells without the spreadsheet guard
-    of :func:`write_review_file` (:func:`_unguarded_text`).
+    of :func:`write_review_file` (:func:`_unguarded_text`); and (line, problem) of each row that is
+    not readable CSV (a quote never closed, text after a closing quote as in ``"wrong" join``, a
+    cell above :data:`CSV_FIELD_LIMIT`), which gives no row: the reader goes on at the next line.
 
     Raises:
-        LabelFileError: the header has no ``run_id`` or ``label`` column, or the text is not
-            readable CSV (the message names the line): a quote never closed, text after a
-            closing quote (``"wrong" join``), a cell above :data:`CSV_FIELD_LIMIT`.
+        LabelFileError: the header has no ``run_id`` or ``label`` column, or is not readable CSV.
     """
     header = text.split("\n", 1)[0]
     delimiter = max((",", ";", "\t"), key=header.count)  # Excel writes ';' in many locales
     records: list[tuple[int, dict[str, Any]]] = []
-    start = 1
+    problems: list[tuple[int, str]] = []
     with _csv_field_limit(CSV_FIELD_LIMIT):
+        # strict: a quote never closed is an error, not every later line read into that one cell
+        reader = csv.DictReader(io.StringIO(text), delimiter=delimiter, strict=True)
         try:
-            # strict: a quote never closed is an error, not every later line read into that one cell
-            reader = csv.DictReader(io.StringIO(text), delimiter=delimiter, strict=True)
             names = [str(name).strip() for name in reader.fieldnames or []]
-            if "run_id" not in names or "label" not in names:
-                raise LabelFileError(
-                    f"{path}: a CSV label file needs the columns run_id and label in its header line "
-                    f"(found: {', '.join(names[:12]) or 'none'})"
-                )
-            reader.fieldnames = names
-            start = 2
-            for row in reader:
-                records.append((start, {k: _unguarded_text(v) for k, v in row.items() if k is not None}))
-                start = reader.line_num + 1
         except csv.Error as exc:
-            hint = ""
-            if "unexpected end of data" in str(exc):
-                hint = (
-                    f': a cell of line {start} opens a quote (") that is never closed; close it, or write a '
-                    'quote inside a quoted cell as ""'
-                )
-            raise LabelFileError(f"{path}:{start}: not readable CSV ({exc}){hint}") from exc
-    return records
+            raise LabelFileError(f"{path}:1: not readable CSV ({exc})") from exc
+        if "run_id" not in names or "label" not in names:
+            raise LabelFileError(
+                f"{path}: a CSV label file needs the columns run_id and label in its header line "
+                f"(found: {', '.join(names[:12]) or 'none'})"
+            )
+        reader.fieldnames = names
+        start = 2
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:  # the csv reader drops the rest of the line and reads on at the next
+                hint = ""
+                if "unexpected end of data" in str(exc):
+                    hint = (
+                        ': a cell of this line opens a quote (") that is never closed; close it, or write a '
+                        'quote inside a quoted cell as ""'
+                    )
+                problems.append((start, f"not readable CSV ({exc}){hint}"))
+            else:
+                records.append((start, {k: _unguarded_text(v) for k, v in row.items() if k is not None}))
+            start = reader.reader.line_num + 1  # the DictReader's own line_num stays behind on an error
+    return records, problems
 
 
 def _label_studio_records(path: Path, text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[tuple[int, str]]]:

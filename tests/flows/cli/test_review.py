@@ -440,8 +440,9 @@ def test_a_csv_the_reader_cannot_parse_is_a_one_line_error_naming_the_line(
     result = invoke("review", "import", str(labels), "--warehouse", warehouse)
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert " ".join(result.stderr.split()) == (
-        f"error: {labels}:3: not readable CSV (field larger than field limit (20))"
-    )
+        f"error: {labels}: 2 bad row(s), nothing imported: line 2: run_id 'r1' is not an answer stored in the "
+        "warehouse (--skip-unknown leaves such rows out); line 3: not readable CSV (field larger than field limit (20))"
+    )  # every bad line, the unreadable one with the others
     assert _stored_reviews(warehouse) == {}
 
 

@@ -379,7 +379,9 @@ def test_a_csv_error_names_the_file_and_the_line(tmp_path: Path, monkeypatch: py
     path.write_text('run_id,label\nr1,correct\n"r2\nsecond line of a long id",correct\n', encoding="utf-8")
     with pytest.raises(LabelFileError) as caught:
         read_label_file(path)
-    assert str(caught.value) == f"{path}:3: not readable CSV (field larger than field limit (8))"
+    assert str(caught.value) == (
+        f"{path}: 1 bad row(s), nothing imported: line 3: not readable CSV (field larger than field limit (8))"
+    )
     assert csv.field_size_limit() == before
 
 
@@ -393,10 +395,11 @@ def test_a_quote_never_closed_is_an_error_not_the_rest_of_the_file_swallowed_int
     with pytest.raises(LabelFileError) as caught:
         read_label_file(path)
     message = str(caught.value)
-    assert message.startswith(f"{path}:3: not readable CSV") and "never closed" in message
+    assert message.startswith(f"{path}: 1 bad row(s), nothing imported: line 3: not readable CSV")
+    assert "never closed" in message
     stray = tmp_path / "stray.csv"  # text after a closing quote: csv glued it on ("wrong" join -> wrong join)
     stray.write_text('run_id,label,note\nr1,incorrect,"wrong" join\n', encoding="utf-8")
-    with pytest.raises(LabelFileError, match=r"stray\.csv:2: not readable CSV"):
+    with pytest.raises(LabelFileError, match=r"stray\.csv: 1 bad row\(s\), nothing imported: line 2: not readable CSV"):
         read_label_file(stray)
     fine = tmp_path / "fine.csv"  # a quote inside an unquoted cell, and a doubled one, are text
     fine.write_text('run_id,label,note\nr1,incorrect,he said "x"\nr2,correct,"a ""b"" c"\n', encoding="utf-8")
@@ -472,3 +475,57 @@ def test_a_scored_answer_stored_without_p_correct_is_left_out_of_auroc_and_ece_o
     assert figures["ece"] == pytest.approx(0.3 / 3, abs=1e-4)
     only_old = agreement([Reviewed(True, 80.0, None), Reviewed(False, 90.0, None)], resamples=20)
     assert (only_old["auroc"], only_old["ece"], only_old["accuracy"]) == (None, None, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        pytest.param(
+            "labels.jsonl",
+            '{"run_id": "r1", "label": "correct"}\n{"run_id": "r2", "label": "correct"}\n'
+            '{"run_id": "r3", "label": "correct"}\n{oops\n[1, 2]\n{"run_id": "r6", "label": "maybe"}\n"text"\n',
+            [
+                "line 4: not JSON (Expecting property name enclosed in double quotes)",
+                "line 5: not a JSON object but a list",
+                "line 6: label 'maybe' is not 'correct' or 'incorrect'",
+                "line 7: not a JSON object but a string",
+            ],
+            id="jsonl",
+        ),
+        pytest.param(
+            "labels.csv",
+            'run_id,label,note\nr1,correct,\nr2,incorrect,"wrong" join\nr3,maybe,\nr4,correct,"a" b\nr5,correct,\n',
+            [
+                "line 3: not readable CSV (',' expected after '\"')",
+                "line 4: label 'maybe' is not 'correct' or 'incorrect'",
+                "line 5: not readable CSV (',' expected after '\"')",
+            ],
+            id="csv",
+        ),
+    ],
+)
+def test_every_bad_line_of_every_format_is_named(tmp_path: Path, name: str, text: str, expected: list[str]) -> None:
+    """A JSONL file named its first line that was not a JSON object only (line 4), and a CSV its
+    first unreadable line only, while its other bad lines were all named."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: {len(expected)} bad row(s), nothing imported: line ")
+    parts = message.split("nothing imported: ", 1)[1].split("; line ")
+    assert len(parts) == len(expected)
+    for part, wanted in zip(parts, expected, strict=True):
+        assert ("line " + part.removeprefix("line ")).startswith(wanted), (part, wanted)
+
+
+def test_bad_lines_past_twenty_are_counted_not_listed(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join("{oops\n" for _ in range(25)), encoding="utf-8")
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: 25 bad row(s), nothing imported: line 1: not JSON")
+    assert message.count("not JSON") == 20 and message.endswith(
+        "line 20: not JSON (Expecting property name enclosed in double quotes); … and 5 more"
+    )
