@@ -295,8 +295,10 @@ def drift(
     with user_errors():
         check_day_range(start, end, "window")
         from tasks.drift_checks import run_drift_check
-        from warehouse import WarehouseReadOnlyError
+        from warehouse import WarehouseReadOnlyError, existing_warehouse
 
+        if evaluator_version is not None:  # a typo: name the stored versions, not "no agent has evaluations"
+            check_evaluator_version(existing_warehouse(warehouse), evaluator_version)
         thresholds = DriftThresholds(
             min_samples=min_samples,
             error_rate_delta=error_rate_delta,

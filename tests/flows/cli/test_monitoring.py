@@ -394,13 +394,16 @@ def test_export_of_an_agent_without_evaluations_names_the_agent(warehouse_file: 
     [
         ("export", "--start", "2026-11-20", "--end", "2026-11-26", "--out", "{tmp}/x.csv"),
         ("report", "--week", "2026-W48", "--out", "{tmp}/r.html"),
+        ("drift", "--agent", "bird", "--no-store"),
+        ("drift", "--agent", "bird"),
     ],
 )
 def test_an_evaluator_version_the_warehouse_never_stored_is_an_error(
     warehouse_file: Path, tmp_path: Path, command: tuple[str, ...]
 ) -> None:
     """A mistyped --evaluator-version wrote an empty export ("exported 0 evaluations of nope") or
-    an empty report ("No evaluations are stored for 2026-W48"), exit code 0, as if the week had none."""
+    an empty report ("No evaluations are stored for 2026-W48"), exit code 0, as if the week had none;
+    stef drift said "(agents with evaluations: none)", as if the warehouse held no evaluation."""
     args = [part.replace("{tmp}", str(tmp_path)) for part in command]
     result = _invoke(*args, "--warehouse", str(warehouse_file), "--evaluator-version", "stef-0.2.0+symbolc-7")
     assert result.exit_code == 2, result.output
@@ -410,6 +413,8 @@ def test_an_evaluator_version_the_warehouse_never_stored_is_an_error(
         f"{warehouse_file} (stored, newest first: {EVALUATOR_VERSION})"
     )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["wh.duckdb"]  # nothing written
+    with connect(warehouse_file, read_only=True) as conn:
+        assert read_drift_checks(conn).height == 0  # no drift check stored either
 
 
 @pytest.mark.parametrize("kind", ["existing_folder", "trailing_slash"])
