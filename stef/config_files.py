@@ -77,6 +77,46 @@ def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES, kind: 
     return content.decode("utf-8")
 
 
+BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"PK\x03\x04", "a workbook or other zip archive (.xlsx, .ods, .zip)"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls) or other OLE2 file"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"PAR1", "a Parquet file"),
+    (b"SQLite format 3\x00", "a SQLite database"),
+    (b"%PDF-", "a PDF document"),
+)
+"""The first bytes of binary files a person may point STEF at instead of text, and what each is."""
+
+SAVE_AS_CSV = 'open it in the spreadsheet and save the sheet as CSV (Excel: File > Save As > "CSV UTF-8")'
+"""How to turn a workbook into a file STEF reads."""
+
+
+def binary_kind(data: bytes) -> str | None:
+    """What a file that starts with ``data`` is when it is a known binary file (a workbook, an
+    archive, a database), else ``None``.
+
+    >>> binary_kind(b"PK\\x03\\x04\\x14\\x00\\x06\\x00"), binary_kind(b'{"run_id": "r1"}')
+    ('a workbook or other zip archive (.xlsx, .ods, .zip)', None)
+    """
+    return next((kind for signature, kind in BINARY_SIGNATURES if data.startswith(signature)), None)
+
+
+def not_text_message(data: bytes, expected: str) -> str | None:
+    """The reason a file that starts with ``data`` is not the text file ``expected`` names, when it
+    is a known binary file (a workbook also says how to save it as CSV); else ``None``.
+
+    >>> not_text_message(b"PK\\x03\\x04", "a JSON rule file")
+    'a workbook or other zip archive (.xlsx, .ods, .zip), not a JSON rule file; if it is a workbook, open it in the spreadsheet and save the sheet as CSV (Excel: File > Save As > "CSV UTF-8")'
+    >>> not_text_message(b"%PDF-1.7", "a JSON rule file")
+    'a PDF document, not a JSON rule file'
+    """
+    kind = binary_kind(data)
+    if kind is None:
+        return None
+    hint = f"; if it is a workbook, {SAVE_AS_CSV}" if "workbook" in kind else ""
+    return f"{kind}, not {expected}{hint}"
+
+
 def json_lines(text: str) -> Iterator[tuple[int, str]]:
     """The lines of a JSON Lines text with their 1-based numbers, split at line feeds only.
 

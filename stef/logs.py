@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
+from stef.config_files import binary_kind
 from stef.display import one_line
 from stef.errors import InputError
 from stef.models import AgentLogRecord
@@ -254,6 +255,19 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 """The byte-order marks of UTF-16 (little-, big-endian): a file that starts with one is not UTF-8."""
 
 
+def _binary_file_reason(raw_bytes: bytes, line_number: int) -> str | None:
+    """The reason of a file's first line when the file is a known binary file (a workbook, an
+    archive, a database: :func:`stef.config_files.binary_kind`), not JSON Lines text; else ``None``.
+
+    >>> _binary_file_reason(b"PK\\x03\\x04\\x14\\x00", 1)
+    'the file is a workbook or other zip archive (.xlsx, .ods, .zip), not JSON Lines text (one JSON object per line)'
+    """
+    if line_number != 1:
+        return None
+    kind = binary_kind(raw_bytes[:16])
+    return None if kind is None else f"the file is {kind}, not JSON Lines text (one JSON object per line)"
+
+
 def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | None:
     """Turn one raw line into a :class:`LogLine`; ``None`` for a blank line.
 
@@ -283,6 +297,9 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
         )
     if line_number == 1 and raw_bytes.startswith(b"\xef\xbb\xbf"):
         raw_bytes = raw_bytes[3:]  # UTF-8 byte-order mark written by some editors
+    binary = _binary_file_reason(raw_bytes, line_number)
+    if binary is not None:
+        return LogLine(source, line_number, None, binary, raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace"))
     try:
         text = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -336,6 +353,9 @@ def read_json_object(raw_bytes: bytes, line_number: int) -> tuple[dict[str, obje
         return None, f"line longer than {MAX_LINE_BYTES} bytes", raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
     if line_number == 1 and raw_bytes.startswith(b"\xef\xbb\xbf"):
         raw_bytes = raw_bytes[3:]
+    binary = _binary_file_reason(raw_bytes, line_number)
+    if binary is not None:
+        return None, binary, raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
     try:
         text = raw_bytes.decode("utf-8")
     except UnicodeDecodeError as exc:

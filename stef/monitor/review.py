@@ -375,13 +375,19 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
 def _not_utf8_message(path: Path, exc: UnicodeDecodeError) -> str:
     """The error of a label file that is not UTF-8: the line and byte, and how to save it instead.
 
-    A spreadsheet's plain "CSV" (Windows-1252 in Excel) and PowerShell's UTF-16 are the usual cases.
+    A spreadsheet's plain "CSV" (Windows-1252 in Excel) and PowerShell's UTF-16 are the usual cases;
+    a workbook itself (``review.xlsx``, a zip archive) is named as one, with how to save it as CSV.
 
     >>> bad = b"run_id,label,note\\nr1,correct,tr\\xe8s bien\\n"
     >>> _not_utf8_message(Path("labels.csv"), UnicodeDecodeError("utf-8", bad, 31, 32, "invalid"))
     'labels.csv:2: not UTF-8 text (byte 0xe8); save the file as UTF-8 (Excel: "CSV UTF-8")'
     """
+    from stef.config_files import not_text_message
+
     data = exc.object if isinstance(exc.object, bytes) else bytes(exc.object)
+    binary = not_text_message(data[:16], "a CSV, JSONL or JSON label file")
+    if binary is not None:
+        return f"{path}: {binary}"
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         return f'{path}: UTF-16 text, not UTF-8; save the file as UTF-8 (Excel: "CSV UTF-8")'
     line = data.count(b"\n", 0, exc.start) + 1

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from stef.config_files import read_config_text
+from stef.config_files import not_text_message, read_config_text
 from stef.errors import RulesError
 
 NORMALIZATION_RULES = ("required_group_by", "benign_group_by", "order_by_tolerance", "limit_tolerance")
@@ -197,6 +197,9 @@ def load_rules_file(path: str | Path) -> AppRules:
     except OSError as exc:
         raise RulesError(f"{path}: cannot read rule file ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
+        binary = not_text_message(bytes(exc.object[:16]), "a JSON rule file")
+        if binary is not None:
+            raise RulesError(f"{path}: {binary}") from exc
         raise RulesError(f"{path}: not a UTF-8 text file (invalid byte at offset {exc.start})") from exc
     try:
         payload = json.loads(text)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from stef.config_files import read_config_text
+from stef.config_files import not_text_message, read_config_text
 from stef.pipeline.schema import SCHEMA_VERSION_SUFFIX, DatabaseSchema, SchemaError, parse_catalog, parse_ddl
 
 
@@ -26,6 +26,9 @@ def load_schema_file(path: str | Path, dialect: str = "") -> DatabaseSchema:
     except OSError as exc:
         raise SchemaError(f"{path}: cannot read the schema file ({exc.strerror or exc})") from exc
     except UnicodeDecodeError as exc:
+        binary = not_text_message(bytes(exc.object[:16]), "a schema file (JSON or SQL text)")
+        if binary is not None:
+            raise SchemaError(f"{path}: {binary}") from exc
         raise SchemaError(f"{path}: not a UTF-8 text file (invalid byte at offset {exc.start})") from exc
     if path.suffix.lower() == ".json":
         try:

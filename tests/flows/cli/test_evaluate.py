@@ -296,6 +296,25 @@ def test_a_utf16_log_file_is_named_as_utf16(tmp_path: Path) -> None:
     assert all(row["status"] == "invalid_input" for row in rows)
 
 
+def test_a_workbook_log_file_is_named_as_a_workbook(tmp_path: Path) -> None:
+    """An Excel workbook passed as a log file: its first line was "invalid UTF-8 at byte 10"."""
+    import zipfile
+
+    source = tmp_path / "day.xlsx"
+    with zipfile.ZipFile(source, "w", compression=zipfile.ZIP_DEFLATED) as book:
+        book.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="x"/>' * 20)
+    out = tmp_path / "out.jsonl"
+    result = invoke("evaluate", str(source), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    rows = read_jsonl(out)
+    assert rows[0]["status"] == "invalid_input"
+    assert rows[0]["status_reason"] == (
+        "day.xlsx line 1: the file is a workbook or other zip archive (.xlsx, .ods, .zip), not JSON Lines text "
+        "(one JSON object per line)"
+    )
+    assert all(row["status"] == "invalid_input" for row in rows)
+
+
 def test_files_of_a_folder_that_look_like_logs_but_are_not_jsonl_are_named(tmp_path: Path) -> None:
     """``B.JSONL`` and ``c.json`` were left out without a word; a folder of only such files was
     "directory holds no *.jsonl files"."""

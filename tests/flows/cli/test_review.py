@@ -717,3 +717,20 @@ def test_backfill_names_the_calibrated_version_a_skipped_day_was_done_with(workd
     )  # fmt: skip
     assert backfill.exit_code == 0, backfill.output
     assert f"2026-11-26: skipped (already done with {calibrated}; --force redoes it)" in backfill.stdout.splitlines()
+
+
+def test_importing_a_workbook_says_it_is_one_and_how_to_save_csv(workdir: Path) -> None:
+    """`stef review import real.xlsx` said "not UTF-8 text (byte 0x86)"."""
+    import zipfile
+
+    warehouse = str(workdir / "stef-demo.duckdb")
+    book = workdir / "real.xlsx"
+    with zipfile.ZipFile(book, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="x"/>' * 20)
+    result = invoke("review", "import", str(book), "--warehouse", warehouse)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert " ".join(result.stderr.split()) == (
+        f"error: {book}: a workbook or other zip archive (.xlsx, .ods, .zip), not a CSV, JSONL or JSON label file; "
+        'if it is a workbook, open it in the spreadsheet and save the sheet as CSV (Excel: File > Save As > "CSV UTF-8")'
+    )
+    assert _stored_reviews(warehouse) == {}

@@ -529,3 +529,41 @@ def test_bad_lines_past_twenty_are_counted_not_listed(tmp_path: Path) -> None:
     assert message.count("not JSON") == 20 and message.endswith(
         "line 20: not JSON (Expecting property name enclosed in double quotes); … and 5 more"
     )
+
+
+def _workbook(path: Path) -> Path:
+    """A minimal Excel workbook (an .xlsx is a zip archive of XML parts)."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as book:
+        book.writestr("[Content_Types].xml", '<?xml version="1.0"?><Types xmlns="x"/>' * 20)
+        book.writestr("xl/worksheets/sheet1.xml", "<worksheet><sheetData/></worksheet>" * 20)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "kind"),
+    [
+        pytest.param("real.xlsx", None, "a workbook or other zip archive (.xlsx, .ods, .zip)", id="xlsx"),
+        pytest.param(
+            "old.xls",
+            b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\xfe\xff" + bytes(500),
+            "an Excel 97-2003 workbook (.xls) or other OLE2 file",
+            id="xls",
+        ),
+    ],
+)
+def test_a_workbook_label_file_is_named_as_a_workbook(tmp_path: Path, name: str, data: bytes | None, kind: str) -> None:
+    """An Excel workbook (a zip archive) was "not UTF-8 text (byte 0x86)": it says what the file is
+    and how to save it as CSV."""
+    path = tmp_path / name
+    if data is None:
+        _workbook(path)
+    else:
+        path.write_bytes(data)
+    with pytest.raises(LabelFileError) as caught:
+        read_label_file(path)
+    assert str(caught.value) == (
+        f"{path}: {kind}, not a CSV, JSONL or JSON label file; if it is a workbook, open it in the spreadsheet "
+        'and save the sheet as CSV (Excel: File > Save As > "CSV UTF-8")'
+    )

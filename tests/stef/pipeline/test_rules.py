@@ -52,6 +52,22 @@ def test_rule_file_that_is_not_json(tmp_path: Path) -> None:
         load_rules_file(path)
 
 
+def test_rule_file_that_is_a_workbook_or_archive_says_so(tmp_path: Path) -> None:
+    """A binary file was "not a UTF-8 text file (invalid byte at offset 10)"."""
+    import gzip
+
+    path = tmp_path / "acme.json"
+    path.write_bytes(gzip.compress(b'{"benign_filters": []}' * 50))
+    with pytest.raises(RulesError) as caught:
+        load_rules_file(path)
+    assert str(caught.value) == f"{path}: a gzip archive, not a JSON rule file"
+    path.write_bytes(b"PK\x03\x04\x14\x00\x06\x00\x08\x00\x00\x00!\x00\x86\xfe" + bytes(64))
+    with pytest.raises(
+        RulesError, match=r"acme\.json: a workbook or other zip archive \(\.xlsx, \.ods, \.zip\), not a JSON"
+    ):
+        load_rules_file(path)
+
+
 def test_rulebook_uses_app_file_then_default(tmp_path: Path) -> None:
     (tmp_path / "sales.json").write_text(
         json.dumps({"app_id": "sales", "column_mappings": {"territory": "region"}}), encoding="utf-8"
