@@ -171,15 +171,43 @@ def record_problem(line: LogLine) -> str | None:
     return None
 
 
+DUPLICATE_KIND = "duplicate run_id"
+"""The kind of both duplicate reasons: a ``run_id`` stored for another day
+(``duplicate run_id: already stored for log date D``, :func:`warehouse.store_day`) and one an
+earlier line of the same input holds (:func:`duplicate_reason`)."""
+
+_DUPLICATE_SCOPES = (
+    ("duplicate run_id: already stored", "stored for another day"),
+    ("run_id is a duplicate", "within the day"),
+)
+
+
 def rejection_kind(reason: str | None) -> str:
-    """The kind of a rejection reason, for counting: its text up to the first ``:`` or `` (``.
+    """The kind of a rejection reason, for counting: its text up to the first ``:`` or `` (``;
+    both duplicate reasons are one kind, :data:`DUPLICATE_KIND` (:func:`rejection_detail` tells
+    them apart).
 
     >>> rejection_kind("timestamp is not a date and time: 'soon' (log contract: ISO 8601)")
     'timestamp is not a date and time'
     >>> rejection_kind("not valid JSON: Expecting value (column 1)"), rejection_kind(None)
     ('not valid JSON', 'rejected')
+    >>> rejection_kind(duplicate_reason("r-1", "a.jsonl", 3)), rejection_kind("duplicate run_id: already stored for log date 2026-11-25")
+    ('duplicate run_id', 'duplicate run_id')
     """
+    if rejection_detail(reason) is not None:
+        return DUPLICATE_KIND
     return (reason or "rejected").split(":")[0].split(" (")[0]
+
+
+def rejection_detail(reason: str | None) -> str | None:
+    """What tells apart reasons of one kind: for a duplicate ``run_id``, ``stored for another day``
+    or ``within the day`` (an earlier line of the day's files holds it); else ``None``.
+
+    >>> rejection_detail(duplicate_reason("r-1", "a.jsonl", 3)), rejection_detail("not valid JSON: x")
+    ('within the day', None)
+    """
+    text = reason or ""
+    return next((scope for prefix, scope in _DUPLICATE_SCOPES if text.startswith(prefix)), None)
 
 
 class LogContractCheck:

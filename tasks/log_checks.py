@@ -20,6 +20,7 @@ from stef.log_contract import (
     duplicate_reason,
     is_extended_iso_timestamp,
     missing_reason,
+    rejection_detail,
     rejection_kind,
     timestamp_reason,
 )
@@ -217,10 +218,20 @@ def _gx_failures(lines: Sequence[LogLine]) -> dict[int, str]:
 
 
 def _top_reasons(lines: Sequence[LogLine], limit: int = 3) -> Iterator[str]:
-    """``"<count> x <kind>"`` for the most common kinds of rejection (:func:`stef.log_contract.rejection_kind`)."""
-    counts = Counter(rejection_kind(line.reason) for line in lines if line.record is None)
-    for reason, count in counts.most_common(limit):
-        yield f"{count} x {reason}"
+    """``"<count> x <kind>"`` for the most common kinds of rejection (:func:`stef.log_contract.rejection_kind`),
+    with the counts of the details that tell a kind's reasons apart when it has some
+    (:func:`stef.log_contract.rejection_detail`): ``3 x duplicate run_id (2 stored for another day, 1 within the day)``."""
+    reasons = [line.reason for line in lines if line.record is None]
+    counts = Counter(rejection_kind(reason) for reason in reasons)
+    details: dict[str, Counter[str]] = {}
+    for reason in reasons:
+        detail = rejection_detail(reason)
+        if detail is not None:
+            details.setdefault(rejection_kind(reason), Counter())[detail] += 1
+    for kind, count in counts.most_common(limit):
+        parts = details.get(kind)
+        suffix = f" ({', '.join(f'{n} {detail}' for detail, n in parts.most_common())})" if parts else ""
+        yield f"{count} x {kind}{suffix}"
 
 
 @task(name="validate-logs", cache_policy=NO_CACHE, persist_result=False)

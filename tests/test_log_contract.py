@@ -188,7 +188,7 @@ def test_stef_evaluate_reports_the_rejections_of_the_nightly(
             assert row["run_id"] == line.run_id
         else:
             assert row["status"] == "evaluated", row
-    assert any("run_id is a duplicate" in line and " 4 " in line for line in result.stdout.splitlines())
+    assert any("duplicate run_id" in line and " 4 " in line for line in result.stdout.splitlines())
 
 
 def test_the_contract_lists_each_expectation_with_a_great_expectations_twin() -> None:

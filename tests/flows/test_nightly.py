@@ -82,12 +82,20 @@ def test_a_day_delivered_again_under_a_new_date_fails_the_bad_share_gate(log_day
     warehouse_path = tmp_path / "stef.duckdb"
     settings: dict[str, Any] = {"logs_root": str(log_day), "warehouse": str(warehouse_path), "max_bad_share": 0.3}
     nightly(log_date=DAY, **settings)
+    again = log_day / "2026-11-21" / "sales-agent.jsonl"
+    with again.open("a", encoding="utf-8") as handle:  # one line twice within the day as well
+        handle.write(again.read_text(encoding="utf-8").splitlines()[0] + "\n")
     with pytest.raises(
-        LogQualityError, match=r"8 of 8 log lines .* duplicate run_id: already stored for log date 2026-11-20"
-    ):
+        LogQualityError, match=r"9 of 9 log lines .* duplicate run_id: already stored for log date 2026-11-20"
+    ) as caught:
         nightly(log_date=DAY + timedelta(days=1), **settings)
+    # one kind under one wording, with what tells its lines apart (it said "6 x duplicate run_id;
+    # 1 x run_id is a duplicate")
+    assert "most common reasons: 7 x duplicate run_id (6 stored for another day, 1 within the day); 1 x " in str(
+        caught.value
+    )
     opened = nightly(log_date=DAY + timedelta(days=1), **{**settings, "max_bad_share": 1.0})
-    assert (opened.records, opened.evaluated, opened.quarantined) == (8, 0, 8)
+    assert (opened.records, opened.evaluated, opened.quarantined) == (9, 0, 9)
     with connect(warehouse_path, read_only=True) as conn:
         reasons = conn.execute(
             "SELECT count(*) FROM quarantine WHERE log_date = ? AND reason LIKE 'duplicate run_id: already stored%'",

@@ -39,7 +39,7 @@ def test_validate_logs_fails_loudly_above_the_bad_share() -> None:
     assert len(validate_logs.fn(lines, max_bad_share=2 / 11)) == 11  # exactly at the limit: accepted
     with pytest.raises(
         LogQualityError,
-        match=r"2 of 11 log lines .* are bad \(18\.2%\), above the limit of 5\.0%; most common reasons: 1 x not valid JSON; 1 x run_id is a duplicate;",
+        match=r"2 of 11 log lines .* are bad \(18\.2%\), above the limit of 5\.0%; most common reasons: 1 x not valid JSON; 1 x duplicate run_id \(1 within the day\);",
     ):
         validate_logs.fn(lines)
 
