@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 import duckdb
 import polars as pl
@@ -36,6 +37,12 @@ class CampaignStoreSummary:
     runs: int
     outcomes: int
     skipped: int = 0
+
+
+def _file_key(source: str | None) -> str | None:
+    """An input file as ``campaign_skipped.source_file`` keys it: the absolute path, so that a rerun
+    naming the same file another way (``runs.jsonl``, ``./runs.jsonl``, its full path) replaces its rows."""
+    return None if source is None else str(Path(source).resolve())
 
 
 def store_campaign(
@@ -132,21 +139,23 @@ def store_campaign(
             x.input.value,
             x.status.value,
             x.reason,
-            x.source,
+            _file_key(x.source),
             x.line_number,
             x.raw,
             now,
         )
         for x in skipped
-        if x.campaign_id is None or x.campaign_id in ids
     ]
-    sources = sorted({*sources, *(x.source for x in skipped if x.campaign_id is None and x.source is not None)})
+    # the files whose lines naming no stored campaign are replaced (the same file however it was named)
+    named = (*sources, *(x.source for x in skipped if x.campaign_id not in ids))
+    file_keys = sorted({str(Path(source).resolve()) for source in named if source})
     with transaction(conn, f"storing campaigns {', '.join(ids) or '(none, only rejected lines)'} failed"):
         for table in ("campaigns", "campaign_runs", "campaign_outcomes", "campaign_skipped"):
             conn.execute(f"DELETE FROM {table} WHERE campaign_id IN (SELECT unnest($ids))", {"ids": ids})
-        conn.execute(
-            "DELETE FROM campaign_skipped WHERE campaign_id IS NULL AND source_file IN (SELECT unnest($sources))",
-            {"sources": sources},
+        conn.execute(  # this input's lines that name no campaign it stores: read again from the same files
+            "DELETE FROM campaign_skipped WHERE source_file IN (SELECT unnest($sources))"
+            " AND (campaign_id IS NULL OR campaign_id NOT IN (SELECT unnest($ids)))",
+            {"sources": file_keys, "ids": ids},
         )
         if summaries:  # none when every line was rejected without naming a campaign
             conn.executemany(

@@ -131,8 +131,11 @@ def run_campaign(
         results.append(result)
         if out_dir is not None:
             write_evidence(out_dir, run, result, catalog, settings)
+    # rejected lines count in the summary of a campaign this input holds; a line naming any other
+    # campaign must not make one (storing it would replace that campaign's earlier runs with none)
+    kept_campaigns = {run.campaign_id for run in kept}
     rejected_runs = Counter(
-        r.campaign_id for r in rejected if r.input is InputKind.RUN_LOG and r.campaign_id is not None
+        r.campaign_id for r in rejected if r.input is InputKind.RUN_LOG and r.campaign_id in kept_campaigns
     )
     summaries = summarize(results, settings, excluded, rejected_runs)
     if out_dir is not None:

@@ -619,3 +619,50 @@ def test_cli_compare_names_a_summary_file_that_is_not_one(tmp_path: Path, conten
     message = " ".join(result.stderr.split())
     assert f"{tmp_path / 'mcp' / 'summary.json'}: not a campaign summary written by `stef campaign run`" in message
     assert problem in message
+
+
+def test_a_rejected_line_naming_another_stored_campaign_keeps_that_campaign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One invalid line of the mcp log naming baseline-static made a 0-run summary of baseline-static:
+    storing it replaced the 30 outcomes stored from the baseline's own log with none, and its
+    summary.json with the empty one. The line is stored (with its campaign); the campaign stays.
+    Lines naming no stored campaign are replaced per file however the file is named on a rerun."""
+    import duckdb
+
+    lines = _sample_lines("runs.jsonl")
+    base = tmp_path / "base.jsonl"
+    base.write_text("\n".join(x for x in lines if json.loads(x)["campaign_id"] == "baseline-static") + "\n")
+    bad = '{"run_id": "x1", "campaign_id": "baseline-static", "question_id": "geo-000", "statements": "oops"}'
+    mcp = tmp_path / "mcp.jsonl"
+    mcp.write_text("\n".join([*(x for x in lines if json.loads(x)["campaign_id"] == "mcp"), bad, "not json"]) + "\n")
+    warehouse = tmp_path / "wh.duckdb"
+
+    def run(runs: str, out: Path) -> None:
+        args = ["campaign", "run", "--runs", runs, "--gold", str(SAMPLE / "gold.jsonl"), "--db"]
+        args += [str(SAMPLE / "geography.sqlite"), "--settings", str(SAMPLE / "settings.json"), "--out", str(out)]
+        result = runner.invoke(app, [*args, "--warehouse", str(warehouse), "--no-score"])
+        assert result.exit_code == 0, result.output
+
+    run(str(base), tmp_path / "o1")
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        before = conn.execute("SELECT campaign_id, count(*) FROM campaign_outcomes GROUP BY ALL ORDER BY 1").fetchall()
+        base_summary = conn.execute("SELECT summary FROM campaigns WHERE campaign_id = 'baseline-static'").fetchall()
+    assert before == [("baseline-static", 30)]
+    run(str(mcp), tmp_path / "o2")
+    monkeypatch.chdir(tmp_path)
+    run("mcp.jsonl", tmp_path / "o3")  # the same file by a relative name: its rows are replaced, not repeated
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        outcomes = conn.execute(
+            "SELECT campaign_id, count(*) FROM campaign_outcomes GROUP BY ALL ORDER BY 1"
+        ).fetchall()
+        summary = conn.execute("SELECT summary FROM campaigns WHERE campaign_id = 'baseline-static'").fetchall()
+        skipped = conn.execute(
+            "SELECT campaign_id, run_id, status, source_file, line_number FROM campaign_skipped ORDER BY line_number"
+        ).fetchall()
+    assert outcomes == [("baseline-static", 30), ("mcp", 30)] and summary == base_summary
+    assert not (tmp_path / "o2" / "baseline-static").exists() and not (tmp_path / "o3" / "baseline-static").exists()
+    assert skipped == [
+        ("baseline-static", "x1", "invalid_input", str(mcp.resolve()), 31),
+        (None, None, "invalid_input", str(mcp.resolve()), 32),
+    ]
