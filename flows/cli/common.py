@@ -165,9 +165,11 @@ write: a CSV file under such a name is refused by the spreadsheet ("file format 
 valid")."""
 
 
-def check_evaluator_version(target: Path, evaluator_version: str | None) -> None:
+def check_evaluator_version(target: Path, evaluator_version: str | None, read_only: bool = True) -> None:
     """Refuse an ``--evaluator-version`` of which ``target`` stores no evaluation (a typo), naming the
-    stored versions; ``None`` (the default: the newest stored) passes.
+    stored versions; ``None`` (the default: the newest stored) passes. ``read_only=False`` opens the
+    warehouse as the command then does (a command that writes migrates an older warehouse; a
+    read-only open of one is refused).
 
     Raises:
         CliError: no evaluation of ``evaluator_version`` is stored.
@@ -178,7 +180,7 @@ def check_evaluator_version(target: Path, evaluator_version: str | None) -> None
     from warehouse import connect
     from warehouse.monitoring import stored_evaluator_versions
 
-    with connect(target, read_only=True) as conn:
+    with connect(target, read_only=read_only) as conn:
         versions = stored_evaluator_versions(conn)
     if evaluator_version not in versions:
         shown = ", ".join(one_line(version) for version in versions[:6]) + (" …" if len(versions) > 6 else "")

@@ -297,8 +297,6 @@ def drift(
         from tasks.drift_checks import run_drift_check
         from warehouse import WarehouseReadOnlyError, existing_warehouse
 
-        if evaluator_version is not None:  # a typo: name the stored versions, not "no agent has evaluations"
-            check_evaluator_version(existing_warehouse(warehouse), evaluator_version)
         thresholds = DriftThresholds(
             min_samples=min_samples,
             error_rate_delta=error_rate_delta,
@@ -308,6 +306,8 @@ def drift(
             confidence_level=confidence,
         )
         try:
+            if evaluator_version is not None:  # a typo: name the stored versions, not "no agent has evaluations"
+                check_evaluator_version(existing_warehouse(warehouse), evaluator_version, read_only=no_store)
             check = run_drift_check(
                 warehouse,
                 agent,

@@ -515,3 +515,28 @@ def test_drift_names_the_answers_only_another_evaluator_version_scored(warehouse
         "left out baseline: 120 answers of v1 (2026-11-20 … 2026-11-22) scored only by evaluator stef-old, not "
         "compared; to compare like with like, score those days again with the same options (stef backfill --force)"
     ) in shown
+
+
+def test_drift_of_a_named_evaluator_version_migrates_an_older_warehouse_as_without_it(warehouse_file: Path) -> None:
+    """The check of --evaluator-version opened the warehouse read-only first: on a warehouse of an
+    older schema that open is refused ("open it once for writing"), while the same command without
+    the option migrated it and ran. Opened as the command opens it, both run."""
+    from stef.models import EVALUATOR_VERSION
+
+    with connect(warehouse_file) as conn:  # the schema before migration 0010
+        conn.execute("DROP TABLE campaign_skipped")
+        conn.execute("DELETE FROM schema_version WHERE version = 10")
+    result = _invoke(
+        "drift",
+        "--warehouse",
+        str(warehouse_file),
+        "--agent",
+        "bird",
+        "--evaluator-version",
+        EVALUATOR_VERSION,
+        "--json",
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["verdict"] == "drift"
+    with connect(warehouse_file, read_only=True) as conn:
+        assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (10,)
