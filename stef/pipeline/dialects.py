@@ -13,7 +13,8 @@ import threading
 from functools import lru_cache
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect, Dialects
+from sqlglot.dialects import DIALECT_MODULE_NAMES
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer
@@ -120,10 +121,11 @@ PyAthena's ``awsathena``), Python's ``sqlite3`` module, the products' own names 
 ``invalid_input`` (unknown SQL dialect)."""
 
 
-_BUILT_IN_DIALECTS = frozenset(dialect.value for dialect in Dialects if dialect.value)
-"""sqlglot's own dialect names, read from its ``Dialects`` enum: ``Dialect.classes`` would import
-every dialect module to list them (0.1 s of each worker's start). A plugin's dialect is not in
-it; its name is kept as written, so ``Dialect.get_or_raise`` still finds it."""
+_BUILT_IN_DIALECTS = frozenset(DIALECT_MODULE_NAMES)
+"""sqlglot's own dialect names, from the list of its dialect modules (``Dialect.classes`` would
+import every one of them to list them: 0.1 s of each worker's start; the ``Dialects`` enum lacks
+some, e.g. ``singlestore``). A plugin's dialect is not in it; its name is kept as written, so
+``Dialect.get_or_raise`` still finds it."""
 
 
 def _alias_key(name: str) -> str:
