@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -386,15 +387,21 @@ def drift_sentences(checks: Sequence[Mapping[str, Any]]) -> list[Text]:
 
 class _NoStefTraceback(logging.Filter):
     """Console-log filter: keep Prefect's "task run failed" line for a StefError (or an error of the
-    machine, :func:`environment_error_message`), drop its traceback.
+    machine, :func:`environment_error_message`, or any error once the command was interrupted),
+    drop its traceback.
 
     The CLI prints the error's message itself (:func:`user_errors`); the traceback of an error
-    raised on purpose only hides it. Other exceptions keep their traceback.
+    raised on purpose only hides it. After Ctrl-C or SIGTERM (:func:`interruptible`) an error is
+    the interrupt's consequence: DuckDB turns the KeyboardInterrupt of a running query into
+    ``RuntimeError('Query interrupted')``, which Prefect logged with its traceback above the
+    command's one line. Other exceptions keep their traceback.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if error is not None and (isinstance(error, StefError) or environment_error_message(error) is not None):
+        if error is not None and (
+            isinstance(error, StefError) or environment_error_message(error) is not None or _INTERRUPTED.is_set()
+        ):
             record.exc_info = None
             record.exc_text = None
         return True
@@ -585,6 +592,11 @@ def _unless_ignored(signum: int, handler: Callable[[int, Any], None]) -> Any:
     return signal.SIG_IGN if signal.getsignal(signum) is signal.SIG_IGN else handler
 
 
+_INTERRUPTED = threading.Event()
+"""Set once :func:`interruptible` received SIGINT or SIGTERM: the errors logged while the command
+unwinds are its consequence (:class:`_NoStefTraceback`)."""
+
+
 @contextmanager
 def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     """Around a command's work: Ctrl-C (SIGINT) and SIGTERM stop it promptly and say so.
@@ -609,6 +621,7 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
 
     def on_signal(signum: int, frame: object) -> None:
         received.append(signum)
+        _INTERRUPTED.set()
         raise CommandInterrupted(signum) if signum != signal.SIGINT else KeyboardInterrupt
 
     try:
