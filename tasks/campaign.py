@@ -21,7 +21,7 @@ from stef.models import Evaluation
 from stef.pipeline.evaluate import evaluate_many
 from tasks._runtime import io_task, run_logger
 from warehouse import connect
-from warehouse.campaign import CampaignStoreSummary, store_campaign
+from warehouse.campaign import CampaignStoreSummary, store_campaign_result
 
 
 @task(name="campaign-classify", cache_policy=NO_CACHE, persist_result=False)
@@ -77,14 +77,4 @@ def store_campaign_task(
     """Replace the campaigns' rows in the warehouse, the lines not classified with their reasons
     included (one transaction; retried on I/O errors)."""
     with connect(warehouse) as conn:
-        return store_campaign(
-            conn,
-            result.runs,
-            result.results,
-            result.summaries,
-            result.audit,
-            settings,
-            index_evaluations(evaluations),
-            skipped=result.not_classified(),
-            sources=result.sources,
-        )
+        return store_campaign_result(conn, result, settings, index_evaluations(evaluations))

@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 
 from stef.campaign.models import (
+    CampaignResult,
     CampaignRunLog,
     CampaignRunResult,
     CampaignSettings,
@@ -43,6 +44,28 @@ def _file_key(source: str | None) -> str | None:
     """An input file as ``campaign_skipped.source_file`` keys it: the absolute path, so that a rerun
     naming the same file another way (``runs.jsonl``, ``./runs.jsonl``, its full path) replaces its rows."""
     return None if source is None else str(Path(source).resolve())
+
+
+def store_campaign_result(
+    conn: duckdb.DuckDBPyConnection,
+    result: CampaignResult,
+    settings: CampaignSettings,
+    evaluations: Mapping[tuple[str | None, str | None], Evaluation] | None = None,
+) -> CampaignStoreSummary:
+    """:func:`store_campaign` of one :func:`stef.campaign.run.run_campaign` result: its runs, outcomes,
+    summaries, audit, and the lines it did not classify with the input files they came from (what
+    ``stef campaign run`` and the campaign flow store)."""
+    return store_campaign(
+        conn,
+        result.runs,
+        result.results,
+        result.summaries,
+        result.audit,
+        settings,
+        evaluations,
+        skipped=result.not_classified(),
+        sources=result.sources,
+    )
 
 
 def store_campaign(

@@ -199,20 +199,10 @@ def run(
         stored = None
         if not no_store:
             from warehouse import connect
-            from warehouse.campaign import store_campaign
+            from warehouse.campaign import store_campaign_result
 
             with connect(warehouse) as conn:
-                stored = store_campaign(
-                    conn,
-                    result.runs,
-                    result.results,
-                    result.summaries,
-                    result.audit,
-                    settings,
-                    evaluations,
-                    skipped=result.not_classified(),
-                    sources=result.sources,
-                )
+                stored = store_campaign_result(conn, result, settings, evaluations)
     if as_json:
         payload = result.as_json()
         payload["evidence"] = str(out)
