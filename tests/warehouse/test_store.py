@@ -180,13 +180,23 @@ def test_store_day_rejects_broken_contracts(
     assert count(conn, "SELECT count(*) FROM agent_runs") == 0
 
 
-def test_a_failed_write_rolls_back_and_keeps_the_previous_day(conn: duckdb.DuckDBPyConnection) -> None:
+@pytest.mark.parametrize(
+    ("share", "message"),
+    [
+        pytest.param(0.0, r"storing 2026-11-20 failed while staging its rows; nothing of the day changed", id="staged"),
+        pytest.param(0.5, r"storing 2026-11-20 failed and was rolled back: Conversion Error", id="direct"),
+    ],
+)
+def test_a_failed_write_rolls_back_and_keeps_the_previous_day(
+    conn: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch, share: float, message: str
+) -> None:
+    """A staged day fails while staging; a day inserted inside its transaction (it fits in half of
+    DuckDB's memory limit) fails inside it: either way the stored day stays as it was."""
+    monkeypatch.setattr(warehouse.store, "DIRECT_INSERT_SHARE", share)
     good = line(1, run_id="r1")
     store_day(conn, DAY, [good], [scored("r1", 80.0, Band.GOOD)])
     corrupt = LogLine(good.source, 1, good.record, None, "this raw text is not JSON", "r1")
-    with pytest.raises(
-        WarehouseError, match=r"storing 2026-11-20 failed while staging its rows; nothing of the day changed"
-    ):
+    with pytest.raises(WarehouseError, match=message):
         store_day(conn, DAY, [corrupt], [scored("r1", 10.0, Band.POOR)])
     assert conn.execute("SELECT run_id, score FROM evaluations").fetchall() == [("r1", 80.0)]
     assert count(conn, "SELECT count(*) FROM agent_runs") == 1
@@ -194,7 +204,9 @@ def test_a_failed_write_rolls_back_and_keeps_the_previous_day(conn: duckdb.DuckD
 
 def test_staging_rows_never_reach_the_warehouse_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The staging tables are the connection's temporary tables: a store, failed or not, leaves
-    no staging table in the file, nor does a run stopped in the middle of staging."""
+    no staging table in the file, nor does a run stopped in the middle of staging (a day larger
+    than :data:`warehouse.store.DIRECT_INSERT_SHARE` of DuckDB's memory limit: every day here)."""
+    monkeypatch.setattr(warehouse.store, "DIRECT_INSERT_SHARE", 0.0)
     path = tmp_path / "w.duckdb"
     writer = warehouse.connect(path)
     tables = "SELECT database_name, table_name FROM duckdb_tables() WHERE table_name LIKE '_stef_stage%'"
@@ -279,6 +291,47 @@ def test_lines_near_the_line_cap_are_stored_whole_under_the_memory_limit(tmp_pat
         )  # raw cut to 64 KiB by the reader
     finally:
         conn.close()
+
+
+def test_a_day_within_half_the_memory_limit_is_inserted_in_its_transaction_with_the_rows_of_a_staged_day(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixture day (a few KB of text) fits in half of DuckDB's 256 MB limit: no staging table
+    is made. Staged (the share set to 0) it stores the same rows, and a day over the share stages."""
+    lines, evaluations = _fixture_day()
+    made: list[str] = []
+    stage = warehouse.store._stage
+
+    def counting_stage(*args: object) -> None:
+        made.append("staged")
+        stage(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(warehouse.store, "_stage", counting_stage)
+    direct = warehouse.connect(tmp_path / "direct.duckdb")
+    store_day(direct, DAY, lines, [e.compact() for e in evaluations])
+    assert made == []
+    monkeypatch.setattr(warehouse.store, "DIRECT_INSERT_SHARE", 0.0)
+    staged = warehouse.connect(tmp_path / "staged.duckdb")
+    store_day(staged, DAY, lines, [e.compact() for e in evaluations])
+    assert made == ["staged"]
+    for table, key in (
+        ("evaluations", "evaluated_at"),
+        ("agent_runs", "ingested_at"),
+        ("quarantine", "quarantined_at"),
+    ):
+        query = f"SELECT * EXCLUDE ({key}) FROM {table} ORDER BY ALL"
+        assert direct.execute(query).fetchall() == staged.execute(query).fetchall(), table
+    assert count(direct, "SELECT count(*) FROM quarantine") > 0
+    direct.close()
+    staged.close()
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [("256MB", 255_957_401), ("2GB", int(1.8 * 1024**3)), ("512KiB", 512 * 1024), ("1TB", int(931.3 * 1024**3))],
+)
+def test_memory_limit_bytes_reads_duckdbs_setting(setting: str, expected: int) -> None:
+    assert warehouse.store.memory_limit_bytes(duckdb.connect(config={"memory_limit": setting})) == expected
 
 
 def test_staging_chunks_are_bounded_by_rows_and_text() -> None:
