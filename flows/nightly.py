@@ -51,6 +51,7 @@ from tasks.evaluate import RecordBatch, evaluation_batches, rulebook
 from tasks.scoring_pool import InterruptibleThreadPoolTaskRunner, ScoringPoolTaskRunner, pool_processes_of
 from tasks.traces import TraceSource, is_transient, pull_source, push_day, push_target
 from warehouse import resolve_path
+from warehouse.connection import wait_for_checkpoints
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)
 """Workers of the thread-pool task runner (``--task-runner thread``)."""
@@ -469,28 +470,35 @@ def nightly(
         )
     stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)
     timer.lap("store")
-    metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
-    publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
-    timer.lap("metrics")
-    drift = nightly_drift_step(warehouse_path, day, stored.evaluator_version)  # never raises
-    timer.lap("drift")
-    pushed = push_error = None
-    if push_to is not None:
-        try:
-            sent = push_scores(
-                push_to[0],
-                push_to[1],
-                warehouse_path,
-                day,
-                stored.evaluator_version,
-                source_project if source != "files" else None,
-                source if source != "files" else "phoenix",
-            )
-            pushed = f"{sent.results} results sent to {push_to[0]} {push_to[1]} ({sent.unscored} unscored)"
-        except StefError as exc:  # the day is stored: say why the push failed, do not fail the run
-            push_error = str(exc)
-            get_run_logger().error("push to %s failed: %s", push_to[0], exc)
-        timer.lap("push")
+    # The store's connection stays open (warehouse.connection.close_later): the metrics share the
+    # open database and write at once, and the drift checks start DuckDB's merge of the day's
+    # write-ahead log into the file (0.6 s for 20k records) once they have read their samples.
+    try:
+        metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
+        publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
+        timer.lap("metrics")
+        drift = nightly_drift_step(warehouse_path, day, stored.evaluator_version)  # never raises
+        timer.lap("drift")
+        pushed = push_error = None
+        if push_to is not None:
+            try:
+                sent = push_scores(
+                    push_to[0],
+                    push_to[1],
+                    warehouse_path,
+                    day,
+                    stored.evaluator_version,
+                    source_project if source != "files" else None,
+                    source if source != "files" else "phoenix",
+                )
+                pushed = f"{sent.results} results sent to {push_to[0]} {push_to[1]} ({sent.unscored} unscored)"
+            except StefError as exc:  # the day is stored: say why the push failed, do not fail the run
+                push_error = str(exc)
+                get_run_logger().error("push to %s failed: %s", push_to[0], exc)
+            timer.lap("push")
+    finally:
+        wait_for_checkpoints()
+    timer.lap("checkpoint")
     return NightlySummary(
         log_date=day,
         records=stored.lines,

@@ -21,8 +21,9 @@ from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV, drift_event, drift_markdown,
 from stef.monitor.drift import thresholds_from_env
 from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds
 from tasks._runtime import io_task, run_logger
-from tasks.drift_checks import nightly_plans, refresh_checks, run_check
+from tasks.drift_checks import compare_check, nightly_plans, read_check, refresh_checks
 from warehouse import connect
+from warehouse.connection import checkpoint_in_background
 from warehouse.monitoring import store_drift_checks
 
 DRIFT_ARTIFACT_KEY = "stef-drift"
@@ -60,9 +61,12 @@ def check_drift(
     limits = thresholds or thresholds_from_env()
     conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
-        checks = [
-            run_check(conn, plan, limits) for plan in nightly_plans(conn, log_date, evaluator_version, window_days)
-        ]
+        inputs = [read_check(conn, plan) for plan in nightly_plans(conn, log_date, evaluator_version, window_days)]
+        # The night's samples are read: DuckDB may merge the stored day's write-ahead log into the
+        # file now (warehouse.connection.close_later; a query with parameters waits for that merge),
+        # while the checks compute their bootstrap intervals.
+        checkpoint_in_background()
+        checks = [compare_check(check_inputs, limits) for check_inputs in inputs]
         refreshed, later, failures = refresh_checks(conn, log_date, evaluator_version, limits, window_days)
         store_drift_checks(
             conn,

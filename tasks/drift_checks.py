@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
@@ -313,16 +314,45 @@ def operating_points_for(conn: Any, evaluator_version: str) -> dict[str, Operati
     return points
 
 
-def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = None) -> DriftCheck:
-    """Read both samples of ``plan`` from the warehouse and compare them (:func:`stef.monitor.drift.compare`),
-    with the operating points of :func:`operating_points_for`."""
-    result = compare(
+@dataclass(frozen=True, slots=True)
+class CheckInputs:
+    """What one drift check reads from the warehouse (:func:`read_check`), compared by :func:`compare_check`.
+
+    Attributes:
+        plan: the check.
+        baseline, candidate: the two samples (:func:`read_drift_sample`).
+        operating_points: calibration key -> operating point (:func:`operating_points_for`).
+        left_out: the answers the check does not see (:func:`left_out_of`).
+    """
+
+    plan: DriftPlan
+    baseline: DriftSample
+    candidate: DriftSample
+    operating_points: Mapping[str, OperatingPoint]
+    left_out: tuple[dict[str, Any], ...]
+
+
+def read_check(conn: Any, plan: DriftPlan) -> CheckInputs:
+    """Read what ``plan`` compares: both samples, the operating points and the answers left out."""
+    return CheckInputs(
+        plan,
         read_drift_sample(conn, plan.agent_id, plan.baseline_version, plan.baseline_window, plan.evaluator_version),
         read_drift_sample(conn, plan.agent_id, plan.candidate_version, plan.candidate_window, plan.evaluator_version),
-        thresholds,
         operating_points_for(conn, plan.evaluator_version),
+        left_out_of(conn, plan),
     )
-    return DriftCheck(plan, result, left_out_of(conn, plan))
+
+
+def compare_check(inputs: CheckInputs, thresholds: DriftThresholds | None = None) -> DriftCheck:
+    """Compare the samples of :func:`read_check` (:func:`stef.monitor.drift.compare`); no warehouse access."""
+    result = compare(inputs.baseline, inputs.candidate, thresholds, inputs.operating_points)
+    return DriftCheck(inputs.plan, result, inputs.left_out)
+
+
+def run_check(conn: Any, plan: DriftPlan, thresholds: DriftThresholds | None = None) -> DriftCheck:
+    """Read both samples of ``plan`` from the warehouse and compare them (:func:`stef.monitor.drift.compare`),
+    with the operating points of :func:`operating_points_for`: :func:`read_check`, then :func:`compare_check`."""
+    return compare_check(read_check(conn, plan), thresholds)
 
 
 def left_out_of(conn: Any, plan: DriftPlan) -> tuple[dict[str, Any], ...]:

@@ -14,6 +14,7 @@ from stef.models import EVALUATOR_VERSION, Evaluation, ObservedCatalogBook, Stor
 from stef.pipeline.evaluate import rejected_evaluation
 from tasks._runtime import io_task, run_logger
 from warehouse import StoreSummary, compute_daily_metrics, connect, line_identity, store_day, stored_elsewhere
+from warehouse.connection import close_later
 
 
 def quarantine_evaluations(
@@ -165,7 +166,10 @@ def store_results(
     """Replace the day in the warehouse: runs, evaluations and quarantine (one transaction).
 
     Adds the ``invalid_input`` evaluations of quarantined lines
-    (:func:`quarantine_evaluations`) before calling :func:`warehouse.store_day`.
+    (:func:`quarantine_evaluations`) before calling :func:`warehouse.store_day`. Once the day is
+    committed its connection stays open (:func:`warehouse.connection.close_later`): the caller
+    has it checkpointed and closed in the background (:func:`warehouse.connection.checkpoint_in_background`)
+    and waits for that (:func:`warehouse.connection.wait_for_checkpoints`) before it ends.
 
     Args:
         warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
@@ -187,8 +191,10 @@ def store_results(
     conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
         summary = store_day(conn, log_date, lines, everything, evaluator_version=evaluator_version)
-    finally:
+    except BaseException:
         conn.close()
+        raise
+    close_later(conn)  # the day is committed: the flow checkpoints it in the background (checkpoint_in_background)
     run_logger().info(
         "stored %s: %d runs, %d evaluations (%d scored), %d quarantined",
         log_date.isoformat(),

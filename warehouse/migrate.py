@@ -137,12 +137,14 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
             application's database (:func:`check_is_warehouse`; nothing is written to it).
     """
     check_is_warehouse(conn, "the database")
+    migrations = available_migrations()
+    latest = migrations[-1].version if migrations else 0
+    if current_version(conn) == latest > 0:  # up to date: opened with reads only (a write would wait for a checkpoint)
+        return ()
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
     )
     applied = {int(row[0]) for row in conn.execute("SELECT version FROM schema_version").fetchall()}
-    migrations = available_migrations()
-    latest = migrations[-1].version if migrations else 0
     if applied and max(applied) > latest:
         raise WarehouseError(
             f"the warehouse has schema version {max(applied)} but this stef knows only up to {latest}; upgrade stef"

@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 
 import flows.nightly
+import warehouse.connection
 from flows.nightly import NightlySummary, nightly, resolve_log_date
 from stef.errors import InputError
 from tasks.artifacts import SUMMARY_ARTIFACT_KEY
@@ -43,6 +44,10 @@ def test_nightly_stores_a_day_and_a_rerun_replaces_it(log_day: Path, tmp_path: P
         ("support-bot", "v1.0.0", 3, 1),
     ]
     assert (second.records, second.evaluated, second.quarantined) == (first.records, first.evaluated, first.quarantined)
+    # the flow ends once the background checkpoint of its store has merged the write-ahead log
+    assert not Path(f"{warehouse_path}.wal").exists()
+    assert (warehouse.connection._DEFERRED, warehouse.connection._CHECKPOINTS) == ([], [])
+    assert list(second.timings)[-3:] == ["metrics", "drift", "checkpoint"]
 
     conn = connect(warehouse_path, read_only=True)
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import time
 from pathlib import Path
 
 import duckdb
@@ -179,3 +180,77 @@ def test_an_empty_duckdb_file_becomes_a_warehouse(tmp_path: Path) -> None:
     duckdb.connect(str(path)).close()
     with connect(path) as conn:
         assert current_version(conn) == warehouse.migrate.available_migrations()[-1].version
+
+
+def test_a_connection_closed_later_is_checkpointed_in_the_background_and_a_reader_waits_for_it(tmp_path: Path) -> None:
+    """A committed day sits in DuckDB's write-ahead log until a checkpoint: the background close
+    merges it (no ``.wal`` file is left), a read-only connection of the same process waits for it
+    (DuckDB refuses one while the file is open for writing), and the rows are there."""
+    path = tmp_path / "w.duckdb"
+    writer = connect(path)
+    writer.execute("CREATE TABLE facts AS SELECT range AS n, repeat('x', 200) AS text FROM range(20000)")
+    assert Path(f"{path}.wal").exists()
+
+    class SlowToCheckpoint:
+        """The writer, whose checkpoint starts 0.3 s late: the reader below comes while it is open."""
+
+        def execute(self, query: str) -> object:
+            time.sleep(0.3)
+            return writer.execute(query)
+
+        def close(self) -> None:
+            writer.close()
+
+    warehouse.connection.close_later(SlowToCheckpoint())  # type: ignore[arg-type]
+    warehouse.connection.checkpoint_in_background()
+    sharing = connect(path)  # a writer of the same process shares the open database meanwhile
+    assert sharing.execute("SELECT count(*) FROM facts").fetchone() == (20_000,)
+    sharing.close()
+    reader = connect(path, read_only=True)
+    try:
+        assert reader.execute("SELECT count(*), sum(n) FROM facts").fetchone() == (20_000, sum(range(20_000)))
+    finally:
+        reader.close()
+    warehouse.connection.wait_for_checkpoints()
+    assert not Path(f"{path}.wal").exists()
+    assert warehouse.connection._CHECKPOINTS == []
+
+
+def test_a_failed_background_checkpoint_is_logged_and_the_connection_closed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "w.duckdb"
+    conn = connect(path)
+    conn.execute("CREATE TABLE facts AS SELECT range AS n FROM range(10)")
+
+    class FailingCheckpoint:
+        """The connection, whose checkpoint fails (a full disk)."""
+
+        def execute(self, query: str) -> object:
+            if query == "CHECKPOINT":
+                raise duckdb.IOException("No space left on device")
+            return conn.execute(query)
+
+        def close(self) -> None:
+            conn.close()
+
+    with caplog.at_level("WARNING", logger="warehouse.connection"):
+        warehouse.connection.close_later(FailingCheckpoint())  # type: ignore[arg-type]
+        warehouse.connection.wait_for_checkpoints()
+    assert [record.getMessage() for record in caplog.records] == [
+        "warehouse checkpoint skipped, the next close does it: No space left on device"
+    ]
+    with pytest.raises(duckdb.ConnectionException):
+        conn.execute("SELECT 1")
+    reader = connect(path, read_only=True)  # the committed rows were kept
+    try:
+        assert reader.execute("SELECT count(*) FROM facts").fetchone() == (10,)
+    finally:
+        reader.close()
+
+
+def test_a_connection_that_cannot_be_kept_open_is_closed_at_once(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "w.duckdb")
+    conn.close()
+    warehouse.connection.close_later(conn)  # its setting cannot be changed: nothing is deferred
+    assert warehouse.connection._DEFERRED == []
