@@ -468,12 +468,12 @@ def nightly(
             usd(budget.spent_usd),
             usd(budget.max_usd),
         )
-    stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)
-    timer.lap("store")
     # The store's connection stays open (warehouse.connection.close_later): the metrics share the
     # open database and write at once, and the drift checks start DuckDB's merge of the day's
     # write-ahead log into the file (0.6 s for 20k records) once they have read their samples.
     try:
+        stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)
+        timer.lap("store")
         metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
         publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
         timer.lap("metrics")

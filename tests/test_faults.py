@@ -4,9 +4,10 @@ warehouse, a lock held past the timeout, a 50 MB log file with one bad line, the
 The subprocess tests run the real ``stef nightly`` command (its typer app) in a fresh Python
 process. To stop a run at a known point of storing, the process is started through
 :data:`_HOOKED_STEF`: it wraps a function of ``warehouse.store`` (``$STEF_TEST_HOLD_AT``, default
-``_record_stored_day``: inside the day's transaction, after its rows were moved from the staging
-tables, before the commit; ``_evaluations_table``: while staging, after the ``agent_runs`` chunks,
-before the first ``evaluations`` chunk) so that it creates a marker file and then waits for a release file. No test hook lives in the product code. Each subprocess pays
+``_record_stored_day``: inside the day's transaction, after its rows were inserted, before the
+commit; ``_evaluations_table``: while staging, after the ``agent_runs`` chunks, before the first
+``evaluations`` chunk, the day being staged whatever its size: ``DIRECT_INSERT_SHARE`` 0) so that it
+creates a marker file and then waits for a release file. No test hook lives in the product code. Each subprocess pays
 Prefect's temporary-server startup (about 10 s), hence the ``slow`` marks.
 """
 
@@ -51,6 +52,8 @@ _HOOKED_STEF = textwrap.dedent(
         return _original(*args, **kwargs)
 
     setattr(store, _point, _hold)
+    if _point == "_evaluations_table":  # a day this small is inserted in its transaction, not staged
+        store.DIRECT_INSERT_SHARE = 0.0
     from flows.cli.main import app
     app(sys.argv[1:], prog_name="stef")
     """

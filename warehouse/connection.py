@@ -281,8 +281,8 @@ def checkpoint_in_background() -> None:
 
     def checkpoint_then_close(conn: duckdb.DuckDBPyConnection) -> None:
         try:
-            conn.execute("RESET checkpoint_threshold")
             conn.execute("CHECKPOINT")
+            conn.execute("RESET checkpoint_threshold")
         except duckdb.Error as exc:
             _LOGGER.warning("warehouse checkpoint skipped, the next close does it: %s", one_line(str(exc)))
         finally:
@@ -302,9 +302,9 @@ def wait_for_checkpoints() -> None:
     started yet) and wait until all are closed: before the process hands the file to another
     process, or opens it read-only (DuckDB refuses that while it is open for writing)."""
     checkpoint_in_background()
-    while True:
-        with _CHECKPOINTS_LOCK:
-            if not _CHECKPOINTS:
-                return
-            thread = _CHECKPOINTS.pop()
+    with _CHECKPOINTS_LOCK:
+        running = list(_CHECKPOINTS)
+    for thread in running:  # every caller joins every thread: none returns while one still runs
         thread.join()
+    with _CHECKPOINTS_LOCK:
+        _CHECKPOINTS[:] = [thread for thread in _CHECKPOINTS if thread.is_alive() or thread not in running]

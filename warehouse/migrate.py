@@ -122,6 +122,13 @@ def check_is_warehouse(conn: duckdb.DuckDBPyConnection, where: str) -> None:
         )
 
 
+def _applied_versions(conn: duckdb.DuckDBPyConnection) -> set[int]:
+    """The versions recorded in ``schema_version`` (none without the table), read without writing."""
+    if current_version(conn) == 0:
+        return set()
+    return {int(row[0]) for row in conn.execute("SELECT version FROM schema_version").fetchall()}
+
+
 def apply_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
     """Apply every migration not yet recorded in ``schema_version``.
 
@@ -139,8 +146,8 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
     check_is_warehouse(conn, "the database")
     migrations = available_migrations()
     latest = migrations[-1].version if migrations else 0
-    if current_version(conn) == latest > 0:  # up to date: opened with reads only (a write would wait for a checkpoint)
-        return ()
+    if _applied_versions(conn) == {migration.version for migration in migrations}:
+        return ()  # up to date: read only (a write would wait for a running checkpoint)
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
     )

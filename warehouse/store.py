@@ -612,10 +612,13 @@ _SIZE_UNITS = {
     "MiB": 1024**2,
     "GiB": 1024**3,
     "TiB": 1024**4,
+    "PiB": 1024**5,
+    "EiB": 1024**6,
     "KB": 1000,
     "MB": 1000**2,
     "GB": 1000**3,
     "TB": 1000**4,
+    "PB": 1000**5,
 }
 
 
@@ -626,8 +629,8 @@ def memory_limit_bytes(conn: duckdb.DuckDBPyConnection) -> int | None:
     >>> memory_limit_bytes(duckdb.connect(config={"memory_limit": "256MB"}))
     255957401
     """
-    row = conn.execute("SELECT current_setting('memory_limit')").fetchone()
-    number, _, unit = str(row[0] if row else "").strip().partition(" ")
+    rows = conn.execute("SELECT current_setting('memory_limit')").fetchall()  # no result left unread (DuckDB 2)
+    number, _, unit = str(rows[0][0] if rows else "").strip().partition(" ")
     try:
         value = float(number)
     except ValueError:

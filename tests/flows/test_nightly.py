@@ -75,6 +75,35 @@ def test_nightly_stores_a_day_and_a_rerun_replaces_it(log_day: Path, tmp_path: P
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("prefect_harness")
+def test_a_failure_after_the_store_still_closes_the_warehouse(
+    log_day: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store keeps its connection open for a background checkpoint: a failure right after it
+    (here its own log line) still closes it before the flow ends, so the file is not left locked."""
+    import duckdb
+
+    import tasks.store
+
+    class FailingLogger:
+        def warning(self, *args: object) -> None: ...
+
+        def info(self, *args: object) -> None:
+            raise RuntimeError("the log handler broke")
+
+    monkeypatch.setattr(tasks.store, "run_logger", FailingLogger)
+    warehouse_path = tmp_path / "stef.duckdb"
+    with pytest.raises(RuntimeError, match="the log handler broke"):
+        nightly(log_date=DAY, logs_root=str(log_day), warehouse=str(warehouse_path), max_bad_share=0.3)
+    assert (warehouse.connection._DEFERRED, warehouse.connection._CHECKPOINTS) == ([], [])
+    reader = duckdb.connect(str(warehouse_path), read_only=True)  # refused while this process had it open for writing
+    try:
+        assert reader.execute("SELECT count(*) FROM agent_runs").fetchall() == [(6,)]  # the store committed
+    finally:
+        reader.close()
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
 def test_a_day_delivered_again_under_a_new_date_fails_the_bad_share_gate(log_day: Path, tmp_path: Path) -> None:
     """The records of 2026-11-20 again as 2026-11-21: their run ids are stored for another day, so
     they are bad lines for the gate (the run fails, nothing of the new day is stored but its

@@ -254,3 +254,36 @@ def test_a_connection_that_cannot_be_kept_open_is_closed_at_once(tmp_path: Path)
     conn.close()
     warehouse.connection.close_later(conn)  # its setting cannot be changed: nothing is deferred
     assert warehouse.connection._DEFERRED == []
+
+
+def test_every_waiter_waits_for_a_running_checkpoint(tmp_path: Path) -> None:
+    """Two threads wait for the same background checkpoint: neither returns before it is done (a
+    read-only connection after either wait finds the file closed for writing)."""
+    import threading
+
+    path = tmp_path / "w.duckdb"
+    writer = connect(path)
+    writer.execute("CREATE TABLE facts AS SELECT range AS n FROM range(10)")
+
+    class SlowToCheckpoint:
+        def execute(self, query: str) -> object:
+            if query == "CHECKPOINT":
+                time.sleep(0.5)
+            return writer.execute(query)
+
+        def close(self) -> None:
+            writer.close()
+
+    warehouse.connection.close_later(SlowToCheckpoint())  # type: ignore[arg-type]
+    warehouse.connection.checkpoint_in_background()
+    other = threading.Thread(target=warehouse.connection.wait_for_checkpoints)
+    other.start()
+    time.sleep(0.1)  # the other thread waits first
+    warehouse.connection.wait_for_checkpoints()
+    reader = duckdb.connect(str(path), read_only=True)  # no waiting here: DuckDB refuses it while the writer is open
+    try:
+        assert reader.execute("SELECT count(*) FROM facts").fetchall() == [(10,)]
+    finally:
+        reader.close()
+    other.join()
+    assert warehouse.connection._CHECKPOINTS == []

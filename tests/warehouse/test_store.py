@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
 import warehouse
@@ -268,10 +269,15 @@ def test_compact_evaluations_store_the_same_rows_in_chunks(tmp_path: Path, monke
     compact.close()
 
 
-def test_lines_near_the_line_cap_are_stored_whole_under_the_memory_limit(tmp_path: Path) -> None:
+@pytest.mark.parametrize("share", [0.0, warehouse.store.DIRECT_INSERT_SHARE], ids=["staged", "default"])
+def test_lines_near_the_line_cap_are_stored_whole_under_the_memory_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: float
+) -> None:
     """Four records of 15 MB questions (raw line and question: 30 MB of text each), under DuckDB's
     default 256 MB limit: staged in chunks of at most 16 MiB of text (one row alone when larger),
-    the day is stored and no question is cut (it failed with "Out of Memory Error" in one chunk)."""
+    the day is stored and no question is cut (it failed with "Out of Memory Error" in one chunk);
+    with the default share (about 120 MB of text: inserted in the day's transaction) too."""
+    monkeypatch.setattr(warehouse.store, "DIRECT_INSERT_SHARE", share)
     question = "How many " + "x" * 15_000_000 + "?"
     lines = [line(i, run_id=f"huge-{i}", question=question) for i in range(1, 5)]
     lines += [line(i, run_id=f"r{i}") for i in range(5, 105)]
@@ -331,7 +337,10 @@ def test_a_day_within_half_the_memory_limit_is_inserted_in_its_transaction_with_
     [("256MB", 255_957_401), ("2GB", int(1.8 * 1024**3)), ("512KiB", 512 * 1024), ("1TB", int(931.3 * 1024**3))],
 )
 def test_memory_limit_bytes_reads_duckdbs_setting(setting: str, expected: int) -> None:
-    assert warehouse.store.memory_limit_bytes(duckdb.connect(config={"memory_limit": setting})) == expected
+    conn = duckdb.connect(config={"memory_limit": setting})
+    assert warehouse.store.memory_limit_bytes(conn) == expected
+    conn.register("frame", pl.DataFrame({"n": [1]}))  # no result left unread: DuckDB 2 refuses this after a fetchone
+    assert conn.execute("SELECT n FROM frame").fetchall() == [(1,)]
 
 
 def test_staging_chunks_are_bounded_by_rows_and_text() -> None:
