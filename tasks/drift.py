@@ -61,12 +61,15 @@ def check_drift(
     limits = thresholds or thresholds_from_env()
     conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
-        inputs = [read_check(conn, plan) for plan in nightly_plans(conn, log_date, evaluator_version, window_days)]
-        # The night's samples are read: DuckDB may merge the stored day's write-ahead log into the
-        # file now (warehouse.connection.close_later; a query with parameters waits for that merge),
-        # while the checks compute their bootstrap intervals.
-        checkpoint_in_background()
-        checks = [compare_check(check_inputs, limits) for check_inputs in inputs]
+        checks = []
+        for plan in nightly_plans(conn, log_date, evaluator_version, window_days):
+            inputs = read_check(conn, plan)  # one check's samples in memory at a time
+            # The first check's samples are read: DuckDB may merge the stored day's write-ahead log
+            # into the file now (warehouse.connection.close_later; a query with parameters waits for
+            # that merge), while the check computes its bootstrap intervals.
+            checkpoint_in_background()
+            checks.append(compare_check(inputs, limits))
+        checkpoint_in_background()  # a night without checks (no-op once started)
         refreshed, later, failures = refresh_checks(conn, log_date, evaluator_version, limits, window_days)
         store_drift_checks(
             conn,
