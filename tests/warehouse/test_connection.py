@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -182,6 +183,23 @@ def test_an_empty_duckdb_file_becomes_a_warehouse(tmp_path: Path) -> None:
         assert current_version(conn) == warehouse.migrate.available_migrations()[-1].version
 
 
+class _HookedCheckpoint:
+    """A connection for :func:`warehouse.connection.close_later` whose ``CHECKPOINT`` first runs
+    ``before_checkpoint`` (a delay, a failure), then goes to ``conn``."""
+
+    def __init__(self, conn: duckdb.DuckDBPyConnection, before_checkpoint: Callable[[], None]) -> None:
+        self.conn = conn
+        self.before_checkpoint = before_checkpoint
+
+    def execute(self, query: str) -> object:
+        if query == "CHECKPOINT":
+            self.before_checkpoint()
+        return self.conn.execute(query)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def test_a_connection_closed_later_is_checkpointed_in_the_background_and_a_reader_waits_for_it(tmp_path: Path) -> None:
     """A committed day sits in DuckDB's write-ahead log until a checkpoint: the background close
     merges it (no ``.wal`` file is left), a read-only connection of the same process waits for it
@@ -191,17 +209,8 @@ def test_a_connection_closed_later_is_checkpointed_in_the_background_and_a_reade
     writer.execute("CREATE TABLE facts AS SELECT range AS n, repeat('x', 200) AS text FROM range(20000)")
     assert Path(f"{path}.wal").exists()
 
-    class SlowToCheckpoint:
-        """The writer, whose checkpoint starts 0.3 s late: the reader below comes while it is open."""
-
-        def execute(self, query: str) -> object:
-            time.sleep(0.3)
-            return writer.execute(query)
-
-        def close(self) -> None:
-            writer.close()
-
-    warehouse.connection.close_later(SlowToCheckpoint())  # type: ignore[arg-type]
+    # the writer's checkpoint starts 0.3 s late: the reader below comes while it is open
+    warehouse.connection.close_later(_HookedCheckpoint(writer, lambda: time.sleep(0.3)))  # type: ignore[arg-type]
     warehouse.connection.checkpoint_in_background()
     sharing = connect(path)  # a writer of the same process shares the open database meanwhile
     assert sharing.execute("SELECT count(*) FROM facts").fetchone() == (20_000,)
@@ -223,19 +232,11 @@ def test_a_failed_background_checkpoint_is_logged_and_the_connection_closed(
     conn = connect(path)
     conn.execute("CREATE TABLE facts AS SELECT range AS n FROM range(10)")
 
-    class FailingCheckpoint:
-        """The connection, whose checkpoint fails (a full disk)."""
-
-        def execute(self, query: str) -> object:
-            if query == "CHECKPOINT":
-                raise duckdb.IOException("No space left on device")
-            return conn.execute(query)
-
-        def close(self) -> None:
-            conn.close()
+    def disk_full() -> None:
+        raise duckdb.IOException("No space left on device")
 
     with caplog.at_level("WARNING", logger="warehouse.connection"):
-        warehouse.connection.close_later(FailingCheckpoint())  # type: ignore[arg-type]
+        warehouse.connection.close_later(_HookedCheckpoint(conn, disk_full))  # type: ignore[arg-type]
         warehouse.connection.wait_for_checkpoints()
     assert [record.getMessage() for record in caplog.records] == [
         "warehouse checkpoint skipped, the next close does it: No space left on device"
@@ -265,16 +266,7 @@ def test_every_waiter_waits_for_a_running_checkpoint(tmp_path: Path) -> None:
     writer = connect(path)
     writer.execute("CREATE TABLE facts AS SELECT range AS n FROM range(10)")
 
-    class SlowToCheckpoint:
-        def execute(self, query: str) -> object:
-            if query == "CHECKPOINT":
-                time.sleep(0.5)
-            return writer.execute(query)
-
-        def close(self) -> None:
-            writer.close()
-
-    warehouse.connection.close_later(SlowToCheckpoint())  # type: ignore[arg-type]
+    warehouse.connection.close_later(_HookedCheckpoint(writer, lambda: time.sleep(0.5)))  # type: ignore[arg-type]
     warehouse.connection.checkpoint_in_background()
     other = threading.Thread(target=warehouse.connection.wait_for_checkpoints)
     other.start()
