@@ -30,7 +30,7 @@ from stef.errors import InputError, StefError
 from stef.llm.breaker import DEFAULT_BREAKER_FAILURES, release_breaker
 from stef.llm.budget import release_budget, usd
 from stef.llm.settings import DEFAULT_CONCURRENCY, DEFAULT_TIMEOUT_S, SYMBOLIC, JudgeSettings, preflight
-from stef.models import EVALUATOR_VERSION, CompactEvaluation
+from stef.models import EVALUATOR_VERSION, CompactEvaluation, evidence_compressed
 from tasks import (
     bad_share_error,
     check_warehouse,
@@ -421,12 +421,20 @@ def nightly(
     catalogs = (
         {} if observed is None else {"observed": observed}
     )  # not quoted: a Dask worker would get the quote itself
+    compress = evidence_compressed(records)  # a small day's evidence stays text (faster; the store reads it as is)
     started = time.perf_counter()
     evaluation_started(day, len(records), len(parts))
     try:
         futures = [
             evaluate_batch.submit(
-                RecordBatch(batch), rules_dir, settings, warehouse_path, compact=True, processes=processes, **catalogs
+                RecordBatch(batch),
+                rules_dir,
+                settings,
+                warehouse_path,
+                compact=True,
+                processes=processes,
+                compress=compress,
+                **catalogs,
             )
             for batch in parts
         ]

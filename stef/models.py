@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -425,8 +425,11 @@ class Evaluation(_Frozen):
         """The whole evaluation as one JSON document (the warehouse's ``evidence`` column)."""
         return self.model_dump_json()
 
-    def compact(self) -> CompactEvaluation:
-        """This evaluation as a :class:`CompactEvaluation` (its keys and its compressed evidence JSON)."""
+    def compact(self, compress: bool = True) -> CompactEvaluation:
+        """This evaluation as a :class:`CompactEvaluation`: its keys and its evidence JSON,
+        zlib-compressed (``compress``, the default) or as text (``compress=False``: faster, about
+        2.5 times the bytes; :data:`PLAIN_EVIDENCE_MAX_BYTES`)."""
+        text = self.model_dump_json()
         return CompactEvaluation(
             run_id=self.run_id,
             status=self.status,
@@ -434,20 +437,27 @@ class Evaluation(_Frozen):
             agent_id=self.agent_id,
             agent_version=self.agent_version,
             app_id=self.app_id,
-            evidence_zlib=zlib.compress(self.model_dump_json().encode("utf-8"), 1),
+            evidence=zlib.compress(text.encode("utf-8"), 1) if compress else text,
         )
+
+    def compact_plain(self) -> CompactEvaluation:
+        """:meth:`compact` with its evidence JSON as text (``compress=False``)."""
+        return self.compact(compress=False)
 
 
 @dataclass(frozen=True, slots=True)
 class CompactEvaluation:
-    """An :class:`Evaluation` reduced to what the warehouse stores: its keys and its evidence JSON,
-    zlib-compressed (about 1.2 KB per record instead of about 20 KB of Python objects), so a day
-    of 100k records and its copies in transit between processes fit in memory. Batch tasks of
-    the nightly flow return these.
+    """An :class:`Evaluation` reduced to what the warehouse stores: its keys and its evidence JSON
+    (about 3.3 KB of text per record of the demo's kind instead of about 20 KB of Python objects),
+    zlib-compressed for a large day (about 1.3 KB), so a day of 100k records and its copies in
+    transit between processes fit in memory. Batch tasks of the nightly flow return these.
 
     >>> e = Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=90.0).compact()
     >>> e.run_id, e.status.value, Evaluation.model_validate_json(e.evidence_json()).score
     ('r1', 'evaluated', 90.0)
+    >>> plain = Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=90.0).compact(compress=False)
+    >>> plain.evidence_json() == e.evidence_json(), type(plain.evidence).__name__, type(e.evidence).__name__
+    (True, 'str', 'bytes')
     """
 
     run_id: str | None
@@ -456,16 +466,51 @@ class CompactEvaluation:
     agent_id: str | None
     agent_version: str | None
     app_id: str | None
-    evidence_zlib: bytes
-    """``Evaluation.model_dump_json()`` as UTF-8, zlib level 1 (about 40 % of the text)."""
+    evidence: str | bytes
+    """``Evaluation.model_dump_json()``: the text itself, or (``bytes``) the text as UTF-8
+    compressed by zlib at level 1 (about 40 % of the text; compressing and decompressing cost
+    about 70 µs per record on one core)."""
 
     def evidence_json(self) -> str:
         """The evaluation's JSON document (as :meth:`Evaluation.evidence_json`)."""
-        return zlib.decompress(self.evidence_zlib).decode("utf-8")
+        if isinstance(self.evidence, str):
+            return self.evidence
+        return zlib.decompress(self.evidence).decode("utf-8")
+
+    def evidence_size(self) -> int:
+        """About the characters of the evidence JSON (compressed: 3 × its bytes), without decompressing it."""
+        return len(self.evidence) if isinstance(self.evidence, str) else 3 * len(self.evidence)
 
     def compact(self) -> CompactEvaluation:
         """Itself (already compact)."""
         return self
+
+
+PLAIN_EVIDENCE_MAX_BYTES = 128 * 1024 * 1024
+"""A day whose evidence JSON is estimated (:func:`evidence_compressed`) at most this size keeps
+it as text between scoring and the store; a larger day compresses it. zlib costs about 46 µs per
+record in the scoring workers and 24 µs in the store's single thread (2 cores, the demo's
+records): about 0.9 s of a 20k-record nightly. Text holds about 2 KB more per record: at most
+about 80 MB more at this size (about 30k records of the demo's kind), the memory bound of a
+100k-record nightly is kept by compressing."""
+
+
+def evidence_compressed(records: Iterable[AgentLogRecord]) -> bool:
+    """Whether a day's :class:`CompactEvaluation` rows compress their evidence
+    (:data:`PLAIN_EVIDENCE_MAX_BYTES`): the evidence JSON of one record is estimated at 3,072
+    characters plus 3 per character of its question, enriched question and SQL (fitted on the
+    demo's records: about 2,540 + 1.8 per character).
+
+    >>> one = AgentLogRecord(run_id="r1", question="How many users?", sql="SELECT COUNT(*) FROM users")
+    >>> evidence_compressed([one]), evidence_compressed([one] * 50_000)
+    (False, True)
+    """
+    estimate = 0
+    for record in records:
+        estimate += 3072 + 3 * (len(record.question) + len(record.sql) + len(record.enriched_question or ""))
+        if estimate > PLAIN_EVIDENCE_MAX_BYTES:
+            return True
+    return False
 
 
 StoredEvaluation = Evaluation | CompactEvaluation

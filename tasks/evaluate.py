@@ -179,6 +179,7 @@ def evaluate_batch(
     compact: bool = False,
     observed: ObservedCatalogBook | None = None,
     processes: int = 0,
+    compress: bool = True,
 ) -> list[Evaluation] | list[CompactEvaluation]:
     """Evaluate one batch with :func:`stef.pipeline.evaluate.evaluate_many` (symbolic judge), or with the
     LLM judge of ``judge`` (:class:`stef.llm.evaluate.LLMEvaluator`, STEF paper §2.D).
@@ -194,15 +195,17 @@ def evaluate_batch(
         rules_dir: folder of ``<app_id>.json`` rule files, or ``None`` for the bundled rules.
         judge: judge settings (``None``: symbolic), with the schema folder (``schema_dir``) if any.
         warehouse_path: the warehouse holding the judge cache (only used with a model).
-        compact: return :class:`stef.models.CompactEvaluation` rows (keys + compressed evidence
-            JSON, about 1.2 KB instead of 20 KB per record; serialised in the worker). The
-            nightly flow does.
+        compact: return :class:`stef.models.CompactEvaluation` rows (keys + evidence JSON,
+            about 3.3 KB of text or 1.3 KB compressed instead of 20 KB per record; serialised in
+            the worker). The nightly flow does.
         observed: observed catalogs learned by the flow for this day (``None``: those of
             ``judge.observed_catalog``, if any).
         processes: with the symbolic judge and ``compact``, score in the process-wide pool of
             this many worker processes (:func:`tasks.scoring_pool.score_in_pool`; the nightly
             flow's default runner); 0 or 1: in this task's own thread or process. The rows are
             the same either way.
+        compress: with ``compact``, zlib-compress the evidence JSON (the nightly flow keeps a
+            small day's as text: :func:`stef.models.evidence_compressed`).
 
     Returns:
         One :class:`stef.models.Evaluation` (or its compact form) per record, in order; a bad record gets a typed
@@ -220,7 +223,7 @@ def evaluate_batch(
     if (judge is None or judge.is_symbolic) and compact and processes > 1:
         from tasks.scoring_pool import score_in_pool
 
-        return score_in_pool(records, rules_dir, judge, observed, processes)
+        return score_in_pool(records, rules_dir, judge, observed, processes, compress)
     if judge is None or judge.is_symbolic:
         schemas = judge.schemas() if judge is not None else None
         symbolic = judge.symbolic_judge() if judge is not None else None
@@ -229,7 +232,7 @@ def evaluate_batch(
                 records,
                 rulebook=rulebook(rules_dir),
                 judge=symbolic,
-                convert=Evaluation.compact,
+                convert=Evaluation.compact if compress else Evaluation.compact_plain,
                 schemas=schemas,
                 observed=observed,
             )
@@ -241,4 +244,4 @@ def evaluate_batch(
     evaluator = LLMEvaluator(judge, cache=DuckDBJudgeCache(warehouse_path), observed=observed)
     evaluations = evaluator.evaluate_many(records, rulebook(rules_dir))
     run_logger().info("%s", evaluator.stats.summary())
-    return [e.compact() for e in evaluations] if compact else evaluations
+    return [e.compact(compress) for e in evaluations] if compact else evaluations

@@ -185,6 +185,7 @@ def _score_in_worker(
     rules_dir: str | None,
     judge: JudgeSettings | None,
     observed: ObservedCatalogBook | None,
+    compress: bool = True,
 ) -> list[CompactEvaluation]:
     """One batch in a pool worker: :func:`score_batch` with the rule book and schemas kept per worker."""
     if rules_dir not in _WORKER_RULEBOOKS:
@@ -194,7 +195,7 @@ def _score_in_worker(
         if judge.schema_dir not in _WORKER_SCHEMAS:
             _WORKER_SCHEMAS[judge.schema_dir] = judge.schemas()  # type: ignore[assignment]
         schemas = _WORKER_SCHEMAS[judge.schema_dir]
-    return score_batch(records, _WORKER_RULEBOOKS[rules_dir], judge, schemas, observed)
+    return score_batch(records, _WORKER_RULEBOOKS[rules_dir], judge, schemas, observed, compress)
 
 
 def score_batch(
@@ -203,6 +204,7 @@ def score_batch(
     judge: JudgeSettings | None,
     schemas: SchemaBook | None,
     observed: ObservedCatalogBook | None,
+    compress: bool = True,
 ) -> list[CompactEvaluation]:
     """Score one batch with the symbolic judge: one compact evaluation per record, in order.
 
@@ -212,6 +214,7 @@ def score_batch(
         judge: the run's judge settings (their symbolic judge and calibrators), or ``None``.
         schemas: the apps' schemas, or ``None``.
         observed: the apps' observed catalogs, or ``None``.
+        compress: zlib-compress each evidence JSON (:meth:`stef.models.Evaluation.compact`).
     """
     from stef.models import Evaluation
     from stef.pipeline.evaluate import evaluate_many
@@ -220,7 +223,7 @@ def score_batch(
         list(records),
         rulebook=rules,
         judge=judge.symbolic_judge() if judge is not None else None,
-        convert=Evaluation.compact,
+        convert=Evaluation.compact if compress else Evaluation.compact_plain,
         schemas=schemas,
         observed=observed,
     )
@@ -232,6 +235,7 @@ def score_in_pool(
     judge: JudgeSettings | None,
     observed: ObservedCatalogBook | None,
     workers: int,
+    compress: bool = True,
 ) -> list[CompactEvaluation]:
     """Score one batch in :func:`shared_pool` and wait for it (the calling thread holds no GIL meanwhile).
 
@@ -241,6 +245,7 @@ def score_in_pool(
         judge: the run's judge settings (symbolic), or ``None``.
         observed: the observed catalogs of the day, or ``None``.
         workers: size of the shared pool.
+        compress: zlib-compress each evidence JSON (:meth:`stef.models.Evaluation.compact`).
 
     Returns:
         One :class:`stef.models.CompactEvaluation` per record, in order, the same as
@@ -251,11 +256,11 @@ def score_in_pool(
     """
     pool = shared_pool(workers)
     try:
-        return pool.submit(_score_in_worker, tuple(records), rules_dir, judge, observed).result()
+        return pool.submit(_score_in_worker, tuple(records), rules_dir, judge, observed, compress).result()
     except BrokenProcessPool as exc:
         _discard_pool(pool)
         run_logger().warning("a scoring process died (%s); this batch is scored in the task's thread", exc)
-        return score_batch(records, _rules(rules_dir), judge, judge.schemas() if judge else None, observed)
+        return score_batch(records, _rules(rules_dir), judge, judge.schemas() if judge else None, observed, compress)
 
 
 def pool_processes_of(task_runner: Any) -> int:

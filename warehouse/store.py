@@ -34,7 +34,7 @@ import duckdb
 import polars as pl
 
 from stef.logs import LogLine, decode_json_object, encodable_text
-from stef.models import EVALUATOR_VERSION, AgentLogRecord, EvaluationStatus, StoredEvaluation
+from stef.models import EVALUATOR_VERSION, AgentLogRecord, CompactEvaluation, EvaluationStatus, StoredEvaluation
 from warehouse.connection import MEMORY_LIMIT_ENV_VAR, default_memory_limit
 from warehouse.errors import WarehouseError
 
@@ -233,9 +233,9 @@ def _run_size(run: tuple[LogLine, AgentLogRecord]) -> int:
 
 
 def _evaluation_size(row: tuple[StoredEvaluation, Identity]) -> int:
-    """About the characters of one evaluation's evidence JSON (a compact one: 3 × its zlib bytes)."""
-    compressed = getattr(row[0], "evidence_zlib", None)
-    return 3 * len(compressed) if compressed is not None else 4096
+    """About the characters of one evaluation's evidence JSON (a compact one: :meth:`CompactEvaluation.evidence_size`)."""
+    evaluation = row[0]
+    return evaluation.evidence_size() if isinstance(evaluation, CompactEvaluation) else 4096
 
 
 def _quarantine_size(row: tuple[LogLine, str]) -> int:

@@ -276,3 +276,53 @@ def test_the_pool_runner_cuts_the_day_into_one_task_share_per_process(
     assert calls["model"] == calls["thread"]
     valid_and_quarantined_with_run_id = 7  # 6 valid records + the quarantined line that has a run_id
     assert scores["pool"] == scores["thread"] and len(scores["pool"]) == valid_and_quarantined_with_run_id
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("prefect_harness")
+def test_a_small_day_keeps_its_evidence_as_text_and_a_large_one_compresses_it_with_the_same_rows(
+    log_day: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scoring workers return a small day's evidence JSON as text (no zlib on either side) and
+    a day over ``PLAIN_EVIDENCE_MAX_BYTES`` (here set to 0) compressed; the stored rows are the
+    same (the evidence compared without its timing)."""
+    import json
+
+    import stef.models
+    import warehouse.store
+
+    forms: list[set[str]] = []
+    size_of = warehouse.store._evaluation_size
+
+    def recording_size(row: Any) -> int:
+        if isinstance(row[0], stef.models.CompactEvaluation):  # not a rejected line's invalid_input row
+            forms[-1].add(type(row[0].evidence).__name__)
+        return size_of(row)
+
+    monkeypatch.setattr(warehouse.store, "_evaluation_size", recording_size)
+    stored: list[list[tuple[Any, ...]]] = []
+    for budget in (stef.models.PLAIN_EVIDENCE_MAX_BYTES, 0):
+        monkeypatch.setattr(stef.models, "PLAIN_EVIDENCE_MAX_BYTES", budget)
+        forms.append(set())
+        warehouse_path = tmp_path / f"budget-{budget}.duckdb"
+        flows.nightly.run_nightly(
+            task_runner="pool",
+            workers=2,
+            log_date=DAY,
+            logs_root=str(log_day),
+            warehouse=str(warehouse_path),
+            max_bad_share=0.3,
+        )
+        conn = connect(warehouse_path, read_only=True)
+        try:
+            rows = conn.execute("SELECT run_id, status, score, verdict, evidence FROM evaluations ORDER BY run_id")
+            stored.append(
+                [
+                    (*row[:4], {k: v for k, v in json.loads(row[4]).items() if k != "duration_ms"})
+                    for row in rows.fetchall()
+                ]
+            )
+        finally:
+            conn.close()
+    assert forms == [{"str"}, {"bytes"}]
+    assert stored[0] == stored[1] and len(stored[0]) == 7

@@ -252,14 +252,19 @@ def test_bulk_store_of_20k_rows(conn: duckdb.DuckDBPyConnection) -> None:
     )
 
 
-def test_compact_evaluations_store_the_same_rows_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The nightly flow stores CompactEvaluation rows, inserted in chunks: same table as full models."""
+@pytest.mark.parametrize("compress", [True, False], ids=["zlib", "text"])
+def test_compact_evaluations_store_the_same_rows_in_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compress: bool
+) -> None:
+    """The nightly flow stores CompactEvaluation rows (evidence compressed or as text), inserted
+    in chunks: same table as full models."""
     lines, evaluations = _fixture_day()
     full = warehouse.connect(tmp_path / "full.duckdb")
     store_day(full, DAY, lines, evaluations)
     monkeypatch.setattr(warehouse.store, "INSERT_CHUNK_ROWS", 2)
+    monkeypatch.setattr(warehouse.store, "DIRECT_INSERT_SHARE", 0.0)  # chunks are staged
     compact = warehouse.connect(tmp_path / "compact.duckdb")
-    summary = store_day(compact, DAY, lines, [e.compact() for e in evaluations])
+    summary = store_day(compact, DAY, lines, [e.compact(compress) for e in evaluations])
     query = "SELECT * EXCLUDE (evaluated_at) FROM evaluations ORDER BY run_id"
     assert summary.evaluations == 7
     assert compact.execute(query).fetchall() == full.execute(query).fetchall()
