@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,78 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
     return lines
 
 
+FileStamp = tuple[tuple[str, int, int], ...]
+"""``(path, size in bytes, modification time in ns)`` of each log file of a day, in name order."""
+
+_PREFETCHED: dict[str, tuple[FileStamp, list[LogLine]]] = {}
+_PREFETCH_LOCK = threading.Lock()
+
+
+def _stamp(files: list[Path]) -> FileStamp:
+    """The :data:`FileStamp` of ``files``.
+
+    Raises:
+        OSError: a file vanished or cannot be read.
+    """
+    stamps = []
+    for path in files:
+        status = path.stat()
+        stamps.append((str(path), status.st_size, status.st_mtime_ns))
+    return tuple(stamps)
+
+
+def prefetch_day(logs_root: str, log_date: date) -> int:
+    """Read a local day's log files ahead of its flow run, for :func:`load_logs` to take.
+
+    ``stef nightly`` does it while Prefect's temporary API boots and one core waits (about
+    0.35 s for 20k lines on 2 cores, then off the flow's critical path). :func:`load_logs` uses
+    the lines only if the day's files are still the same (names, sizes, modification times),
+    so a file written in between is read again; anything unusual (an fsspec URL, no folder, a
+    file that cannot be read) is left to :func:`load_logs`, which reports it.
+
+    Returns:
+        The number of lines read ahead (0: none).
+    """
+    if "://" in logs_root:
+        return 0
+    folder = Path(logs_root).expanduser() / log_date.isoformat()
+    try:
+        files = log_files(folder) if folder.is_dir() else []
+        if not files:
+            return 0
+        before = _stamp(files)
+        lines = [line for path in files for line in read_log_file(path)]
+        if _stamp(files) != before:  # being written: load_logs reads it again
+            return 0
+    except (OSError, InputError):
+        return 0
+    with _PREFETCH_LOCK:
+        _PREFETCHED[str(folder)] = (before, lines)
+    return len(lines)
+
+
+def discard_prefetched() -> None:
+    """Drop the lines :func:`prefetch_day` read that no flow run took (a run that failed first)."""
+    with _PREFETCH_LOCK:
+        _PREFETCHED.clear()
+
+
+def _take_prefetched(folder: Path, files: list[Path]) -> list[LogLine] | None:
+    """The lines :func:`prefetch_day` read of ``folder`` if its ``files`` are unchanged since, else ``None``."""
+    with _PREFETCH_LOCK:
+        entry = _PREFETCHED.pop(str(folder), None)
+    if entry is None:
+        return None
+    try:
+        return entry[1] if _stamp(files) == entry[0] else None
+    except OSError:
+        return None
+
+
 @io_task("load-logs", retries=2, retry_delay_seconds=5)
 def load_logs(logs_root: str, log_date: date, allow_empty: bool = False) -> list[LogLine]:
-    """Read every line of ``<logs_root>/<YYYY-MM-DD>/*.jsonl`` (files in name order).
+    """Read every line of ``<logs_root>/<YYYY-MM-DD>/*.jsonl`` (files in name order), or take the
+    lines :func:`prefetch_day` read of the same, unchanged files.
 
     Args:
         logs_root: local folder, or an fsspec URL (``s3://bucket/logs``), holding one folder per day.
@@ -105,7 +175,8 @@ def load_logs(logs_root: str, log_date: date, allow_empty: bool = False) -> list
             )
         if unread:  # read the rest, but say which files were left out
             run_logger().warning("%s: %s", one_line(folder), unread_note(unread))
-        lines = [line for path in files for line in read_log_file(path)]
+        prefetched = _take_prefetched(folder, files)
+        lines = prefetched if prefetched is not None else [line for path in files for line in read_log_file(path)]
     if not lines and not allow_empty:  # stored, the day would count as done: a backfill would skip its logs
         raise InputError(
             f"no log lines for {day}: its *.jsonl files in {one_line(logs_root.rstrip('/'))}/{day} are empty or blank; "

@@ -293,6 +293,10 @@ def nightly(
                     "nothing was run or stored"
                 )
             prepare_process(task_runner.value, workers, settings.is_symbolic)
+            if source == "files":  # after the fork: the workers do not inherit the lines
+                from tasks.logs import prefetch_day
+
+                prefetch_day(logs_root, day)
 
         clock = CommandClock()
 
@@ -307,40 +311,45 @@ def nightly(
                 "replaced when redone); run the same command again to redo it"
             )
 
-        with interruptible(kept), running_flows(quiet=quiet, prepare=clock.timed("prepare", prepare)):
-            from flows.nightly import run_nightly
+        try:
+            with interruptible(kept), running_flows(quiet=quiet, prepare=clock.timed("prepare", prepare)):
+                from flows.nightly import run_nightly
 
-            clock.lap("start-up")
-            summary = run_nightly(
-                task_runner=task_runner.value,
-                workers=workers,
-                dask_address=dask_address,
-                log_date=day,
-                logs_root=logs_root,
-                warehouse=warehouse,
-                rules_dir=rules_dir,
-                max_bad_share=max_bad_share,
-                batch_size=batch_size,
-                judge=judge,
-                api_base=api_base,
-                concurrency=concurrency,
-                max_cost_usd=max_cost_usd,
-                timeout_s=timeout,
-                breaker_failures=breaker_failures,
-                schema_dir=schema_dir,
-                observed_catalog=observed_catalog,
-                learn_catalog=learn_catalog,
-                source=source,
-                source_endpoint=source_endpoint,
-                source_project=source_project,
-                source_input=source_input,
-                source_mapping=source_mapping,
-                push=push,
-                push_endpoint=push_endpoint,
-            )
-            stored.append(summary.log_date)
-            clock.lap("flow run", summary.timings)
-        clock.lap("stop")
+                clock.lap("start-up")
+                summary = run_nightly(
+                    task_runner=task_runner.value,
+                    workers=workers,
+                    dask_address=dask_address,
+                    log_date=day,
+                    logs_root=logs_root,
+                    warehouse=warehouse,
+                    rules_dir=rules_dir,
+                    max_bad_share=max_bad_share,
+                    batch_size=batch_size,
+                    judge=judge,
+                    api_base=api_base,
+                    concurrency=concurrency,
+                    max_cost_usd=max_cost_usd,
+                    timeout_s=timeout,
+                    breaker_failures=breaker_failures,
+                    schema_dir=schema_dir,
+                    observed_catalog=observed_catalog,
+                    learn_catalog=learn_catalog,
+                    source=source,
+                    source_endpoint=source_endpoint,
+                    source_project=source_project,
+                    source_input=source_input,
+                    source_mapping=source_mapping,
+                    push=push,
+                    push_endpoint=push_endpoint,
+                )
+                stored.append(summary.log_date)
+                clock.lap("flow run", summary.timings)
+            clock.lap("stop")
+        finally:
+            from tasks.logs import discard_prefetched
+
+            discard_prefetched()  # lines read ahead that no flow run took (it failed first)
     if timings:
         console.print(clock.table())
     if summary.pulled:

@@ -121,3 +121,33 @@ def test_a_named_pipe_among_the_day_files_is_never_opened(tmp_path: Path) -> Non
 def test_unreadable_logs_root_url_is_a_clear_error(logs_root: str, message: str) -> None:
     with pytest.raises(InputError, match=message):
         load_logs.fn(logs_root, date(2026, 11, 20))
+
+
+def test_load_logs_takes_the_lines_read_ahead_only_while_the_files_are_unchanged(log_day: Path) -> None:
+    """``prefetch_day`` reads the day (``stef nightly`` does while Prefect's API boots); the load
+    task takes those very lines once, and reads the files again when one was written in between
+    (a line appended is loaded) or when nothing was read ahead (an fsspec URL)."""
+    from tasks.logs import _PREFETCHED, discard_prefetched, prefetch_day
+
+    read = load_logs.fn(str(log_day), DAY)
+    assert prefetch_day(str(log_day), DAY) == len(read) == 8
+    ahead = next(iter(_PREFETCHED.values()))[1]
+    taken = load_logs.fn(str(log_day), DAY)
+    assert taken is ahead and _PREFETCHED == {}
+    assert [(x.source, x.line_number, x.raw, x.reason) for x in taken] == [
+        (x.source, x.line_number, x.raw, x.reason) for x in read
+    ]
+
+    assert prefetch_day(str(log_day), DAY) == 8
+    day_file = log_day / DAY.isoformat() / "support-agent.jsonl"
+    with day_file.open("a", encoding="utf-8") as handle:
+        handle.write('{"run_id": "late-0001", "question": "How many?", "sql": "SELECT 1"}\n')
+    later = load_logs.fn(str(log_day), DAY)
+    assert len(later) == 9 and later[-1].record is not None and later[-1].record.run_id == "late-0001"
+    assert _PREFETCHED == {}
+
+    assert prefetch_day(log_day.as_uri(), DAY) == 0 and _PREFETCHED == {}
+    assert prefetch_day(str(log_day), date(2001, 1, 1)) == 0  # no folder: left to load_logs, which says so
+    prefetch_day(str(log_day), DAY)
+    discard_prefetched()
+    assert _PREFETCHED == {}

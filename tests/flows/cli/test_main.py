@@ -535,9 +535,15 @@ def test_an_error_logged_after_ctrl_c_shows_no_traceback_on_the_console(monkeypa
 
     before = record()
     assert common._NoStefTraceback().filter(before) and before.exc_info is not None  # a bug keeps its traceback
-    with pytest.raises(typer.Exit) as stopped, common.interruptible(lambda: "nothing kept"):
-        os.kill(os.getpid(), signal.SIGINT)  # the handler raises at the next bytecode
-        time.sleep(1)
+    # a test process started in the background of a script ignores SIGINT, and interruptible() keeps
+    # an ignored SIGINT ignored: Python's default handler for the test
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(typer.Exit) as stopped, common.interruptible(lambda: "nothing kept"):
+            os.kill(os.getpid(), signal.SIGINT)  # the handler raises at the next bytecode
+            time.sleep(1)
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert stopped.value.exit_code == 130
     after = record()
     assert (

@@ -138,6 +138,37 @@ def test_nightly_posts_a_worse_drift_to_the_notify_webhook(tmp_path: Path, monke
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("flow_cli")
+def test_nightly_loads_the_lines_it_read_while_prefect_started(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`stef nightly` reads the day's files during its start-up and the flow's load task takes
+    those lines (no second read); none are left in the process after the command."""
+    from datetime import date
+
+    import tasks.logs
+    from tests.support.monitoring_support import write_log_day
+    from tests.tasks.helpers import record
+
+    day = date(2026, 11, 26)
+    write_log_day(tmp_path / "logs", day, [record(f"a-{i}", "v1.0", i, correct=True) for i in range(5)])
+    taken: list[int | None] = []
+    take = tasks.logs._take_prefetched
+
+    def recording_take(folder: Path, files: list[Path]) -> list[object] | None:
+        lines = take(folder, files)
+        taken.append(None if lines is None else len(lines))
+        return lines
+
+    monkeypatch.setattr(tasks.logs, "_take_prefetched", recording_take)
+    result = invoke(
+        *("nightly", "--date", day.isoformat(), "--logs-root", str(tmp_path / "logs")),
+        *("--warehouse", str(tmp_path / "wh.duckdb")),
+    )
+    assert result.exit_code == 0, result.output
+    assert taken == [5] and tasks.logs._PREFETCHED == {}
+    assert "2026-11-26: 5 lines, 5 scored" in " ".join(result.stdout.split())
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("flow_cli")
 def test_a_day_that_fails_validation_keeps_its_rejected_lines_to_inspect(tmp_path: Path) -> None:
     from tests.tasks.helpers import record
 
