@@ -9,11 +9,36 @@ worker). :func:`exit_with_parent`, called in the worker's initializer, ends it i
 
 from __future__ import annotations
 
+import gc
 import os
 import select
 import signal
 import threading
 import time
+
+SCORING_GC_THRESHOLD = 10_000
+"""First-generation threshold of Python's cyclic garbage collector in a scoring worker (Python's
+default: 700 allocations). Scoring one record allocates thousands of container objects (sqlglot
+trees, whose parent links make them cyclic, and the pipeline's models), so at 700 the collector
+walks the young objects many times per record. At 10,000: 5,000 of the bench's records scored in
+2.43–2.46 s of CPU instead of 2.60–2.98 s, the process's peak memory 1 MB larger."""
+
+
+def settle_scoring_worker() -> None:
+    """Garbage collection for a forked scoring worker: what it inherited (modules, rules,
+    calibrators) is frozen (:func:`gc.freeze`: never garbage, never scanned again) and young
+    objects are collected every :data:`SCORING_GC_THRESHOLD` allocations.
+
+    >>> import gc
+    >>> before = gc.get_threshold()
+    >>> settle_scoring_worker(); gc.get_threshold()[0] == SCORING_GC_THRESHOLD
+    True
+    >>> gc.set_threshold(*before); gc.unfreeze()
+    """
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(SCORING_GC_THRESHOLD, middle, old)
+
 
 PARENT_POLL_S = 1.0
 """How often a worker checks its parent where the kernel cannot notify it (no ``pidfd_open``), in seconds."""

@@ -17,7 +17,6 @@ a lost worker costs time, never a batch.
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 import sys
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from stef.pool_workers import exit_with_parent, leave_interrupts_to_parent
+from stef.pool_workers import exit_with_parent, leave_interrupts_to_parent, settle_scoring_worker
 from tasks._runtime import run_logger
 
 if TYPE_CHECKING:
@@ -104,7 +103,7 @@ def _init_worker(parent_pid: int) -> None:
     # with a traceback and broke the pool while the run was still being reported).
     leave_interrupts_to_parent()
     exit_with_parent(parent_pid)  # a killed flow process leaves no scoring worker behind
-    gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
+    settle_scoring_worker()  # the inherited modules and rules frozen, fewer young collections
 
 
 def shared_pool(workers: int) -> ProcessPoolExecutor:

@@ -10,7 +10,6 @@ length. Workers evaluate in their main thread, so the per-record SIGALRM time ca
 
 from __future__ import annotations
 
-import gc
 import multiprocessing
 import os
 from collections import deque
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from stef.errors import InputError
 from stef.models import BATCH_SIZE, AgentLogRecord, Band, Evaluation, EvaluationStatus, FilterStatus, Verdict
-from stef.pool_workers import exit_with_parent, leave_interrupts_to_parent
+from stef.pool_workers import exit_with_parent, leave_interrupts_to_parent, settle_scoring_worker
 
 if TYPE_CHECKING:
     from stef.logs import LogLine
@@ -126,7 +125,7 @@ def _init_worker(
     _WORKER_SCHEMAS = schemas
     _WORKER_OBSERVED = observed
     _WORKER_JUDGE = judge
-    gc.freeze()  # the modules and rules inherited from the parent are never garbage: stop rescanning them
+    settle_scoring_worker()  # the inherited modules and rules frozen, fewer young collections
 
 
 def evaluate_raw_lines(

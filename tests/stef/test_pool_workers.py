@@ -101,3 +101,29 @@ def test_both_scoring_pools_leave_ctrl_c_and_sigterm_to_the_command() -> None:
         signal.signal(signal.SIGINT, before[0])
         signal.signal(signal.SIGTERM, before[1])
     assert evaluate_handlers == nightly_handlers == (signal.SIG_IGN, signal.SIG_DFL)
+
+
+def test_both_scoring_pools_collect_young_objects_less_often_than_python_does() -> None:
+    """The workers of both scoring pools freeze what they inherited and raise the collector's
+    first-generation threshold to SCORING_GC_THRESHOLD (Python's default: 700); this process keeps its own."""
+    import gc
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from flows.cli.parallel import _init_worker
+    from stef.pipeline.rules import RuleBook
+    from stef.pool_workers import SCORING_GC_THRESHOLD
+    from tasks.scoring_pool import shared_pool, shutdown_pool
+
+    own = gc.get_threshold()
+    context = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(1, context, _init_worker, (os.getpid(), RuleBook(), None, None)) as pool:
+        evaluate_worker = pool.submit(gc.get_threshold).result(), pool.submit(gc.get_freeze_count).result()
+    try:
+        scoring = shared_pool(1)
+        nightly_worker = scoring.submit(gc.get_threshold).result(), scoring.submit(gc.get_freeze_count).result()
+    finally:
+        shutdown_pool()
+    for threshold, frozen in (evaluate_worker, nightly_worker):
+        assert threshold == (SCORING_GC_THRESHOLD, own[1], own[2]) and frozen > 0
+    assert gc.get_threshold() == own and own[0] < SCORING_GC_THRESHOLD
