@@ -421,7 +421,7 @@ def nightly(
     catalogs = (
         {} if observed is None else {"observed": observed}
     )  # not quoted: a Dask worker would get the quote itself
-    compress = evidence_compressed(records)  # a small day's evidence stays text (faster; the store reads it as is)
+    compress = evidence_compressed(len(records))  # a small day's evidence stays text (faster; the store reads it as is)
     started = time.perf_counter()
     evaluation_started(day, len(records), len(parts))
     try:

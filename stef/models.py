@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -427,9 +427,12 @@ class Evaluation(_Frozen):
 
     def compact(self, compress: bool = True) -> CompactEvaluation:
         """This evaluation as a :class:`CompactEvaluation`: its keys and its evidence JSON,
-        zlib-compressed (``compress``, the default) or as text (``compress=False``: faster, about
-        2.5 times the bytes; :data:`PLAIN_EVIDENCE_MAX_BYTES`)."""
+        zlib-compressed (``compress``, the default) or, with ``compress=False``, as text (faster,
+        about 2.5 times the bytes) when that text is ASCII and at most
+        :data:`PLAIN_EVIDENCE_MAX_CHARS` characters long (a longer or non-ASCII one is compressed
+        all the same, so a day's text stays within :data:`PLAIN_EVIDENCE_MAX_BYTES`)."""
         text = self.model_dump_json()
+        plain = not compress and len(text) <= PLAIN_EVIDENCE_MAX_CHARS and text.isascii()
         return CompactEvaluation(
             run_id=self.run_id,
             status=self.status,
@@ -437,11 +440,11 @@ class Evaluation(_Frozen):
             agent_id=self.agent_id,
             agent_version=self.agent_version,
             app_id=self.app_id,
-            evidence=zlib.compress(text.encode("utf-8"), 1) if compress else text,
+            evidence=text if plain else zlib.compress(text.encode("utf-8"), 1),
         )
 
     def compact_plain(self) -> CompactEvaluation:
-        """:meth:`compact` with its evidence JSON as text (``compress=False``)."""
+        """:meth:`compact` with its evidence JSON as text where it is short ASCII (``compress=False``)."""
         return self.compact(compress=False)
 
 
@@ -449,7 +452,7 @@ class Evaluation(_Frozen):
 class CompactEvaluation:
     """An :class:`Evaluation` reduced to what the warehouse stores: its keys and its evidence JSON
     (about 3.3 KB of text per record of the demo's kind instead of about 20 KB of Python objects),
-    zlib-compressed for a large day (about 1.3 KB), so a day of 100k records and its copies in
+    zlib-compressed (about 1.3 KB) for a large day and for long or non-ASCII evidence, so a day of 100k records and its copies in
     transit between processes fit in memory. Batch tasks of the nightly flow return these.
 
     >>> e = Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=90.0).compact()
@@ -458,6 +461,9 @@ class CompactEvaluation:
     >>> plain = Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, score=90.0).compact(compress=False)
     >>> plain.evidence_json() == e.evidence_json(), type(plain.evidence).__name__, type(e.evidence).__name__
     (True, 'str', 'bytes')
+    >>> [type(Evaluation(run_id="r1", status=EvaluationStatus.EVALUATED, rationale=text).compact(compress=False).evidence)
+    ...  for text in ("東京", "x" * PLAIN_EVIDENCE_MAX_CHARS)]  # non-ASCII, too long: compressed all the same
+    [<class 'bytes'>, <class 'bytes'>]
     """
 
     run_id: str | None
@@ -486,31 +492,29 @@ class CompactEvaluation:
         return self
 
 
+PLAIN_EVIDENCE_MAX_CHARS = 4096
+"""Longest evidence JSON kept as text by ``Evaluation.compact(compress=False)``, in characters
+(ASCII only: one byte each). The evidence of the demo's records is 3.3 KB on average and 4.6 KB
+at the 99th percentile (4 % of them longer than this, 0.3 % of Spider's); a query with hundreds
+of predicates makes it several times longer, and such an evaluation is compressed."""
+
 PLAIN_EVIDENCE_MAX_BYTES = 128 * 1024 * 1024
-"""A day whose evidence JSON is estimated (:func:`evidence_compressed`) at most this size keeps
-it as text between scoring and the store; a larger day compresses it. zlib costs about 46 µs per
-record in the scoring workers and 24 µs in the store's single thread (2 cores, the demo's
-records): about 0.9 s of a 20k-record nightly. Text holds about 2 KB more per record: at most
-about 80 MB more at this size (about 30k records of the demo's kind), the memory bound of a
-100k-record nightly is kept by compressing."""
+"""Text of the evidence a day may keep between scoring and the store: a day of at most
+``PLAIN_EVIDENCE_MAX_BYTES / PLAIN_EVIDENCE_MAX_CHARS`` records (32,768) keeps each short ASCII
+evidence JSON as text (:func:`evidence_compressed`); a larger day compresses every one. zlib
+costs about 46 µs per record in the scoring workers and 24 µs in the store's single thread (2
+cores, the demo's records): about 0.9 s of a 20k-record nightly. Text holds about 2 KB more per
+record than its compressed form, at most this much in all; the 100k-record nightly compresses."""
 
 
-def evidence_compressed(records: Iterable[AgentLogRecord]) -> bool:
-    """Whether a day's :class:`CompactEvaluation` rows compress their evidence
-    (:data:`PLAIN_EVIDENCE_MAX_BYTES`): the evidence JSON of one record is estimated at 3,072
-    characters plus 3 per character of its question, enriched question and SQL (fitted on the
-    demo's records: about 2,540 + 1.8 per character).
+def evidence_compressed(records: int) -> bool:
+    """Whether a day of ``records`` records compresses all its evidence JSON
+    (:data:`PLAIN_EVIDENCE_MAX_BYTES`, :data:`PLAIN_EVIDENCE_MAX_CHARS`).
 
-    >>> one = AgentLogRecord(run_id="r1", question="How many users?", sql="SELECT COUNT(*) FROM users")
-    >>> evidence_compressed([one]), evidence_compressed([one] * 50_000)
-    (False, True)
+    >>> evidence_compressed(20_000), evidence_compressed(32_768), evidence_compressed(32_769)
+    (False, False, True)
     """
-    estimate = 0
-    for record in records:
-        estimate += 3072 + 3 * (len(record.question) + len(record.sql) + len(record.enriched_question or ""))
-        if estimate > PLAIN_EVIDENCE_MAX_BYTES:
-            return True
-    return False
+    return records * PLAIN_EVIDENCE_MAX_CHARS > PLAIN_EVIDENCE_MAX_BYTES
 
 
 StoredEvaluation = Evaluation | CompactEvaluation

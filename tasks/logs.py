@@ -64,8 +64,10 @@ def _read_remote(logs_root: str, day: str) -> list[LogLine]:
     return lines
 
 
-FileStamp = tuple[tuple[str, int, int], ...]
-"""``(path, size in bytes, modification time in ns)`` of each log file of a day, in name order."""
+FileStamp = tuple[tuple[str, int, int, int, int], ...]
+"""``(path, inode, size in bytes, modification time in ns, status change time in ns)`` of each log
+file of a day, in name order (the change time catches a same-size file put back with its old
+modification time: ``cp -p``, ``rsync -t``)."""
 
 _PREFETCHED: dict[str, tuple[FileStamp, list[LogLine]]] = {}
 _PREFETCH_LOCK = threading.Lock()
@@ -80,7 +82,7 @@ def _stamp(files: list[Path]) -> FileStamp:
     stamps = []
     for path in files:
         status = path.stat()
-        stamps.append((str(path), status.st_size, status.st_mtime_ns))
+        stamps.append((str(path), status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns))
     return tuple(stamps)
 
 
@@ -89,7 +91,7 @@ def prefetch_day(logs_root: str, log_date: date) -> int:
 
     ``stef nightly`` does it while Prefect's temporary API boots and one core waits (about
     0.35 s for 20k lines on 2 cores, then off the flow's critical path). :func:`load_logs` uses
-    the lines only if the day's files are still the same (names, sizes, modification times),
+    the lines only if the day's files are still the same (:data:`FileStamp`: names, sizes, times),
     so a file written in between is read again; anything unusual (an fsspec URL, no folder, a
     file that cannot be read) is left to :func:`load_logs`, which reports it.
 

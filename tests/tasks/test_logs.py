@@ -146,6 +146,16 @@ def test_load_logs_takes_the_lines_read_ahead_only_while_the_files_are_unchanged
     assert len(later) == 9 and later[-1].record is not None and later[-1].record.run_id == "late-0001"
     assert _PREFETCHED == {}
 
+    # a same-size file put back with its old modification time (cp -p, rsync -t) is read again too
+    assert prefetch_day(str(log_day), DAY) == 9
+    text = day_file.read_text(encoding="utf-8")
+    status = day_file.stat()
+    day_file.write_text(text.replace("late-0001", "late-0002"), encoding="utf-8")
+    os.utime(day_file, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert day_file.stat().st_size == status.st_size and day_file.stat().st_mtime_ns == status.st_mtime_ns
+    replaced = load_logs.fn(str(log_day), DAY)
+    assert replaced[-1].record is not None and replaced[-1].record.run_id == "late-0002"
+
     assert prefetch_day(log_day.as_uri(), DAY) == 0 and _PREFETCHED == {}
     assert prefetch_day(str(log_day), date(2001, 1, 1)) == 0  # no folder: left to load_logs, which says so
     prefetch_day(str(log_day), DAY)
