@@ -29,6 +29,7 @@ import pytest
 from tests.support.checkout import checkout_env
 from tests.support.llm_server import stub_llm_server, synthetic_records
 from warehouse import connect
+from warehouse.errors import WarehouseError
 
 MODEL = "openai/gpt-4o-mini"
 FIRST_DAY = date(2026, 11, 23)
@@ -136,7 +137,11 @@ def _stored(warehouse: Path) -> dict[str, object]:
     """Per day: runs and distinct runs, evaluations and distinct evaluations, days marked done."""
     if not warehouse.exists():
         return {"runs": [], "evaluations": [], "done": []}
-    with connect(warehouse, read_only=True) as conn:
+    try:
+        conn = connect(warehouse, read_only=True)
+    except WarehouseError:  # interrupted while its schema was made: opened for writing, as the next command does
+        conn = connect(warehouse)
+    with conn:
         return {
             "runs": conn.execute(
                 "SELECT log_date, count(*), count(DISTINCT run_id) FROM agent_runs GROUP BY 1 ORDER BY 1"
