@@ -146,16 +146,16 @@ def apply_migrations(conn: duckdb.DuckDBPyConnection) -> tuple[int, ...]:
     check_is_warehouse(conn, "the database")
     migrations = available_migrations()
     latest = migrations[-1].version if migrations else 0
-    if _applied_versions(conn) == {migration.version for migration in migrations}:
+    applied = _applied_versions(conn)
+    if applied == {migration.version for migration in migrations}:
         return ()  # up to date: read only (a write would wait for a running checkpoint)
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
-    )
-    applied = {int(row[0]) for row in conn.execute("SELECT version FROM schema_version").fetchall()}
     if applied and max(applied) > latest:
         raise WarehouseError(
             f"the warehouse has schema version {max(applied)} but this stef knows only up to {latest}; upgrade stef"
         )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL)"
+    )
     done: list[int] = []
     for migration in migrations:
         if migration.version in applied:
