@@ -90,7 +90,38 @@ def p90(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
     """
     import numpy as np
 
-    return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # linear interpolation, as DuckDB's quantile_cont
+    values = np.asarray(x, dtype=float)
+    if values.ndim == 0 or values.shape[axis] < 2 or np.isnan(values).any():
+        return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # numpy's own NaN and edge rules
+    return _linear_quantile(np.moveaxis(values, axis, -1), 0.9)
+
+
+def _linear_quantile(values: npt.NDArray[np.float64], q: float) -> npt.NDArray[np.float64]:
+    """``numpy.quantile(values, q, axis=-1)`` (method ``linear``) to the last bit, for NaN-free
+    ``values`` with at least two along the last axis, from one partition around the lower rank.
+
+    numpy's own call partitions around four ranks (the lower and upper rank, the first and the
+    last, the last to find NaN): about 4 times the work on the drift checks' bootstrap (2,000
+    resamples of about 10k Φ per side). Here the upper neighbour is the smallest value above the
+    lower rank, and the virtual index ``(n − 1) q``, its fraction and the interpolation repeat
+    numpy's arithmetic operation for operation (``_QuantileMethods["linear"]``, ``_lerp``); a test
+    compares the two on every length up to 1,000 and on bootstrap-sized rows, with ties.
+    """
+    import numpy as np
+
+    count = values.shape[-1]
+    virtual = (count - 1) * float(np.true_divide(q * 100, 100))  # as numpy.percentile turns 90 into 0.9
+    if virtual >= count - 1:  # numpy's bound: the last value itself
+        return np.asarray(np.max(values, axis=-1), dtype=float)
+    low_rank = math.floor(virtual)
+    gamma = virtual - low_rank
+    partitioned = np.partition(values, low_rank, axis=-1)
+    below = partitioned[..., low_rank]
+    above = np.min(partitioned[..., low_rank + 1 :], axis=-1)
+    difference = above - below
+    result = np.asarray(np.add(below, difference * gamma))
+    np.subtract(above, difference * (1 - gamma), out=result, where=gamma >= 0.5, casting="unsafe")
+    return np.asarray(result, dtype=float)
 
 
 def p90_score(scores: Sequence[float]) -> float | None:

@@ -97,6 +97,40 @@ def test_joint_bootstrap_gives_each_statistic_the_interval_it_gets_alone(values:
         bootstrap_deltas(baseline, candidate, (), FAST)
 
 
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param(None, id="continuous"),
+        pytest.param((0.0, 47.5, 80.0, 80.0, 100.0), id="tied_scores"),
+        pytest.param((80.0,), id="constant"),
+    ],
+)
+def test_p90_equals_numpys_percentile_bit_for_bit(values: tuple[float, ...] | None) -> None:
+    """Issue 20: :func:`p90` partitions once instead of numpy's four ranks; its values are
+    ``numpy.percentile(x, 90)``'s to the last bit on every length up to 1,000, along either axis,
+    and on rows of bootstrap size (the drift checks compare intervals computed with it)."""
+    rng = np.random.default_rng(20)
+    p90 = stef.monitor.statistics.p90
+
+    def sample(shape: tuple[int, ...]) -> np.ndarray:
+        return rng.random(shape) * 100 if values is None else rng.choice(values, shape)
+
+    for length in range(2, 1_001):
+        rows = sample((3, length))
+        np.testing.assert_array_equal(p90(rows), np.percentile(rows, 90, axis=-1), strict=True)
+        np.testing.assert_array_equal(p90(rows[0]), np.percentile(rows[0], 90), strict=True)
+    wide = sample((20, 10_007))
+    np.testing.assert_array_equal(p90(wide), np.percentile(wide, 90, axis=-1), strict=True)
+    np.testing.assert_array_equal(p90(wide.T, axis=0), np.percentile(wide.T, 90, axis=0), strict=True)
+
+
+def test_p90_keeps_numpys_rules_for_nan_and_a_single_value() -> None:
+    p90 = stef.monitor.statistics.p90
+    assert math.isnan(float(p90(np.asarray([1.0, float("nan"), 3.0]))))
+    assert float(p90(np.asarray([5.0]))) == 5.0
+    np.testing.assert_array_equal(p90(np.asarray([[1.0, 2.0], [float("nan"), 4.0]])), [1.9, float("nan")])
+
+
 def test_bootstrap_of_tied_values_gives_a_point_interval() -> None:
     delta = bootstrap_delta([80.0] * 50, [80.0] * 60, stef.monitor.statistics.p90, FAST)
     assert (delta.delta, delta.ci_low, delta.ci_high, delta.excludes_zero) == (0.0, 0.0, 0.0, False)
