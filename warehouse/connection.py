@@ -223,10 +223,16 @@ def connect(
         check_is_warehouse(conn, f"warehouse {target}")
         if read_only:
             latest = available_migrations()[-1].version
-            if current_version(conn) < latest:
+            version = current_version(conn)
+            if version == 0:  # an empty DuckDB file: a first run stopped before it made the tables, or `touch`
+                raise WarehouseError(
+                    f"warehouse {target} holds no STEF tables yet (an empty DuckDB file, such as one of a first "
+                    f"run stopped before it made them); a run that writes to it makes them: stef nightly --warehouse {target}"
+                )
+            if version < latest:
                 raise WarehouseError(
                     f"warehouse {target} has an older schema than this stef (version "
-                    f"{current_version(conn)} < {latest}); open it once for writing to migrate it"
+                    f"{version} < {latest}); open it once for writing to migrate it"
                 )
         else:
             apply_migrations(conn)
