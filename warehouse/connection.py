@@ -224,7 +224,7 @@ def connect(
         if read_only:
             latest = available_migrations()[-1].version
             version = current_version(conn)
-            if version == 0:  # an empty DuckDB file: a first run stopped before it made the tables, or `touch`
+            if version == 0:  # an empty DuckDB database: a first run stopped before it made the tables
                 raise WarehouseError(
                     f"warehouse {target} holds no STEF tables yet (an empty DuckDB file, such as one of a first "
                     f"run stopped before it made them); a run that writes to it makes them: stef nightly --warehouse {target}"
