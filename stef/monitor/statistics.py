@@ -91,9 +91,12 @@ def p90(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
     import numpy as np
 
     values = np.asarray(x, dtype=float)
-    if values.ndim == 0 or values.shape[axis] < 2 or np.isnan(values).any():
-        return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # numpy's own NaN and edge rules
-    return _linear_quantile(np.moveaxis(values, axis, -1), 0.9)
+    if values.ndim == 0 or np.isnan(values).any():
+        return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # numpy's own NaN and scalar rules
+    values = np.moveaxis(values, axis, -1)  # numpy's AxisError for an axis the array does not have
+    if values.shape[-1] < 2:
+        return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # one value, or none
+    return _linear_quantile(values, 0.9)
 
 
 def _linear_quantile(values: npt.NDArray[np.float64], q: float) -> npt.NDArray[np.float64]:

@@ -129,6 +129,8 @@ def test_p90_keeps_numpys_rules_for_nan_and_a_single_value() -> None:
     assert math.isnan(float(p90(np.asarray([1.0, float("nan"), 3.0]))))
     assert float(p90(np.asarray([5.0]))) == 5.0
     np.testing.assert_array_equal(p90(np.asarray([[1.0, 2.0], [float("nan"), 4.0]])), [1.9, float("nan")])
+    with pytest.raises(np.exceptions.AxisError):
+        p90(np.asarray([1.0, 2.0, 3.0]), axis=1)
 
 
 def test_bootstrap_of_tied_values_gives_a_point_interval() -> None:
