@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -226,8 +227,9 @@ def connect(
             version = current_version(conn)
             if version == 0:  # an empty DuckDB database: a first run stopped before it made the tables
                 raise WarehouseError(
-                    f"warehouse {target} holds no STEF tables yet (an empty DuckDB file, such as one of a first "
-                    f"run stopped before it made them); a run that writes to it makes them: stef nightly --warehouse {target}"
+                    f"warehouse {target} holds no STEF tables yet (no migration applied: an empty DuckDB file, "
+                    "or one whose first run stopped before it made them); a run that writes to it makes them: "
+                    f"stef nightly --warehouse {shlex.quote(str(target))}"
                 )
             if version < latest:
                 raise WarehouseError(

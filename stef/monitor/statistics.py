@@ -84,15 +84,25 @@ def mean(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
 def p90(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
     """90th percentile of ``x`` along ``axis``, numpy's linear interpolation (vectorised, :func:`bootstrap_delta`).
 
+    The values of ``numpy.percentile(x, 90, axis=axis)`` as float; NaN-free float64 arrays (the drift
+    checks' bootstrap resamples) through :func:`_linear_quantile`, about 4 times faster, anything else
+    through numpy itself.
+
     >>> import numpy as np
     >>> float(p90(np.asarray([10.0, 20.0, 30.0, 40.0, 50.0])))
     46.0
     """
     import numpy as np
 
-    values = np.asarray(x, dtype=float)
-    if values.ndim == 0 or np.isnan(values).any():
-        return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # numpy's own NaN and scalar rules
+    values = np.asarray(x)
+    if (
+        not isinstance(axis, int)  # None or a tuple: numpy flattens or reduces several axes
+        or (isinstance(x, np.ndarray) and type(x) is not np.ndarray)  # a masked array, a matrix
+        or values.dtype != np.float64  # numpy interpolates in the input's own type (float32, integers ...)
+        or values.ndim == 0
+        or np.isnan(values).any()
+    ):
+        return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # numpy's own rules
     values = np.moveaxis(values, axis, -1)  # numpy's AxisError for an axis the array does not have
     if values.shape[-1] < 2:
         return np.asarray(np.percentile(x, 90.0, axis=axis), dtype=float)  # one value, or none
@@ -100,7 +110,8 @@ def p90(x: npt.NDArray[np.float64], axis: int = -1) -> npt.NDArray[np.float64]:
 
 
 def _linear_quantile(values: npt.NDArray[np.float64], q: float) -> npt.NDArray[np.float64]:
-    """``numpy.quantile(values, q, axis=-1)`` (method ``linear``) to the last bit, for NaN-free
+    """``numpy.quantile(values, q, axis=-1)`` (method ``linear``) to the last bit (a zero's sign aside:
+    which of ``0.0`` and ``-0.0`` lands on a rank depends on the partition), for NaN-free float64
     ``values`` with at least two along the last axis, from one partition around the lower rank.
 
     numpy's own call partitions around four ranks (the lower and upper rank, the first and the

@@ -179,13 +179,14 @@ def test_another_applications_duckdb_file_is_refused_and_left_unchanged(tmp_path
 def test_an_empty_duckdb_file_becomes_a_warehouse(tmp_path: Path) -> None:
     """Read-only, an empty file (a first nightly stopped before making the tables) is named as
     such, not as an older schema; opened for writing, it becomes a warehouse."""
-    path = tmp_path / "empty.duckdb"
+    path = tmp_path / "an empty.duckdb"
     duckdb.connect(str(path)).close()
     with pytest.raises(
-        WarehouseError, match=r"empty\.duckdb holds no STEF tables yet \(an empty DuckDB file"
+        WarehouseError, match=r"empty\.duckdb holds no STEF tables yet \(no migration applied"
     ) as raised:
         connect(path, read_only=True)
     assert "older schema" not in str(raised.value)
+    assert str(raised.value).endswith(f"stef nightly --warehouse '{path}'")  # quoted for the shell
     with connect(path) as conn:
         assert current_version(conn) == warehouse.migrate.available_migrations()[-1].version
 

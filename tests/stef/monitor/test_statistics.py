@@ -107,8 +107,8 @@ def test_joint_bootstrap_gives_each_statistic_the_interval_it_gets_alone(values:
 )
 def test_p90_equals_numpys_percentile_bit_for_bit(values: tuple[float, ...] | None) -> None:
     """Issue 20: :func:`p90` partitions once instead of numpy's four ranks; its values are
-    ``numpy.percentile(x, 90)``'s to the last bit on every length up to 1,000, along either axis,
-    and on rows of bootstrap size (the drift checks compare intervals computed with it)."""
+    ``numpy.percentile(x, 90)``'s to the last bit (a zero's sign aside) on every length up to 1,000,
+    along either axis, and on rows of bootstrap size (the drift checks compare intervals computed with it)."""
     rng = np.random.default_rng(20)
     p90 = stef.monitor.statistics.p90
 
@@ -131,6 +131,33 @@ def test_p90_keeps_numpys_rules_for_nan_and_a_single_value() -> None:
     np.testing.assert_array_equal(p90(np.asarray([[1.0, 2.0], [float("nan"), 4.0]])), [1.9, float("nan")])
     with pytest.raises(np.exceptions.AxisError):
         p90(np.asarray([1.0, 2.0, 3.0]), axis=1)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param(np.asarray([[3.5, 1.25, 90.75, 17.0]], dtype=np.float32), id="float32_interpolated_in_float32"),
+        pytest.param(np.asarray([-100, 100], dtype=np.int8), id="int8_difference_wraps_in_numpy"),
+        pytest.param(np.asarray([1, 7, 3, 12, 5]), id="int64"),
+        pytest.param(np.ma.masked_array([1.0, 2.0, 3.0, 100.0, 5.0], mask=[0, 0, 0, 1, 0]), id="masked"),
+        pytest.param(np.arange(24.0).reshape(2, 3, 4), id="three_dimensional"),
+    ],
+)
+def test_p90_leaves_other_inputs_to_numpy(values: np.ndarray) -> None:
+    """Only NaN-free float64 arrays take the one-partition path; other types keep numpy's own
+    result (float32 and integers interpolate in their own type, a masked array keeps numpy's error),
+    and so do ``axis=None`` and every axis of a 3-D array."""
+    p90 = stef.monitor.statistics.p90
+    axes: list[int | None] = [-1, None] if values.ndim < 3 else [0, 1, 2, None]
+    for axis in axes:
+        try:
+            expected = np.asarray(np.percentile(values, 90.0, axis=axis), dtype=float)
+        except Exception as numpy_error:
+            with pytest.raises(type(numpy_error)):
+                p90(values, axis=axis)  # type: ignore[arg-type]
+            continue
+        got = p90(values, axis=axis)  # type: ignore[arg-type]
+        np.testing.assert_array_equal(got, expected, strict=True)
 
 
 def test_bootstrap_of_tied_values_gives_a_point_interval() -> None:
