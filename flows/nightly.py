@@ -9,6 +9,7 @@ summary and never loses the day's stored data.
 from __future__ import annotations
 
 import os
+import sys
 import time
 import uuid
 from collections.abc import Iterable
@@ -146,12 +147,23 @@ def interruptible_result(future: PrefectFuture[Any]) -> Any:
     :class:`KeyboardInterrupt` was raised only once the batch, with all its queued model requests,
     had finished: minutes later. Between two slices Python runs a pending signal's handler here.
 
+    An interrupt that arrives here gives up the process's model requests at once
+    (:func:`stef.llm.judge.abandon_model_requests`; the task runner's shutdown lifts that): for
+    SIGTERM, Prefect's own handler raises its ``TerminationSignal`` here before the CLI's handler
+    runs, and the run then reports itself as crashed before its task runner stops.
+
     Raises:
         Whatever ``future.result()`` raises (the task's error), and :class:`KeyboardInterrupt`
         (or Prefect's ``TerminationSignal``) on a signal.
     """
-    while not wait_for_futures([future], timeout=WAIT_SLICE_S).done:
-        pass
+    try:
+        while not wait_for_futures([future], timeout=WAIT_SLICE_S).done:
+            pass
+    except BaseException as exc:
+        judge = sys.modules.get("stef.llm.judge")  # not loaded: no model was ever called
+        if not isinstance(exc, Exception) and judge is not None:
+            judge.abandon_model_requests()
+        raise
     return future.result()
 
 

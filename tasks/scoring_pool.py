@@ -57,12 +57,15 @@ def abandoning_on_interrupt(exc_type: type[BaseException] | None) -> AbstractCon
     :class:`BaseException` that is not an :class:`Exception`), the process's model requests are
     abandoned (:func:`stef.llm.judge.abandoned_model_requests`): the shutdown waits for the task
     threads, and those would otherwise wait for every queued request (minutes) whose answers nobody
-    stores. Otherwise (a normal end, an error) nothing changes.
+    stores. The same when :func:`stef.llm.judge.abandon_model_requests` is in force, whatever
+    ``exc_type`` is (an interrupt that a library turned into another error on its way, e.g.
+    pydantic's serialization error for a Ctrl-C inside a serializer); the block's end lifts it.
+    Otherwise (a normal end, an error) nothing changes.
     """
-    if exc_type is None or issubclass(exc_type, Exception):
-        return nullcontext()
     judge = sys.modules.get("stef.llm.judge")  # not loaded: no model was ever called
     if judge is None:
+        return nullcontext()
+    if (exc_type is None or issubclass(exc_type, Exception)) and not judge.model_requests_abandoned():
         return nullcontext()
     abandoned: AbstractContextManager[None] = judge.abandoned_model_requests()
     return abandoned

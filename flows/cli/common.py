@@ -604,7 +604,8 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     SIGINT is raised as :class:`KeyboardInterrupt` (as Python does), SIGTERM as
     :class:`CommandInterrupted` (a :class:`KeyboardInterrupt`), so both
     signals unwind the command alike: Prefect reports its flow runs as crashed, the model requests
-    are abandoned (:func:`tasks.scoring_pool.abandoning_on_interrupt`), the temporary Prefect API
+    are abandoned the moment the signal arrives (:func:`stef.llm.judge.abandon_model_requests`:
+    however long the unwinding takes, none of the queued ones starts), the temporary Prefect API
     is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its ``TerminationSignal``
     first and sends the signal again to this one once its flows are reported.) Then one line on
     stderr, ``interrupted by SIGINT: <kept()>``, and the exit code of :data:`EXIT_INTERRUPTED`
@@ -622,6 +623,7 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     def on_signal(signum: int, frame: object) -> None:
         received.append(signum)
         _INTERRUPTED.set()
+        _abandon_model_requests()
         raise CommandInterrupted(signum) if signum != signal.SIGINT else KeyboardInterrupt
 
     try:
@@ -649,6 +651,24 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
             signal.signal(signal.SIGINT, previous_int)
+        if received:  # the command is over: a later one in this process (a test's) may call the model again
+            _resume_model_requests()
+
+
+def _abandon_model_requests() -> None:
+    """Stop this process's model requests now (:func:`stef.llm.judge.abandon_model_requests`), in
+    the signal's handler: the queued ones must not keep starting while the command unwinds. Not
+    loaded: no model was ever called."""
+    judge = sys.modules.get("stef.llm.judge")
+    if judge is not None:
+        judge.abandon_model_requests()
+
+
+def _resume_model_requests() -> None:
+    """End :func:`_abandon_model_requests` once the interrupted command has unwound."""
+    judge = sys.modules.get("stef.llm.judge")
+    if judge is not None:
+        judge.resume_model_requests()
 
 
 def _console_level(level: int) -> dict[logging.Handler, int]:

@@ -229,6 +229,9 @@ class _LoopThread:
     _loop: asyncio.AbstractEventLoop | None = None
     _abandoning = 0
     """Depth of :meth:`abandoning` blocks open now (above 0: no new request starts)."""
+    _abandoned = False
+    """Set by :meth:`abandon` (a signal's handler) until :meth:`resume` or the end of an
+    :meth:`abandoning` block: no new request starts."""
 
     @classmethod
     def submit(cls, coro: Coroutine[Any, Any, _T]) -> Future[_T]:
@@ -239,7 +242,7 @@ class _LoopThread:
         import asyncio  # not at module level: `stef evaluate` with the symbolic judge imports this module too
 
         with cls._lock:
-            if cls._abandoning:
+            if cls._abandoning or cls._abandoned:
                 coro.close()
                 given_up: Future[_T] = Future()
                 given_up.cancel()
@@ -250,7 +253,53 @@ class _LoopThread:
                 threading.Thread(target=loop.run_forever, name="stef-llm-judge", daemon=True).start()
                 cls._loop = loop
             loop = cls._loop
-        return asyncio.run_coroutine_threadsafe(coro, loop)
+        return asyncio.run_coroutine_threadsafe(cls._unless_abandoned(coro), loop)
+
+    @classmethod
+    async def _unless_abandoned(cls, coro: Coroutine[Any, Any, _T]) -> _T:
+        """``await coro``, unless the requests were given up between :meth:`submit` and now (an
+        :meth:`abandon` whose cancellation of the loop's tasks ran before this one was made)."""
+        import asyncio
+
+        if cls._abandoning or cls._abandoned:
+            coro.close()
+            raise asyncio.CancelledError
+        return await coro
+
+    @classmethod
+    def abandon(cls) -> None:
+        """Give up every model call of the process from now until :meth:`resume` (or the end of
+        an :meth:`abandoning` block): those queued or in flight on the loop are cancelled, and no
+        new one starts.
+
+        Safe in a signal handler (:func:`flows.cli.common.interruptible`): it takes no lock (the
+        handler runs in the main thread, which may hold :attr:`_lock` at that moment), only sets a
+        flag and hands the cancellation to the loop's thread.
+        """
+        cls._abandoned = True
+        cls._cancel_all(cls._loop)
+
+    @classmethod
+    def resume(cls) -> None:
+        """End an :meth:`abandon`: model calls start again."""
+        cls._abandoned = False
+
+    @staticmethod
+    def _cancel_all(loop: asyncio.AbstractEventLoop | None) -> None:
+        """Cancel every task on ``loop`` (in its thread; returns at once). No loop, or a closed one: nothing runs on it."""
+        import asyncio
+
+        if loop is None or loop.is_closed():
+            return
+
+        def cancel_all() -> None:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+
+        try:
+            loop.call_soon_threadsafe(cancel_all)
+        except RuntimeError:  # the loop was closed meanwhile
+            pass
 
     @classmethod
     def run(cls, coro: Coroutine[Any, Any, _T]) -> _T:
@@ -264,26 +313,40 @@ class _LoopThread:
         loop are cancelled (their futures raise :class:`concurrent.futures.CancelledError` at once,
         a request in flight is dropped with its connection), and a call submitted inside the block
         is never started. Used when a run is interrupted (:func:`abandoned_model_requests`)."""
-        import asyncio
-
         with cls._lock:
             cls._abandoning += 1
             loop = cls._loop
         try:
-            if loop is not None and not loop.is_closed():
-
-                def cancel_all() -> None:
-                    for task in asyncio.all_tasks(loop):
-                        task.cancel()
-
-                try:
-                    loop.call_soon_threadsafe(cancel_all)
-                except RuntimeError:  # the loop was closed meanwhile: nothing runs on it
-                    pass
+            cls._cancel_all(loop)
             yield
         finally:
             with cls._lock:
                 cls._abandoning -= 1
+                cls._abandoned = False  # an abandon() of the same interrupt ends with the block
+
+
+def abandon_model_requests() -> None:
+    """Give up every model request of this process from now on: those queued or in flight are
+    cancelled, and none starts until :func:`resume_model_requests` (or the end of an
+    :func:`abandoned_model_requests` block, which the interrupted run's task runner opens when it
+    stops).
+
+    Called by the CLI's signal handler the moment Ctrl-C or SIGTERM arrives, and by the nightly
+    flow when an interrupt reaches it, so the queued requests stop at once, however long the run
+    then takes to unwind (reporting its flow run as crashed, an interrupt that a library turned
+    into another error on its way). Safe in a signal handler: it takes no lock.
+    """
+    _LoopThread.abandon()
+
+
+def resume_model_requests() -> None:
+    """End :func:`abandon_model_requests`: model requests start again (the interrupted command has ended)."""
+    _LoopThread.resume()
+
+
+def model_requests_abandoned() -> bool:
+    """Whether :func:`abandon_model_requests` is in force (no model request starts)."""
+    return _LoopThread._abandoned
 
 
 def abandoned_model_requests() -> contextlib.AbstractContextManager[None]:

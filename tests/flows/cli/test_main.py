@@ -549,3 +549,59 @@ def test_an_error_logged_after_ctrl_c_shows_no_traceback_on_the_console(monkeypa
     assert (
         common._NoStefTraceback().filter(after) and after.exc_info is None and after.getMessage() == "Task run failed"
     )
+
+
+def test_ctrl_c_gives_up_the_queued_model_requests_before_the_command_unwinds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model requests stop the moment Ctrl-C arrives, not when the interrupted run's task runner
+    stops: before that, Prefect reports the run as crashed to its API, and a Ctrl-C that a library
+    turned into another error on its way reached the task runner as that error, so it waited for
+    every queued request (a CI run saw all 12 of 12 made after the signal). After the command,
+    requests start again."""
+    import os
+    import signal
+    import threading
+    import time
+
+    import typer
+
+    from flows.cli import common
+    from stef.llm.evaluate import LLMEvaluator
+    from stef.llm.judge import ModelRequestsAbandoned, model_requests_abandoned
+    from stef.llm.settings import JudgeSettings
+    from stef.models import AgentLogRecord, EvaluationStatus
+    from tests.support.llm_server import stub_llm_server, synthetic_records
+
+    monkeypatch.setattr(common, "_INTERRUPTED", threading.Event())
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-local-placeholder")
+    records = [AgentLogRecord.model_validate(row) for row in synthetic_records(10)]
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # see the test above
+    unwound: list[int] = []
+    try:
+        with stub_llm_server(delay_s=0.3) as server:
+            settings = JudgeSettings.parse(
+                "openai/gpt-4o-mini", api_base=server.url, concurrency=2, timeout_s=60.0, breaker_failures=0
+            )
+            with pytest.raises(typer.Exit) as stopped, common.interruptible(lambda: "nothing kept"):
+                pending = LLMEvaluator(settings).submit(records)
+                try:
+                    while server.requests < 2:
+                        time.sleep(0.01)
+                    at_signal = server.requests
+                    os.kill(os.getpid(), signal.SIGINT)  # the handler raises at the next bytecode
+                    time.sleep(5)
+                finally:  # a slow unwinding (a crash reported to a busy API), then an error instead of Ctrl-C
+                    time.sleep(0.3)  # a request already on its way when the signal came arrives by now
+                    unwound.append(server.requests)
+                    time.sleep(1.2)  # at 0.3 s a request and two slots, eight more would have started
+                    unwound.append(server.requests)
+                    with pytest.raises(ModelRequestsAbandoned):
+                        pending.evaluations()
+                    raise ValueError("a KeyboardInterrupt inside a serializer, as pydantic reports it")
+            assert stopped.value.exit_code == 130
+            assert unwound[0] == unwound[1] <= at_signal + settings.concurrency, "model requests started after Ctrl-C"
+            assert not model_requests_abandoned()
+            server.delay_s = 0.0
+            assert LLMEvaluator(settings).evaluate_many(records[:1])[0].status is EvaluationStatus.EVALUATED
+            assert server.requests == unwound[1] + 1
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -270,3 +270,54 @@ def test_abandoned_model_requests_cancel_the_queued_and_in_flight_ones_and_start
         server.delay_s = 0.0
         again = LLMEvaluator(settings).evaluate_many(records[:1])
     assert again[0].status is EvaluationStatus.EVALUATED and again[0].judge_fallback_reason is None
+
+
+def test_abandon_model_requests_lasts_until_resumed_and_a_task_runner_shutdown_lifts_it() -> None:
+    """What the CLI's signal handler calls the moment Ctrl-C arrives: the queued and in-flight
+    requests are cancelled and none starts while the command unwinds, however long that takes (no
+    block to stay inside); resume_model_requests, or the interrupted run's task-runner shutdown
+    (even when the interrupt reached it as another error), lets requests start again."""
+    import time
+
+    from stef.llm.judge import (
+        ModelRequestsAbandoned,
+        abandon_model_requests,
+        model_requests_abandoned,
+        resume_model_requests,
+    )
+    from tasks.scoring_pool import abandoning_on_interrupt
+
+    records = [AgentLogRecord.model_validate(row) for row in synthetic_records(8)]
+    with stub_llm_server(delay_s=0.3) as server:
+        settings = JudgeSettings.parse(MODEL, api_base=server.url, concurrency=2, timeout_s=60.0, breaker_failures=0)
+        pending = LLMEvaluator(settings).submit(records)
+        deadline = time.monotonic() + 60
+        while server.requests < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        at_abandon = server.requests
+        abandon_model_requests()
+        try:
+            assert model_requests_abandoned()
+            with pytest.raises(ModelRequestsAbandoned):
+                pending.evaluations()
+            time.sleep(0.3)  # a request already on its way when the abandon came arrives by now
+            settled = server.requests
+            time.sleep(1.2)  # a slow unwinding: at 0.3 s a request and two slots, the six queued would have started
+            assert server.requests == settled <= at_abandon + settings.concurrency, "requests started after the abandon"
+            with pytest.raises(ModelRequestsAbandoned):
+                LLMEvaluator(settings).submit(records[:1]).evaluations()
+            assert server.requests == settled
+        finally:
+            resume_model_requests()
+        assert not model_requests_abandoned()
+        server.delay_s = 0.0
+        assert LLMEvaluator(settings).evaluate_many(records[:1])[0].status is EvaluationStatus.EVALUATED
+        assert server.requests == settled + 1
+
+        abandon_model_requests()
+        with abandoning_on_interrupt(ValueError):  # e.g. pydantic's error for a Ctrl-C inside a serializer
+            assert model_requests_abandoned()
+        assert not model_requests_abandoned()
+        with abandoning_on_interrupt(ValueError):  # a plain error, no interrupt: nothing is given up
+            assert LLMEvaluator(settings).evaluate_many(records[1:2])[0].status is EvaluationStatus.EVALUATED
+        assert server.requests == settled + 2
