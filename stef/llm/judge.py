@@ -287,10 +287,9 @@ class _LoopThread:
     @staticmethod
     def _cancel_all(loop: asyncio.AbstractEventLoop | None) -> None:
         """Cancel every task on ``loop`` (in its thread; returns at once). No loop, or a closed one: nothing runs on it."""
-        import asyncio
-
         if loop is None or loop.is_closed():
             return
+        import asyncio  # loaded already (the loop is asyncio's): no import runs in a signal's handler
 
         def cancel_all() -> None:
             for task in asyncio.all_tasks(loop):

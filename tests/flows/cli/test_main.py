@@ -584,13 +584,15 @@ def test_ctrl_c_gives_up_the_queued_model_requests_before_the_command_unwinds(mo
             with pytest.raises(typer.Exit) as stopped, common.interruptible(lambda: "nothing kept"):
                 pending = LLMEvaluator(settings).submit(records)
                 try:
-                    while server.requests < 2:
+                    deadline = time.monotonic() + 60
+                    while server.requests < 2 and time.monotonic() < deadline:
                         time.sleep(0.01)
                     at_signal = server.requests
+                    assert at_signal >= 2, "no model request was made"
                     os.kill(os.getpid(), signal.SIGINT)  # the handler raises at the next bytecode
                     time.sleep(5)
                 finally:  # a slow unwinding (a crash reported to a busy API), then an error instead of Ctrl-C
-                    time.sleep(0.3)  # a request already on its way when the signal came arrives by now
+                    time.sleep(0.5)  # a request already on its way when the signal came arrives by now
                     unwound.append(server.requests)
                     time.sleep(1.2)  # at 0.3 s a request and two slots, eight more would have started
                     unwound.append(server.requests)

@@ -300,7 +300,7 @@ def test_abandon_model_requests_lasts_until_resumed_and_a_task_runner_shutdown_l
             assert model_requests_abandoned()
             with pytest.raises(ModelRequestsAbandoned):
                 pending.evaluations()
-            time.sleep(0.3)  # a request already on its way when the abandon came arrives by now
+            time.sleep(0.5)  # a request already on its way when the abandon came arrives by now
             settled = server.requests
             time.sleep(1.2)  # a slow unwinding: at 0.3 s a request and two slots, the six queued would have started
             assert server.requests == settled <= at_abandon + settings.concurrency, "requests started after the abandon"
