@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from stef.llm import request_stop
 from stef.pool_workers import exit_with_parent, leave_interrupts_to_parent, settle_scoring_worker
 from tasks._runtime import run_logger
 
@@ -54,21 +54,17 @@ def usable_cores() -> int:
 def abandoning_on_interrupt(exc_type: type[BaseException] | None) -> AbstractContextManager[None]:
     """Around the shutdown of a task runner whose flow ends with ``exc_type``: for an interrupt
     (Ctrl-C's :class:`KeyboardInterrupt`, Prefect's ``TerminationSignal`` for SIGTERM: a
-    :class:`BaseException` that is not an :class:`Exception`), the process's model requests are
-    abandoned (:func:`stef.llm.judge.abandoned_model_requests`): the shutdown waits for the task
-    threads, and those would otherwise wait for every queued request (minutes) whose answers nobody
-    stores. The same when :func:`stef.llm.judge.abandon_model_requests` is in force, whatever
-    ``exc_type`` is (an interrupt that a library turned into another error on its way, e.g.
-    pydantic's serialization error for a Ctrl-C inside a serializer); the block's end lifts it.
-    Otherwise (a normal end, an error) nothing changes.
+    :class:`BaseException` that is not an :class:`Exception`), or while the model requests are
+    stopped already (:func:`stef.llm.request_stop.stopped`: an interrupt that a library turned
+    into another error on its way, e.g. pydantic's serialization error for a Ctrl-C inside a
+    serializer), the process's model requests are stopped for the shutdown
+    (:func:`stef.llm.request_stop.stopped_block`, whose end lifts the flow's stop): the shutdown
+    waits for the task threads, and those would otherwise wait for every queued request (minutes)
+    whose answers nobody stores. Otherwise (a normal end, an error) nothing changes.
     """
-    judge = sys.modules.get("stef.llm.judge")  # not loaded: no model was ever called
-    if judge is None:
+    if (exc_type is None or issubclass(exc_type, Exception)) and not request_stop.stopped():
         return nullcontext()
-    if (exc_type is None or issubclass(exc_type, Exception)) and not judge.model_requests_abandoned():
-        return nullcontext()
-    abandoned: AbstractContextManager[None] = judge.abandoned_model_requests()
-    return abandoned
+    return request_stop.stopped_block()
 
 
 class InterruptibleThreadPoolTaskRunner(ThreadPoolTaskRunner):  # type: ignore[type-arg]

@@ -31,6 +31,7 @@ from typer.core import TyperGroup
 from stef.days import DAY_FORM, parse_day
 from stef.display import one_line, visible_lines
 from stef.errors import InputError, StefError, UnknownDialectError
+from stef.llm import request_stop
 
 try:  # Typer 0.2x vendors click as typer._click; older Typer uses click itself
     from typer._click.exceptions import ClickException, UsageError
@@ -604,9 +605,10 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     SIGINT is raised as :class:`KeyboardInterrupt` (as Python does), SIGTERM as
     :class:`CommandInterrupted` (a :class:`KeyboardInterrupt`), so both
     signals unwind the command alike: Prefect reports its flow runs as crashed, the model requests
-    are abandoned the moment the signal arrives (:func:`stef.llm.judge.abandon_model_requests`:
-    however long the unwinding takes, none of the queued ones starts), the temporary Prefect API
-    is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its ``TerminationSignal``
+    are stopped the moment the signal arrives (:func:`stef.llm.request_stop.stop_for_signal`:
+    however long the unwinding takes, none of the queued ones starts; for SIGTERM during a flow
+    run the flow stops them, :func:`flows.nightly.sigterm_stops_model_requests`), the temporary
+    Prefect API is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its ``TerminationSignal``
     first and sends the signal again to this one once its flows are reported.) Then one line on
     stderr, ``interrupted by SIGINT: <kept()>``, and the exit code of :data:`EXIT_INTERRUPTED`
     (130, 143) instead of a traceback.
@@ -621,9 +623,9 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     received: list[int] = []
 
     def on_signal(signum: int, frame: object) -> None:
+        request_stop.stop_for_signal(signum)  # first: lock-free, whatever the main thread holds
         received.append(signum)
         _INTERRUPTED.set()
-        _abandon_model_requests()
         raise CommandInterrupted(signum) if signum != signal.SIGINT else KeyboardInterrupt
 
     try:
@@ -637,7 +639,9 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     except BaseException as exc:
         # An error raised while the interrupt unwinds is its consequence, not a bug: e.g. pydantic
         # turns a KeyboardInterrupt inside a serializer into a PydanticSerializationError.
-        signum = _signal_of(exc) or (received[0] if received and isinstance(exc, Exception) else None)
+        # (the nightly flow records a SIGTERM that Prefect's own handler took first: request_stop)
+        got = received[0] if received else request_stop.signal_received()
+        signum = _signal_of(exc) or (got if got and isinstance(exc, Exception) else None)
         if signum is None:
             raise
         if previous is not None:  # a second signal now ends the process at once, as it would have
@@ -651,24 +655,7 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
             signal.signal(signal.SIGINT, previous_int)
-        if received:  # the command is over: a later one in this process (a test's) may call the model again
-            _resume_model_requests()
-
-
-def _abandon_model_requests() -> None:
-    """Stop this process's model requests now (:func:`stef.llm.judge.abandon_model_requests`), in
-    the signal's handler: the queued ones must not keep starting while the command unwinds. Not
-    loaded: no model was ever called."""
-    judge = sys.modules.get("stef.llm.judge")
-    if judge is not None:
-        judge.abandon_model_requests()
-
-
-def _resume_model_requests() -> None:
-    """End :func:`_abandon_model_requests` once the interrupted command has unwound."""
-    judge = sys.modules.get("stef.llm.judge")
-    if judge is not None:
-        judge.resume_model_requests()
+        request_stop.clear_signal()  # the command is over: a later one in this process (a test's) may call the model
 
 
 def _console_level(level: int) -> dict[logging.Handler, int]:

@@ -62,7 +62,7 @@ import sys
 import threading
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -72,6 +72,7 @@ from pydantic import ValidationError
 
 from stef.display import one_line
 from stef.errors import StefError
+from stef.llm import request_stop
 from stef.llm.breaker import BREAKER_OPEN, CircuitBreaker, shared_breaker
 from stef.llm.budget import BUDGET_REACHED, CostBudget
 from stef.llm.litellm_loader import import_litellm
@@ -227,22 +228,18 @@ class _LoopThread:
 
     _lock = threading.Lock()
     _loop: asyncio.AbstractEventLoop | None = None
-    _abandoning = 0
-    """Depth of :meth:`abandoning` blocks open now (above 0: no new request starts)."""
-    _abandoned = False
-    """Set by :meth:`abandon` (a signal's handler) until :meth:`resume` or the end of an
-    :meth:`abandoning` block: no new request starts."""
 
     @classmethod
     def submit(cls, coro: Coroutine[Any, Any, _T]) -> Future[_T]:
         """Schedule ``coro`` on the process's judge loop (started on first use); returns at once.
 
-        Inside :meth:`abandoning` the coroutine is not run: the future returned is cancelled.
+        While the model requests are stopped (:func:`stef.llm.request_stop.stopped`: an
+        interrupted run) the coroutine is not run: the future returned is cancelled.
         """
         import asyncio  # not at module level: `stef evaluate` with the symbolic judge imports this module too
 
         with cls._lock:
-            if cls._abandoning or cls._abandoned:
+            if request_stop.stopped():
                 coro.close()
                 given_up: Future[_T] = Future()
                 given_up.cancel()
@@ -252,111 +249,39 @@ class _LoopThread:
                 loop.set_default_executor(_LoopExecutor(thread_name_prefix="stef-llm-judge-executor"))
                 threading.Thread(target=loop.run_forever, name="stef-llm-judge", daemon=True).start()
                 cls._loop = loop
+                request_stop.register_loop(loop)
             loop = cls._loop
-        return asyncio.run_coroutine_threadsafe(cls._unless_abandoned(coro), loop)
+        return asyncio.run_coroutine_threadsafe(cls._unless_stopped(coro), loop)
 
-    @classmethod
-    async def _unless_abandoned(cls, coro: Coroutine[Any, Any, _T]) -> _T:
-        """``await coro``, unless the requests were given up between :meth:`submit` and now (an
-        :meth:`abandon` whose cancellation of the loop's tasks ran before this one was made)."""
+    @staticmethod
+    async def _unless_stopped(coro: Coroutine[Any, Any, _T]) -> _T:
+        """``await coro``, unless the requests were stopped between :meth:`submit` and now (a stop
+        whose cancellation of the loop's tasks ran before this task was made)."""
         import asyncio
 
-        if cls._abandoning or cls._abandoned:
+        if request_stop.stopped():
             coro.close()
             raise asyncio.CancelledError
         return await coro
-
-    @classmethod
-    def abandon(cls) -> None:
-        """Give up every model call of the process from now until :meth:`resume` (or the end of
-        an :meth:`abandoning` block): those queued or in flight on the loop are cancelled, and no
-        new one starts.
-
-        Safe in a signal handler (:func:`flows.cli.common.interruptible`): it takes no lock (the
-        handler runs in the main thread, which may hold :attr:`_lock` at that moment), only sets a
-        flag and hands the cancellation to the loop's thread.
-        """
-        cls._abandoned = True
-        cls._cancel_all(cls._loop)
-
-    @classmethod
-    def resume(cls) -> None:
-        """End an :meth:`abandon`: model calls start again."""
-        cls._abandoned = False
-
-    @staticmethod
-    def _cancel_all(loop: asyncio.AbstractEventLoop | None) -> None:
-        """Cancel every task on ``loop`` (in its thread; returns at once). No loop, or a closed one: nothing runs on it."""
-        if loop is None or loop.is_closed():
-            return
-        import asyncio  # loaded already (the loop is asyncio's): no import runs in a signal's handler
-
-        def cancel_all() -> None:
-            for task in asyncio.all_tasks(loop):
-                task.cancel()
-
-        try:
-            loop.call_soon_threadsafe(cancel_all)
-        except RuntimeError:  # the loop was closed meanwhile
-            pass
 
     @classmethod
     def run(cls, coro: Coroutine[Any, Any, _T]) -> _T:
         """Run ``coro`` on the process's judge loop and wait for its result."""
         return cls.submit(coro).result()
 
-    @classmethod
-    @contextlib.contextmanager
-    def abandoning(cls) -> Iterator[None]:
-        """Give up every model call of the process for the block: those queued or in flight on the
-        loop are cancelled (their futures raise :class:`concurrent.futures.CancelledError` at once,
-        a request in flight is dropped with its connection), and a call submitted inside the block
-        is never started. Used when a run is interrupted (:func:`abandoned_model_requests`)."""
-        with cls._lock:
-            cls._abandoning += 1
-            loop = cls._loop
-        try:
-            cls._cancel_all(loop)
-            yield
-        finally:
-            with cls._lock:
-                cls._abandoning -= 1
-                cls._abandoned = False  # an abandon() of the same interrupt ends with the block
-
-
-def abandon_model_requests() -> None:
-    """Give up every model request of this process from now on: those queued or in flight are
-    cancelled, and none starts until :func:`resume_model_requests` (or the end of an
-    :func:`abandoned_model_requests` block, which the interrupted run's task runner opens when it
-    stops).
-
-    Called by the CLI's signal handler the moment Ctrl-C or SIGTERM arrives, and by the nightly
-    flow when an interrupt reaches it, so the queued requests stop at once, however long the run
-    then takes to unwind (reporting its flow run as crashed, an interrupt that a library turned
-    into another error on its way). Safe in a signal handler: it takes no lock.
-    """
-    _LoopThread.abandon()
-
-
-def resume_model_requests() -> None:
-    """End :func:`abandon_model_requests`: model requests start again (the interrupted command has ended)."""
-    _LoopThread.resume()
-
-
-def model_requests_abandoned() -> bool:
-    """Whether :func:`abandon_model_requests` is in force (no model request starts)."""
-    return _LoopThread._abandoned
-
 
 def abandoned_model_requests() -> contextlib.AbstractContextManager[None]:
     """A block in which no model request of this process starts, and those queued or in flight
-    when it begins are cancelled (see :meth:`_LoopThread.abandoning`).
+    when it begins are cancelled: their futures raise :class:`concurrent.futures.CancelledError`
+    at once, a request in flight is dropped with its connection
+    (:func:`stef.llm.request_stop.stopped_block`; its end also lifts a stop of the flow,
+    :func:`stef.llm.request_stop.stop_for_interrupt`).
 
     For a run that is being interrupted (Ctrl-C, SIGTERM): its batches stop waiting for answers
     nobody will store, so the run ends in seconds instead of after its queued requests. Their
     records are not judged; nothing of them is cached or stored.
     """
-    return _LoopThread.abandoning()
+    return request_stop.stopped_block()
 
 
 class ModelRequestsAbandoned(StefError):
@@ -1015,7 +940,7 @@ class PendingJudgements:
         for key, asked in (*self.asked.items(), *again.items()):
             try:
                 outcome, verdict = asked.result()
-            except CancelledError:  # given up by abandoned_model_requests: the run is being interrupted
+            except CancelledError:  # stopped (stef.llm.request_stop): the run is being interrupted
                 self.cancel()
                 raise ModelRequestsAbandoned(
                     "the model requests of this batch were abandoned: the run is being interrupted"

@@ -272,19 +272,22 @@ def test_abandoned_model_requests_cancel_the_queued_and_in_flight_ones_and_start
     assert again[0].status is EvaluationStatus.EVALUATED and again[0].judge_fallback_reason is None
 
 
-def test_abandon_model_requests_lasts_until_resumed_and_a_task_runner_shutdown_lifts_it() -> None:
-    """What the CLI's signal handler calls the moment Ctrl-C arrives: the queued and in-flight
-    requests are cancelled and none starts while the command unwinds, however long that takes (no
-    block to stay inside); resume_model_requests, or the interrupted run's task-runner shutdown
-    (even when the interrupt reached it as another error), lets requests start again."""
+def test_a_signal_stops_the_model_requests_until_the_command_clears_it_and_a_flow_stop_until_its_runner_shutdown() -> (
+    None
+):
+    """What the CLI's signal handler does the moment Ctrl-C arrives (request_stop.stop_for_signal):
+    the queued and in-flight requests are cancelled and none starts while the command unwinds,
+    however long that takes, also across the task runner's shutdown block (a second Ctrl-C during
+    it); clear_signal lets requests start again. A flow's stop (stop_for_interrupt) lasts until
+    the end of its runner's shutdown block, which also opens when the interrupt reached it as
+    another error."""
+    import asyncio
+    import signal
     import time
+    from concurrent.futures import CancelledError
 
-    from stef.llm.judge import (
-        ModelRequestsAbandoned,
-        abandon_model_requests,
-        model_requests_abandoned,
-        resume_model_requests,
-    )
+    from stef.llm import request_stop
+    from stef.llm.judge import ModelRequestsAbandoned, _LoopThread
     from tasks.scoring_pool import abandoning_on_interrupt
 
     records = [AgentLogRecord.model_validate(row) for row in synthetic_records(8)]
@@ -294,30 +297,39 @@ def test_abandon_model_requests_lasts_until_resumed_and_a_task_runner_shutdown_l
         deadline = time.monotonic() + 60
         while server.requests < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
-        at_abandon = server.requests
-        abandon_model_requests()
+        request_stop.stop_for_signal(signal.SIGINT)
+        at_stop = server.requests
         try:
-            assert model_requests_abandoned()
+            assert request_stop.stopped() and request_stop.signal_received() == signal.SIGINT
             with pytest.raises(ModelRequestsAbandoned):
                 pending.evaluations()
-            time.sleep(0.5)  # a request already on its way when the abandon came arrives by now
+            time.sleep(0.5)  # a request already on its way when the stop came arrives by now
             settled = server.requests
+            with request_stop.stopped_block():  # the runner's shutdown; its end keeps the signal's stop
+                pass
             time.sleep(1.2)  # a slow unwinding: at 0.3 s a request and two slots, the six queued would have started
-            assert server.requests == settled <= at_abandon + settings.concurrency, "requests started after the abandon"
+            assert server.requests == settled <= at_stop + settings.concurrency, "requests started after the stop"
             with pytest.raises(ModelRequestsAbandoned):
                 LLMEvaluator(settings).submit(records[:1]).evaluations()
+            # a request scheduled in the instant the stop came (its cancellation ran before the task existed)
+            late = asyncio.run_coroutine_threadsafe(_LoopThread._unless_stopped(asyncio.sleep(0)), _LoopThread._loop)
+            with pytest.raises(CancelledError):
+                late.result(timeout=10)
             assert server.requests == settled
         finally:
-            resume_model_requests()
-        assert not model_requests_abandoned()
+            request_stop.clear_signal()
+        assert not request_stop.stopped() and request_stop.signal_received() == 0
         server.delay_s = 0.0
         assert LLMEvaluator(settings).evaluate_many(records[:1])[0].status is EvaluationStatus.EVALUATED
         assert server.requests == settled + 1
 
-        abandon_model_requests()
+        request_stop.stop_for_interrupt(signal.SIGTERM)  # Prefect's SIGTERM, seen by the nightly flow
+        assert request_stop.stopped() and request_stop.signal_received() == signal.SIGTERM
         with abandoning_on_interrupt(ValueError):  # e.g. pydantic's error for a Ctrl-C inside a serializer
-            assert model_requests_abandoned()
-        assert not model_requests_abandoned()
-        with abandoning_on_interrupt(ValueError):  # a plain error, no interrupt: nothing is given up
+            assert request_stop.stopped()
+        assert not request_stop.stopped()
+        assert request_stop.signal_received() == signal.SIGTERM  # for the command's one line, until it ends
+        request_stop.clear_signal()
+        with abandoning_on_interrupt(ValueError):  # a plain error, no interrupt: nothing is stopped
             assert LLMEvaluator(settings).evaluate_many(records[1:2])[0].status is EvaluationStatus.EVALUATED
         assert server.requests == settled + 2
