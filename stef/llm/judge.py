@@ -223,7 +223,8 @@ class _LoopThread:
 
     litellm keeps its async HTTP clients per process; running all batches (also those of parallel
     Prefect task threads) on one loop keeps those clients on the loop they were made on. Its default
-    executor is a :class:`_LoopExecutor`.
+    executor is a :class:`_LoopExecutor`. The loop is registered with :mod:`stef.llm.request_stop`,
+    which cancels its tasks when the run is interrupted.
     """
 
     _lock = threading.Lock()
@@ -286,7 +287,7 @@ def abandoned_model_requests() -> contextlib.AbstractContextManager[None]:
 
 class ModelRequestsAbandoned(StefError):
     """The batch's model requests were given up: its run is being interrupted
-    (:func:`abandoned_model_requests`). The batch has no evaluations; nothing of it is stored."""
+    (:mod:`stef.llm.request_stop`). The batch has no evaluations; nothing of it is stored."""
 
 
 class _Stop(Exception):

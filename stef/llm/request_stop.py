@@ -11,10 +11,10 @@ Three things stop them, each lifted by its owner:
 * :func:`stopped_block`: that shutdown itself, for its duration.
 
 Each one cancels the requests queued or in flight on the loop (a request already on its way may
-still reach the server; a queued one never starts). This module imports nothing but
-:mod:`threading` when loaded, and :func:`stop_for_signal` takes no lock and imports nothing, so a
-signal's handler can call it whatever the main thread holds, even while another thread is still
-importing the judge.
+still reach the server; a queued one never starts). This module imports only a few standard
+modules when loaded, and :func:`stop_for_signal` / :func:`stop_for_interrupt` take no lock and
+import nothing, so a signal's handler can call them whatever the main thread holds, even while
+another thread is still importing the judge.
 """
 
 from __future__ import annotations
