@@ -9,15 +9,11 @@ summary and never loses the day's stored data.
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, timedelta
-from types import FrameType
 from typing import Any, Literal, cast
 
 from prefect import flow, get_run_logger, task
@@ -153,8 +149,10 @@ def interruptible_result(future: PrefectFuture[Any]) -> Any:
 
     An interrupt that arrives here stops the process's model requests at once
     (:func:`stef.llm.request_stop.stop_for_interrupt`; the run's task-runner shutdown lifts that),
-    with this package's thread-pool runners (:func:`runner_lifts_request_stop`): the run then
-    reports itself as crashed before its task runner stops.
+    with this package's thread-pool runners (:func:`runner_lifts_request_stop`): the run's
+    unwinding (its task runner's threads joined, the crash reported to the API) then starts none
+    of the queued ones. For SIGTERM this is where it shows: while a flow runs, Prefect's own
+    handler takes the signal first and raises its ``TerminationSignal`` in the flow.
 
     Raises:
         Whatever ``future.result()`` raises (the task's error), and :class:`KeyboardInterrupt`
@@ -177,41 +175,6 @@ def runner_lifts_request_stop() -> bool:
     and nothing here would lift the stop."""
     context = FlowRunContext.get()
     return isinstance(context.task_runner if context is not None else None, InterruptibleThreadPoolTaskRunner)
-
-
-@contextmanager
-def sigterm_stops_model_requests() -> Iterator[None]:
-    """Around a flow run's evaluation: a SIGTERM first stops this process's model requests
-    (:func:`stef.llm.request_stop.stop_for_interrupt`, which also records the signal for the CLI's
-    one line), then goes to the handler in place: Prefect's, which raises its ``TerminationSignal``
-    in the flow.
-
-    While a flow runs, Prefect's handler replaces the CLI's and hands the signal on only once the
-    run is reported as crashed, and only when its ``TerminationSignal`` got there: one that a
-    library turned into another error on its way (pydantic, inside a serializer of Prefect's task
-    submission) never did, and every queued model request was still made. Only with a runner
-    that lifts the stop (:func:`runner_lifts_request_stop`), in the main thread (where signals are
-    handled), and when the handler in place is a Python function.
-    """
-    handler = signal.getsignal(signal.SIGTERM)
-    if (
-        not callable(handler)  # the default (the process ends) or ignored: nothing to add
-        or threading.current_thread() is not threading.main_thread()
-        or not runner_lifts_request_stop()
-    ):
-        yield
-        return
-
-    def stop_then_handle(signum: int, frame: FrameType | None) -> Any:
-        request_stop.stop_for_interrupt(signum)
-        return handler(signum, frame)
-
-    signal.signal(signal.SIGTERM, stop_then_handle)
-    try:
-        yield
-    finally:
-        if signal.getsignal(signal.SIGTERM) is stop_then_handle:
-            signal.signal(signal.SIGTERM, handler)
 
 
 def make_task_runner(
@@ -484,24 +447,23 @@ def nightly(
     started = time.perf_counter()
     evaluation_started(day, len(records), len(parts))
     try:
-        with sigterm_stops_model_requests():
-            futures = [
-                evaluate_batch.submit(
-                    RecordBatch(batch),
-                    rules_dir,
-                    settings,
-                    warehouse_path,
-                    compact=True,
-                    processes=processes,
-                    compress=compress,
-                    **catalogs,
-                )
-                for batch in parts
-            ]
-            while futures:  # in order; each finished future is dropped so its task state is freed early
-                batch_rows = cast("list[CompactEvaluation]", interruptible_result(futures.pop(0)))  # compact=True
-                evaluations.extend(batch_rows)
-                batch_evaluated(len(batch_rows))
+        futures = [
+            evaluate_batch.submit(
+                RecordBatch(batch),
+                rules_dir,
+                settings,
+                warehouse_path,
+                compact=True,
+                processes=processes,
+                compress=compress,
+                **catalogs,
+            )
+            for batch in parts
+        ]
+        while futures:  # in order; each finished future is dropped so its task state is freed early
+            batch_rows = cast("list[CompactEvaluation]", interruptible_result(futures.pop(0)))  # compact=True
+            evaluations.extend(batch_rows)
+            batch_evaluated(len(batch_rows))
     finally:
         evaluation_finished()
         breaker = release_breaker(settings.run_key or "")

@@ -34,6 +34,16 @@ def prefect_harness() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def model_requests_not_stopped() -> Iterator[None]:
+    """A test that stopped this process's model requests (stef.llm.request_stop) and failed
+    before lifting the stop leaves them stopped for no later test: the stop is lifted after each."""
+    yield
+    from stef.llm import request_stop
+
+    request_stop.clear_signal()
+
+
 @pytest.fixture
 def log_day(tmp_path: Path) -> Path:
     """``<tmp>/logs`` holding the fixture files as the day ``2026-11-20``; returns the logs root."""

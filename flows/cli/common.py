@@ -607,8 +607,8 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     signals unwind the command alike: Prefect reports its flow runs as crashed, the model requests
     are stopped the moment the signal arrives (:func:`stef.llm.request_stop.stop_for_signal`:
     however long the unwinding takes, none of the queued ones starts; for SIGTERM during a flow
-    run the flow stops them, :func:`flows.nightly.sigterm_stops_model_requests`), the temporary
-    Prefect API is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its ``TerminationSignal``
+    run, when the interrupt reaches the flow: :func:`flows.nightly.interruptible_result`), the
+    temporary Prefect API is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its ``TerminationSignal``
     first and sends the signal again to this one once its flows are reported.) Then one line on
     stderr, ``interrupted by SIGINT: <kept()>``, and the exit code of :data:`EXIT_INTERRUPTED`
     (130, 143) instead of a traceback.
@@ -623,7 +623,7 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     received: list[int] = []
 
     def on_signal(signum: int, frame: object) -> None:
-        request_stop.stop_for_signal(signum)  # first: lock-free, whatever the main thread holds
+        request_stop.stop_for_signal()  # first: lock-free, whatever the main thread holds
         received.append(signum)
         _INTERRUPTED.set()
         raise CommandInterrupted(signum) if signum != signal.SIGINT else KeyboardInterrupt
@@ -639,9 +639,7 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     except BaseException as exc:
         # An error raised while the interrupt unwinds is its consequence, not a bug: e.g. pydantic
         # turns a KeyboardInterrupt inside a serializer into a PydanticSerializationError.
-        # (the nightly flow records a SIGTERM that Prefect's own handler took first: request_stop)
-        got = received[0] if received else request_stop.signal_received()
-        signum = _signal_of(exc) or (got if got and isinstance(exc, Exception) else None)
+        signum = _signal_of(exc) or (received[0] if received and isinstance(exc, Exception) else None)
         if signum is None:
             raise
         if previous is not None:  # a second signal now ends the process at once, as it would have

@@ -6,15 +6,15 @@ Three things stop them, each lifted by its owner:
 
 * :func:`stop_for_signal`: the CLI's signal handler (:func:`flows.cli.common.interruptible`), the
   moment the signal arrives; lifted by :func:`clear_signal` when the command has unwound;
-* :func:`stop_for_interrupt`: the nightly flow, when an interrupt reaches it; lifted at the end of
-  the interrupted run's task-runner shutdown (:func:`stopped_block`);
+* :func:`stop_for_interrupt`: the nightly flow, when an interrupt reaches its wait on a batch;
+  lifted at the end of the interrupted run's task-runner shutdown (:func:`stopped_block`);
 * :func:`stopped_block`: that shutdown itself, for its duration.
 
 Each one cancels the requests queued or in flight on the loop (a request already on its way may
 still reach the server; a queued one never starts). This module imports only a few standard
-modules when loaded, and :func:`stop_for_signal` / :func:`stop_for_interrupt` take no lock and
-import nothing, so a signal's handler can call them whatever the main thread holds, even while
-another thread is still importing the judge.
+modules when loaded, and :func:`stop_for_signal` takes no lock and imports nothing, so a signal's
+handler can call it whatever the main thread holds, even while another thread is still importing
+the judge.
 """
 
 from __future__ import annotations
@@ -37,9 +37,7 @@ class _State:
     signalled = False
     """Set by :func:`stop_for_signal` until :func:`clear_signal`."""
     interrupted = False
-    """Set by :func:`stop_for_interrupt` until the end of a :func:`stopped_block`."""
-    last_signal = 0
-    """The number of the signal either stop named (0: none), until :func:`clear_signal`."""
+    """Set by :func:`stop_for_interrupt` until a :func:`stopped_block` ends normally (or :func:`clear_signal`)."""
     depth = 0
     """:func:`stopped_block` blocks open now."""
     lock = threading.Lock()
@@ -62,53 +60,47 @@ def stopped() -> bool:
     return bool(_State.signalled or _State.interrupted or _State.depth)
 
 
-def signal_received() -> int:
-    """The signal a stop named since the last :func:`clear_signal` (0: none): what the command
-    was interrupted by, even when the interrupt reached it as another error."""
-    return _State.last_signal
-
-
-def stop_for_signal(signum: int) -> None:
-    """Stop the model requests because the process got signal ``signum``: cancel those queued or
+def stop_for_signal() -> None:
+    """Stop the model requests because the process got Ctrl-C or SIGTERM: cancel those queued or
     in flight, start none until :func:`clear_signal`. Safe in a signal's handler (no lock, no import).
     """
     _State.signalled = True
-    _State.last_signal = signum
     _cancel_all(_State.loop)
 
 
 def clear_signal() -> None:
-    """End :func:`stop_for_signal` and forget the signal (the interrupted command has unwound)."""
+    """End :func:`stop_for_signal`, and a :func:`stop_for_interrupt` still in force (the
+    interrupted command has unwound)."""
     _State.signalled = False
-    _State.last_signal = 0
+    _State.interrupted = False
 
 
-def stop_for_interrupt(signum: int = 0) -> None:
-    """Stop the model requests because an interrupt (signal ``signum``, 0: not known) reached a
-    flow run: cancel those queued or in flight, start none until the end of the next
-    :func:`stopped_block` (the run's task-runner shutdown, which lifts it). Safe in a signal's
-    handler (no lock, no import)."""
+def stop_for_interrupt() -> None:
+    """Stop the model requests because an interrupt reached a flow run: cancel those queued or in
+    flight, start none until a :func:`stopped_block` (the run's task-runner shutdown, which waits
+    for its threads) ends normally. No lock, no import."""
     _State.interrupted = True
-    if signum:
-        _State.last_signal = signum
     _cancel_all(_State.loop)
 
 
 @contextlib.contextmanager
 def stopped_block() -> Iterator[None]:
     """A block in which no model request starts, and those queued or in flight when it begins are
-    cancelled: an interrupted run's task-runner shutdown. Its end also lifts
-    :func:`stop_for_interrupt` (the run it stopped is over), not :func:`stop_for_signal` (the
-    command may still be unwinding)."""
+    cancelled: an interrupted run's task-runner shutdown. A normal end also lifts
+    :func:`stop_for_interrupt` (the run's threads are joined); an end by an exception (a second
+    signal during the shutdown, its threads maybe still running) does not. It never lifts
+    :func:`stop_for_signal` (the command may still be unwinding)."""
     with _State.lock:
         _State.depth += 1
+    ended = False
     try:
         _cancel_all(_State.loop)
         yield
+        ended = True
     finally:
         with _State.lock:
             _State.depth -= 1
-            if not _State.depth:
+            if ended and not _State.depth:
                 _State.interrupted = False
 
 

@@ -279,10 +279,9 @@ def test_a_signal_stops_the_model_requests_until_the_command_clears_it_and_a_flo
     the queued and in-flight requests are cancelled and none starts while the command unwinds,
     however long that takes, also across the task runner's shutdown block (a second Ctrl-C during
     it); clear_signal lets requests start again. A flow's stop (stop_for_interrupt) lasts until
-    the end of its runner's shutdown block, which also opens when the interrupt reached it as
-    another error."""
+    its runner's shutdown block ends normally (the block also opens when the interrupt reached it
+    as another error); not when a second Ctrl-C ends the block, its threads maybe still running."""
     import asyncio
-    import signal
     import time
     from concurrent.futures import CancelledError
 
@@ -297,10 +296,10 @@ def test_a_signal_stops_the_model_requests_until_the_command_clears_it_and_a_flo
         deadline = time.monotonic() + 60
         while server.requests < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
-        request_stop.stop_for_signal(signal.SIGINT)
+        request_stop.stop_for_signal()
         at_stop = server.requests
         try:
-            assert request_stop.stopped() and request_stop.signal_received() == signal.SIGINT
+            assert request_stop.stopped()
             with pytest.raises(ModelRequestsAbandoned):
                 pending.evaluations()
             time.sleep(0.5)  # a request already on its way when the stop came arrives by now
@@ -318,18 +317,22 @@ def test_a_signal_stops_the_model_requests_until_the_command_clears_it_and_a_flo
             assert server.requests == settled
         finally:
             request_stop.clear_signal()
-        assert not request_stop.stopped() and request_stop.signal_received() == 0
+        assert not request_stop.stopped()
         server.delay_s = 0.0
         assert LLMEvaluator(settings).evaluate_many(records[:1])[0].status is EvaluationStatus.EVALUATED
         assert server.requests == settled + 1
 
-        request_stop.stop_for_interrupt(signal.SIGTERM)  # Prefect's SIGTERM, seen by the nightly flow
-        assert request_stop.stopped() and request_stop.signal_received() == signal.SIGTERM
+        request_stop.stop_for_interrupt()  # an interrupt reached the nightly flow's wait
+        assert request_stop.stopped()
         with abandoning_on_interrupt(ValueError):  # e.g. pydantic's error for a Ctrl-C inside a serializer
             assert request_stop.stopped()
         assert not request_stop.stopped()
-        assert request_stop.signal_received() == signal.SIGTERM  # for the command's one line, until it ends
-        request_stop.clear_signal()
+        request_stop.stop_for_interrupt()
+        with pytest.raises(KeyboardInterrupt), abandoning_on_interrupt(KeyboardInterrupt):
+            raise KeyboardInterrupt  # a second Ctrl-C during the shutdown: its threads may still run
+        assert request_stop.stopped()
+        request_stop.clear_signal()  # the command's end lifts it
+        assert not request_stop.stopped()
         with abandoning_on_interrupt(ValueError):  # a plain error, no interrupt: nothing is stopped
             assert LLMEvaluator(settings).evaluate_many(records[1:2])[0].status is EvaluationStatus.EVALUATED
         assert server.requests == settled + 2
