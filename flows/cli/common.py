@@ -608,8 +608,8 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     are stopped the moment the signal arrives (:func:`stef.llm.request_stop.stop_for_signal`:
     however long the unwinding takes, none of the queued ones starts; for SIGTERM during a flow
     run, when the interrupt reaches the flow: :func:`flows.nightly.interruptible_result`), the
-    temporary Prefect API is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its ``TerminationSignal``
-    first and sends the signal again to this one once its flows are reported.) Then one line on
+    temporary Prefect API is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its
+    ``TerminationSignal`` first and sends the signal again to this one once its flows are reported.) Then one line on
     stderr, ``interrupted by SIGINT: <kept()>``, and the exit code of :data:`EXIT_INTERRUPTED`
     (130, 143) instead of a traceback.
 

@@ -275,7 +275,7 @@ def abandoned_model_requests() -> contextlib.AbstractContextManager[None]:
     """A block in which no model request of this process starts, and those queued or in flight
     when it begins are cancelled: their futures raise :class:`concurrent.futures.CancelledError`
     at once, a request in flight is dropped with its connection
-    (:func:`stef.llm.request_stop.stopped_block`; its end also lifts a stop of the flow,
+    (:func:`stef.llm.request_stop.stopped_block`; its normal end also lifts a stop of the flow,
     :func:`stef.llm.request_stop.stop_for_interrupt`).
 
     For a run that is being interrupted (Ctrl-C, SIGTERM): its batches stop waiting for answers
