@@ -53,7 +53,6 @@ litellm is imported lazily, only when a model is called (:mod:`stef.llm.litellm_
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import json
 import logging
@@ -269,20 +268,6 @@ class _LoopThread:
     def run(cls, coro: Coroutine[Any, Any, _T]) -> _T:
         """Run ``coro`` on the process's judge loop and wait for its result."""
         return cls.submit(coro).result()
-
-
-def abandoned_model_requests() -> contextlib.AbstractContextManager[None]:
-    """A block in which no model request of this process starts, and those queued or in flight
-    when it begins are cancelled: their futures raise :class:`concurrent.futures.CancelledError`
-    at once, a request in flight is dropped with its connection
-    (:func:`stef.llm.request_stop.stopped_block`; its normal end also lifts a stop of the flow,
-    :func:`stef.llm.request_stop.stop_for_interrupt`).
-
-    For a run that is being interrupted (Ctrl-C, SIGTERM): its batches stop waiting for answers
-    nobody will store, so the run ends in seconds instead of after its queued requests. Their
-    records are not judged; nothing of them is cached or stored.
-    """
-    return request_stop.stopped_block()
 
 
 class ModelRequestsAbandoned(StefError):

@@ -229,14 +229,15 @@ def test_evaluate_against_a_hung_model_opens_the_breaker(tmp_path: Path) -> None
     assert "circuit breaker opened after" in result.stdout and "circuit breaker open" in result.stdout
 
 
-def test_abandoned_model_requests_cancel_the_queued_and_in_flight_ones_and_start_no_new_one() -> None:
+def test_a_stopped_block_cancels_the_queued_and_in_flight_requests_and_starts_no_new_one() -> None:
     """An interrupted run (Ctrl-C, SIGTERM): the batch waiting on a hung model raises
     ModelRequestsAbandoned at once instead of waiting for its queued requests; inside the block a
     new request is never made; after it, requests run again."""
     import threading
     import time
 
-    from stef.llm.judge import ModelRequestsAbandoned, abandoned_model_requests
+    from stef.llm.judge import ModelRequestsAbandoned
+    from stef.llm.request_stop import stopped_block
 
     records = [AgentLogRecord.model_validate(row) for row in synthetic_records(6)]
     with stub_llm_server(hang=True) as server:
@@ -257,7 +258,7 @@ def test_abandoned_model_requests_cancel_the_queued_and_in_flight_ones_and_start
         waiting = threading.Thread(target=collect)
         waiting.start()
         started = time.monotonic()
-        with abandoned_model_requests():
+        with stopped_block():  # as an interrupted run's task-runner shutdown
             waiting.join(timeout=10)
             assert not waiting.is_alive() and time.monotonic() - started < 10
             later = LLMEvaluator(settings).submit(records[:1])
