@@ -56,9 +56,71 @@ def render(node: exp.Expr, dialect: str = "") -> str:
 def _generator(dialect: str) -> Any:
     from sqlglot.dialects.dialect import Dialect
 
-    return Dialect.get_or_raise(dialect or None).generator(
+    generator = Dialect.get_or_raise(dialect or None).generator(
         comments=False
     )  # evidence never carries the agent's comments
+    return with_fast_sqlite_casts(generator)
+
+
+SQLITE_CAST_FUNCTIONS: dict[str, tuple[str, ...]] = {
+    "DATE": ("date",),
+    "DATETIME": ("datetime", "timestamp", "timestampntz"),
+    "TIME": ("time",),
+}
+"""sqlglot's SQLite generator writes ``CAST(x AS <type>)`` as ``<FUNCTION>(x)`` for these types
+(``SQLiteGenerator.cast_sql``), every other cast as the generic ``CAST``."""
+
+
+def with_fast_sqlite_casts(generator: Any) -> Any:
+    """``generator``, and where it is sqlglot's SQLite generator, one that renders each CAST as
+    it does but about 60 µs faster.
+
+    ``SQLiteGenerator.cast_sql`` asks ``is_type("date")`` and four more type names of every CAST,
+    and each of them parses the name again (``DataType.build``): a CAST costs as much to render as
+    a whole short query, and SQLite answers (BIRD's ``CAST(x AS REAL)``) are full of them.
+    The handler put in this generator's dispatch table (its own copy, so no other generator
+    changes) compares the parsed type's kind with the kinds of those names, built once, and
+    leaves any cast it cannot decide that way (a type that is not a plain ``DataType``) to
+    ``cast_sql``. It is installed only where that table holds ``SQLiteGenerator.cast_sql`` and
+    the handler renders sample casts of every kind as ``cast_sql`` does; any other generator is
+    returned unchanged. Tested against ``cast_sql`` for every sqlglot type kind and every CAST
+    of both dev sets (tests/stef/pipeline/test_sql_trees.py).
+    """
+    try:
+        from sqlglot.generator import Generator
+        from sqlglot.generators.sqlite import SQLiteGenerator
+    except ImportError:  # another sqlglot layout: keep its own rendering
+        return generator
+    dispatch = getattr(generator, "_dispatch", None)
+    if (
+        type(generator) is not SQLiteGenerator
+        or not isinstance(dispatch, dict)
+        or dispatch.get(exp.Cast) is not SQLiteGenerator.cast_sql
+    ):
+        return generator
+    functions = {
+        exp.DataType.build(name).this: function for function, names in SQLITE_CAST_FUNCTIONS.items() for name in names
+    }
+    generic_cast_sql = Generator.cast_sql
+    sqlite_cast_sql = SQLiteGenerator.cast_sql
+
+    def cast_sql(self: Any, expression: exp.Cast) -> str:
+        to = expression.args.get("to")
+        if type(to) is exp.DataType and isinstance(to.this, exp.DataType.Type):
+            function = functions.get(to.this)
+            if function is not None:
+                return str(self.func(function, expression.this))
+            return str(generic_cast_sql(self, expression))
+        return str(sqlite_cast_sql(self, expression))
+
+    samples = [
+        exp.Cast(this=exp.column("x", table="t"), to=exp.DataType.build(name))
+        for name in ("date", "datetime", "timestamp", "timestampntz", "time", "real", "integer", "text", "varchar(9)")
+    ]
+    if any(cast_sql(generator, sample) != sqlite_cast_sql(generator, sample) for sample in samples):
+        return generator  # sqlglot changed how SQLite writes casts: keep its own rendering
+    generator._dispatch = {**dispatch, exp.Cast: cast_sql}
+    return generator
 
 
 _LAST_SCOPES = threading.local()
