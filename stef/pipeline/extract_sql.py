@@ -17,6 +17,7 @@ from sqlglot import exp
 from stef.models import FilterPredicate, SQLSpec
 from stef.pipeline.rules import AppRules
 from stef.pipeline.sql_evidence import (
+    SCOPE_BREAKERS,
     _constant_projections,
     _date_part_subtraction,
     _entity_key_joins,
@@ -140,6 +141,12 @@ def _node_kind(node_type: type[exp.Expr]) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1024)
+def _node_class(node_type: type[exp.Expr]) -> tuple[str | None, bool]:
+    """:func:`_node_kind` of a node type, and whether it is one of :data:`SCOPE_BREAKERS`."""
+    return _node_kind(node_type), issubclass(node_type, SCOPE_BREAKERS)  # type: ignore[arg-type]  # as in the walk
+
+
 def extract_sql_spec(
     tree: exp.Expr, dialect: str = "", rules: AppRules | None = None, flags: tuple[str, ...] = ()
 ) -> SQLSpec:
@@ -212,8 +219,13 @@ def extract_sql_spec(
     own_key_joins = 0
     table_names: dict[str, str] | None = None  # alias -> table of the SELECT of the last join seen
     table_names_of: exp.Expr | None = None
+    column_nodes: list[exp.Column] = []
+    table_nodes: list[exp.Table] = []
+    one_scope = True  # no subquery, CTE, set operation, table function ... below the root
     for node in tree.walk():
-        kind = _node_kind(type(node))  # type: ignore[arg-type]  # lru_cache wants Hashable; mypy rejects sqlglot's Expr class
+        kind, breaks_scope = _node_class(type(node))  # type: ignore[arg-type]  # lru_cache wants Hashable; mypy rejects sqlglot's Expr class
+        if breaks_scope and node is not tree:
+            one_scope = False
         if kind is None:
             continue
         if kind == "window":
@@ -223,9 +235,11 @@ def extract_sql_spec(
             if not isinstance(node.parent, exp.Window):
                 aggregations.append(node.key.upper() if not isinstance(node, exp.Anonymous) else str(node.this).upper())
         elif kind == "column":
+            column_nodes.append(cast(exp.Column, node))
             if node.name:
                 columns.append(column_name(cast(exp.Column, node), rules))
         elif kind == "table":
+            table_nodes.append(cast(exp.Table, node))
             if node.name:
                 tables.append(node.name.lower())
         elif kind == "literal":
@@ -365,7 +379,7 @@ def extract_sql_spec(
         functions=tuple(dict.fromkeys(functions)),
         arithmetic=tuple(arithmetic),
         literals=tuple(dict.fromkeys(literals)),
-        unused_tables=unused_join_tables(tree) if joins else (),
+        unused_tables=unused_join_tables(tree, (column_nodes, table_nodes) if one_scope else False) if joins else (),
         integer_divisions=integer_divisions,
         null_comparisons=null_comparisons,
         tautologies=tautologies,

@@ -8,6 +8,8 @@ first, integer division without float evidence, joined tables that nothing uses.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Literal, cast
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -373,16 +375,33 @@ def _has_float_evidence(division: exp.Div) -> bool:
     return False
 
 
-def unused_join_tables(tree: exp.Expr) -> tuple[str, ...]:
+def unused_join_tables(
+    tree: exp.Expr, one_scope: tuple[Sequence[exp.Column], Sequence[exp.Table]] | Literal[False] | None = None
+) -> tuple[str, ...]:
     """Tables joined in a SELECT whose columns are used only in join conditions.
 
     Uses sqlglot's scope traversal to resolve table aliases per SELECT. Only qualified columns
-    can be attributed; a scope with unqualified columns and several tables is skipped.
+    can be attributed; a scope with unqualified columns and several tables is skipped. A tree
+    that is one SELECT with qualified columns only (most answers with a join) is read without
+    the traversal (:func:`_single_scope`): the same result at about 60 % of the cost.
+
+    Args:
+        tree: the answer statement.
+        one_scope: what the caller's own walk of ``tree`` found: its columns and tables, in
+            walk order, when no node of :data:`SCOPE_BREAKERS` is below the root; ``False``
+            when one is; ``None`` (default): not known, found here (:func:`one_scope_nodes`).
 
     >>> import sqlglot
     >>> unused_join_tables(sqlglot.parse_one("SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id"))
     ('y',)
+    >>> unused_join_tables(sqlglot.parse_one("SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T1.b IN (SELECT z.c FROM z)"))
+    ('y',)
     """
+    nodes = one_scope_nodes(tree) if one_scope is None else one_scope or None
+    single = _single_scope(tree, *nodes) if nodes is not None else None
+    if single is not None:
+        sources, columns = single
+        return tuple(_unused_of_select(cast(exp.Select, tree), sources, columns))
     unused: list[str] = []
     try:
         scopes = tree_scopes(tree)
@@ -390,38 +409,117 @@ def unused_join_tables(tree: exp.Expr) -> tuple[str, ...]:
         return ()
     for scope in scopes:
         select = scope.expression
-        if not isinstance(select, exp.Select):
-            continue
-        joins = select.args.get("joins")
-        if not joins:
+        if not isinstance(select, exp.Select) or not select.args.get("joins"):
             continue
         try:
-            sources = dict(scope.selected_sources)
+            sources = {alias: node for alias, (node, _source) in scope.selected_sources.items()}
         except SqlglotError:
             continue
-        if len(sources) < 2:
-            continue
-        # the cheap test first: which tables have a column outside the join conditions
-        used_outside_join: set[str] = set()
-        # this SELECT's columns under one of its joins: a join nested in a join is in its subtree; a
-        # join inside a subquery or derived table is another scope's, and so are its columns
-        in_joins = {id(column) for join in joins for column in join.find_all(exp.Column)}
-        for column in scope.columns:
-            if not column.table:
-                break  # an unqualified column cannot be attributed: the scope is skipped
-            if id(column) not in in_joins:
-                used_outside_join.add(column.table.lower())  # unquoted names are case-insensitive
-        else:
-            if any(isinstance(p, exp.Star) and not p.args.get("table") for p in select.expressions):
-                continue
-            candidates = [
-                (alias, node)
-                for alias, (node, _source) in sources.items()
-                if alias.lower() not in used_outside_join and isinstance(node, exp.Table)
-            ]
-            if candidates and not _counts_join_rows(select):
-                unused.extend(_unused_candidates(select, joins, candidates))
+        unused.extend(_unused_of_select(select, sources, scope.columns))
     return tuple(unused)
+
+
+SCOPE_BREAKERS: tuple[type[exp.Expr], ...] = (
+    exp.Query,
+    exp.CTE,
+    exp.UDTF,
+    exp.Lateral,
+    exp.Pivot,
+    exp.JoinHint,
+    exp.Dot,
+)
+"""Nodes that below a tree's root may start or shape another scope of sqlglot's scope traversal
+(subqueries, derived tables, set operations, CTEs, table functions, pivots) or hide columns
+(struct access): :func:`unused_join_tables` leaves a tree holding one to sqlglot's scopes."""
+
+
+def one_scope_nodes(tree: exp.Expr) -> tuple[list[exp.Column], list[exp.Table]] | None:
+    """The columns and tables of ``tree`` in walk order (breadth first), or ``None`` when a node
+    of :data:`SCOPE_BREAKERS` is below its root (one walk of the tree).
+
+    >>> import sqlglot
+    >>> [len(found) for found in one_scope_nodes(sqlglot.parse_one("SELECT a.x FROM a JOIN b ON a.id = b.id"))]
+    [3, 2]
+    >>> one_scope_nodes(sqlglot.parse_one("SELECT a.x FROM a WHERE a.y IN (SELECT b.y FROM b)")) is None
+    True
+    """
+    columns: list[exp.Column] = []
+    tables: list[exp.Table] = []
+    for node in tree.find_all(exp.Column, exp.Table, *SCOPE_BREAKERS):
+        if isinstance(node, exp.Column):
+            columns.append(node)
+        elif isinstance(node, exp.Table):
+            tables.append(node)
+        elif node is not tree:
+            return None
+    return columns, tables
+
+
+def _single_scope(
+    tree: exp.Expr, columns: Sequence[exp.Column], tables: Sequence[exp.Table]
+) -> tuple[dict[str, exp.Expr], list[exp.Column]] | None:
+    """The selected sources (alias -> table, in sqlglot's order) and the scope's columns of a tree
+    with no node of :data:`SCOPE_BREAKERS` below its root (``columns`` and ``tables``: all of its
+    columns and tables, in walk order), when sqlglot's scope traversal would see it as one scope
+    whose columns are all qualified: a SELECT with joins, no SEMI/ANTI join, tables only as
+    FROM/JOIN sources (so breadth-first order is sqlglot's depth-first order), every column
+    qualified. ``None``: any other tree.
+
+    Two sources of one name make sqlglot refuse the scope (``Alias already used``), and
+    :func:`unused_join_tables` then skips it: no sources are returned for them.
+    """
+    if type(tree) is not exp.Select or not tree.args.get("joins"):
+        return None
+    if any(join.is_semi_or_anti_join for join in tree.args["joins"]):
+        return None
+    scope_columns: list[exp.Column] = []
+    for column in columns:
+        if type(column) is not exp.Column or not column.table:
+            return None
+        if not isinstance(column.this, exp.Star):  # "T1.*" is a star of the scope, not a column
+            scope_columns.append(column)
+    sources: dict[str, exp.Expr] = {}
+    for table in tables:
+        if (
+            type(table) is not exp.Table
+            or not isinstance(table.parent, (exp.From, exp.Join))
+            or table.parent.parent is not tree
+            or table.args.get("joins")
+            or table.args.get("pivots")
+        ):
+            return None
+        if table.alias_or_name in sources:
+            return {}, scope_columns
+        sources[table.alias_or_name] = table
+    return sources, scope_columns
+
+
+def _unused_of_select(select: exp.Select, sources: dict[str, exp.Expr], columns: list[exp.Column]) -> list[str]:
+    """The unused joined tables of one SELECT with joins, given its selected sources (alias ->
+    table or derived table) and its scope's columns (see :func:`unused_join_tables`)."""
+    joins = select.args.get("joins") or []
+    if len(sources) < 2:
+        return []
+    # the cheap test first: which tables have a column outside the join conditions
+    used_outside_join: set[str] = set()
+    # this SELECT's columns under one of its joins: a join nested in a join is in its subtree; a
+    # join inside a subquery or derived table is another scope's, and so are its columns
+    in_joins = {id(column) for join in joins for column in join.find_all(exp.Column)}
+    for column in columns:
+        if not column.table:
+            return []  # an unqualified column cannot be attributed: the scope is skipped
+        if id(column) not in in_joins:
+            used_outside_join.add(column.table.lower())  # unquoted names are case-insensitive
+    if any(isinstance(p, exp.Star) and not p.args.get("table") for p in select.expressions):
+        return []
+    candidates = [
+        (alias, node)
+        for alias, node in sources.items()
+        if alias.lower() not in used_outside_join and isinstance(node, exp.Table)
+    ]
+    if candidates and not _counts_join_rows(select):
+        return _unused_candidates(select, joins, candidates)
+    return []
 
 
 def _counts_join_rows(select: exp.Select) -> bool:

@@ -179,6 +179,75 @@ def test_unused_join_tables(sql: str, unused: tuple[str, ...]) -> None:
     assert unused_join_tables(sqlglot.parse_one(sql, read="sqlite")) == unused
 
 
+ONE_SCOPE_CASES = [
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",
+    "SELECT T1.a, T2.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",
+    "SELECT t1.a FROM x AS T1 JOIN y AS T2 ON T1.id = t2.id WHERE T2.b = 1",  # aliases in any case
+    'SELECT "T1".a FROM x AS "T1" JOIN y AS "T2" ON "T1".id = "T2".id',
+    "SELECT x.a FROM x JOIN y ON x.id = y.id",  # table names as qualifiers
+    "SELECT T1.a FROM x AS T1 JOIN x AS T1 ON T1.id = T1.id",  # one alias twice: sqlglot refuses the scope
+    "SELECT x.a FROM x JOIN x ON x.id = x.id",
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id JOIN z AS T3 ON T2.k = T3.k",  # a bridge
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id JOIN z AS T3 ON T1.k = T3.k",
+    "SELECT T2.* FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",  # alias.* uses the table
+    "SELECT * FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",
+    "SELECT COUNT(*) FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",  # counts the join's rows
+    "SELECT COUNT(DISTINCT T1.b) FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",
+    "SELECT a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",  # unqualified: sqlglot's scopes decide
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id ORDER BY T2.c DESC LIMIT 1",
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 USING (id)",
+    "SELECT T1.a FROM x AS T1 LEFT JOIN y AS T2 ON T1.id = T2.id AND T2.b > 3",
+    "SELECT T1.a FROM x AS T1 CROSS JOIN y AS T2",
+    "SELECT T1.a FROM x AS T1, y AS T2 WHERE T1.id = T2.id",
+    "SELECT T1.a, SUM(T2.b) OVER (PARTITION BY T1.c) FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id GROUP BY T1.a HAVING COUNT(T2.b) > 1",
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T1.b IN (SELECT z.b FROM z)",
+    "SELECT T1.a FROM x AS T1 JOIN (SELECT y.id FROM y) AS T2 ON T1.id = T2.id",
+    "WITH c AS (SELECT y.id FROM y) SELECT T1.a FROM x AS T1 JOIN c AS T2 ON T1.id = T2.id",
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id UNION SELECT z.a FROM z",
+    "SELECT T1.a FROM x AS T1 JOIN (y AS T2 JOIN v AS T5 ON T2.k = T5.k) ON T1.id = T2.id WHERE T5.q = 1",
+    "SELECT v.k FROM x AS T1 JOIN (VALUES (1)) AS v(k) ON T1.id = v.k",  # a source that is no table
+    "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T1.b = (SELECT T2.c)",  # correlated
+]
+
+
+@pytest.mark.parametrize("sql", ONE_SCOPE_CASES)
+def test_unused_join_tables_of_one_scope_read_as_sqlglots_scopes_read_them(sql: str) -> None:
+    """The reading without scopes (a SELECT that is one scope) gives what sqlglot's scopes give."""
+    from stef.pipeline.sql_evidence import unused_join_tables
+
+    tree = sqlglot.parse_one(sql, read="sqlite")
+    by_scopes = unused_join_tables(tree, one_scope=False)
+    assert unused_join_tables(tree) == by_scopes
+    assert extract_sql_spec(tree, "sqlite").unused_tables == by_scopes
+
+
+def test_unused_join_tables_of_every_bundled_answer_read_as_sqlglots_scopes_read_them() -> None:
+    """Every bundled demo answer with a join, transpiled to seven dialects: the same unused tables
+    with or without sqlglot's scopes, and most of them are read without."""
+    from stef.pipeline.sql_evidence import _single_scope, one_scope_nodes, unused_join_tables
+    from tests.support.demo_records import demo_source_records
+
+    compared = without_scopes = 0
+    differ: list[str] = []
+    for row in demo_source_records():
+        for dialect in ("sqlite", "tsql", "mysql", "postgres", "bigquery", "snowflake", "duckdb"):
+            try:
+                sql = sqlglot.transpile(row["sql"], read="sqlite", write=dialect)[0]
+            except sqlglot.errors.SqlglotError:
+                continue
+            tree = parse_sql_with_fallback(sql, dialect).answer
+            if tree is None or tree.find(sqlglot.exp.Join) is None:
+                continue
+            compared += 1
+            nodes = one_scope_nodes(tree)
+            without_scopes += nodes is not None and _single_scope(tree, *nodes) is not None
+            if unused_join_tables(tree) != unused_join_tables(tree, one_scope=False):
+                differ.append(f"{dialect}: {sql}")
+    assert differ == []
+    assert compared > 1000 and without_scopes > 0.7 * compared
+
+
 ANALYSED_DDL = """
 CREATE TABLE client (client_id INTEGER PRIMARY KEY, gender TEXT, a INTEGER, b INTEGER);
 CREATE TABLE t (a INTEGER, b INTEGER, name TEXT, d DATE, e DATE, x TEXT);
