@@ -209,17 +209,35 @@ ONE_SCOPE_CASES = [
     "SELECT v.k FROM x AS T1 JOIN (VALUES (1)) AS v(k) ON T1.id = v.k",  # a source that is no table
     "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id WHERE T1.b = (SELECT T2.c)",  # correlated
 ]
+ONE_SCOPE_CASES_IN_DIALECTS = [
+    ("SELECT T1.a FROM x AS T1 LEFT SEMI JOIN y AS T2 ON T1.id = T2.id", "spark"),  # y is no source after it
+    ("SELECT T1.a FROM x AS T1 LEFT ANTI JOIN y AS T2 ON T1.id = T2.id", "spark"),
+    ("SELECT T1.a FROM x AS T1 SEMI JOIN y AS T2 ON T1.id = T2.id", "duckdb"),
+    (
+        "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id PIVOT(SUM(T2.v) FOR T2.k IN ('a', 'b')) AS p",
+        "snowflake",
+    ),
+    ("SELECT T1.a, u.v FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id CROSS JOIN UNNEST(T1.arr) AS u(v)", "postgres"),
+    ("SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id CROSS APPLY (SELECT T2.b) AS l", "tsql"),
+    ("SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id, LATERAL (SELECT T2.b) AS l", "postgres"),
+    ("SELECT T1.a FROM x AS T1 INNER HASH JOIN y AS T2 ON T1.id = T2.id", "tsql"),
+    ("SELECT T1.a FROM x AS T1 STRAIGHT_JOIN y AS T2 ON T1.id = T2.id", "mysql"),
+    ("SELECT T1.a FROM x AS T1 JOIN y AS T2 USE INDEX (i) ON T1.id = T2.id", "mysql"),
+    ("SELECT T1.a, T2.b FROM db1.x AS T1 JOIN db2.y AS T2 ON T1.id = T2.id", "postgres"),
+]
 
 
-@pytest.mark.parametrize("sql", ONE_SCOPE_CASES)
-def test_unused_join_tables_of_one_scope_read_as_sqlglots_scopes_read_them(sql: str) -> None:
+@pytest.mark.parametrize(
+    ("sql", "dialect"), [*((sql, "sqlite") for sql in ONE_SCOPE_CASES), *ONE_SCOPE_CASES_IN_DIALECTS]
+)
+def test_unused_join_tables_of_one_scope_read_as_sqlglots_scopes_read_them(sql: str, dialect: str) -> None:
     """The reading without scopes (a SELECT that is one scope) gives what sqlglot's scopes give."""
     from stef.pipeline.sql_evidence import unused_join_tables
 
-    tree = sqlglot.parse_one(sql, read="sqlite")
+    tree = sqlglot.parse_one(sql, read=dialect)
     by_scopes = unused_join_tables(tree, one_scope=False)
     assert unused_join_tables(tree) == by_scopes
-    assert extract_sql_spec(tree, "sqlite").unused_tables == by_scopes
+    assert extract_sql_spec(tree, dialect).unused_tables == by_scopes
 
 
 def test_unused_join_tables_of_every_bundled_answer_read_as_sqlglots_scopes_read_them() -> None:

@@ -59,6 +59,10 @@ def test_a_cast_to_every_type_kind_renders_as_sqlglots_sqlite_generator() -> Non
         )
     ]
     casts.append(exp.Cast(this=exp.column("x"), to=exp.DataType(this=exp.DataType.Type.USERDEFINED, kind="date")))
+    casts += [
+        exp.Cast(this=exp.column("x"), to=to) for to in (exp.to_identifier("date"), exp.column("d"))
+    ]  # no DataType
+    casts += [exp.TryCast(this=exp.column("x"), to=exp.DataType.build("date")), exp.cast(exp.column("x"), "DATE")]
     mismatches = [
         (repr(cast), _stef_sqlite(cast), _sqlglot_sqlite(cast))
         for cast in casts
