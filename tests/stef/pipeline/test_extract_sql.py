@@ -4,6 +4,8 @@ the structural facts the judge reads, and that the analysis never rewrites the c
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import sqlglot
 
@@ -179,6 +181,22 @@ def test_unused_join_tables(sql: str, unused: tuple[str, ...]) -> None:
     assert unused_join_tables(sqlglot.parse_one(sql, read="sqlite")) == unused
 
 
+def bundled_answers_in_dialects() -> Iterator[tuple[str, str, sqlglot.exp.Expr]]:
+    """``(dialect, SQL, answer tree)`` of every bundled demo answer transpiled from SQLite to seven
+    dialects and parsed in each (those that do not transpile or parse are left out)."""
+    from tests.support.demo_records import demo_source_records
+
+    for row in demo_source_records():
+        for dialect in ("sqlite", "tsql", "mysql", "postgres", "bigquery", "snowflake", "duckdb"):
+            try:
+                sql = sqlglot.transpile(row["sql"], read="sqlite", write=dialect)[0]
+            except sqlglot.errors.SqlglotError:
+                continue
+            tree = parse_sql_with_fallback(sql, dialect).answer
+            if tree is not None:
+                yield dialect, sql, tree
+
+
 ONE_SCOPE_CASES = [
     "SELECT T1.a FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",
     "SELECT T1.a, T2.b FROM x AS T1 JOIN y AS T2 ON T1.id = T2.id",
@@ -244,24 +262,17 @@ def test_unused_join_tables_of_every_bundled_answer_read_as_sqlglots_scopes_read
     """Every bundled demo answer with a join, transpiled to seven dialects: the same unused tables
     with or without sqlglot's scopes, and most of them are read without."""
     from stef.pipeline.sql_evidence import _single_scope, one_scope_nodes, unused_join_tables
-    from tests.support.demo_records import demo_source_records
 
     compared = without_scopes = 0
     differ: list[str] = []
-    for row in demo_source_records():
-        for dialect in ("sqlite", "tsql", "mysql", "postgres", "bigquery", "snowflake", "duckdb"):
-            try:
-                sql = sqlglot.transpile(row["sql"], read="sqlite", write=dialect)[0]
-            except sqlglot.errors.SqlglotError:
-                continue
-            tree = parse_sql_with_fallback(sql, dialect).answer
-            if tree is None or tree.find(sqlglot.exp.Join) is None:
-                continue
-            compared += 1
-            nodes = one_scope_nodes(tree)
-            without_scopes += nodes is not None and _single_scope(tree, *nodes) is not None
-            if unused_join_tables(tree) != unused_join_tables(tree, one_scope=False):
-                differ.append(f"{dialect}: {sql}")
+    for dialect, sql, tree in bundled_answers_in_dialects():
+        if tree.find(sqlglot.exp.Join) is None:
+            continue
+        compared += 1
+        nodes = one_scope_nodes(tree)
+        without_scopes += nodes is not None and _single_scope(tree, *nodes) is not None
+        if unused_join_tables(tree) != unused_join_tables(tree, one_scope=False):
+            differ.append(f"{dialect}: {sql}")
     assert differ == []
     assert compared > 1000 and without_scopes > 0.7 * compared
 
@@ -356,23 +367,12 @@ def test_the_analysis_leaves_the_parsed_tree_as_it_was(dialect: str, sql: str) -
 def test_rendering_evidence_rewrites_no_bundled_answer_in_any_dialect() -> None:
     """The bundled demo answers, transpiled to seven dialects and analysed in each, are left as
     parsed (the generator of a tree's own dialect still rewrites some constructs in place)."""
-    from stef.pipeline.extract_sql import extract_sql_spec
-    from tests.support.demo_records import demo_source_records
-
     changed: list[str] = []
-    for row in demo_source_records():
-        for dialect in ("sqlite", "tsql", "mysql", "postgres", "bigquery", "snowflake", "duckdb"):
-            try:
-                sql = sqlglot.transpile(row["sql"], read="sqlite", write=dialect)[0]
-            except sqlglot.errors.SqlglotError:
-                continue
-            tree = parse_sql_with_fallback(sql, dialect).answer
-            if tree is None:
-                continue
-            snapshot = tree.copy()
-            extract_sql_spec(tree, dialect)
-            if tree != snapshot:
-                changed.append(f"{dialect}: {sql}")
+    for dialect, sql, tree in bundled_answers_in_dialects():
+        snapshot = tree.copy()
+        extract_sql_spec(tree, dialect)
+        if tree != snapshot:
+            changed.append(f"{dialect}: {sql}")
     assert changed == []
 
 
