@@ -26,6 +26,25 @@ from stef.pipeline.rules import AppRules
 from stef.pipeline.schema import DatabaseSchema
 
 
+@dataclass(frozen=True, slots=True)
+class Requirements:
+    """What Q_u and Q_e ask for together (Q_e refines Q_u): the fields of
+    :class:`stef.models.QuestionSpec` the symbolic checks compare with S (:attr:`JudgeInput.wanted`)."""
+
+    aggregations: tuple[str, ...]
+    column_mentions: tuple[str, ...]
+    formulas: tuple[str, ...]
+    top_k: int | None
+    ordering: str | None
+    superlative: bool
+    distinct: bool
+    grouping: bool
+    percentage: bool
+    average_comparison: bool
+    count_asked: bool
+    comparison_ops: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class JudgeInput:
     """Everything a judge sees for one record (no schema, no reference SQL).
@@ -65,7 +84,7 @@ class JudgeInput:
     """The record's app (picks the app's deployment calibrator, if any)."""
 
     @cached_property
-    def wanted(self) -> QuestionSpec:
+    def wanted(self) -> Requirements:
         """Q_u and Q_e requirements merged (Q_e refines Q_u); computed once per record."""
         return _merged(self)
 
@@ -88,10 +107,10 @@ def _error(category: str, subcategory: str, evidence: str) -> SuspectedError:
     return SuspectedError(category=category, subcategory=subcategory, evidence=evidence)
 
 
-def _merged(judge_input: JudgeInput) -> QuestionSpec:
+def _merged(judge_input: JudgeInput) -> Requirements:
     """Q_u and Q_e requirements together (Q_e refines Q_u)."""
     q, e = judge_input.question_spec, judge_input.enriched_spec
-    return QuestionSpec(
+    return Requirements(
         aggregations=tuple(dict.fromkeys((*q.aggregations, *e.aggregations))),
         column_mentions=tuple(dict.fromkeys((*q.column_mentions, *e.column_mentions))),
         formulas=tuple(dict.fromkeys((*q.formulas, *e.formulas))),
