@@ -107,9 +107,8 @@ def ranking_measures(select: exp.Select, order: exp.Order, dialect: str = "") ->
     return found
 
 
-@lru_cache(maxsize=1024)
 def _node_kind(node_type: type[exp.Expr]) -> str | None:
-    """The extractor's category of a node type (decided once per type, then a dict lookup)."""
+    """The extractor's category of a node type (decided once per type: :func:`_node_class` caches it)."""
     if issubclass(node_type, exp.Window):
         return "window"
     if issubclass(node_type, AGGREGATE_TYPES):
@@ -144,7 +143,7 @@ def _node_kind(node_type: type[exp.Expr]) -> str | None:
 @lru_cache(maxsize=1024)
 def _node_class(node_type: type[exp.Expr]) -> tuple[str | None, bool]:
     """:func:`_node_kind` of a node type, and whether it is one of :data:`SCOPE_BREAKERS`."""
-    return _node_kind(node_type), issubclass(node_type, SCOPE_BREAKERS)  # type: ignore[arg-type]  # as in the walk
+    return _node_kind(node_type), issubclass(node_type, SCOPE_BREAKERS)
 
 
 def extract_sql_spec(

@@ -29,20 +29,16 @@ from stef.pipeline.schema import DatabaseSchema
 @dataclass(frozen=True, slots=True)
 class Requirements:
     """What Q_u and Q_e ask for together (Q_e refines Q_u): the fields of
-    :class:`stef.models.QuestionSpec` the symbolic checks compare with S (:attr:`JudgeInput.wanted`)."""
+    :class:`stef.models.QuestionSpec` that the symbolic checks read from :attr:`JudgeInput.wanted`."""
 
     aggregations: tuple[str, ...]
-    column_mentions: tuple[str, ...]
-    formulas: tuple[str, ...]
     top_k: int | None
     ordering: str | None
     superlative: bool
     distinct: bool
-    grouping: bool
     percentage: bool
     average_comparison: bool
     count_asked: bool
-    comparison_ops: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -112,15 +108,11 @@ def _merged(judge_input: JudgeInput) -> Requirements:
     q, e = judge_input.question_spec, judge_input.enriched_spec
     return Requirements(
         aggregations=tuple(dict.fromkeys((*q.aggregations, *e.aggregations))),
-        column_mentions=tuple(dict.fromkeys((*q.column_mentions, *e.column_mentions))),
-        formulas=tuple(dict.fromkeys((*q.formulas, *e.formulas))),
         top_k=e.top_k if e.top_k is not None else q.top_k,
         ordering=e.ordering or q.ordering,
         superlative=q.superlative or e.superlative,
         distinct=q.distinct or e.distinct,
-        grouping=q.grouping or e.grouping,
         percentage=q.percentage or e.percentage,
         average_comparison=q.average_comparison or e.average_comparison,
         count_asked=q.count_asked or e.count_asked,
-        comparison_ops=tuple(dict.fromkeys((*q.comparison_ops, *e.comparison_ops))),
     )
