@@ -146,17 +146,17 @@ def test_each_record_is_prepared_judged_and_finished_once_also_when_the_model_fa
     import stef.pipeline.evaluate as pipeline
 
     counts: Counter[str] = Counter()
-    real_prepare, real_finish = pipeline.prepare, model_path.finish
+    real_prepare, real_finish = pipeline._prepare_stages, model_path.finish
 
-    def counting_prepare(record: AgentLogRecord, *args: Any, **kwargs: Any) -> Any:
+    def counting_prepare(record: AgentLogRecord, *args: Any, **kwargs: Any) -> Any:  # stages A–E of the batch loop
         counts["prepare"] += 1
-        return real_prepare(record, *args, **kwargs)
+        return (yield from real_prepare(record, *args, **kwargs))
 
     def counting_finish(*args: Any, **kwargs: Any) -> Any:
         counts["finish"] += 1
         return real_finish(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "prepare", counting_prepare)
+    monkeypatch.setattr(pipeline, "_prepare_stages", counting_prepare)
     monkeypatch.setattr(model_path, "finish", counting_finish)
     batches = batches_of(RECORDS, 7)
     failing = frozenset(r.question for r in RECORDS[::3])

@@ -252,6 +252,71 @@ def test_a_nested_batch_gives_the_enclosing_batch_its_timer_back() -> None:
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
+def _demo_day_records() -> list[AgentLogRecord]:
+    """The bundled demo day's 120 records (real NL2SQL-BUGs questions and SQL)."""
+    path = Path(__file__).resolve().parents[3] / "flows" / "demo_data" / "2026-11-26" / "agent-logs.jsonl"
+    return [AgentLogRecord.model_validate(row) for row in read_jsonl(path)]
+
+
+def test_a_batch_evaluates_each_record_as_evaluate_does_alone() -> None:
+    """evaluate_many takes the records of a chunk through the stages together (STAGE_CHUNK); every
+    evaluation, failures among them, is the one evaluate() gives the record alone, in input order."""
+    from stef.pipeline.evaluate import STAGE_CHUNK
+    from stef.pipeline.rules import RuleBook
+
+    demo = _demo_day_records()
+    odd = [
+        AgentLogRecord(run_id="empty-question", question=" ", sql="SELECT 1"),
+        AgentLogRecord(run_id="parse-error", question="How many users?", sql="SELEC oops"),
+        AgentLogRecord(run_id="unknown-dialect", question="How many users?", sql="SELECT 1", dialect="klingon"),
+        AgentLogRecord(run_id="write", question="Delete them", sql="DELETE FROM users"),
+        AgentLogRecord(run_id="both", question="How many users?", sql="SELECT COUNT(*) FROM users; DROP TABLE users"),
+    ]
+    records = demo[:45] + odd + demo[45:100] + odd[:2]  # failures inside and across chunks, a short last chunk
+    assert len(records) > 3 * STAGE_CHUNK and len(records) % STAGE_CHUNK
+    rulebook = RuleBook()
+    batch = evaluate_many(records, rulebook=rulebook, time_cap_s=None)
+    alone = [evaluate(record, rules=rulebook.for_app(record.app_id)) for record in records]
+    assert [e.run_id for e in batch] == [r.run_id for r in records]
+    assert [e.model_dump(exclude={"duration_ms"}) for e in batch] == [
+        e.model_dump(exclude={"duration_ms"}) for e in alone
+    ]
+    statuses = {e.run_id: e.status.value for e in batch}
+    assert (statuses["empty-question"], statuses["parse-error"], statuses["unknown-dialect"]) == (
+        "invalid_input",
+        "parse_error",
+        "invalid_input",
+    )
+    assert sum(e.status is EvaluationStatus.EVALUATED for e in batch) >= 100
+
+
+def test_time_cap_and_duration_count_each_records_own_stages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's records run stage by stage, interleaved: each record's time cap and duration_ms
+    count its own stages only. Every record here spends about 20 ms in its own stages and a chunk
+    about 0.7 s in one stage; with a 0.15 s cap none times out, and no duration reaches the chunk's."""
+    import time as clock
+
+    import stef.pipeline.evaluate as pipeline
+
+    real_extract = pipeline.extract_question_spec
+
+    def slow_extract(*args: object, **kwargs: object) -> object:
+        clock.sleep(0.01)
+        return real_extract(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pipeline, "extract_question_spec", slow_extract)
+    records = [
+        AgentLogRecord(run_id=f"r{n}", question="How many users?", sql="SELECT COUNT(*) FROM users") for n in range(40)
+    ]
+    started = clock.perf_counter()
+    evaluations = evaluate_many(records, time_cap_s=0.15)
+    assert clock.perf_counter() - started > 0.6  # 32 records x 2 questions x 10 ms in the first chunk's stage
+    assert {e.status for e in evaluations} == {EvaluationStatus.EVALUATED}
+    durations = [e.duration_ms or 0.0 for e in evaluations]
+    assert min(durations) >= 20.0  # the record's two question specs
+    assert max(durations) < 150.0  # not the 0.6 s of the other records' question specs
+
+
 def test_oversized_question_is_too_large_not_slow() -> None:
     record = AgentLogRecord(run_id="big", question="word " * 10_000, sql="SELECT 1")
     evaluation = evaluate(record)
