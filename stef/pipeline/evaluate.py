@@ -263,6 +263,7 @@ def _prepare_stages(
 
     parsed = parse_sql_with_fallback(record.sql, dialect)
     dialect = parsed.dialect
+    yield  # the cap is checked after the parse, also for a text that does not parse
     if parsed.error is not None or parsed.answer is None:
         status = EvaluationStatus(parsed.error or "parse_error")
         return _failure(
@@ -274,7 +275,6 @@ def _prepare_stages(
             judge_name,
             clock.elapsed_ms(),
         )
-    yield
 
     try:
         sql_spec = extract_sql_spec(parsed.answer, dialect, rules, parsed.flags)
@@ -478,7 +478,7 @@ class Judged:
             ``None`` when the record was judged but not finished (``finished=False``).
         prepared: the record's stages (``None`` for a failure).
         result: the judge's verdict of ``prepared.judge_input`` (``None`` for a failure).
-        duration_ms: milliseconds from the start of the record to its verdict (``None`` for a failure).
+        duration_ms: milliseconds of the record's own stages, up to its verdict (``None`` for a failure).
     """
 
     evaluation: Evaluation | None
@@ -731,7 +731,8 @@ def _advance(
     the record's :class:`Judged` (its verdict, or its ``timeout`` / ``internal_error`` evaluation).
 
     The cap counts the record's own stages (``clock``): the SIGALRM tick interrupts a stage that
-    runs past it (main thread), and the cap is checked between two stages (any thread).
+    runs past it (main thread), and the cap is checked after each stage, the last one included
+    (any thread), so stages that each fit in the cap but together do not end in ``timeout`` too.
 
     Raises:
         RulesError, SchemaError: an invalid rule or schema file (a configuration error).
@@ -739,17 +740,17 @@ def _advance(
     try:
         clock.resume()
         alarm.deadline = None if cap is None else time.perf_counter() + cap - clock.used
+        judged: Judged | None = None
         try:
             next(stages)
         except StopIteration as done:
-            result: Judged = done.value
-            return result
+            judged = done.value
         finally:
             alarm.deadline = None  # a tick that fires before this line still lands in `except RecordTimeout`
             clock.pause()
         if cap is not None and clock.used > cap:
             raise RecordTimeout
-        return None
+        return judged
     except RecordTimeout:
         stages.close()
         return Judged(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -315,6 +316,51 @@ def test_time_cap_and_duration_count_each_records_own_stages(monkeypatch: pytest
     durations = [e.duration_ms or 0.0 for e in evaluations]
     assert min(durations) >= 20.0  # the record's two question specs
     assert max(durations) < 150.0  # not the 0.6 s of the other records' question specs
+
+
+@pytest.mark.parametrize("in_thread", [False, True], ids=["main_thread_alarm", "worker_thread_checks"])
+def test_stages_that_each_fit_the_cap_but_not_together_time_out(
+    monkeypatch: pytest.MonkeyPatch, in_thread: bool
+) -> None:
+    """The cap is the record's whole evaluation: two stages of 0.1 s each against a 0.15 s cap end
+    in ``timeout`` (the SIGALRM tick in the main thread, the check after each stage in any thread),
+    and the next record is evaluated."""
+    import threading
+    import time as clock
+
+    import stef.pipeline.evaluate as pipeline
+
+    real_sql_spec, real_question_spec = pipeline.extract_sql_spec, pipeline.extract_question_spec
+
+    def slow_sql_spec(tree: Any, *args: Any, **kwargs: Any) -> Any:  # stage B
+        if "slow_table" in tree.sql():
+            clock.sleep(0.1)
+        return real_sql_spec(tree, *args, **kwargs)
+
+    def slow_question_spec(text: str | None, *args: Any, **kwargs: Any) -> Any:  # stage C, the next step
+        if text == "slow?":
+            clock.sleep(0.1)
+        return real_question_spec(text, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "extract_sql_spec", slow_sql_spec)
+    monkeypatch.setattr(pipeline, "extract_question_spec", slow_question_spec)
+    records = [
+        AgentLogRecord(run_id="slow", question="slow?", sql="SELECT COUNT(*) FROM slow_table"),
+        AgentLogRecord(run_id="fine", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+    ]
+    results: list[list[Any]] = []
+    if in_thread:
+        worker = threading.Thread(target=lambda: results.append(evaluate_many(records, time_cap_s=0.15)))
+        worker.start()
+        worker.join()
+    else:
+        results.append(evaluate_many(records, time_cap_s=0.15))
+    slow, fine = results[0]
+    assert (slow.status, slow.status_reason) == (
+        EvaluationStatus.TIMEOUT,
+        "evaluation exceeded the 0.15 s per-record cap",
+    )
+    assert fine.status is EvaluationStatus.EVALUATED
 
 
 def test_oversized_question_is_too_large_not_slow() -> None:
