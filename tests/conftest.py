@@ -30,8 +30,34 @@ def prefect_harness() -> Iterator[None]:
     """
     from prefect.testing.utilities import prefect_test_harness
 
+    _prefect_console_on_an_open_stream()
     with prefect_test_harness(server_startup_timeout=60):
         yield
+
+
+def _prefect_console_on_an_open_stream() -> None:
+    """Set up Prefect's logging, and point its console handlers that hold a closed stream at this
+    moment's ``sys.stderr``.
+
+    Prefect binds its console handlers, when ``prefect.main`` is first imported, to the
+    ``sys.stderr`` of that moment. When an earlier test's ``CliRunner.invoke`` did that import, it
+    is the runner's stream, closed when that call returned, and every later Prefect log line (a
+    flow's error) printed a "Logging error" traceback into the next command's captured output.
+    """
+    import logging
+    import sys
+
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    import flows.nightly  # noqa: F401  (imports prefect.main, which sets up Prefect's logging)
+
+    loggers = [logging.getLogger()]
+    loggers += [logger for logger in logging.Logger.manager.loggerDict.values() if isinstance(logger, logging.Logger)]
+    for logger in loggers:
+        for handler in logger.handlers:
+            if isinstance(handler, PrefectConsoleHandler) and getattr(handler.stream, "closed", False):
+                handler.stream = sys.stderr  # not setStream(): it flushes the closed stream first
+                handler.console.file = sys.stderr
 
 
 @pytest.fixture(autouse=True)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -105,6 +107,21 @@ def _width() -> int | None:
     if os.environ.get("COLUMNS") or sys.stdout.isatty():
         return None  # rich reads $COLUMNS or the terminal
     return PIPE_WIDTH
+
+
+def suggested_program() -> str:
+    """How a follow-up command that ``stef`` prints should call ``stef``: ``stef`` when that name on
+    ``$PATH`` is the running program (an activated venv, a tool install), or when the program was
+    not started as a ``stef`` script by path (``python -m flows.cli``, tests); else the path it was
+    started by, shell-quoted: ``.venv/bin/stef`` after the README's install with the venv not activated.
+    """
+    started = sys.argv[0] if sys.argv else ""
+    if Path(started).name != "stef" or os.sep not in started:
+        return "stef"
+    on_path = shutil.which("stef")
+    if on_path is not None and Path(on_path).resolve() == Path(started).resolve():
+        return "stef"
+    return shlex.quote(started)
 
 
 console = Console(markup=False, emoji=False, highlight=False, width=_width())

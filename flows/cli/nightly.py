@@ -42,6 +42,7 @@ from flows.cli.common import (
     number,
     percent,
     running_flows,
+    suggested_program,
     summary_line,
     usd,
     user_errors,
@@ -488,15 +489,16 @@ def demo(
     last = summaries[-1].log_date
     year, week, _ = last.isocalendar()
     agents = sorted({str(c["agent_id"]) for c in summaries[-1].drift_checks if c.get("kind") == "version"})
+    stef = suggested_program()  # `.venv/bin/stef` when the venv is not activated: the commands work as printed
     console.print(
         "Next:\n"
-        + "".join(f"  stef drift --agent {shlex.quote(agent)} --warehouse {warehouse_path}\n" for agent in agents)
-        + f"  stef report --warehouse {warehouse_path} --week {year}-W{week:02d} --out stef-demo-report.html",
+        + "".join(f"  {stef} drift --agent {shlex.quote(agent)} --warehouse {warehouse_path}\n" for agent in agents)
+        + f"  {stef} report --warehouse {warehouse_path} --week {year}-W{week:02d} --out stef-demo-report.html",
         soft_wrap=True,
     )
     console.print(
         f"Labels to check the scores against: {logs_root.parent / 'labels.jsonl'}\n"
-        f"Score one day without a warehouse: stef evaluate {logs_root / days[-1]} --out scores.jsonl\n"
-        f"... and against the databases' schemas: stef evaluate {logs_root / days[-1]} --schema-dir {logs_root.parent / 'schemas'} --out scores.jsonl",
+        f"Score one day without a warehouse: {stef} evaluate {logs_root / days[-1]} --out scores.jsonl\n"
+        f"... and against the databases' schemas: {stef} evaluate {logs_root / days[-1]} --schema-dir {logs_root.parent / 'schemas'} --out scores.jsonl",
         soft_wrap=True,
     )

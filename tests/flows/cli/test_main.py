@@ -609,3 +609,28 @@ def test_ctrl_c_gives_up_the_queued_model_requests_before_the_command_unwinds(mo
             assert server.requests == unwound[1] + 1
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.parametrize(
+    ("started", "on_path", "expected"),
+    [
+        pytest.param(".venv/bin/stef", None, ".venv/bin/stef", id="venv_not_activated"),
+        pytest.param(".venv/bin/stef", ".venv/bin/stef", "stef", id="venv_activated"),
+        pytest.param("/opt/my tools/bin/stef", "/usr/bin/stef", "'/opt/my tools/bin/stef'", id="another_stef_on_path"),
+        pytest.param("stef", "/usr/local/bin/stef", "stef", id="started_by_name"),
+        pytest.param("/x/flows/cli/__main__.py", None, "stef", id="python_dash_m"),
+    ],
+)
+def test_follow_up_commands_call_stef_as_it_was_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: str, on_path: str | None, expected: str
+) -> None:
+    """The demo prints its next commands with ``.venv/bin/stef`` when ``stef`` on $PATH is not the
+    running program (the README's install does not activate the venv), else with ``stef``."""
+    import shutil
+
+    from flows.cli.common import suggested_program
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [started, "demo"])
+    monkeypatch.setattr(shutil, "which", lambda name: on_path if name == "stef" else None)
+    assert suggested_program() == expected
