@@ -694,7 +694,7 @@ def _evaluated(
                 except (RulesError, SchemaError):
                     raise
                 except Exception as exc:
-                    judged[index] = Judged(internal_error(record, exc))
+                    judged[index] = _stamped(Judged(internal_error(record, exc)), version)
                     continue
                 running.append((index, clock, stages))
             while running:  # stage by stage: each stage of the chunk's records, then the next stage

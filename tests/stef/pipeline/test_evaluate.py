@@ -363,6 +363,37 @@ def test_stages_that_each_fit_the_cap_but_not_together_time_out(
     assert fine.status is EvaluationStatus.EVALUATED
 
 
+def test_every_evaluation_of_a_batch_carries_its_evaluator_version_also_a_failure_before_the_stages() -> None:
+    """An unexpected error while resolving a record's rules is that record's ``internal_error``; like
+    every other evaluation of the batch (evaluated, timeout, parse error) it carries the batch's
+    evaluator version (here with a judge's ``+calib=…`` suffix)."""
+    from stef.models import EVALUATOR_VERSION
+    from stef.pipeline.judge.symbolic import SymbolicJudge
+    from stef.pipeline.rules import AppRules, RuleBook
+
+    class BrokenForOneApp(RuleBook):
+        def for_app(self, app_id: str | None) -> AppRules:
+            if app_id == "broken":
+                raise ValueError("rules store unreachable")
+            return super().for_app(app_id)
+
+    class CalibratedJudge(SymbolicJudge):
+        version_suffix = "+calib=test"
+
+    records = [
+        AgentLogRecord(run_id="ok", question="How many users?", sql="SELECT COUNT(*) FROM users"),
+        AgentLogRecord(run_id="broken", question="How many users?", sql="SELECT 1", app_id="broken"),
+        AgentLogRecord(run_id="bad-sql", question="How many users?", sql="SELEC oops"),
+    ]
+    ok, broken, bad_sql = evaluate_many(records, rulebook=BrokenForOneApp(), judge=CalibratedJudge())
+    assert (broken.status, broken.status_reason) == (
+        EvaluationStatus.INTERNAL_ERROR,
+        "ValueError: rules store unreachable",
+    )
+    assert (ok.status, bad_sql.status) == (EvaluationStatus.EVALUATED, EvaluationStatus.PARSE_ERROR)
+    assert {e.evaluator_version for e in (ok, broken, bad_sql)} == {EVALUATOR_VERSION + "+calib=test"}
+
+
 def test_oversized_question_is_too_large_not_slow() -> None:
     record = AgentLogRecord(run_id="big", question="word " * 10_000, sql="SELECT 1")
     evaluation = evaluate(record)
