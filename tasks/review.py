@@ -304,8 +304,8 @@ def calibrate_from_reviews(
         WarehouseError: the write failed.
     """
     from stef.llm.settings import JudgeSettings
-    from stef.models import AgentLogRecord
-    from stef.pipeline.evaluate import Prepared, prepare
+    from stef.models import AgentLogRecord, EvaluationStatus
+    from stef.pipeline.evaluate import Prepared, RecordSchemaError, prepare, record_schema
     from stef.pipeline.judge.calibrate import verdict_from_probability
     from stef.pipeline.judge.deployment import calibrator_json, fit_deployment_calibrator
     from stef.pipeline.score import compute_score
@@ -338,11 +338,11 @@ def calibrate_from_reviews(
             skipped["not stored"] = skipped.get("not stored", 0) + 1
             continue
         rules = book.for_app(record.app_id)
-        schema = (
-            schemas.for_app(record.app_id, record.dialect or rules.default_dialect or "", rules.schema_file)
-            if schemas
-            else None
-        )
+        try:
+            schema = record_schema(schemas, record, rules) if schemas else None
+        except RecordSchemaError:  # scored invalid_input by the nightly: no verdict to learn from
+            skipped[EvaluationStatus.INVALID_INPUT.value] = skipped.get(EvaluationStatus.INVALID_INPUT.value, 0) + 1
+            continue
         prepared = prepare(record, rules, schema=schema, observed=observed.for_app(record.app_id) if observed else None)
         if not isinstance(prepared, Prepared):
             skipped[prepared.status.value] = skipped.get(prepared.status.value, 0) + 1

@@ -672,13 +672,7 @@ def _evaluated(
             for index, record in enumerate(chunk):
                 try:
                     rules = rulebook.for_app(record.app_id)
-                    schema = (
-                        schemas.for_app(
-                            record.app_id, _schema_dialect(record, rules, default_dialect), rules.schema_file
-                        )
-                        if schemas is not None
-                        else None
-                    )
+                    schema = record_schema(schemas, record, rules, default_dialect) if schemas is not None else None
                     clock = _RecordClock(running=False)
                     stages = _judged_stages(
                         record,
@@ -691,6 +685,11 @@ def _evaluated(
                         finished,
                         clock,
                     )
+                except RecordSchemaError as exc:  # this record's dialect cannot read its app's schema file
+                    judged[index] = _stamped(
+                        Judged(_failure(record, EvaluationStatus.INVALID_INPUT, str(exc), record.dialect)), version
+                    )
+                    continue
                 except (RulesError, SchemaError):
                     raise
                 except Exception as exc:
@@ -784,10 +783,63 @@ def _finished(judged: Judged) -> Evaluation:
     return judged.evaluation
 
 
-def _schema_dialect(record: AgentLogRecord, rules: AppRules, default_dialect: str | None) -> str:
-    """The dialect an app's DDL is read in: the record's, else the run's, else the rules' default."""
+class RecordSchemaError(SchemaError):
+    """The app's schema file parses neither in the record's dialect nor in the app's own (the
+    record gets an ``invalid_input`` evaluation with this message; the batch goes on)."""
+
+
+def record_schema(
+    schemas: SchemaBook, record: AgentLogRecord, rules: AppRules, default_dialect: str | None = None
+) -> DatabaseSchema | None:
+    """The schema ``record`` is judged against: its app's file (:meth:`SchemaBook.for_app`), read
+    in the record's dialect, else in the app's (the run's ``default_dialect``, else the rules'
+    ``default_dialect``, else sqlglot's generic one) when the record's does not read it.
+
+    A DDL file is the database's, in the database's dialect; a record that names another dialect
+    (an agent that writes SQLite-flavoured SQL against a Postgres database) is still judged
+    against it. Catalogs (``.json``) have no dialect to read them in.
+
+    Args:
+        schemas: the run's schema files.
+        record: the record (its ``app_id`` and ``dialect``).
+        rules: the app's rules (its ``schema`` file name and ``default_dialect``).
+        default_dialect: the run's dialect (``--dialect``), if any.
+
+    Returns:
+        The app's :class:`DatabaseSchema`, or ``None`` when the app has no schema file.
+
+    Raises:
+        SchemaError: the file cannot be read, or does not parse in the app's dialect (a
+            configuration error: it stops the run, whatever the records).
+        RecordSchemaError: the file parses in neither the record's dialect nor the app's, and
+            the record names another dialect than the app's: this record's problem.
+    """
+    dialect, app_dialect = (
+        _schema_dialect(record.dialect, rules, default_dialect),
+        _schema_dialect(None, rules, default_dialect),
+    )
     try:
-        return resolve_dialect(record.dialect or default_dialect or rules.default_dialect)
+        return schemas.for_app(record.app_id, dialect, rules.schema_file)
+    except SchemaError as in_record_dialect:
+        if app_dialect == dialect:
+            raise
+        try:
+            return schemas.for_app(record.app_id, app_dialect, rules.schema_file)
+        except SchemaError as in_app_dialect:
+            if rules.default_dialect or default_dialect:  # the app's dialect is configured: the file is wrong
+                raise
+            raise RecordSchemaError(
+                f"the app's schema file parses neither in the record's dialect {dialect or 'generic'} "
+                f"({in_record_dialect}) nor in sqlglot's generic one ({in_app_dialect}); give the app's "
+                "dialect with --dialect or its rules' default_dialect"
+            ) from in_record_dialect
+
+
+def _schema_dialect(record_dialect: str | None, rules: AppRules, default_dialect: str | None) -> str:
+    """The dialect an app's DDL is read in: ``record_dialect``, else the run's, else the rules'
+    default (``""``, generic, when none is set or the name is unknown)."""
+    try:
+        return resolve_dialect(record_dialect or default_dialect or rules.default_dialect)
     except UnknownDialectError:
         return ""
 

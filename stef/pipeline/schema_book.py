@@ -61,7 +61,7 @@ class SchemaBook:
         if self.directory is not None and not self.directory.is_dir():
             problem = "is a file, not a folder" if self.directory.exists() else "schema folder does not exist"
             raise SchemaError(f"{self.directory}: {problem} (expected a folder of <app_id>.sql or <app_id>.json files)")
-        self._cache: dict[tuple[str | None, str], DatabaseSchema | None] = {}
+        self._cache: dict[tuple[str | None, str], DatabaseSchema | SchemaError | None] = {}
 
     def evaluator_version(self, base: str) -> str:
         """``base`` with :data:`SCHEMA_VERSION_SUFFIX` (the version of every evaluation of a run with schemas)."""
@@ -76,13 +76,17 @@ class SchemaBook:
         else ``<dir>/<app_id>.sql`` or ``.json``; ``None`` when there is none.
 
         Raises:
-            SchemaError: the app's file exists but cannot be read.
+            SchemaError: the app's file exists but cannot be read, or does not parse in ``dialect``
+                (remembered as a schema is: the file is read once per app and dialect).
         """
         from stef.pipeline.rules import is_rule_file_name
 
         key = (app_id, dialect)
         if key in self._cache:
-            return self._cache[key]
+            cached = self._cache[key]
+            if isinstance(cached, SchemaError):  # a file that does not parse in this dialect is read once too
+                raise type(cached)(*cached.args)  # a new error each time: no traceback grows in the cache
+            return cached
         schema: DatabaseSchema | None = None
         candidates: list[Path] = []
         if schema_file:
@@ -92,7 +96,12 @@ class SchemaBook:
             candidates += [self.directory / f"{app_id}.sql", self.directory / f"{app_id}.json"]
         for candidate in candidates:
             if candidate.is_symlink() or candidate.exists():
-                schema = load_schema_file(candidate, dialect)
+                try:
+                    schema = load_schema_file(candidate, dialect)
+                except SchemaError as exc:
+                    if len(self._cache) < 10_000:
+                        self._cache[key] = exc
+                    raise
                 break
         if schema_file and schema is None:
             raise SchemaError(f"{candidates[0]}: the schema file named by the rules does not exist")

@@ -187,6 +187,70 @@ def test_a_run_with_schemas_carries_the_schema_evaluator_version(tmp_path: Path)
     assert evaluations[2].status is EvaluationStatus.INVALID_INPUT
 
 
+POSTGRES_ORDERS = "CREATE TABLE orders (id SERIAL PRIMARY KEY, tags TEXT[], amount NUMERIC(10, 2));"
+"""A Postgres DDL that SQLite's parser refuses (``TEXT[]``) and sqlglot's generic dialect reads."""
+TSQL_ORDERS = "CREATE TABLE [orders] ([id] INT PRIMARY KEY, [amount] DECIMAL(10, 2));"
+"""A T-SQL DDL that neither Postgres's parser nor the generic one reads (bracket-quoted names)."""
+
+
+def _orders_record(run_id: str, dialect: str | None) -> AgentLogRecord:
+    return AgentLogRecord(
+        run_id=run_id,
+        app_id="shop",
+        question="What is the total amount of the orders?",
+        sql="SELECT SUM(amount) FROM orders",
+        dialect=dialect,
+    )
+
+
+def test_a_record_in_another_dialect_than_its_apps_schema_is_judged_against_it(tmp_path: Path) -> None:
+    (tmp_path / "shop.sql").write_text(POSTGRES_ORDERS, encoding="utf-8")
+    records = [_orders_record("pg", "postgres"), _orders_record("lite", "sqlite"), _orders_record("pg2", "postgres")]
+    evaluations = evaluate_many(records, schemas=SchemaBook(tmp_path))
+    assert [e.status for e in evaluations] == [EvaluationStatus.EVALUATED] * 3
+    for evaluation in evaluations:  # SQLite's parser refuses TEXT[]: the record is judged against the generic reading
+        assert evaluation.schema_report is not None and evaluation.schema_report.unknown_tables == ()
+
+
+def test_a_schema_no_dialect_of_the_record_reads_makes_that_record_invalid_not_the_batch(tmp_path: Path) -> None:
+    (tmp_path / "shop.sql").write_text(TSQL_ORDERS, encoding="utf-8")
+    records = [_orders_record("ms", "tsql"), _orders_record("pg", "postgres"), _orders_record("ms2", "tsql")]
+    book = SchemaBook(tmp_path)
+    evaluations = evaluate_many(records, schemas=book)
+    assert [e.status for e in evaluations] == [
+        EvaluationStatus.EVALUATED,
+        EvaluationStatus.INVALID_INPUT,
+        EvaluationStatus.EVALUATED,
+    ]
+    reason = evaluations[1].status_reason or ""
+    assert "record's dialect postgres" in reason and "shop.sql: line 1" in reason and "default_dialect" in reason
+    assert evaluations[0].schema_report is not None and evaluations[2].schema_report is not None
+    assert {e.evaluator_version for e in evaluations} == {EVALUATOR_VERSION + SCHEMA_VERSION_SUFFIX}
+    with pytest.raises(SchemaError, match=r"shop\.sql: line 1") as first:
+        book.for_app("shop", "postgres")  # the failed reading is remembered: a new error each time
+    with pytest.raises(SchemaError) as second:
+        book.for_app("shop", "postgres")
+    assert first.value is not second.value and str(first.value) == str(second.value)
+
+
+def test_a_schema_the_apps_own_dialect_cannot_read_stops_the_run(tmp_path: Path) -> None:
+    from stef.pipeline.rules import RuleBook
+
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "shop.json").write_text(
+        json.dumps({"app_id": "shop", "default_dialect": "postgres"}), encoding="utf-8"
+    )
+    (tmp_path / "shop.sql").write_text(TSQL_ORDERS, encoding="utf-8")
+    book, rules = SchemaBook(tmp_path), RuleBook(rules_dirs=(tmp_path / "rules",))
+    for dialect in (None, "postgres", "mysql"):  # the app's dialect, given or by default, or another one
+        with pytest.raises(SchemaError, match=r"shop\.sql: line 1"):
+            evaluate_many([_orders_record("a", dialect)], rulebook=rules, schemas=book)
+    with pytest.raises(SchemaError, match=r"shop\.sql: line 1"):  # no dialect anywhere: the generic one
+        evaluate_many([_orders_record("a", None)], schemas=SchemaBook(tmp_path))
+    [evaluation] = evaluate_many([_orders_record("a", "tsql")], rulebook=rules, schemas=book)
+    assert evaluation.status is EvaluationStatus.EVALUATED and evaluation.schema_report is not None
+
+
 def test_a_rule_file_can_name_the_schema(tmp_path: Path) -> None:
     from stef.pipeline.rules import RuleBook
 
