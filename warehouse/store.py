@@ -673,9 +673,11 @@ def _record_stored_day(conn: duckdb.DuckDBPyConnection, summary: StoreSummary, n
 def store_rejected_lines(conn: duckdb.DuckDBPyConnection, log_date: date, log_lines: Sequence[LogLine]) -> int:
     """Store the rejected lines of a day that is not stored (its run failed validation), to be inspected.
 
-    A day with stored runs keeps its rows (they are consistent with each other; the failed rerun
-    changes nothing). Otherwise the day's ``quarantine`` rows are replaced by one row per line whose
-    ``record is None``, with its reason, in one transaction. The day is not marked stored.
+    A stored day keeps its rows (they are consistent with each other; the failed rerun changes
+    nothing): a day with a ``stored_days`` row under any evaluator version (a day whose every line
+    was quarantined has no run) or with stored runs. Otherwise the day's ``quarantine`` rows are
+    replaced by one row per line whose ``record is None``, with its reason, in one transaction. The
+    day is not marked stored.
 
     Returns:
         The rows written (0 when the day is already stored).
@@ -684,7 +686,9 @@ def store_rejected_lines(conn: duckdb.DuckDBPyConnection, log_date: date, log_li
         WarehouseError: the write failed (rolled back).
     """
     (stored,) = conn.execute(
-        "SELECT count(*) FROM agent_runs WHERE log_date = $log_date", {"log_date": log_date}
+        "SELECT (SELECT count(*) FROM stored_days WHERE log_date = $log_date) "
+        "+ (SELECT count(*) FROM agent_runs WHERE log_date = $log_date)",
+        {"log_date": log_date},
     ).fetchone() or (0,)
     if stored:
         return 0

@@ -94,7 +94,10 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
     skipped = [f for f in files if f not in logs]
     for other in skipped:
         err_console.print(
-            Text(f"skipped {one_line(other)}: not agent logs (none of its first records has a question or sql field)"),
+            Text(
+                f"skipped {one_line(other)}: not agent logs but labels or scores (its first records have "
+                "a label or status field and no question or sql; give the file itself to score it)"
+            ),
             soft_wrap=True,
         )
     if not logs:
@@ -105,11 +108,14 @@ def input_files(path: Path, exclude: Path | None = None) -> list[Path]:
 
 
 def looks_like_agent_logs(path: Path, sniff_lines: int = 50) -> bool:
-    """Whether ``path`` holds agent logs: among its first ``sniff_lines`` non-blank lines (and first
-    MB), one is a JSON object with a ``question``, ``sql`` or ``enriched_question`` key, or is not a
-    JSON object at all (its lines are then read and rejected with their reasons). A labels or
-    results file (``{"run_id": …, "label": …}`` on every line) is not; a log whose first records
-    are bad still is (its bad lines get their ``invalid_input`` rows, as always).
+    """Whether ``path`` holds agent logs, i.e. is not a labels or scores file: among its first
+    ``sniff_lines`` non-blank lines (and first MB), one is a JSON object with a ``question``,
+    ``sql`` or ``enriched_question`` key, or one without a ``label`` and a ``status`` key, or one is
+    not a JSON object at all (its lines are then read and rejected with their reasons). A labels
+    or scores file (``{"run_id": …, "label": …}`` or ``stef evaluate``'s ``{"run_id": …,
+    "status": …}`` on every line) is not; a log whose first records are bad (a span ``stef pull``
+    could not map, a record without a question) still is: its bad lines get their
+    ``invalid_input`` rows, as always.
 
     >>> import tempfile, pathlib
     >>> folder = pathlib.Path(tempfile.mkdtemp())
@@ -118,6 +124,9 @@ def looks_like_agent_logs(path: Path, sniff_lines: int = 50) -> bool:
     False
     >>> _ = (folder / "logs.jsonl").write_text('{"run_id": "a", "prompt": "?"}\\n{"question": "q", "sql": "SELECT 1"}\\n')
     >>> looks_like_agent_logs(folder / "logs.jsonl")
+    True
+    >>> _ = (folder / "pulled.jsonl").write_text('{"run_id": "a", "source_error": "no SQL attribute"}\\n')
+    >>> looks_like_agent_logs(folder / "pulled.jsonl")
     True
     """
     import json
@@ -132,6 +141,8 @@ def looks_like_agent_logs(path: Path, sniff_lines: int = 50) -> bool:
                     except ValueError:
                         return True
                     if not isinstance(record, dict) or {"question", "sql", "enriched_question"} & set(record):
+                        return True
+                    if not {"label", "status"} & set(record):  # neither a label nor a score: a bad log line
                         return True
                     seen += 1
                     if seen >= sniff_lines:

@@ -438,3 +438,23 @@ def test_a_failed_statement_on_a_registered_table_reports_its_own_error() -> Non
     with registered(conn, "_incoming", pa.table({"k": ["b"]})):  # the name can be registered again
         conn.execute("INSERT INTO t SELECT k FROM _incoming")
     assert conn.execute("SELECT k FROM t").fetchall() == [("b",)]
+
+
+def test_a_failed_rerun_of_a_day_whose_every_line_was_quarantined_keeps_its_rows(
+    conn: duckdb.DuckDBPyConnection,
+) -> None:
+    """A stored day without runs (every line rejected, stored with ``--max-bad-share 1``) is stored:
+    the rejected lines of a later run that fails validation do not replace its quarantine rows."""
+    stored = [bad_line(1, b"not json"), bad_line(2, b'{"question": "How many?"}')]
+    summary = store_day(conn, DAY, stored, [])
+    assert (summary.lines, summary.runs, summary.quarantined) == (2, 0, 2)
+    before = conn.execute("SELECT line_number, reason, raw FROM quarantine ORDER BY line_number").fetchall()
+    assert warehouse.store.store_rejected_lines(conn, DAY, [bad_line(1, b"garbage"), line(2, run_id="r2")]) == 0
+    assert conn.execute("SELECT line_number, reason, raw FROM quarantine ORDER BY line_number").fetchall() == before
+    assert count(conn, "SELECT quarantined FROM stored_days") == 2
+    # a day never stored gets the failed run's rejected lines, replacing an earlier failed run's
+    assert warehouse.store.store_rejected_lines(conn, NEXT_DAY, [bad_line(1, b"garbage"), line(2, run_id="r2")]) == 1
+    assert warehouse.store.store_rejected_lines(conn, NEXT_DAY, [bad_line(3, b"junk"), bad_line(4, b"[]")]) == 2
+    assert conn.execute(
+        "SELECT line_number FROM quarantine WHERE log_date = $d ORDER BY line_number", {"d": NEXT_DAY}
+    ).fetchall() == [(3,), (4,)]

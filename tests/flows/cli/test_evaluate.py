@@ -258,6 +258,26 @@ def test_a_log_file_whose_first_record_is_bad_is_still_read_from_a_directory(tmp
     assert rows[0]["status"] == "invalid_input"
 
 
+def test_a_pulled_log_file_that_starts_with_unreadable_spans_is_read_from_a_directory(tmp_path: Path) -> None:
+    """`stef pull` writes a span it cannot map as a ``source_error`` line: a file with more of them
+    than the sniff reads before its records is a log file, not a labels or scores file."""
+    unreadable = "".join(
+        json.dumps({"run_id": f"span-{i}", "source_error": "no SQL attribute on the span"}) + "\n" for i in range(60)
+    )
+    (tmp_path / "pulled.jsonl").write_text(unreadable + FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "scores.jsonl").write_text(
+        "".join(json.dumps({"run_id": f"s{i}", "status": "evaluated", "score": 80.0}) + "\n" for i in range(3)),
+        encoding="utf-8",
+    )
+    result = invoke("evaluate", str(tmp_path), "--out", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[0].startswith(f"skipped {tmp_path / 'scores.jsonl'}: not agent logs but labels")
+    rows = read_jsonl(tmp_path / "out.jsonl")
+    assert [row["run_id"] for row in rows] == [f"span-{i}" for i in range(60)] + FIXTURE_RUN_IDS
+    assert {row["status"] for row in rows[:60]} == {"invalid_input"}
+    assert "unreadable trace span: no SQL attribute on the span" in rows[0]["status_reason"]
+
+
 def test_a_directory_skips_files_that_are_not_agent_logs(tmp_path: Path) -> None:
     """The demo folder holds labels.jsonl beside logs/<day>/: scoring the folder scores no labels as logs."""
     (tmp_path / "labels.jsonl").write_text('{"run_id": "r1", "label": true}\n', encoding="utf-8")
@@ -267,7 +287,8 @@ def test_a_directory_skips_files_that_are_not_agent_logs(tmp_path: Path) -> None
     result = invoke("evaluate", str(tmp_path), "--out", str(tmp_path / "out.jsonl"))
     assert result.exit_code == 2
     assert result.stderr.splitlines() == [
-        f"skipped {tmp_path / 'labels.jsonl'}: not agent logs (none of its first records has a question or sql field)",
+        f"skipped {tmp_path / 'labels.jsonl'}: not agent logs but labels or scores (its first records have "
+        "a label or status field and no question or sql; give the file itself to score it)",
         f"error: {tmp_path}: no agent log files among its *.jsonl files; folders of *.jsonl below it: {day}",
     ]
     (tmp_path / "agent.jsonl").write_text(FIXTURE.read_text(encoding="utf-8"), encoding="utf-8")
