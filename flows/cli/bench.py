@@ -67,6 +67,7 @@ def bench_judge(
     Each row maps to a log record as the NL2SQL-BUGs README says (question + " " + evidence is
     the enriched question); the label is used only for measuring.
     """
+    from stef.models import EvaluationStatus
     from stef.monitor.benchmark import bugs_record_to_log, measure, read_bugs_file
     from stef.pipeline.evaluate import evaluate_many
 
@@ -88,7 +89,16 @@ def bench_judge(
 
         schemas = SchemaBook(schema_dir) if schema_dir is not None else None
         observed = load_observed_catalogs(observed_catalog) if observed_catalog is not None else None
-        figures = measure(rows, evaluate_many(records, schemas=schemas, observed=observed), threshold)
+        evaluations = evaluate_many(records, schemas=schemas, observed=observed)
+        if not any(evaluation.status is EvaluationStatus.EVALUATED for evaluation in evaluations):
+            first = evaluations[0] if evaluations else None
+            raise InputError(
+                f"{labelled_file}: none of its {len(rows)} rows could be scored"
+                + (f" (row 1: {first.status.value}: {first.status_reason})" if first is not None else "")
+                + "; bench-judge reads labelled answers, each with its question, sql and label"
+                " (NL2SQL-BUGs format), not a file of labels alone"
+            )
+        figures = measure(rows, evaluations, threshold)
     if as_json:
         console.print_json(json.dumps(_json_ready(figures.__dict__), allow_nan=False), indent=None)
         return

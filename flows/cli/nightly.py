@@ -497,7 +497,11 @@ def demo(
         soft_wrap=True,
     )
     console.print(
-        f"Labels to check the scores against: {logs_root.parent / 'labels.jsonl'}\n"
+        f"Check STEF's calls against the answers' labels ({logs_root.parent / 'labels.jsonl'}; the line"
+        " quarantined on purpose has no answer to label):\n"
+        f"  {stef} review import {shlex.quote(str(logs_root.parent / 'labels.jsonl'))} --warehouse"
+        f" {shlex.quote(str(warehouse_path))} --reviewer benchmark --skip-unknown\n"
+        f"  {stef} review stats --warehouse {shlex.quote(str(warehouse_path))}\n"
         f"Score one day without a warehouse: {stef} evaluate {logs_root / days[-1]} --out scores.jsonl\n"
         f"... and against the databases' schemas: {stef} evaluate {logs_root / days[-1]} --schema-dir {logs_root.parent / 'schemas'} --out scores.jsonl",
         soft_wrap=True,

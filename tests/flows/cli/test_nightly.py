@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import Counter
 from importlib import resources
 from pathlib import Path
@@ -71,6 +72,16 @@ def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> Non
     again = invoke(*drift_command[1:], "--no-store", "--json")
     assert again.exit_code == 0, again.output
     assert json.loads(again.stdout)["sentence"] == tail[verdict].removeprefix("drift: ")
+    # the bundled labels: importing them and measuring STEF's calls work as printed
+    check = next(i for i, line in enumerate(tail) if line.startswith("Check STEF's calls against the answers' labels"))
+    imported = invoke(*shlex.split(tail[check + 1])[1:])
+    assert imported.exit_code == 0, imported.output
+    assert "1 rows of answers not stored left out (--skip-unknown)" in " ".join(imported.stdout.split())
+    stats = invoke(*shlex.split(tail[check + 2])[1:], "--json")
+    assert stats.exit_code == 0, stats.output
+    labelled = (tmp_path / "stef-demo" / "labels.jsonl").read_text(encoding="utf-8").splitlines()
+    measured = json.loads(stats.stdout)
+    assert measured["n"] == len(labelled) - 1 and 0.5 < measured["auroc"] <= 1.0
     conn = connect(str(tmp_path / "stef-demo.duckdb"))
     try:
         frame = read_daily_metrics(conn)

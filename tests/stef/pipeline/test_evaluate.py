@@ -125,6 +125,21 @@ def test_bench_judge_names_the_line_of_a_row_it_cannot_measure(tmp_path: Path, s
     assert f"{labelled}{message}" in " ".join(result.output.split()) and "Traceback" not in result.output
 
 
+def test_bench_judge_on_a_file_of_labels_alone_says_so_instead_of_printing_nan_figures(tmp_path: Path) -> None:
+    """The demo's ``labels.jsonl`` (run_id, label, error_types; no question or SQL) gave "coverage
+    0.000" and every other figure NaN, with exit code 0."""
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(
+        "".join(json.dumps({"run_id": f"r{i}", "label": i % 2 == 0, "error_types": []}) + "\n" for i in range(4)),
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(app, ["bench-judge", str(labels)])
+    assert result.exit_code == 2
+    said = " ".join(result.output.split())
+    assert f"{labels}: none of its 4 rows could be scored (row 1: invalid_input: " in said
+    assert "not a file of labels alone" in said and "nan" not in said
+
+
 def test_bench_judge_reads_labels_written_as_text_or_numbers(tmp_path: Path) -> None:
     """A file converted from CSV holds ``"false"`` / ``"TRUE"`` / ``0``: they are the labels they
     name, so the figures equal those of the same file with JSON booleans."""
