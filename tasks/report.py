@@ -304,6 +304,14 @@ def _write_atomically(path: Path, text: str) -> None:
         partial.unlink(missing_ok=True)
 
 
+OTHER_FORMAT_SUFFIXES = frozenset(
+    {".xlsx", ".xlsm", ".xls", ".ods", ".numbers", ".csv", ".tsv", ".json", ".jsonl", ".parquet", ".pdf", ".png"}
+    | {".jpg", ".jpeg", ".svg", ".docx", ".doc", ".pptx", ".txt", ".duckdb", ".db"}
+)
+"""``--out`` suffixes of other formats than the report's HTML and Markdown: an HTML page written
+under such a name would not open as the file its name promises (or would replace a warehouse)."""
+
+
 def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
     """The HTML and Markdown paths of a report.
 
@@ -315,7 +323,8 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
     Raises:
         InputError: either path exists and is not a regular file (``/dev/null``, a pipe, a folder
             named like the twin): each file is written to a temporary file and renamed onto its
-            path, which would replace a device with a regular file.
+            path, which would replace a device with a regular file; or ``out``'s suffix names
+            another format (:data:`OTHER_FORMAT_SUFFIXES`: ``report.xlsx``, ``report.pdf``).
 
     >>> [str(p) for p in report_paths(None, "2026-W48")]
     ['stef-report-2026-W48.html', 'stef-report-2026-W48.md']
@@ -331,6 +340,11 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
         html = Path(out) / name
     else:
         html = Path(out)
+    if html.suffix.lower() in OTHER_FORMAT_SUFFIXES:
+        raise InputError(
+            f"--out {one_line(html)}: stef report writes an HTML page and its Markdown twin, not a "
+            f"{html.suffix} file; name it {one_line(html.with_suffix('.html'))} (or give a folder)"
+        )
     if html.suffix.lower() == ".md":  # the twin's name: the HTML goes beside it
         html, markdown = html.with_suffix(".html"), html
     else:

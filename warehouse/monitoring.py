@@ -88,6 +88,12 @@ _SAME_CHECK = """
 # --------------------------------------------------------------------------- agents, versions, days
 
 
+def newest_stored_day(conn: duckdb.DuckDBPyConnection) -> date | None:
+    """The newest day stored in the warehouse (``stored_days``, any evaluator version), or ``None``."""
+    row = conn.execute("SELECT max(log_date) FROM stored_days").fetchone()
+    return row[0] if row is not None else None
+
+
 def latest_evaluator_version(
     conn: duckdb.DuckDBPyConnection,
     agent_id: str | None = None,

@@ -650,9 +650,11 @@ def report(
     with user_errors():
         from flows.weekly_report import weekly_report
         from stef.monitor.report import parse_week
+        from tasks.report import report_paths
         from warehouse import existing_warehouse, resolve_path
 
         label, _, _ = parse_week(week)  # check before Prefect starts
+        report_paths(out, label)  # so is --out (a name of another format, a device)
         check_evaluator_version(existing_warehouse(warehouse), evaluator_version)
         with running_flows():
             files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
@@ -662,13 +664,33 @@ def report(
             console.print(Text(one_line(sentence)), soft_wrap=True)
     else:
         console.print(
-            Text(f"No evaluations are stored for {label} in {one_line(resolve_path(warehouse))}: the report says so."),
+            Text(
+                f"No evaluations are stored for {label} in {one_line(resolve_path(warehouse))}: the report says so"
+                + _newest_week_hint(warehouse, label)
+                + "."
+            ),
             soft_wrap=True,
         )
     if files.left_out:
         console.print(Text(files.left_out), soft_wrap=True)
     console.print(
         Text(f"HTML report: {one_line(files.html)}\nMarkdown twin: {one_line(files.markdown)}"), soft_wrap=True
+    )
+
+
+def _newest_week_hint(warehouse: str | None, week: str) -> str:
+    """``"; the newest stored day, D, is in week W (--week W)"`` when that week is not ``week``, else ``""``."""
+    from warehouse import connect, existing_warehouse
+    from warehouse.monitoring import newest_stored_day
+
+    with connect(existing_warehouse(warehouse), read_only=True) as conn:
+        newest = newest_stored_day(conn)
+    if newest is None:
+        return ""
+    year, number, _ = newest.isocalendar()
+    newest_week = f"{year}-W{number:02d}"
+    return (
+        "" if newest_week == week else f"; the newest stored day, {newest}, is in {newest_week} (--week {newest_week})"
     )
 
 

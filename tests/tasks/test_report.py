@@ -163,6 +163,15 @@ def test_an_out_ending_in_md_names_the_twin_and_keeps_the_html(data: ReportData,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["week.html", "week.md"]
 
 
+@pytest.mark.parametrize("name", ["week.xlsx", "week.PDF", "week.csv", "stef.duckdb", "week.png"])
+def test_report_paths_refuse_a_name_of_another_format(tmp_path: Path, name: str) -> None:
+    """``--out x.xlsx`` wrote an HTML page named like a workbook (and x.md beside it), exit code 0."""
+    with pytest.raises(InputError, match=r"writes an HTML page and its Markdown twin, not a \.\w+ file; name it"):
+        report_paths(tmp_path / name, "2026-W48")
+    assert not list(tmp_path.iterdir())
+    assert report_paths(tmp_path / "week.htm", "2026-W48")[1] == tmp_path / "week.md"  # HTML by another name
+
+
 def test_report_paths(tmp_path: Path) -> None:
     assert report_paths(tmp_path, "2026-W48") == (
         tmp_path / "stef-report-2026-W48.html",

@@ -264,6 +264,11 @@ def test_drift_on_a_warehouse_it_may_not_write_suggests_no_store(
             id="report_missing_warehouse",
         ),
         pytest.param(
+            ("report", "--week", "2026-W48", "--out", "{tmp}/week.xlsx"),
+            "stef report writes an HTML page and its Markdown twin, not a .xlsx file; name it",
+            id="report_workbook_name",
+        ),
+        pytest.param(
             ("backfill", "--start", "2026-11-26", "--end", "2026-11-20"),
             "backfill end 2026-11-20 is before its start 2026-11-26",
             id="backfill_reversed",
@@ -286,9 +291,11 @@ def test_drift_on_a_warehouse_it_may_not_write_suggests_no_store(
     ],
 )
 def test_bad_options_fail_before_any_work(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
-    result = _invoke(*[a.replace("{missing}", str(tmp_path / "none.duckdb")) for a in args])
+    result = _invoke(
+        *[a.replace("{missing}", str(tmp_path / "none.duckdb")).replace("{tmp}", str(tmp_path)) for a in args]
+    )
     assert result.exit_code == 2, result.output
-    assert message in result.stderr
+    assert message in " ".join(result.stderr.split())
     assert list(tmp_path.iterdir()) == []
 
 

@@ -82,6 +82,13 @@ def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> Non
     labelled = (tmp_path / "stef-demo" / "labels.jsonl").read_text(encoding="utf-8").splitlines()
     measured = json.loads(stats.stdout)
     assert measured["n"] == len(labelled) - 1 and 0.5 < measured["auroc"] <= 1.0
+    # a week without evaluations: the report says so, and names the newest stored week
+    empty = invoke("report", "--warehouse", warehouse, "--week", "2026-W40", "--out", str(tmp_path / "w40.html"))
+    assert empty.exit_code == 0, empty.output
+    assert (
+        f"No evaluations are stored for 2026-W40 in {warehouse}: the report says so; the newest stored day, "
+        f"{days[-1]}, is in 2026-W48 (--week 2026-W48)."
+    ) in " ".join(empty.stdout.split())
     conn = connect(str(tmp_path / "stef-demo.duckdb"))
     try:
         frame = read_daily_metrics(conn)
