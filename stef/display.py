@@ -294,3 +294,21 @@ def spreadsheet_text_sql(expression: str) -> str:
     skipped = " || ".join(f"chr({ord(c)})" for c in FORMULA_SKIPPED_PREFIX)
     core = f"ltrim(ltrim({expression}, chr(39)), {skipped})"
     return f"CASE WHEN left({core}, 1) IN ({starts}) THEN chr(39) || {expression} ELSE {expression} END"
+
+
+def json_kind(value: object) -> str:
+    """What a JSON value is, in words (for a reason shown to users, in JSON's terms, not Python's):
+    ``an object``, ``a list``, ``a string``, ``a number``, ``true``/``false``, ``null``.
+
+    >>> json_kind([1]), json_kind("x"), json_kind(False), json_kind(None), json_kind(2.5), json_kind({})
+    ('a list', 'a string', 'false', 'null', 'a number', 'an object')
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__

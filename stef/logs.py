@@ -21,7 +21,7 @@ from typing import Any, BinaryIO
 from pydantic import ValidationError
 
 from stef.config_files import binary_kind
-from stef.display import one_line
+from stef.display import json_kind, one_line
 from stef.errors import InputError
 from stef.models import AgentLogRecord
 
@@ -231,7 +231,8 @@ def validation_reason(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors()[:5]:
         location = ".".join(str(p) for p in error["loc"]) or "(record)"
-        parts.append(f"field `{location}`: {error['msg']}")
+        message = str(error["msg"]).removeprefix("Value error, ")  # a validator's own sentence
+        parts.append(f"field `{location}`: {message}")
     return "invalid record: " + "; ".join(parts)
 
 
@@ -314,7 +315,7 @@ def parse_line(raw_bytes: bytes, source: str, line_number: int) -> LogLine | Non
         run_id = _run_id_of(decode_json_object(text)) if reason.startswith(AMBIGUOUS_JSON) else None
         return LogLine(source, line_number, None, reason, text[:_SCAN_BYTES], run_id)
     if not isinstance(payload, dict):
-        return LogLine(source, line_number, None, f"not a JSON object but {type(payload).__name__}", text[:_SCAN_BYTES])
+        return LogLine(source, line_number, None, f"not a JSON object but {json_kind(payload)}", text[:_SCAN_BYTES])
     run_id = _run_id_of(payload)
     source_error = payload.get(SOURCE_ERROR_KEY)
     if isinstance(source_error, str):  # a span `stef pull` could not map (stef.traces.spans)
@@ -347,7 +348,7 @@ def read_json_object(raw_bytes: bytes, line_number: int) -> tuple[dict[str, obje
     >>> read_json_object(b'{"a": 1}', 1)
     ({'a': 1}, None, '{"a": 1}')
     >>> read_json_object(b'[1]', 2)[1]
-    'not a JSON object but list'
+    'not a JSON object but a list'
     """
     if len(raw_bytes) > MAX_LINE_BYTES:
         return None, f"line longer than {MAX_LINE_BYTES} bytes", raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
@@ -365,7 +366,7 @@ def read_json_object(raw_bytes: bytes, line_number: int) -> tuple[dict[str, obje
         return None, problem, raw_bytes[:_SCAN_BYTES].decode("utf-8", "replace")
     payload, reason = _decode_json(text)
     if reason is None and not isinstance(payload, dict):
-        reason = f"not a JSON object but {type(payload).__name__}"
+        reason = f"not a JSON object but {json_kind(payload)}"
     if reason is None:
         reason = _structure_problem(payload, text)
     if reason is not None or not isinstance(payload, dict):

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFunctionWrapHandler, field_validator
+
+from stef.display import json_kind
 
 EVALUATOR_VERSION = "stef-0.2.0+symbolic-7"
 """Version of the evaluation method; part of the key of stored evaluations."""
@@ -107,6 +109,21 @@ class AgentLogRecord(BaseModel):
     """US dollars, finite and >= 0."""
     model_version: str | None = None
     prompt_version: str | None = None
+
+    @field_validator("tokens", mode="wrap")
+    @classmethod
+    def _tokens_in_words(cls, value: object, handler: ValidatorFunctionWrapHandler) -> object:
+        """One reason for a ``tokens`` of neither kind (pydantic gives one per member of the union,
+        named by its internal tags: ``tokens.constrained-int``, ``tokens.dict[str,any]``)."""
+        try:
+            return handler(value)
+        except ValidationError:
+            if isinstance(value, int) and not isinstance(value, bool) and value < 0:
+                raise ValueError(f"should be 0 or more, not {value}") from None
+            raise ValueError(
+                'should be a whole count (120) or an object of counts ({"prompt": 80, "completion": 40}), '
+                f"not {json_kind(value)}"
+            ) from None
 
 
 class FilterPredicate(_Frozen):

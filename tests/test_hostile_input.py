@@ -153,6 +153,20 @@ BAD_LINES = [
         id="duplicate_nested_key",
     ),
     pytest.param(
+        b'{"run_id": "r19", "question": "q", "sql": "SELECT 1", "tokens": "lots"}',
+        'field `tokens`: should be a whole count (120) or an object of counts ({"prompt": 80, "completion": 40}), '
+        "not a string",
+        "r19",
+        id="tokens_of_neither_kind",
+    ),
+    pytest.param(
+        b'{"run_id": "r20", "question": "q", "sql": "SELECT 1", "tokens": -3}',
+        "field `tokens`: should be 0 or more, not -3",
+        "r20",
+        id="negative_tokens",
+    ),
+    pytest.param(b"null", "not a JSON object but null", None, id="json_null"),
+    pytest.param(
         b'{"run_id": "r17", "question": "q", "sql": "SELECT 1", "run_id": "r18"}',
         "ambiguous JSON: key 'run_id' appears twice in one object",
         None,
@@ -168,6 +182,7 @@ def test_a_line_no_later_stage_can_handle_is_rejected_with_its_reason(
     line = parse_line(raw, "day.jsonl", 7)
     assert line is not None and line.record is None
     assert reason in (line.reason or "")
+    assert "constrained-" not in (line.reason or "") and "NoneType" not in (line.reason or "")  # Python's words
     assert line.run_id == run_id
     line.raw.encode("utf-8")  # what is stored is text: always encodable
     if line.run_id is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from stef.classification_metrics import auroc, expected_calibration_error
+from stef.display import json_kind
 from stef.models import AgentLogRecord, Evaluation
 
 __all__ = [
@@ -73,7 +74,7 @@ def _label(value: object) -> bool | None:
 def _row_problem(row: object) -> str | None:
     """Why a decoded line cannot be a labelled row, or ``None``."""
     if not isinstance(row, dict):
-        return f"not a JSON object but {type(row).__name__}"
+        return f"not a JSON object but {json_kind(row)}"
     if "label" not in row:
         return "no label (true = the SQL is correct, false = it is not)"
     if _label(row["label"]) is None:
@@ -81,7 +82,7 @@ def _row_problem(row: object) -> str | None:
         return f"label {shown[:60]} is not true or false"
     for name in ("question", "sql", "evidence", "db_id"):
         if row.get(name) is not None and not isinstance(row[name], str):
-            return f"{name} is {type(row[name]).__name__}, not a string"
+            return f"{name} is {json_kind(row[name])}, not a string"
     error_types = row.get("error_types")
     if error_types is not None and not (
         isinstance(error_types, list)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stef.classification_metrics import auroc, expected_calibration_error
-from stef.display import looks_like_formula, spreadsheet_text
+from stef.display import json_kind, looks_like_formula, spreadsheet_text
 from stef.errors import StefError
 from stef.llm.verdict import TAXONOMY
 
@@ -364,7 +364,7 @@ def read_label_file(path: Path, keep_problems: bool = False) -> LabelFile:
                     problems.append((number, f"not JSON ({exc.msg})"))
                     continue
                 if not isinstance(value, dict):
-                    problems.append((number, f"not a JSON object but {_json_kind(value)}"))
+                    problems.append((number, f"not a JSON object but {json_kind(value)}"))
                     continue
                 records.append((number, value))
     else:
@@ -478,7 +478,7 @@ def _label_studio_records(path: Path, text: str) -> tuple[list[tuple[int, dict[s
     except json.JSONDecodeError as exc:
         raise LabelFileError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from exc
     if not isinstance(tasks, list):
-        raise LabelFileError(f"{path}: a Label Studio export is a JSON list of tasks, not {_json_kind(tasks)}")
+        raise LabelFileError(f"{path}: a Label Studio export is a JSON list of tasks, not {json_kind(tasks)}")
     records: list[tuple[int, dict[str, Any]]] = []
     problems: list[tuple[int, str]] = []
     for number, task in enumerate(tasks, start=1):
@@ -515,18 +515,18 @@ def _task_rows(task: object, number: int = 1) -> list[dict[str, Any]]:
     stef.monitor.review._BadTaskError: task id 7: annotations[0].result[0].value.choices (label) is a string, not a list of one text
     """
     if not isinstance(task, dict):
-        raise _BadTaskError(f"task {number} is {_json_kind(task)}, not an object")
+        raise _BadTaskError(f"task {number} is {json_kind(task)}, not an object")
     name = _task_name(task, number)
     data = {} if task.get("data") is None else task["data"]
     if not isinstance(data, dict):
-        raise _BadTaskError(f"{name}: data is {_json_kind(data)}, not an object")
+        raise _BadTaskError(f"{name}: data is {json_kind(data)}, not an object")
     annotations = [] if task.get("annotations") is None else task["annotations"]
     if not isinstance(annotations, list):
-        raise _BadTaskError(f"{name}: annotations is {_json_kind(annotations)}, not a list")
+        raise _BadTaskError(f"{name}: annotations is {json_kind(annotations)}, not a list")
     kept: list[tuple[int, dict[str, Any]]] = []
     for index, annotation in enumerate(annotations):
         if not isinstance(annotation, dict):
-            raise _BadTaskError(f"{name}: annotations[{index}] is {_json_kind(annotation)}, not an object")
+            raise _BadTaskError(f"{name}: annotations[{index}] is {json_kind(annotation)}, not an object")
         if not annotation.get("was_cancelled"):
             kept.append((index, annotation))
     newest_by_author: dict[str, tuple[int, dict[str, Any]]] = {}
@@ -541,24 +541,24 @@ def _task_rows(task: object, number: int = 1) -> list[dict[str, Any]]:
         row: dict[str, Any] = dict(data)
         results = [] if newest.get("result") is None else newest["result"]
         if not isinstance(results, list):
-            raise _BadTaskError(f"{name}: annotations[{index}].result is {_json_kind(results)}, not a list")
+            raise _BadTaskError(f"{name}: annotations[{index}].result is {json_kind(results)}, not a list")
         for position, result in enumerate(results):
             where = f"annotations[{index}].result[{position}]"
             if not isinstance(result, dict):
-                raise _BadTaskError(f"{name}: {where} is {_json_kind(result)}, not an object")
+                raise _BadTaskError(f"{name}: {where} is {json_kind(result)}, not an object")
             field = result.get("from_name")
             if field not in ("label", "error_category", "note"):
                 continue  # a control of another labelling config
             value = result.get("value")
             if not isinstance(value, dict):
-                raise _BadTaskError(f"{name}: {where}.value ({field}) is {_json_kind(value)}, not an object")
+                raise _BadTaskError(f"{name}: {where}.value ({field}) is {json_kind(value)}, not an object")
             key = "text" if field == "note" else "choices"
             given = value.get(key)
             if given is None or given == []:
                 continue
             if not isinstance(given, list) or not all(isinstance(item, str) for item in given):
                 wanted = "a list of texts" if key == "text" else "a list of one text"
-                raise _BadTaskError(f"{name}: {where}.value.{key} ({field}) is {_json_kind(given)}, not {wanted}")
+                raise _BadTaskError(f"{name}: {where}.value.{key} ({field}) is {json_kind(given)}, not {wanted}")
             if key == "text":
                 row["note"] = " ".join(given)
             elif len(given) > 1:
@@ -581,24 +581,6 @@ def _task_name(task: Mapping[str, Any], number: int) -> str:
     if isinstance(identifier, bool) or not isinstance(identifier, int | str):
         return f"task {number}"
     return f"task id {identifier!r}" if isinstance(identifier, str) else f"task id {identifier}"
-
-
-def _json_kind(value: object) -> str:
-    """What a JSON value is, in words: ``an object``, ``a list``, ``a string``, ``a number``,
-    ``true``/``false``, ``null``.
-
-    >>> _json_kind([1]), _json_kind("x"), _json_kind(False), _json_kind(None), _json_kind(2.5)
-    ('a list', 'a string', 'false', 'null', 'a number')
-    """
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
 
 
 def _annotator(annotation: Mapping[str, Any]) -> object:

@@ -385,7 +385,7 @@ def test_cli_run_rejects_bad_run_lines_and_classifies_the_others(tmp_path: Path)
     assert reasons[0].startswith("not valid JSON: ")
     assert reasons[1] == "invalid record: field `question_id`: Field required"
     assert reasons[2] == "invalid record: field `statements`: Input should be a valid list"
-    assert reasons[3] == "not a JSON object but list"
+    assert reasons[3] == "not a JSON object but a list"
     assert payload["campaigns"]["mcp"]["rejected_runs"] == 2  # the lines that name the campaign
     table = runner.invoke(app, base)
     assert table.exit_code == 0, table.output

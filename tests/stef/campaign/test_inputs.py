@@ -38,7 +38,7 @@ from tests.stef.campaign.support import (
             ("mcp", "b", "q"),
             id="wrong_type",
         ),
-        pytest.param(b'"mcp"', "not a JSON object but str", (None, None, None), id="not_an_object"),
+        pytest.param(b'"mcp"', "not a JSON object but a string", (None, None, None), id="not_an_object"),
         pytest.param(
             b'{"run_id": "b", "run_id": "c", "campaign_id": "mcp"}',
             "ambiguous JSON: key 'run_id' appears twice in one object",

@@ -109,9 +109,9 @@ def test_bench_judge_json_is_strict_json_on_one_label_and_rows_without_id(tmp_pa
         ('{"question": "q", "sql": "SELECT 1"}', ":2: no label (true = the SQL is correct, false = it is not)"),
         ('{"question": "q", "sql": "SELECT 1", "label": "maybe"}', ':2: label "maybe" is not true or false'),
         ('{"question": "q", "sql": "SELECT 1", "label": 2}', ":2: label 2 is not true or false"),
-        ("[1, 2]", ":2: not a JSON object but list"),
+        ("[1, 2]", ":2: not a JSON object but a list"),
         ("{oops", ":2: not JSON (Expecting property name enclosed in double quotes)"),
-        ('{"question": "q", "sql": 7, "label": true}', ":2: sql is int, not a string"),
+        ('{"question": "q", "sql": 7, "label": true}', ":2: sql is a number, not a string"),
         ('{"question": "q", "sql": "SELECT 1", "label": false, "error_types": ["x"]}', ":2: error_types is not a list"),
     ],
 )
