@@ -37,10 +37,14 @@ def parse_day(text: str) -> date:
     Traceback (most recent call last):
     ...
     stef.errors.InputError: '2026-12-1' is not a date of the form YYYY-MM-DD
+    >>> parse_day("2026-02-30")
+    Traceback (most recent call last):
+    ...
+    stef.errors.InputError: '2026-02-30' is not a day of the calendar (day is out of range for month)
     """
     if _ISO_DAY.fullmatch(text):
         try:
             return date.fromisoformat(text)
-        except ValueError:
-            pass  # 2026-11-31, 2026-13-01: the same message
+        except ValueError as exc:  # 2026-11-31, 2026-13-01: of the form, but no such day
+            raise InputError(f"{text!r} is not a day of the calendar ({exc})") from None
     raise InputError(f"{text!r} is not a date of the form {DAY_FORM}")

@@ -85,13 +85,29 @@ def existing_warehouse(path: str | Path | None = None, first: str = "`stef night
     """
     target = resolve_path(path)
     if target.is_dir():
-        inside = target / DEFAULT_PATH.name
-        raise WarehouseError(
-            f"warehouse {one_line(target)} is a folder, not a DuckDB file; pass the file, e.g. --warehouse {one_line(inside)}"
-        )
+        raise WarehouseError(_folder_message(target))
     if not target.is_file():
         raise WarehouseError(f"warehouse {target} does not exist; run {first} first, or pass --warehouse")
     return target
+
+
+def warehouse_file(path: str | Path | None = None) -> Path:
+    """The warehouse file a command writes (:func:`resolve_path`), checked before any work: it may
+    not exist yet, but it may not be a folder.
+
+    Raises:
+        WarehouseError: the path is a folder (the message names a file to pass instead).
+    """
+    target = resolve_path(path)
+    if target.is_dir():
+        raise WarehouseError(_folder_message(target))
+    return target
+
+
+def _folder_message(target: Path) -> str:
+    """Why a folder is no warehouse, with the file name to pass instead."""
+    inside = target / DEFAULT_PATH.name
+    return f"warehouse {one_line(target)} is a folder, not a DuckDB file; pass the file, e.g. --warehouse {one_line(inside)}"
 
 
 def default_lock_timeout() -> float:
@@ -178,14 +194,17 @@ def connect(
         WarehouseLockedError: another process still holds the file after ``lock_timeout``.
         WarehouseReadOnlyError: opening for writing, the file or its folder may not be written by
             this user (permission denied, read-only file system).
-        WarehouseError: the file cannot be opened otherwise (not a DuckDB file, missing in
-            read-only mode), cannot be migrated, or ``$STEF_DUCKDB_MEMORY_LIMIT`` is not a size.
+        WarehouseError: the path is a folder, or the file cannot be opened otherwise (not a DuckDB
+            file, missing in read-only mode), cannot be migrated, or ``$STEF_DUCKDB_MEMORY_LIMIT``
+            is not a size.
     """
     if str(path) == IN_MEMORY:
         conn = duckdb.connect(IN_MEMORY)
         apply_migrations(conn)
         return conn
     target = resolve_path(path)
+    if target.is_dir():
+        raise WarehouseError(_folder_message(target))
     if not read_only:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)

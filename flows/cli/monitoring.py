@@ -475,10 +475,12 @@ def backfill(
 
         from flows.backfill import backfill as backfill_flow
         from tasks.backfill import day_has_logs, days_in_range, logs_root_note, unread_files_note
+        from warehouse.connection import warehouse_file
 
         first, last = start, end
         days = days_in_range(first, last)  # checks the range before Prefect starts
         total = len(days)
+        warehouse_file(warehouse)  # so is a folder given as the warehouse
         check_trace_options(source, source_endpoint, source_project, source_input, source_mapping, push, push_endpoint)
         if source == "files" and not any(day_has_logs(logs_root, day) for day in days):  # a mistyped --logs-root
             unread = next((f"; {day}: {note}" for day in days if (note := unread_files_note(logs_root, day))), "")

@@ -263,6 +263,9 @@ def nightly(
             from flows.nightly import prepare_process, resolve_log_date
             from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV
             from tasks.backfill import day_has_logs, logs_root_note, unread_files_note
+            from warehouse.connection import warehouse_file
+
+            warehouse_file(warehouse)  # a folder given as the warehouse fails here, before the flow starts
 
             # The judge is checked here, not before the server starts: checking it imports the
             # pipeline (and, for a model, litellm: 2.5 s), which then overlaps the server's boot

@@ -165,13 +165,14 @@ def test_default_log_date_is_yesterday_utc() -> None:
         pytest.param("2026-11-2", id="day_not_zero_padded"),
         pytest.param("20261120", id="basic_iso_form"),
         pytest.param("2026-W47-5", id="iso_week_date"),
-        pytest.param("2026-11-31", id="not_in_the_calendar"),
     ],
 )
 def test_malformed_log_date_is_a_clear_error(value: str) -> None:
     # the deployment's log_date parameter is read as strictly as the CLI's --date
     with pytest.raises(InputError, match=rf"^log date '{value}' is not a date of the form YYYY-MM-DD$"):
         resolve_log_date(value)
+    with pytest.raises(InputError, match=r"^log date '2026-11-31' is not a day of the calendar \(day is out of range"):
+        resolve_log_date("2026-11-31")  # of the form, but November has 30 days
 
 
 def test_make_task_runner_rejects_an_unknown_kind() -> None:

@@ -287,3 +287,18 @@ def test_every_waiter_waits_for_a_running_checkpoint(tmp_path: Path) -> None:
         reader.close()
     other.join()
     assert warehouse.connection._CHECKPOINTS == []
+
+
+def test_a_folder_is_no_warehouse_to_open_or_write(tmp_path: Path) -> None:
+    """``--warehouse wh/`` (a folder) said "IO Error: Could not read from file ...: Is a directory"."""
+    from warehouse.connection import warehouse_file
+
+    message = f"warehouse {tmp_path} is a folder, not a DuckDB file; pass the file, e.g. --warehouse {tmp_path / 'stef.duckdb'}"
+    for read_only in (False, True):
+        with pytest.raises(WarehouseError) as raised:
+            connect(tmp_path, read_only=read_only)
+        assert str(raised.value) == message
+    with pytest.raises(WarehouseError, match="is a folder, not a DuckDB file"):
+        warehouse_file(tmp_path)
+    assert warehouse_file(tmp_path / "new.duckdb") == tmp_path / "new.duckdb"  # not created yet: fine
+    assert list(tmp_path.iterdir()) == []

@@ -94,13 +94,13 @@ def _stef(tmp_path: Path, *args: str, **environ: str) -> subprocess.CompletedPro
     [
         pytest.param(
             ("nightly", "--date", "2026-13-01"),
-            "error: Invalid value for '--date' / '--log-date': '2026-13-01' is not a date of the form YYYY-MM-DD. "
+            "error: Invalid value for '--date' / '--log-date': '2026-13-01' is not a day of the calendar (month must be in 1..12). "
             "(see `stef nightly --help`)",
             id="bad_date",
         ),
         pytest.param(
             ("nightly", "--log-date", "2026-11-31"),  # the deployment parameter's name works too
-            "error: Invalid value for '--date' / '--log-date': '2026-11-31' is not a date of the form YYYY-MM-DD. "
+            "error: Invalid value for '--date' / '--log-date': '2026-11-31' is not a day of the calendar (day is out of range for month). "
             "(see `stef nightly --help`)",
             id="log_date_alias",
         ),
@@ -456,7 +456,12 @@ def test_a_day_that_is_not_iso_yyyy_mm_dd_is_one_usage_error_naming_it(
     result = invoke(*command, option, value, *others)
     (line,) = result.output.splitlines()
     assert result.exit_code == 2
-    assert line.startswith(f"error: Invalid value for {label}: '{value}' is not a date of the form YYYY-MM-DD. (see `")
+    problem = (
+        "is not a day of the calendar (day is out of range for month)"
+        if value == "2026-02-30"
+        else "is not a date of the form YYYY-MM-DD"
+    )
+    assert line.startswith(f"error: Invalid value for {label}: '{value}' {problem}. (see `")
     assert line.endswith(f" {' '.join(command)} --help`)")  # `stef ...` (CliRunner calls the program `root`)
     assert list(tmp_path.iterdir()) == []  # nothing written, no warehouse created
 

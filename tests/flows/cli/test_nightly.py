@@ -126,6 +126,30 @@ def test_nightly_without_logs_for_the_day_is_a_clean_error(tmp_path: Path) -> No
 
 @pytest.mark.flow
 @pytest.mark.usefixtures("flow_cli")
+@pytest.mark.parametrize("command", ["nightly", "backfill"])
+def test_a_folder_given_as_the_warehouse_is_one_error_before_any_flow_runs(tmp_path: Path, command: str) -> None:
+    """It was DuckDB's "IO Error: Could not read from file ...: Is a directory", after Prefect's own
+    ERROR lines of the failed flow run."""
+    import shutil
+
+    day = "2026-11-26"
+    (tmp_path / "logs" / day).mkdir(parents=True)
+    shutil.copyfile(
+        str(resources.files("flows.demo_data") / day / "agent-logs.jsonl"), tmp_path / "logs" / day / "a.jsonl"
+    )
+    folder = tmp_path / "wh"
+    folder.mkdir()
+    days = ("--date", day) if command == "nightly" else ("--start", day, "--end", day)
+    result = invoke(command, *days, "--logs-root", str(tmp_path / "logs"), "--warehouse", f"{folder}/")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == (
+        f"error: warehouse {folder} is a folder, not a DuckDB file; pass the file, e.g. --warehouse {folder / 'stef.duckdb'}"
+    )
+    assert "Flow run" not in result.output and list(folder.iterdir()) == []
+
+
+@pytest.mark.flow
+@pytest.mark.usefixtures("flow_cli")
 def test_nightly_posts_a_worse_drift_to_the_notify_webhook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from datetime import date
 
