@@ -425,6 +425,19 @@ class _NoStefTraceback(logging.Filter):
         return True
 
 
+class _NoStefErrorLines(logging.Filter):
+    """Console-log filter of ``--quiet``: drop Prefect's lines of a run that failed with an error
+    the command prints itself as its one ``error: …`` line (a :class:`StefError`, an error of the
+    machine), which repeated that line's text above it. Other errors keep their lines; the Prefect
+    API still receives every line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (
+            error is not None and (isinstance(error, StefError) or environment_error_message(error) is not None)
+        )
+
+
 class _NoBatchLines(logging.Filter):
     """Console-log filter: drop the INFO lines of the ``evaluate-batch`` task runs (one per batch:
     a 100k-record day has 200); the progress bar (:class:`_ProgressBar`) and the flow's
@@ -542,8 +555,9 @@ def running_flows(quiet: bool = False, prepare: Callable[[], object] | None = No
     configured.
 
     Args:
-        quiet: show only Prefect's warnings and errors on the console (``--quiet``); the Prefect
-            API still receives every run's logs.
+        quiet: show only Prefect's warnings and errors on the console (``--quiet``), without the
+            lines of an error the command prints as its ``error: …`` line; the Prefect API still
+            receives every run's logs.
         prepare: the command's own start-up work (imports, warm caches), done while the
             temporary API server boots.
     """
@@ -551,6 +565,7 @@ def running_flows(quiet: bool = False, prepare: Callable[[], object] | None = No
     from flows.progress import showing_progress
 
     previous: dict[logging.Handler, int] = {}
+    no_error_lines = _NoStefErrorLines()
 
     def prepare_then_console() -> None:
         if prepare is not None:
@@ -560,6 +575,9 @@ def running_flows(quiet: bool = False, prepare: Callable[[], object] | None = No
         _quiet_stef_tracebacks()
         if quiet:
             previous.update(_console_level(logging.WARNING))
+            for handler in previous:  # first: _NoStefTraceback takes the error off the record
+                if no_error_lines not in handler.filters:
+                    handler.filters.insert(0, no_error_lines)
 
     try:
         with ExitStack() as stack:
@@ -570,6 +588,7 @@ def running_flows(quiet: bool = False, prepare: Callable[[], object] | None = No
     finally:
         for handler, level in previous.items():
             handler.setLevel(level)
+            handler.removeFilter(no_error_lines)
 
 
 EXIT_INTERRUPTED = {signal.SIGINT: 130, signal.SIGTERM: 143}

@@ -233,6 +233,21 @@ def test_demo_quiet_shows_its_result_without_prefect_info_lines(tmp_path: Path) 
     assert any(line.startswith("drift: bird-analyst v1.5.0 answers an estimated") for line in done.stdout.splitlines())
 
 
+def test_nightly_quiet_says_an_error_it_raises_on_purpose_in_its_one_error_line_only(tmp_path: Path) -> None:
+    """With ``--quiet`` a day over the bad-share limit printed Prefect's ERROR line of the failed
+    flow run ("Encountered exception during execution: LogQualityError(...)") above the command's
+    ``error:`` line, which says the same."""
+    day = tmp_path / "logs" / "2026-11-20"
+    day.mkdir(parents=True)
+    good = json.dumps({"run_id": "a", "question": "How many rows?", "sql": "SELECT COUNT(*) FROM t"})
+    (day / "a.jsonl").write_text(f"not json\n{good}\n[1]\n", encoding="utf-8")
+    common = ("nightly", "--date", "2026-11-20", "--logs-root", str(tmp_path / "logs"))
+    done = _stef(tmp_path, *common, "--warehouse", str(tmp_path / "wh.duckdb"), "--quiet")
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: 2 of 3 log lines in ") and "above the limit of 5.0%" in line
+
+
 def test_console_drops_the_info_lines_of_evaluation_batches_only() -> None:
     """Issue 17 item 3: one line per batch is gone from the console (the progress bar says it);
     the batches' warnings and every other task's lines stay."""
