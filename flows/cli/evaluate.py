@@ -563,6 +563,11 @@ def evaluate(
         console.print(table)
     if evaluator is not None:
         console.print(judge_table(evaluator.stats))
+    if stats.records == 0:  # an empty file (or blank lines only): say so, the output is empty too
+        err_console.print(
+            Text(f"warning: {one_line(input_path)} holds no log lines: nothing was scored ({one_line(out)} is empty)"),
+            soft_wrap=True,
+        )
 
 
 @contextmanager

@@ -278,6 +278,20 @@ def test_a_pulled_log_file_that_starts_with_unreadable_spans_is_read_from_a_dire
     assert "unreadable trace span: no SQL attribute on the span" in rows[0]["status_reason"]
 
 
+@pytest.mark.parametrize("text", ["", "\n  \n"])
+def test_an_input_without_log_lines_is_scored_with_a_warning(tmp_path: Path, text: str) -> None:
+    """An empty file gave "records 0" and exit code 0 without a word; the output is empty as the
+    input, and stderr says so in one line."""
+    source = tmp_path / "empty.jsonl"
+    source.write_text(text, encoding="utf-8")
+    result = invoke("evaluate", str(source), "--out", str(tmp_path / "out.jsonl"))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"warning: {source} holds no log lines: nothing was scored ({tmp_path / 'out.jsonl'} is empty)"
+    ]
+    assert (tmp_path / "out.jsonl").read_text(encoding="utf-8") == ""
+
+
 def test_a_directory_skips_files_that_are_not_agent_logs(tmp_path: Path) -> None:
     """The demo folder holds labels.jsonl beside logs/<day>/: scoring the folder scores no labels as logs."""
     (tmp_path / "labels.jsonl").write_text('{"run_id": "r1", "label": true}\n', encoding="utf-8")
