@@ -312,3 +312,24 @@ def json_kind(value: object) -> str:
     if isinstance(value, str):
         return "a string"
     return "a list" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
+
+
+def json_line(value: object, **options: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, **options)`` for a terminal or a pipe: with the
+    characters it leaves raw that a terminal acts on (DEL and the C1 controls such as ``\\x9b``,
+    an 8-bit CSI; bidirectional formatting; the line and paragraph separators) written as
+    ``\\uXXXX`` escapes. The text stays valid JSON that decodes to ``value``: outside strings JSON
+    is ASCII, and inside them an escape is the character.
+
+    >>> json_line({"raw": "ok\\x9b2J \\u202etxt.exe \\u2028é"})
+    '{"raw": "ok\\\\u009b2J \\\\u202etxt.exe \\\\u2028é"}'
+    """
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return "".join(
+        f"\\u{ord(char):04x}"
+        if char in _BIDI_CONTROLS or char in "\u2028\u2029" or unicodedata.category(char) == "Cc"
+        else char
+        for char in text
+    )

@@ -53,7 +53,7 @@ from flows.cli.traces import (
     SourceProjectOption,
     check_trace_options,
 )
-from stef.display import DISPLAY_WIDTH, one_line, shorten
+from stef.display import DISPLAY_WIDTH, json_line, one_line, shorten
 from stef.monitor.alerts import is_new_worse_drift
 from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds
 
@@ -328,7 +328,7 @@ def drift(
                 f"{exc} (to run the check without recording it, add --no-store: it opens the warehouse read-only)"
             ) from exc
     if as_json:
-        typer.echo(json.dumps(check.summary(), ensure_ascii=False, allow_nan=False))
+        typer.echo(json_line(check.summary(), allow_nan=False))
         return
     for table in drift_tables(check):
         console.print(table)
@@ -737,7 +737,7 @@ def quarantine(
         return
     if as_json:
         for row in rows:
-            typer.echo(json.dumps({**row, "quarantined_at": str(row["quarantined_at"])}, ensure_ascii=False))
+            typer.echo(json_line({**row, "quarantined_at": str(row["quarantined_at"])}))
         return
     table = Table(
         title=Text(f"Quarantined lines of {log_date} ({len(rows)})"), title_justify="left", box=box.SIMPLE_HEAD

@@ -10,7 +10,6 @@ for ``stef evaluate --calibrator``.
 
 from __future__ import annotations
 
-import json
 from datetime import date
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,7 +29,7 @@ from flows.cli.common import (
     output_file,
     user_errors,
 )
-from stef.display import one_line, shorten
+from stef.display import json_line, one_line, shorten
 
 review_app = typer.Typer(
     no_args_is_help=True,
@@ -172,7 +171,7 @@ def stats(
     with user_errors():
         figures = review_stats(warehouse, app_id, agent)
     if as_json:
-        typer.echo(json.dumps(figures, ensure_ascii=False, allow_nan=False, default=str))
+        typer.echo(json_line(figures, allow_nan=False, default=str))
         return
     if not figures["n"]:
         filters = [f"{name} {value!r}" for name, value in (("app", app_id), ("agent", agent)) if value is not None]

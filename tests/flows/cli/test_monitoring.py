@@ -333,6 +333,26 @@ def test_quarantine_of_a_day_without_rejected_lines_says_so_in_one_line(warehous
     assert (as_json.exit_code, as_json.stdout, as_json.stderr) == (0, "", line)  # no JSON object, the line aside
 
 
+def test_quarantine_json_writes_the_terminal_controls_of_a_raw_line_as_escapes(tmp_path: Path) -> None:
+    """``--json`` (``ensure_ascii=False``) wrote the C1 control ``\\x9b`` (an 8-bit CSI) and bidi
+    overrides of a stored raw line as they are, for the terminal to act on."""
+    from datetime import date
+
+    from tests.warehouse.helpers import bad_line
+    from warehouse import store_day
+
+    raw = '{"run_id": "r1\u202etxt.exe", "question": 5, "sql": "x\x9b2J\x7f \u2028é"}'
+    warehouse = tmp_path / "wh.duckdb"
+    with connect(warehouse) as conn:
+        store_day(conn, date(2026, 11, 20), [bad_line(1, raw.encode())], [])
+    result = _invoke("quarantine", "--date", "2026-11-20", "--warehouse", str(warehouse), "--json")
+    assert result.exit_code == 0, result.output
+    (line,) = result.stdout.splitlines()
+    assert not any(char in line for char in "\x9b\x7f\u202e\u2028") and "é" in line
+    assert "\\u009b2J\\u007f \\u2028é" in line and "r1\\u202etxt.exe" in line
+    assert json.loads(line)["raw"] == raw  # the same text, escaped
+
+
 def test_serve_check_prints_the_schedules() -> None:
     result = _invoke("serve", "--check", "--timezone", "Europe/Zurich", "--warehouse", "/data/wh.duckdb")
     assert result.exit_code == 0, result.output
