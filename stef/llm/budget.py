@@ -3,7 +3,8 @@
 Every request reserves what it may cost before it starts (:meth:`CostBudget.reserve`) and settles
 with what it did cost once it ends (:meth:`CostBudget.settle`); a request starts only while the
 run's spend, plus the reserves of the requests in flight, plus its own reserve stays within the
-limit. The batches of one nightly run (threads of one process) share one budget through
+limit, and waits for the requests in flight while only their reserves keep it out
+(:meth:`CostBudget.may_fit_later`). The batches of one nightly run (threads of one process) share one budget through
 :func:`shared_budget`, as they share the circuit breaker and the request pool.
 """
 
@@ -65,6 +66,8 @@ class CostBudget:
     False
     >>> held = budget.reserve(0.005); held, budget.reserve(0.002), round(budget.reserved_usd, 4)
     (0.005, None, 0.005)
+    >>> budget.may_fit_later(0.002), budget.may_fit_later(0.0061)  # after the reserve in flight settles
+    (True, False)
     >>> budget.settle(held, 0.001); round(budget.spent_usd, 4), budget.reserved_usd
     (0.005, 0.0)
     >>> budget.add(0.005); budget.exhausted, round(budget.spent_usd, 4), budget.reserve(0.0)
@@ -127,6 +130,16 @@ class CostBudget:
         with self._lock:
             self.reserved_usd = max(0.0, self.reserved_usd - reserved_usd)
             self.spent_usd += amount
+
+    def may_fit_later(self, estimate_usd: float | None) -> bool:
+        """Whether a reserve that :meth:`reserve` refused now would fit once the requests in flight
+        have settled: reserves are held and the spend plus this reserve stays within the limit
+        (the caller then waits for them instead of giving up while most of the budget is unspent)."""
+        amount = _amount(estimate_usd)
+        with self._lock:
+            if self.max_usd is None:
+                return False
+            return self.reserved_usd > 0 and self.spent_usd < self.max_usd and self.spent_usd + amount <= self.max_usd
 
     @property
     def exhausted(self) -> bool:

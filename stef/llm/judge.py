@@ -87,7 +87,15 @@ from stef.llm.settings import (
     JudgeSettings,
     unpriced_cap_error,
 )
-from stef.llm.usage import UsageReading, check_cost, check_count, estimate_cost, read_usage, reserve_cost
+from stef.llm.usage import (
+    ANSWER_RESERVE_TOKENS,
+    UsageReading,
+    check_cost,
+    check_count,
+    estimate_cost,
+    read_usage,
+    reserve_cost,
+)
 from stef.llm.verdict import (
     CONTRADICTION_FLAG,
     MAX_RATIONALE_CHARS,
@@ -131,6 +139,10 @@ convert (token counts that are not whole numbers or NaN in ``usage``, ...) with 
 object", reported as ``InternalServerError`` (HTTP 500) although the server answered with a 200.
 Such a record is not retried (the server would answer the same); its cost is unknown and the
 budget is charged an estimate, as for any untrusted usage (:mod:`stef.llm.usage`)."""
+
+BUDGET_WAIT_S = 0.02
+"""How often a request whose reserve only the reserves of requests in flight keep out checks the
+budget again (seconds): it waits for them to settle rather than fall back while money is left."""
 
 UNPRICED_UNDER_CAP = "cost cap cannot be enforced"
 """Fallback kind of a record not sent to a model litellm has no price for under a ``--max-cost-usd``
@@ -713,6 +725,7 @@ class LLMJudge:
             "model": self.model,
             "messages": messages,
             "temperature": 0,
+            "max_tokens": ANSWER_RESERVE_TOKENS,  # what the budget holds for the answer: a cap the server enforces
             "response_format": response_format(),
             "timeout": self.timeout_s,
             "max_retries": 0,  # retries are ours (below), not the provider SDK's
@@ -743,6 +756,10 @@ class LLMJudge:
                         if breaker.is_open:
                             raise _Stop(breaker.kept(tally.requests), breaker.kind or BREAKER_OPEN)
                         admitted = budget.reserve(reserve)
+                        while admitted is None and budget.may_fit_later(reserve):
+                            # only the reserves of requests in flight keep it out: wait for them to settle
+                            await asyncio.sleep(BUDGET_WAIT_S)
+                            admitted = budget.reserve(reserve)
                         if admitted is None:
                             raise _Stop(budget.reason(tally.requests), BUDGET_REACHED)
                         held = admitted

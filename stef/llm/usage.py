@@ -180,8 +180,10 @@ def estimate_cost(model: str, messages: Sequence[Mapping[str, Any]], answer: str
 
 
 ANSWER_RESERVE_TOKENS = 512
-"""Answer tokens a request's budget reserve allows for (:func:`reserve_cost`): a verdict is a few
-hundred characters, so well under this; a longer answer costs more than its reserve."""
+"""Answer tokens a request asks for at most (its ``max_tokens``) and its budget reserve allows for
+(:func:`reserve_cost`): a verdict is a few hundred characters, well under this. A server that
+honours the limit never charges more than the reserve, so the run stays within ``--max-cost-usd``;
+a longer answer (a server that ignores it) is charged what it reports."""
 
 
 def reserve_cost(model: str, messages: Sequence[Mapping[str, Any]]) -> float | None:
