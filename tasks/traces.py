@@ -181,17 +181,32 @@ def day_file_name(kind: str, project: str | None) -> str:
 
 
 def write_day_file(logs_root: Path, day: date, name: str, lines: Sequence[Mapping[str, Any]]) -> Path:
-    """Write ``lines`` as ``<logs_root>/<day>/<name>.jsonl`` atomically (temporary file, rename)."""
+    """Write ``lines`` as ``<logs_root>/<day>/<name>.jsonl`` atomically (temporary file, rename).
+
+    A line whose text holds a lone UTF-16 surrogate (a span attribute with ``"\\ud800"``: JSON
+    allows it, UTF-8 cannot encode it) is written with every non-ASCII character escaped, so the
+    file stays UTF-8 and the log reader rejects that line with its reason (nothing is dropped). A
+    failed write leaves no temporary file and the earlier day file as it was.
+    """
     folder = logs_root / day.isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.jsonl"
     temporary = folder / f".{name}.jsonl.tmp"
-    with temporary.open("w", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with temporary.open("wb") as handle:
+            for line in lines:
+                text = json.dumps(line, ensure_ascii=False)
+                try:
+                    encoded = text.encode("utf-8")
+                except UnicodeEncodeError:  # a lone surrogate: escaped, as JSON allows
+                    encoded = json.dumps(line).encode("ascii")
+                handle.write(encoded + b"\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -201,8 +216,8 @@ def _day_lines(
     """The log lines of the SQL spans that started on ``day`` (their traces' other spans may not)."""
     start, end = day_window(day)
     lines = map_spans(spans, project, mapping, source=source)
-    starts = {span.span_id: span.start_time for span in spans}
-    return [line for line in lines if start <= starts[line["span_id"]] < end]
+    starts = {(span.trace_id, span.span_id): span.start_time for span in spans}  # span ids are unique per trace
+    return [line for line in lines if start <= starts[(line["trace_id"], line["span_id"])] < end]
 
 
 def _phoenix_client(endpoint: str, api_key: str | None) -> Any:

@@ -166,7 +166,7 @@ def _json_object(value: object) -> dict[str, Any] | None:
     if isinstance(value, str) and value.lstrip().startswith("{"):
         try:
             parsed = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read: text
             return None
         return parsed if isinstance(parsed, dict) else None
     return None
@@ -252,7 +252,7 @@ def _question_text(span: SourceSpan, mapping: SpanMapping) -> str | None:
     if parsed is None and isinstance(value, str) and value.lstrip().startswith("["):
         try:
             parsed = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read: text
             parsed = None
     if parsed is not None:
         for key in mapping.question_json_keys:

@@ -664,3 +664,36 @@ def test_an_otlp_file_over_the_size_limit_is_named_as_a_trace_file(
     assert result.output.strip() == (
         f"error: {bundled}: cannot read ({size} bytes, larger than the 100-byte limit for an OTLP trace file)"
     )
+
+
+def test_a_pull_keeps_every_sql_span_of_hostile_or_colliding_traces(tmp_path: Path) -> None:
+    """Three ways one span lost the others or itself: metadata nested too deep for ``json.loads``
+    (a RecursionError ended `stef pull` with a traceback, nothing written), a lone surrogate in a
+    question (UnicodeEncodeError mid-write, the temporary file left behind), and a span id that
+    another trace on another day reuses (the day filter looked spans up by span id alone: one
+    record silently missing)."""
+    from stef.logs import parse_line
+
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    first = _otlp_trace("1" * 32, "a" * 16, "How many?", "SELECT 1", {"run_id": "r-a"}, 9)
+    other_day = _otlp_trace("2" * 32, "a" * 16, "How many?", "SELECT 2", {"run_id": "r-b"}, 9)
+    for span in other_day["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        span["startTimeUnixNano"] = str(int(span["startTimeUnixNano"]) + 86_400 * 10**9)
+    nested = _otlp_trace("3" * 32, "c" * 16, "How many?", "SELECT 3", {"run_id": "r-c"}, 10)
+    nested["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][1]["value"]["stringValue"] = deep
+    surrogate = _otlp_trace("4" * 32, "d" * 16, "bad \ud800 question", "SELECT 4", {"run_id": "r-d"}, 11)
+    traces_file = tmp_path / "traces.jsonl"
+    traces_file.write_text(
+        "".join(json.dumps(trace) + "\n" for trace in (first, other_day, nested, surrogate)), encoding="utf-8"
+    )
+    logs = tmp_path / "logs"
+    pulled = invoke("pull", "otlp", "--input", str(traces_file), "--date", DAY, "--logs-root", str(logs))
+    assert pulled.exit_code == 0, pulled.output
+    assert "3 records from 6 spans" in " ".join(pulled.stdout.split())
+    (day_file,) = (logs / DAY).iterdir()  # no temporary file beside it
+    lines = [parse_line(raw, str(day_file), number) for number, raw in enumerate(day_file.read_bytes().splitlines(), 1)]
+    # the deep metadata is no object to read a run id from: the span id names the record
+    assert [line.run_id for line in lines if line is not None] == ["r-a", "c" * 16, "r-d"]
+    by_id = {line.run_id: line for line in lines if line is not None}
+    assert by_id["r-a"].record is not None and by_id["c" * 16].record is not None
+    assert by_id["r-d"].record is None and "lone surrogate \\ud800" in (by_id["r-d"].reason or "")
