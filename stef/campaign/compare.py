@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from decimal import Decimal
 from typing import Any
 
 _MAX_SEARCH_WORK = 4_000_000
@@ -18,15 +19,40 @@ count as different. Only a search that keeps backtracking (many columns whose va
 multisets but not row for row) gets there."""
 
 
+_EXACT_FLOAT_INTEGERS = 2**53
+"""Integers a float holds exactly: an integral float below it is compared as that integer."""
+
+
 def _canonical(value: Any, digits: int) -> tuple[int, Any]:
-    """A sortable, NULL-safe key: numbers compared to ``digits`` significant digits, bools as numbers."""
+    """A sortable, NULL-safe key: integers (bools, and integral floats and decimals) exactly; other
+    numbers to ``digits`` significant digits, first rounded to 12 to drop float noise (so
+    ``1.000000005`` and ``1.000000004 + 0.000000001`` fall on the same side of a rounding
+    boundary); ``Decimal`` (DuckDB's DECIMAL) as a number, not as text.
+
+    >>> _canonical(1234567891, 9) == _canonical(1234567894, 9), _canonical(3, 9) == _canonical(3.0, 9)
+    (False, True)
+    >>> _canonical(1.000000005, 9) == _canonical(1.000000004 + 0.000000001, 9)
+    True
+    >>> from decimal import Decimal
+    >>> _canonical(Decimal("1.50"), 9) == _canonical(1.5, 9), _canonical(Decimal("2"), 9) == _canonical(2, 9)
+    (True, True)
+    """
     if value is None:
         return (0, "")
-    if isinstance(value, bool | int | float):
+    if isinstance(value, bool | int):
+        return (2, int(value))
+    if isinstance(value, float | Decimal):
         number = float(value)
         if math.isnan(number):
             return (1, "nan")
-        return (2, float(f"{number:.{digits}g}"))
+        if math.isfinite(number) and number.is_integer() and abs(number) < _EXACT_FLOAT_INTEGERS:
+            if isinstance(value, float) or value == int(value):
+                return (2, int(number))
+        if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+            return (2, int(value))
+        if not math.isfinite(number):
+            return (2, number)
+        return (2, float(f"{float(f'{number:.12g}'):.{digits}g}"))
     if isinstance(value, bytes):
         return (4, value.hex())
     return (3, str(value))
@@ -47,7 +73,8 @@ def results_match(
         predicted: rows of the agent's statement.
         gold: rows of the gold statement.
         ordered: compare row order too.
-        digits: significant digits compared for numbers (3 and 3.0000000001 are equal at 9).
+        digits: significant digits compared for numbers that are not integers (3 and 3.0000000001
+            are equal at 9); integers are compared exactly.
 
     Returns:
         ``True`` when they match.

@@ -184,8 +184,21 @@ def write_summary(out_dir: str | Path, summary: CampaignSummary) -> Path:
     folder = campaign_folder(out_dir, summary.campaign_id)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "summary.json"
-    path.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    partial = folder / ".summary.json.partial"  # written whole, then renamed: never a half-written summary
+    try:
+        partial.write_text(summary.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
     return path
+
+
+def forget_summary(out_dir: str | Path, campaign_id: str) -> None:
+    """Remove the ``summary.json`` an earlier run of ``campaign_id`` left in ``out_dir``: a run that
+    starts writing the campaign's run folders again writes its summary only at its end, and one
+    stopped before that must not leave the old summary to be read as this run's (``stef campaign
+    compare``)."""
+    (campaign_folder(out_dir, campaign_id) / "summary.json").unlink(missing_ok=True)
 
 
 __all__ = [

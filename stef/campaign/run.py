@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from stef.campaign.classify import classify_run
-from stef.campaign.evidence import write_evidence, write_summary
+from stef.campaign.evidence import forget_summary, write_evidence, write_summary
 from stef.campaign.gold_audit import audit_gold
 from stef.campaign.inputs import JsonlFile, ModelT
 from stef.campaign.models import (
@@ -81,6 +81,7 @@ def run_campaign(
     first_line: dict[tuple[str, str], int | None] = {}
     kept: list[CampaignRunLog] = []
     results: list[CampaignRunResult] = []
+    rewritten: set[str] = set()  # campaigns whose evidence this run has started to write
     skipped: dict[str, dict[str, str]] = {}
     skipped_runs: list[SkippedRun] = []
     excluded: Counter[str] = Counter()
@@ -130,6 +131,9 @@ def run_campaign(
         result = classify_run(run, audit, db, catalog, settings, engine_dialect=engine)
         results.append(result)
         if out_dir is not None:
+            if run.campaign_id not in rewritten:  # its old summary goes before its first run folder is written
+                forget_summary(out_dir, run.campaign_id)
+                rewritten.add(run.campaign_id)
             write_evidence(out_dir, run, result, catalog, settings)
     # rejected lines count in the summary of a campaign this input holds; a line naming any other
     # campaign must not make one (storing it would replace that campaign's earlier runs with none)

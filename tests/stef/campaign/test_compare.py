@@ -8,6 +8,7 @@ import random
 import subprocess
 import sys
 from collections import Counter
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -29,6 +30,13 @@ from tests.support.checkout import checkout_env
         pytest.param([(None,)], [("",)], False, False, id="null_is_not_empty_string"),
         pytest.param([(1,), (1,)], [(1,)], False, False, id="duplicates_count"),
         pytest.param([(1, 1)], [(1,)], False, False, id="column_count_differs"),
+        pytest.param([(1234567894,)], [(1234567891,)], False, False, id="integers_exactly_not_to_9_digits"),
+        pytest.param([(1700000000456,)], [(1700000000123,)], False, False, id="epoch_milliseconds_exactly"),
+        pytest.param([(1700000000123.0,)], [(1700000000123,)], False, True, id="an_integral_float_is_its_integer"),
+        pytest.param([(1.000000004 + 0.000000001,)], [(1.000000005,)], False, True, id="float_noise_at_a_boundary"),
+        pytest.param([(Decimal("1.50"),)], [(1.5,)], False, True, id="decimal_equals_its_float"),
+        pytest.param([(Decimal("12"), "a")], [(12, "a")], False, True, id="integral_decimal_equals_int"),
+        pytest.param([(Decimal("1.51"),)], [(1.5,)], False, False, id="decimal_difference_counts"),
         pytest.param(
             [("x", "y"), ("y", "x")],
             [("x", "x"), ("y", "y")],

@@ -67,3 +67,27 @@ def test_evidence_of_colliding_ids_lands_in_distinct_folders(lite: SQLiteTestDat
     for campaign_id in campaigns:
         summary = json.loads((campaign_folder(out, campaign_id) / "summary.json").read_text(encoding="utf-8"))
         assert summary["campaign_id"] == campaign_id and summary["runs"] == len(run_ids)
+
+
+def test_a_rerun_stopped_before_its_summary_leaves_no_summary_of_the_earlier_run(
+    lite: SQLiteTestDatabase, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run folders are written as the runs are classified, summary.json at the end: a rerun
+    into the same folder stopped in between left the earlier run's summary, which `stef campaign
+    compare` read as the new run's."""
+    import stef.campaign.run as campaign_run
+
+    out = tmp_path / "out"
+    runs = [statement_run(RIGHT, f"r{i}", "mcp") for i in range(3)]
+    run_campaign(runs, [CAPITAL], lite, SQLITE_SETTINGS, out_dir=out)
+    summary = campaign_folder(out, "mcp") / "summary.json"
+    assert json.loads(summary.read_text(encoding="utf-8"))["runs"] == 3
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(campaign_run, "summarize", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        run_campaign(runs[:1], [CAPITAL], lite, SQLITE_SETTINGS, out_dir=out)
+    assert not summary.exists()
+    assert not list(campaign_folder(out, "mcp").glob(".summary*"))  # no partial file either
