@@ -286,7 +286,7 @@ def pull_phoenix(
             limit=PHOENIX_SPAN_LIMIT,
             timeout=PHOENIX_PAGE_TIMEOUT_S,
         )
-        spans = {span.span_id: span for span in map(_phoenix_span, raw)}
+        spans = {(span.trace_id, span.span_id): span for span in map(_phoenix_span, raw)}  # ids unique per trace
         have_root = {s.trace_id for s in spans.values() if s.parent_id is None}
         missing = sorted({s.trace_id for s in spans.values()} - have_root)
         for offset in range(0, len(missing), 50):
@@ -297,7 +297,7 @@ def pull_phoenix(
                 timeout=PHOENIX_PAGE_TIMEOUT_S,
             ):
                 span = _phoenix_span(extra)
-                spans.setdefault(span.span_id, span)
+                spans.setdefault((span.trace_id, span.span_id), span)
     except (httpx.HTTPError, OSError) as exc:
         raise _http_failure(exc, endpoint, f"reading the spans of project {project!r}") from exc
     lines = _day_lines(list(spans.values()), project, mapping, day, "phoenix")
@@ -332,7 +332,8 @@ def pull_otlp(
     project: str | None = None,
 ) -> PullResult:
     """Read OTLP JSON trace files (files or folders of ``*.json`` / ``*.jsonl``) and write the
-    day's log file ``otlp-<project or 'traces'>.jsonl``.
+    day's log file ``otlp-<project or 'traces'>.jsonl``. A span read twice with the same content
+    (an OTLP exporter or Collector retrying a delivery writes the batch again) counts once.
 
     Args:
         project: keep only this project's spans (resource ``openinference.project.name`` or
@@ -344,6 +345,7 @@ def pull_otlp(
     """
     mapping = mapping or SpanMapping()
     by_project: dict[str, list[SourceSpan]] = {}
+    seen: dict[tuple[str, str], SourceSpan] = {}
     for path in _otlp_files(inputs):
         try:
             text = read_config_text(path, OTLP_FILE_MAX_BYTES, "an OTLP trace file")
@@ -354,6 +356,10 @@ def pull_otlp(
         try:
             for name, span in read_otlp_json(text, str(path)):
                 if project is None or name == project:
+                    key = (span.trace_id, span.span_id)
+                    if seen.get(key) == span:  # the same span delivered twice (an exporter's retry): once
+                        continue
+                    seen.setdefault(key, span)  # a different span under the same ids stays: its record is a duplicate
                     by_project.setdefault(name or project or "unknown", []).append(span)
         except OtlpFileError as exc:
             raise InputError(str(exc)) from exc

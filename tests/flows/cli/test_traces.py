@@ -697,3 +697,26 @@ def test_a_pull_keeps_every_sql_span_of_hostile_or_colliding_traces(tmp_path: Pa
     by_id = {line.run_id: line for line in lines if line is not None}
     assert by_id["r-a"].record is not None and by_id["c" * 16].record is not None
     assert by_id["r-d"].record is None and "lone surrogate \\ud800" in (by_id["r-d"].reason or "")
+
+
+def test_a_span_delivered_twice_is_one_record(tmp_path: Path) -> None:
+    """An exporter or Collector that retries writes the same batch again: each of its spans was
+    read twice, its second record quarantined as a duplicate run id (enough of them fail the
+    nightly's --max-bad-share). The same ids with other content still give two lines."""
+    first = _otlp_trace("1" * 32, "a" * 16, "How many?", "SELECT 1", {"run_id": "r-a"}, 9)
+    second = _otlp_trace("2" * 32, "b" * 16, "How many?", "SELECT 2", {"run_id": "r-b"}, 10)
+    changed = _otlp_trace("2" * 32, "b" * 16, "How many?", "SELECT 3", {"run_id": "r-b"}, 10)
+    traces_file = tmp_path / "traces.jsonl"
+    batches = (first, second, first, second)
+    traces_file.write_text("".join(json.dumps(trace) + "\n" for trace in batches), encoding="utf-8")
+    logs = tmp_path / "logs"
+    pulled = invoke("pull", "otlp", "--input", str(traces_file), "--date", DAY, "--logs-root", str(logs))
+    assert pulled.exit_code == 0, pulled.output
+    assert "2 records from 4 spans" in " ".join(pulled.stdout.split())
+    day_file = logs / DAY / "otlp-traces.jsonl"
+    assert [json.loads(line)["run_id"] for line in day_file.read_text(encoding="utf-8").splitlines()] == ["r-a", "r-b"]
+    traces_file.write_text("".join(json.dumps(trace) + "\n" for trace in (first, second, changed)), encoding="utf-8")
+    pulled = invoke("pull", "otlp", "--input", str(traces_file), "--date", DAY, "--logs-root", str(logs))
+    assert pulled.exit_code == 0, pulled.output
+    sqls = [json.loads(line)["sql"] for line in day_file.read_text(encoding="utf-8").splitlines()]
+    assert sorted(sqls) == ["SELECT 1", "SELECT 2", "SELECT 3"]  # not the same span: both kept, the store decides
