@@ -193,7 +193,7 @@ def reviewer_agreement(conn: Any, version: str, points: Mapping[str, Any]) -> di
         weeks.setdefault(f"{iso.year}-W{iso.week:02d}", []).append(reviewed(row))
     keys = ("n", "accuracy", "kappa", "base_rate_incorrect", "auroc")
     return {
-        **agreement([reviewed(row) for row in rows], resamples=500),
+        **agreement([reviewed(row) for row in rows]),  # the resamples of `stef review stats`: the same intervals
         "by_week": [
             {"week": week, **{k: v for k, v in agreement(items, resamples=0).items() if k in keys}}
             for week, items in sorted(weeks.items())

@@ -60,6 +60,7 @@ from stef.monitor.error_rate import (
     category_shifts,
     error_rate_delta,
     estimate_error_rate,
+    normal_quantile,
     paired_delta,
     shipped_operating_points,
     with_unscored_delta,
@@ -221,14 +222,35 @@ def compare(
     # the partial error rates are not reported (the sentence then speaks of Φ)
     complete = len(b_p) == baseline.n and len(c_p) == candidate.n
     enough_p = len(b_p) >= limits.min_samples and len(c_p) >= limits.min_samples
-    has_rates = rate_b is not None and rate_c is not None and (complete or enough_p)
+    # a side whose whole interval lies outside [0, 1] is one the judge's operating characteristics do
+    # not fit (its answers get higher, or lower, p_correct than any share of wrong answers explains):
+    # its share is not estimated, and mean and P90 Φ decide
+    z = normal_quantile(level)
+    unfit = [
+        f"{side}'s share of wrong answers is not estimated: its answers' p_correct lie beyond the judge's "
+        f"operating characteristics (estimate {rate.raw_estimate:+.1%}, {level:.0%} interval "
+        f"{rate.raw_estimate - z * rate.standard_error:+.1%} … {rate.raw_estimate + z * rate.standard_error:+.1%}, "
+        "outside 0 … 100 %); mean and P90 Φ decide"
+        for side, rate in (("baseline", rate_b), ("candidate", rate_c))
+        if rate is not None
+        and (rate.raw_estimate + z * rate.standard_error < 0.0 or rate.raw_estimate - z * rate.standard_error > 1.0)
+    ]
+    has_rates = rate_b is not None and rate_c is not None and (complete or enough_p) and not unfit
     if has_rates:
         rate_delta = error_rate_delta((b_p, b_points), (c_p, c_points), level)
         stats.update(
             error_rate_baseline=rate_b,
             error_rate_candidate=rate_c,
             error_rate=rate_delta,
-            error_rate_with_unscored=with_unscored_delta(rate_b, rate_c, level) if rate_b and rate_c else None,
+            error_rate_with_unscored=with_unscored_delta(
+                (b_p, b_points),
+                (c_p, c_points),
+                len(b_p) + baseline.records - baseline.n,
+                len(c_p) + candidate.records - candidate.n,
+                level,
+            )
+            if rate_b and rate_c
+            else None,
         )
     else:
         rate_delta = None
@@ -272,6 +294,7 @@ def compare(
                 reasons.append(text)
             else:
                 supporting.append(f"supporting evidence: {text}")
+    supporting.extend(unfit)
     paired = stats.get("paired")
     if paired is not None:
         supporting.append(

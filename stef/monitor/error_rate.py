@@ -331,24 +331,58 @@ def estimate_error_rate(
     )
 
 
-def with_unscored_delta(baseline: ErrorRate, candidate: ErrorRate, confidence_level: float = 0.95) -> Delta:
+def with_unscored_delta(
+    baseline: tuple[Sequence[float], Sequence[OperatingPoint]],
+    candidate: tuple[Sequence[float], Sequence[OperatingPoint]],
+    baseline_records: int,
+    candidate_records: int,
+    confidence_level: float = 0.95,
+) -> Delta | None:
     """Candidate − baseline share of wrong answers counting unscored answers as wrong (the second figure).
 
-    Each side is ``s · π̂ + (1 − s)`` with ``s`` its scored share; the interval combines the two
-    sides' standard errors scaled by ``s`` (the coverage itself is taken as known).
+    Each side is ``s · π̂ + (1 − s)`` with ``s`` its scored share (taken as known). The interval is
+    the delta method's: both samples' variances scaled by ``s²``, plus the operating points'
+    uncertainty through the difference of the two sides' gradients (scaled by their ``s``): the
+    sides share the operating points, so their uncertainty cancels where the sides agree instead of
+    counting twice. It never reaches beyond what the two sides' own intervals allow, as in
+    :func:`error_rate_delta`.
+
+    Args:
+        baseline: ``(p_correct, operating points)`` of the baseline's scored answers.
+        candidate: the same for the candidate.
+        baseline_records: every answer of the baseline, scored or not.
+        candidate_records: the same for the candidate.
+        confidence_level: level of the interval.
+
+    Returns:
+        A :class:`stef.monitor.models.Delta` (shares in [0, 1], change and interval in [−1, 1]), or
+        ``None`` when a side has fewer than two scored answers.
+
+    Raises:
+        DriftError: fewer records than scored answers on a side.
+
+    >>> from stef.monitor.models import OperatingPoint
+    >>> point = OperatingPoint(name="judge", mean_p_correct=0.6, mean_p_incorrect=0.4)
+    >>> same = ([0.6] * 60 + [0.4] * 40, [point] * 100)
+    >>> delta = with_unscored_delta(same, same, 100, 125)  # 25 more answers unscored on the candidate side
+    >>> round(delta.baseline, 3), round(delta.candidate, 3), round(delta.delta, 3)
+    (0.4, 0.52, 0.12)
     """
-    share_b, share_c = baseline.n / baseline.records, candidate.n / candidate.records
-    b_value = share_b * baseline.raw_estimate + (1.0 - share_b)
-    c_value = share_c * candidate.raw_estimate + (1.0 - share_c)
-    se = math.hypot(share_b * baseline.standard_error, share_c * candidate.standard_error)
-    half = normal_quantile(confidence_level) * se
+    if len(baseline[0]) < 2 or len(candidate[0]) < 2:
+        return None
+    if baseline_records < len(baseline[0]) or candidate_records < len(candidate[0]):
+        raise DriftError("fewer records than scored answers")
+    b, c = _Side(*baseline), _Side(*candidate)
+    s_b, s_c = b.n / baseline_records, c.n / candidate_records
+    gradient = {key: s_c * value for key, value in c.gradient().items()}
+    for key, value in b.gradient().items():
+        gradient[key] = gradient.get(key, 0.0) - s_b * value
+    z = normal_quantile(confidence_level)
+    b_value, c_value = s_b * b.estimate + (1.0 - s_b), s_c * c.estimate + (1.0 - s_c)
     change = c_value - b_value
-    return Delta(
-        baseline=b_value,
-        candidate=c_value,
-        delta=_clip_change(change),
-        ci_low=_clip_change(change - half),
-        ci_high=_clip_change(change + half),
+    half = z * math.sqrt(s_b**2 * b.sampling_variance + s_c**2 * c.sampling_variance + _parameter_variance(gradient))
+    return _bounded(
+        change - half, change + half, (b_value, _side_interval(b, z, s_b)), (c_value, _side_interval(c, z, s_c))
     )
 
 
@@ -374,15 +408,23 @@ def error_rate_delta(
         candidate: the same for the candidate.
         confidence_level: level of the interval.
 
+    The interval never reaches beyond what the two sides' own intervals allow (candidate's lower end
+    − baseline's upper end … candidate's upper end − baseline's lower end). When a side's estimate
+    falls outside [0, 1] (the judge is surer of that version than its operating point allows), the
+    change is that of the two shares as shown (cut to [0, 1]) and its interval that bound.
+
     Returns:
-        A :class:`stef.monitor.models.Delta` of unclipped side estimates, its change and interval
-        cut to [−1, 1]; ``None`` when a side has fewer than two answers.
+        A :class:`stef.monitor.models.Delta` of the two shares (in [0, 1]), their change and its
+        interval (in [−1, 1], holding the change); ``None`` when a side has fewer than two answers.
 
     >>> from stef.monitor.models import OperatingPoint
     >>> point = OperatingPoint(name="judge", mean_p_correct=0.6, mean_p_incorrect=0.4)
     >>> delta = error_rate_delta(([0.6] * 60 + [0.4] * 40, [point] * 100), ([0.6] * 40 + [0.4] * 60, [point] * 100))
     >>> round(delta.delta, 3), delta.excludes_zero
     (0.2, True)
+    >>> sure = error_rate_delta(([0.9] * 100, [point] * 100), ([0.55] * 50 + [0.45] * 50, [point] * 100))
+    >>> sure.baseline, sure.candidate, round(sure.delta, 3), sure.ci_low <= sure.delta <= sure.ci_high
+    (0.0, 0.5, 0.5, True)
     """
     if len(baseline[0]) < 2 or len(candidate[0]) < 2:
         return None
@@ -402,11 +444,41 @@ def error_rate_delta(
     factor = 1.0 + z * relative  # the scale's uncertainty moves each end away from 0, or toward it on the far side
     low = low * factor if low < 0.0 else low / factor
     high = high * factor if high > 0.0 else high / factor
+    return _bounded(low, high, (b.estimate, _side_interval(b, z)), (c.estimate, _side_interval(c, z)))
+
+
+def _side_interval(side: _Side, z: float, scored_share: float = 1.0) -> tuple[float, float]:
+    """The interval of one side's share of wrong answers, as :func:`estimate_error_rate` gives it
+    (in [0, 1]; with ``scored_share`` < 1 that of the share counting the unscored answers as wrong)."""
+    se = math.sqrt(side.sampling_variance + _parameter_variance(side.gradient()))
+    value = scored_share * side.estimate + (1.0 - scored_share)
+    return _clip(value - scored_share * z * se), _clip(value + scored_share * z * se)
+
+
+def _bounded(
+    low: float, high: float, baseline: tuple[float, tuple[float, float]], candidate: tuple[float, tuple[float, float]]
+) -> Delta:
+    """The :class:`Delta` of two shares from their raw estimates and intervals (``(estimate, (low,
+    high))`` each) and the interval ``low … high`` of the difference of the raw estimates.
+
+    The change can be no larger than the sides' own intervals allow (each share in [0, 1]): from
+    the candidate's lowest to the baseline's highest share and back; the interval is cut to that
+    bound. An estimate outside [0, 1] (the judge surer of a version than its operating point
+    allows) gives no usable difference of the raw estimates: the change is then that of the shares
+    shown (cut to [0, 1]) and its interval the bound. Both hold the change.
+    """
+    (b_raw, (b_low, b_high)), (c_raw, (c_low, c_high)) = baseline, candidate
+    bound_low, bound_high = c_low - b_high, c_high - b_low
+    b_share, c_share = _clip(b_raw), _clip(c_raw)
+    if b_share == b_raw and c_share == c_raw:
+        low, high = max(low, bound_low), min(high, bound_high)
+    else:
+        low, high = bound_low, bound_high
     # the rescaled ends can pass ±1 (a small sample, a flat operating point): a change of a share cannot
     return Delta(
-        baseline=b.estimate,
-        candidate=c.estimate,
-        delta=_clip_change(delta),
+        baseline=b_share,
+        candidate=c_share,
+        delta=_clip_change(c_share - b_share),
         ci_low=_clip_change(low),
         ci_high=_clip_change(high),
     )

@@ -213,8 +213,10 @@ def test_checks_are_never_stale_after_a_backfill_of_earlier_days(
         105,
         105,
     )
-    assert check["error_rate_delta"] > 0.05 and check["error_rate_delta_ci"][0] > 0.0
-    assert check["sentence"].startswith("shop v1.1 answers an estimated ") and ": worse (+" in check["sentence"]
+    # every v1.0 answer is a clean one the judge is surer of than its operating point allows (a share of
+    # wrong answers below 0 with its whole interval): that share is not estimated, and Φ decides
+    assert check["error_rate_delta"] is None
+    assert check["sentence"].startswith("shop v1.1 scores a mean Φ of ") and ": worse" in check["sentence"]
 
     headline = {row["agent_version"]: row for row in report.headline}
     assert (headline["v1.1"]["drift_verdict"], headline["v1.1"]["drift_direction"]) == ("drift", "worse")
@@ -228,7 +230,7 @@ def test_checks_are_never_stale_after_a_backfill_of_earlier_days(
 
     live = run_drift_check(warehouse_path, "shop", store=False, thresholds=DriftThresholds(**thresholds)).summary()
     assert (live["verdict"], live["direction"], live["sentence"]) == ("drift", "worse", check["sentence"])
-    assert live["error_rate_delta"] == pytest.approx(check["error_rate_delta"])
+    assert live["error_rate_delta"] is None
 
 
 class _Webhook:

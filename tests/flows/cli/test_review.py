@@ -13,6 +13,7 @@ import pytest
 
 from stef.models import EVALUATOR_VERSION
 from tasks.drift_checks import operating_points_for
+from tasks.report import reviewer_agreement
 from tests.flows.cli.cli_support import invoke, read_jsonl
 from warehouse import connect
 
@@ -115,6 +116,11 @@ def test_sample_label_import_stats_calibrate_evaluate(workdir: Path) -> None:
     assert "Judge vs reviewers" in (workdir / "r.html").read_text(encoding="utf-8")
     with connect(warehouse, read_only=True) as conn:
         points = operating_points_for(conn, rows[0]["evaluator_version"])
+        shown = reviewer_agreement(conn, rows[0]["evaluator_version"], points)
+    # the report's intervals are those of `stef review stats` (it drew 500 resamples, the command 1,000)
+    assert shown is not None and set(shown["ci"]) == set(figures["ci"])
+    for name, (low, high) in figures["ci"].items():
+        assert tuple(shown["ci"][name]) == (pytest.approx(low, abs=1e-4), pytest.approx(high, abs=1e-4)), name
     reviewed = [point for point in points.values() if point.source.startswith("reviewer labels")]
     scored = [(float(r["p_correct"]), r["label"] == "correct") for r in rows if r["p_correct"] != ""]
     mean_correct = sum(p for p, y in scored if y) / sum(1 for _, y in scored if y)

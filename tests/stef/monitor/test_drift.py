@@ -282,6 +282,27 @@ def test_real_versions_with_more_wrong_answers(
     assert result.paired is not None and result.paired.questions >= 30  # 120 records: the versions share questions
 
 
+def test_a_side_beyond_the_operating_characteristics_has_no_estimated_share_and_phi_decides() -> None:
+    """A baseline the judge is surer of than its operating point allows (every p above its mean p of
+    correct answers) estimated -25 % wrong, shown as 0 %; the change was taken from the raw figures:
+    "worse (+30 points)" beside a candidate shown at 5 %. Now its share is not estimated, and Φ
+    (unchanged here) decides."""
+    point = stef.monitor.error_rate.shipped_operating_points()["symbolic"]
+    a, b = point.mean_p_correct, point.mean_p_incorrect
+    sure = [min(1.0, a + 0.6 * (a - b)), min(1.0, a + 0.1 * (a - b))] * 300  # raw wrongness about -35 %
+    usual = [a, b, a, a] * 150  # 25 % wrong
+    result = compare(_with_p([80.0] * 600, sure), _with_p([80.0] * 600, usual), FAST)
+    assert result.verdict is DriftVerdict.NO_DRIFT, result.reasons
+    assert result.error_rate is None and result.error_rate_baseline is None
+    note = next(r for r in result.reasons if "share of wrong answers is not estimated" in r)
+    assert note.startswith("baseline's share of wrong answers is not estimated: its answers' p_correct lie beyond")
+    assert "mean and P90 Φ decide" in note
+    # the same samples within the operating characteristics: the error rate decides as before
+    fitting = compare(_with_p([80.0] * 600, [a] * 600), _with_p([80.0] * 600, usual), FAST)
+    assert (fitting.verdict, fitting.direction) == (DriftVerdict.DRIFT, DriftDirection.WORSE)
+    assert fitting.error_rate is not None and fitting.error_rate.delta == pytest.approx(0.25)
+
+
 def test_windows_with_few_p_correct_fall_back_to_phi() -> None:
     """A window spanning migration 0005: 300 scored answers of which 3 have a p_correct on each side."""
 

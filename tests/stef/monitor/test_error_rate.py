@@ -77,10 +77,45 @@ def test_unscored_answers_count_as_wrong_in_the_second_figure() -> None:
     assert rate.with_unscored_ci_high - rate.with_unscored_ci_low == pytest.approx(
         (rate.ci_high - rate.ci_low) * 100 / 125
     )
-    other = estimate_error_rate(composed(36, 64), [POINT] * 100, records=100)
-    assert other is not None
-    delta = with_unscored_delta(other, rate)
-    assert delta.delta == pytest.approx(61 / 125 - 0.36)
+    delta = with_unscored_delta((composed(36, 64), [POINT] * 100), (ps, [POINT] * 100), 100, 125)
+    assert delta is not None and delta.delta == pytest.approx(61 / 125 - 0.36)
+
+
+def test_the_unscored_change_of_fully_scored_sides_is_the_error_rate_change() -> None:
+    """Both sides share the operating point: its uncertainty cancels in the change as it does in
+    error_rate_delta, instead of adding up as if the sides were independent (the interval was
+    [-0.031, +0.424] around +0.197 where the error rate's excluded 0)."""
+    base, cand = composed(140, 260), composed(220, 180)
+    main = error_rate_delta((base, [POINT] * 400), (cand, [POINT] * 400))
+    unscored = with_unscored_delta((base, [POINT] * 400), (cand, [POINT] * 400), 400, 400)
+    assert main is not None and unscored is not None
+    assert unscored.delta == pytest.approx(main.delta) == pytest.approx(0.2)
+    assert main.excludes_zero and unscored.excludes_zero
+    wb, wc = (0.6 - np.asarray(base)) / 0.2, (0.6 - np.asarray(cand)) / 0.2
+    sampling = wb.var(ddof=1) / 400 + wc.var(ddof=1) / 400
+    move = (np.mean(cand) - np.mean(base)) / 0.04  # the shared point's gradients differ by this for a and b
+    half = stats.norm.ppf(0.975) * math.sqrt(sampling + (move * 0.01) ** 2 + (move * 0.02) ** 2)
+    assert (unscored.ci_low, unscored.ci_high) == (pytest.approx(0.2 - half), pytest.approx(0.2 + half))
+
+
+def test_a_change_never_contradicts_the_shares_it_is_the_change_of() -> None:
+    """A baseline estimated at -25 % (shown as 0 %) and a candidate at 5 %: the change was the raw
+    +30 points; it is the +5 points between the shares shown, in the interval the sides allow."""
+    base = [0.75, 0.55] * 300  # wrongness -0.75, +0.25: -0.25
+    cand = [0.52, 0.66] * 300  # wrongness +0.4, -0.3: +0.05
+    delta = error_rate_delta((base, [POINT] * 600), (cand, [POINT] * 600))
+    rate_b = estimate_error_rate(base, [POINT] * 600, records=600)
+    rate_c = estimate_error_rate(cand, [POINT] * 600, records=600)
+    assert delta is not None and rate_b is not None and rate_c is not None
+    assert (delta.baseline, delta.candidate) == (rate_b.estimate, rate_c.estimate) == (0.0, pytest.approx(0.05))
+    assert delta.delta == pytest.approx(0.05)
+    assert (delta.ci_low, delta.ci_high) == (
+        pytest.approx(rate_c.ci_low - rate_b.ci_high),
+        pytest.approx(rate_c.ci_high - rate_b.ci_low),
+    )
+    unscored = with_unscored_delta((base, [POINT] * 600), (cand, [POINT] * 600), 600, 600)
+    assert unscored is not None and unscored.delta == pytest.approx(0.05)
+    assert unscored.ci_low <= unscored.delta <= unscored.ci_high
 
 
 def test_delta_interval_tests_equal_mean_p_and_widens_for_the_operating_point() -> None:
