@@ -954,11 +954,14 @@ REVIEW_VARIANTS = [
     pytest.param("SELECT * INTO backup FROM schools; " + _B, "tsql", id="select_into_before_the_answer"),
     pytest.param("BEGIN EXECUTE IMMEDIATE 'DROP TABLE schools'; END;\n" + _B, "oracle", id="execute_immediate_block"),
     pytest.param(_B + " /*M!100000 ; DROP TABLE schools */", "mysql", id="mariadb_executable_comment"),
+    # no dialect logged: sqlglot's generic comments nest (as Postgres's), SQLite's and MySQL's end at the first */
+    pytest.param(_B + " /* /* */ ; DROP TABLE schools; -- */", None, id="behind_a_nested_comment"),
+    pytest.param(_B + " /* /* */ ; DELETE FROM schools /* */", None, id="delete_behind_a_nested_comment"),
 ]
 
 
 @pytest.mark.parametrize(("sql", "dialect"), REVIEW_VARIANTS)
-def test_review_variants_of_hidden_writes_never_score_clean(sql: str, dialect: str) -> None:
+def test_review_variants_of_hidden_writes_never_score_clean(sql: str, dialect: str | None) -> None:
     evaluation = evaluate(AgentLogRecord(run_id="r", question=GOOD["question"], sql=sql, dialect=dialect))
     assert evaluation.score is None or evaluation.score < 75, evaluation.flags
     assert evaluation.score is None or any(flag.startswith("non_select_statement") for flag in evaluation.flags)

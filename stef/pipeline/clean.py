@@ -25,6 +25,7 @@ from stef.pipeline.statement_safety import (
     embedded_writes,
     executable_comment_writes,
     hidden_statements,
+    nested_comment_writes,
 )
 
 STATEMENT_START_WORDS = frozenset(
@@ -463,6 +464,10 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         statement_flags.extend(
             f"non_select_statement: {kind} (in an executable comment)"
             for kind in executable_comment_writes(statements, dialect)
+        )
+    if not dialect and text.count("/*") > 1:
+        statement_flags.extend(
+            f"non_select_statement: {kind} (behind a nested comment)" for kind in nested_comment_writes(text)
         )
     all_flags = (*flags, *statement_flags)
     if answer is None:

@@ -182,6 +182,29 @@ def _merged_rules(payload: dict[str, Any], source: str) -> AppRules:
             raise RulesError(f"{source}: field `default_dialect` is invalid: {exc}") from exc
     merged = _merge(_default_payload(), payload)
     merged.pop("$schema", None)
+    scoring = merged.get("scoring") or {}
+    low, high = scoring.get("gamma_low"), scoring.get("gamma_high")
+    if isinstance(low, int | float) and isinstance(high, int | float) and low > high:
+        raise RulesError(
+            f"{source}: field `scoring.gamma_low` ({low}) is above `scoring.gamma_high` ({high}): "
+            "Γ_low is the confidence below which a verdict earns less, Γ_high the one above which it earns more"
+        )
+    # column names and values are compared lower case (and values normalised): so are the rule file's
+    mappings: dict[str, str] = {}
+    for name, canonical in (merged.get("column_mappings") or {}).items():
+        if mappings.get(name.lower(), canonical.lower()) != canonical.lower():
+            raise RulesError(f"{source}: field `column_mappings`: {name!r} and another name both read {name.lower()!r}")
+        mappings[name.lower()] = canonical.lower()
+    merged["column_mappings"] = mappings
+    normalization = dict(merged.get("value_normalization") or {})
+    if normalization.get("value_aliases"):
+        from stef.pipeline.values import normalized_aliases
+
+        try:
+            normalization["value_aliases"] = normalized_aliases(normalization["value_aliases"], normalization)
+        except ValueError as exc:
+            raise RulesError(f"{source}: field `value_normalization.value_aliases`: {exc}") from exc
+        merged["value_normalization"] = normalization
     return AppRules.model_validate({**merged, "source": source})
 
 
@@ -202,10 +225,18 @@ def load_rules_file(path: str | Path) -> AppRules:
             raise RulesError(f"{path}: {binary}") from exc
         raise RulesError(f"{path}: not a UTF-8 text file (invalid byte at offset {exc.start})") from exc
     try:
-        payload = json.loads(text)
+        payload = json.loads(text, parse_constant=_no_constant)
     except json.JSONDecodeError as exc:
         raise RulesError(f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from exc
+    except ValueError as exc:  # NaN, Infinity: Python's json reads them, JSON has no such number
+        raise RulesError(f"{path}: not valid JSON ({exc})") from exc
     return parse_rules(payload, str(path))
+
+
+def _no_constant(name: str) -> Any:
+    """``json.loads``' ``parse_constant``: ``NaN``, ``Infinity`` and ``-Infinity`` are refused
+    (a NaN score map gave evaluated rows without a score)."""
+    raise ValueError(f"{name} is not a JSON number")
 
 
 @lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ as a statement (:func:`hidden_statements`) and in executable comments
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 
 from sqlglot import exp
@@ -448,6 +449,29 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[
             kinds.extend(found)
             index = stop if found else index + 1
     return kinds
+
+
+def nested_comment_writes(text: str) -> list[str]:
+    """Write statements of SQL logged without a dialect that sqlglot's generic dialect reads as a
+    comment because its comments nest (as Postgres's do) while SQLite, MySQL, BigQuery, Snowflake
+    or Oracle end the comment at the first ``*/``: ``SELECT 1 /* /* */ ; DROP TABLE t; -- */``
+    runs the DROP there.
+
+    Returns:
+        The statement kinds found with SQLite's tokenizer beyond those found with the generic one,
+        as :func:`hidden_statements` gives them.
+
+    >>> nested_comment_writes("SELECT 1 /* /* */ ; DROP TABLE t; -- */"), nested_comment_writes("SELECT 1 /* a */ /* b */")
+    (['DROP'], [])
+    """
+    remaining = Counter(hidden_statements([text], ""))
+    extra: list[str] = []
+    for kind in hidden_statements([text], "sqlite"):
+        if remaining[kind]:
+            remaining[kind] -= 1
+        else:
+            extra.append(kind)
+    return extra
 
 
 def executable_comment_writes(statements: tuple[exp.Expr, ...], dialect: str) -> list[str]:

@@ -84,3 +84,64 @@ def test_bundled_example_rules_are_valid() -> None:
     for path in sorted(rules_dir.glob("*.json")):
         if path.name != "schema.json":
             assert load_rules_file(path).scoring.gamma_high == 0.85
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_a_rule_file_with_a_nan_score_is_refused(tmp_path: Path, constant: str) -> None:
+    """Python's json reads NaN, and it passed the schema's minimum and maximum: every row of the app
+    came out `evaluated` with no score, a band and a verdict, and the run's mean Φ was nan."""
+    path = tmp_path / "shop.json"
+    path.write_text('{"app_id": "shop", "scoring": {"filter_scores": {"FULLY_APPLIED": ' + constant + "}}}", "utf-8")
+    with pytest.raises(RulesError) as raised:
+        load_rules_file(path)
+    assert str(raised.value) == f"{path}: not valid JSON ({constant} is not a JSON number)"
+
+
+def test_gamma_low_above_gamma_high_is_refused(tmp_path: Path) -> None:
+    """Γ_low 0.9 over Γ_high 0.3 was schema-valid: an answer with p 0.62 then scored 90, excellent."""
+    path = tmp_path / "shop.json"
+    path.write_text(json.dumps({"app_id": "shop", "scoring": {"gamma_low": 0.9, "gamma_high": 0.3}}), "utf-8")
+    with pytest.raises(RulesError, match=r"field `scoring.gamma_low` \(0.9\) is above `scoring.gamma_high` \(0.3\)"):
+        load_rules_file(path)
+
+
+def test_mappings_and_aliases_written_with_capitals_apply(tmp_path: Path) -> None:
+    """Both are compared lower case: `{"Territory": "region"}` and `{"Deutschland": "Germany"}` were
+    never found, and the answers they were written for scored 16 and 0 instead of 80."""
+    from stef.models import AgentLogRecord
+    from stef.pipeline.evaluate import evaluate
+
+    rules = {
+        "app_id": "shop",
+        "column_mappings": {"Territory": "Region"},
+        "value_normalization": {"value_aliases": {" Deutschland ": "Germany"}},
+    }
+    path = tmp_path / "shop.json"
+    path.write_text(json.dumps(rules), "utf-8")
+    loaded = load_rules_file(path)
+    assert loaded.column_mappings == {"territory": "region"}
+    assert loaded.value_normalization["value_aliases"] == {"deutschland": "germany"}
+    lower = tmp_path / "lower.json"
+    lower.write_text(
+        json.dumps(
+            {
+                "app_id": "shop",
+                "column_mappings": {"territory": "region"},
+                "value_normalization": {"value_aliases": {"deutschland": "germany"}},
+            }
+        ),
+        "utf-8",
+    )
+    record = AgentLogRecord(
+        run_id="r1",
+        app_id="shop",
+        question="How many orders were shipped to the territory Deutschland?",
+        sql="SELECT COUNT(*) FROM orders WHERE region = 'Germany'",
+        dialect="sqlite",
+    )
+    as_written, lower_case = evaluate(record, loaded), evaluate(record, load_rules_file(lower))
+    assert as_written.score == lower_case.score and as_written.filter_status == lower_case.filter_status
+    clash = tmp_path / "clash.json"
+    clash.write_text(json.dumps({"app_id": "shop", "column_mappings": {"Territory": "a", "territory": "b"}}), "utf-8")
+    with pytest.raises(RulesError, match="field `column_mappings`: 'territory' and another name both read"):
+        load_rules_file(clash)
