@@ -1,8 +1,10 @@
-"""Export a window of evaluations for BI tools: CSV, Parquet or JSON lines, streamed by DuckDB (any size).
+"""Export a window of evaluations for BI tools: CSV, Parquet or JSON lines, written by DuckDB (any size).
 
 One row per evaluation (scored or not) joined with its run: the identifiers, the scores and
 verdicts, the question and SQL as logged, and the evidence as JSON text. DuckDB's ``COPY … TO``
-writes the file as it reads the tables, so the export never holds the window in memory.
+writes the file :data:`EXPORT_CHUNK_ROWS` rows at a time in the export's order, so no window
+outgrows DuckDB's memory limit; the file is written under
+``<out>.partial`` and renamed when complete, so a killed export leaves no cut-off file.
 
 In a CSV file, every text cell that a spreadsheet would run as a formula (first character ``=``,
 ``+``, ``-``, ``@``, tab, carriage return, NUL or their full-width forms, also after leading
@@ -13,14 +15,17 @@ computed by DuckDB); numbers stay numbers. Parquet and JSON lines hold the value
 from __future__ import annotations
 
 import os
+import shutil
 from datetime import date
 from pathlib import Path
 from typing import Literal
 
 import duckdb
+import polars as pl
 
 from stef.display import one_line, spreadsheet_text_sql
 from warehouse.errors import WarehouseError
+from warehouse.store import registered
 
 ExportFormat = Literal["csv", "parquet", "jsonl"]
 """The file formats of :func:`export_evaluations`."""
@@ -154,22 +159,91 @@ def export_evaluations(
         raise WarehouseError(f"unknown export format {export_format!r}; use one of {', '.join(_COPY_OPTIONS)}")
     if end < start:
         raise WarehouseError(f"export end {end.isoformat()} is before its start {start.isoformat()}")
-    target = str(export_target(out)).replace("'", "''")  # COPY takes no parameter for its target: a quoted literal
+    target = export_target(out)
     guarded = TEXT_COLUMNS if export_format == "csv" else frozenset()
     columns = ", ".join(
         f"{spreadsheet_text_sql(expression) if name in guarded else expression} AS {name}"
         for name, expression in EXPORT_COLUMNS
     )
-    query = f"""
-        SELECT {columns}
-        FROM evaluations AS e LEFT JOIN agent_runs AS r USING (run_id)
+    window = """
         WHERE e.log_date BETWEEN $start AND $end AND e.evaluator_version = $version
           AND ($agent::VARCHAR IS NULL OR e.agent_id = $agent)
-        ORDER BY e.log_date, e.agent_id, e.agent_version, e.run_id
     """
     params = {"start": start, "end": end, "version": evaluator_version, "agent": agent_id}
+    partial = target.with_name(target.name + ".partial")  # renamed at the end: never a cut-off file under `out`
     try:
-        written = conn.execute(f"COPY ({query}) TO '{target}' ({_COPY_OPTIONS[export_format]})", params).fetchall()
+        written = _copy_in_chunks(conn, columns, window, params, partial, export_format)
+        partial.replace(target)
     except duckdb.Error as exc:
         raise WarehouseError(f"exporting to {out} failed: {exc}") from exc
+    except OSError as exc:
+        raise WarehouseError(f"exporting to {out} failed: {exc.strerror or exc}") from exc
+    finally:
+        partial.unlink(missing_ok=True)
+    return written
+
+
+EXPORT_CHUNK_ROWS = 5_000
+"""Rows per ``COPY`` of a CSV or JSON lines export: DuckDB sorts each chunk's rows (evidence JSON
+of a few KB each) within its memory limit, where one ``COPY`` of a 20k-row window ran out of the
+default 256 MB."""
+
+
+def _copy(conn: duckdb.DuckDBPyConnection, query: str, params: dict[str, object], path: Path, options: str) -> int:
+    """``COPY (query) TO path``; the rows written."""
+    quoted = str(path).replace("'", "''")  # COPY takes no parameter for its target: a quoted literal
+    written = conn.execute(f"COPY ({query}) TO '{quoted}' ({options})", params).fetchall()
     return int(written[0][0]) if written and written[0] else 0
+
+
+def _copy_in_chunks(
+    conn: duckdb.DuckDBPyConnection,
+    columns: str,
+    window: str,
+    params: dict[str, object],
+    path: Path,
+    export_format: ExportFormat,
+) -> int:
+    """Write the window's rows to ``path`` in the export's order, :data:`EXPORT_CHUNK_ROWS` rows per
+    ``COPY``: the order is read first (row ids only), then each chunk is copied to a part file; CSV
+    (one header) and JSON lines parts are appended as they come, Parquet parts are read back in
+    order into one file (no sort: DuckDB keeps the files' order)."""
+    order = conn.execute(
+        f"SELECT e.rowid FROM evaluations AS e {window} ORDER BY e.log_date, e.agent_id, e.agent_version, e.run_id",
+        params,
+    ).fetchall()
+    parts: list[Path] = []
+    written = 0
+    try:
+        with path.open("wb") as handle:
+            for first in range(0, max(len(order), 1), EXPORT_CHUNK_ROWS):
+                rows = [row for (row,) in order[first : first + EXPORT_CHUNK_ROWS]]
+                ids = pl.DataFrame(
+                    {"position": range(first, first + len(rows)), "row": rows},
+                    schema={"position": pl.Int64, "row": pl.Int64},
+                )
+                part = path.with_name(f"{path.name}.{len(parts):05d}")
+                parts.append(part)
+                if export_format == "csv":
+                    options = f"FORMAT csv, HEADER {'true' if first == 0 else 'false'}"
+                else:
+                    options = _COPY_OPTIONS[export_format]
+                with registered(conn, "_stef_export_chunk", ids):
+                    query = f"""
+                        SELECT {columns} FROM _stef_export_chunk AS c
+                        JOIN evaluations AS e ON e.rowid = c."row"
+                        LEFT JOIN agent_runs AS r USING (run_id)
+                        ORDER BY c.position
+                    """
+                    written += _copy(conn, query, {}, part, options)
+                if export_format != "parquet":
+                    with part.open("rb") as chunk:
+                        shutil.copyfileobj(chunk, handle)
+                    part.unlink()
+        if export_format == "parquet":
+            files = ", ".join("'" + str(part).replace("'", "''") + "'" for part in parts)
+            _copy(conn, f"SELECT * FROM read_parquet([{files}])", {}, path, _COPY_OPTIONS["parquet"])
+    finally:
+        for part in parts:
+            part.unlink(missing_ok=True)
+    return written

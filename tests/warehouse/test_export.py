@@ -34,6 +34,58 @@ def test_export_writes_every_evaluation_of_the_window(rollout: Path, tmp_path: P
     assert json.loads(str(evidence[0]))["run_id"]  # the evidence is JSON text
 
 
+@pytest.mark.parametrize("export_format", ["csv", "parquet", "jsonl"])
+def test_an_export_in_many_chunks_is_the_file_of_one(
+    rollout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, export_format: str
+) -> None:
+    """A 20k-row CSV or JSON lines export (a 100k-row Parquet one) ran out of DuckDB's default 256 MB
+    in one COPY: it is written in chunks, with the same rows in the same order and one CSV header."""
+    import warehouse.export
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    whole, chunked = folder / f"whole.{export_format}", folder / f"chunked.{export_format}"
+    with connect(rollout, read_only=True) as conn:
+        assert export_evaluations(conn, whole, day(0), day(6), EVALUATOR_VERSION, export_format) > 7  # type: ignore[arg-type]
+        monkeypatch.setattr(warehouse.export, "EXPORT_CHUNK_ROWS", 7)
+        export_evaluations(conn, chunked, day(0), day(6), EVALUATOR_VERSION, export_format)  # type: ignore[arg-type]
+    read = READERS[export_format]
+    assert (
+        duckdb.sql(f"SELECT * FROM {read}('{chunked}')").fetchall()
+        == duckdb.sql(f"SELECT * FROM {read}('{whole}')").fetchall()
+    )
+    if export_format != "parquet":
+        assert chunked.read_bytes() == whole.read_bytes()
+    assert sorted(p.name for p in folder.iterdir()) == sorted([whole.name, chunked.name])  # no part file left
+
+
+def test_a_failed_export_leaves_no_file_and_the_old_one_as_it_was(
+    rollout: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A killed export left a cut-off file under the name asked for (16,028 of 20,000 rows)."""
+    import warehouse.export
+
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "week.csv"
+    out.write_text("the previous export\n", encoding="utf-8")
+    copies = 0
+    real_copy = warehouse.export._copy
+
+    def failing(*args: object, **kwargs: object) -> int:
+        nonlocal copies
+        copies += 1
+        if copies == 3:
+            raise duckdb.IOException("disk full")
+        return real_copy(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(warehouse.export, "EXPORT_CHUNK_ROWS", 7)
+    monkeypatch.setattr(warehouse.export, "_copy", failing)
+    with connect(rollout, read_only=True) as conn, pytest.raises(WarehouseError, match="disk full"):
+        export_evaluations(conn, out, day(0), day(6), EVALUATOR_VERSION)
+    assert out.read_text(encoding="utf-8") == "the previous export\n"
+    assert [p.name for p in out.parent.iterdir()] == ["week.csv"]
+
+
 def test_export_filters_and_errors(rollout: Path, tmp_path: Path) -> None:
     with connect(rollout, read_only=True) as conn:
         assert export_evaluations(conn, tmp_path / "solo.csv", day(0), day(6), EVALUATOR_VERSION, agent_id="solo") == 5
