@@ -198,14 +198,29 @@ def _merged_rules(payload: dict[str, Any], source: str) -> AppRules:
     merged["column_mappings"] = mappings
     normalization = dict(merged.get("value_normalization") or {})
     if normalization.get("value_aliases"):
-        from stef.pipeline.values import normalized_aliases
-
-        try:
-            normalization["value_aliases"] = normalized_aliases(normalization["value_aliases"], normalization)
-        except ValueError as exc:
-            raise RulesError(f"{source}: field `value_normalization.value_aliases`: {exc}") from exc
+        aliases: dict[str, str] = {}
+        for alias, value in normalization["value_aliases"].items():
+            key, target = (_as_values_are(text, normalization) for text in (alias, value))
+            if aliases.get(key, target) != target:
+                raise RulesError(
+                    f"{source}: field `value_normalization.value_aliases`: {alias!r} and another alias both read {key!r}"
+                )
+            aliases[key] = target
+        normalization["value_aliases"] = aliases
         merged["value_normalization"] = normalization
     return AppRules.model_validate({**merged, "source": source})
+
+
+def _as_values_are(text: str, normalization: dict[str, Any]) -> str:
+    """``text`` with the whitespace and case normalisation values get before their alias is looked up
+    (:func:`stef.pipeline.values.normalize_value`), so ``"Deutschland"`` finds ``deutschland``.
+
+    >>> _as_values_are(" New  York ", {}), _as_values_are("New York", {"lowercase": False})
+    ('new york', 'New York')
+    """
+    if normalization.get("collapse_whitespace", True):
+        text = " ".join(text.split())
+    return text.lower() if normalization.get("lowercase", True) else text
 
 
 def load_rules_file(path: str | Path) -> AppRules:

@@ -171,6 +171,35 @@ def _literal_mismatch(column: ColumnSchema, literal: exp.Literal) -> str | None:
     return None
 
 
+_DOUBLE_QUOTED_STRINGS = frozenset({"", "sqlite"})
+"""Dialects in which a double-quoted name that no table has is read as a string (SQLite's legacy
+rule; the generic dialect, of an unknown engine, gets the benefit of the doubt). sqlglot's MySQL
+reads ``"..."`` as a string already: a quoted name there is in backticks, always a name."""
+
+_VALUE_POSITIONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.In, exp.Between)
+"""Expressions in which a string value stands where a column could: the operands of a comparison."""
+
+
+def _string_in_double_quotes(column: exp.Column, dialect: str) -> bool:
+    """Whether ``column``, a name no table has, reads as a string literal: double-quoted (not in
+    backticks or brackets), in a dialect that reads it so (:data:`_DOUBLE_QUOTED_STRINGS`), and an
+    operand of a comparison (``name = "Brazil"``; ``AVG("lifeexpectancy")`` averages a string
+    there, a misspelled column).
+
+    >>> import sqlglot
+    >>> tree = sqlglot.parse_one('SELECT AVG("x") FROM t WHERE name = "Brazil"', read="sqlite")
+    >>> [(c.name, _string_in_double_quotes(c, "sqlite")) for c in tree.find_all(exp.Column)]
+    [('x', False), ('name', False), ('Brazil', True)]
+    >>> _string_in_double_quotes(tree.find_all(exp.Column).__next__(), "postgres")
+    False
+    """
+    identifier = column.this
+    if not (isinstance(identifier, exp.Identifier) and identifier.quoted) or dialect not in _DOUBLE_QUOTED_STRINGS:
+        return False
+    parent = column.parent
+    return isinstance(parent, _VALUE_POSITIONS)
+
+
 def check_against_schema(
     tree: exp.Expr,
     schema: DatabaseSchema,
@@ -264,7 +293,7 @@ def check_against_schema(
             if (
                 state == "unknown"
                 and not column.table
-                and (column.this.quoted or _outer_has_column(scope, schema, column.name))
+                and (_string_in_double_quotes(column, dialect) or _outer_has_column(scope, schema, column.name))
             ):
                 # a double-quoted name no table has is a string literal in SQLite and MySQL ("Brazil"); or a correlated reference
                 state = "outer"

@@ -74,32 +74,6 @@ def normalize_value(value: str, rules: AppRules | None = None) -> str:
     return normalized
 
 
-def normalized_aliases(aliases: dict[str, str], options: dict[str, object]) -> dict[str, str]:
-    """``value_aliases`` of a rule file with both sides normalised as :func:`normalize_value`
-    normalises a value before it looks the alias up (whitespace, case, numbers, dates), so an
-    alias written ``"Deutschland": "Germany"`` applies to ``deutschland``.
-
-    Raises:
-        ValueError: two aliases that normalise to the same value name different values.
-
-    >>> normalized_aliases({"Deutschland": "Germany", " New  York ": "NYC"}, {})
-    {'deutschland': 'germany', 'new york': 'nyc'}
-    """
-    out: dict[str, str] = {}
-    for key, value in aliases.items():
-        sides = []
-        for text in (key, value):
-            if options.get("collapse_whitespace", True):
-                text = " ".join(text.split())
-            if options.get("lowercase", True):
-                text = text.lower()
-            sides.append(_canonical_date(_canonical_number(text)))
-        if sides[0] in out and out[sides[0]] != sides[1]:
-            raise ValueError(f"aliases {key!r} and another one both read {sides[0]!r} but name different values")
-        out[sides[0]] = sides[1]
-    return out
-
-
 _YMD = re.compile(r"^(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})$")
 _MDY = re.compile(r"^(\d{1,2})/(\d{1,2})/(\d{4})$")
 

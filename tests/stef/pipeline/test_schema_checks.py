@@ -306,3 +306,30 @@ def test_the_llm_judge_is_shown_the_schema_the_schema_check_and_the_symbolic_fin
     assert record["schema"]["tables"][0]["columns"][1]["description"].startswith("</stef-record-x>")
     assert record["schema_check"]["unknown_columns"] == ["WHERE colour (no table of this query has a column colour)"]
     assert any(f["subcategory"] == "Attribute Mismatch" for f in record["symbolic_findings"])
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect", "unknown"),
+    [
+        pytest.param('SELECT AVG("agee") FROM pets', "sqlite", "agee", id="sqlite_aggregate_argument"),
+        pytest.param('SELECT "nmae" FROM owners', "sqlite", "nmae", id="sqlite_projection"),
+        pytest.param('SELECT "nmae" FROM owners', "", "nmae", id="generic_projection"),
+        pytest.param('SELECT name FROM owners WHERE "pet_idd" > 3', "postgres", "pet_idd", id="postgres_comparison"),
+        pytest.param('SELECT name FROM owners WHERE name = "Rex"', "postgres", "Rex", id="postgres_double_quotes_name"),
+        pytest.param("SELECT `nmae` FROM owners WHERE name = 'Rex'", "mysql", "nmae", id="mysql_backticks"),
+    ],
+)
+def test_a_quoted_name_no_table_has_is_unknown_unless_it_reads_as_a_string(
+    pets: Any, sql: str, dialect: str, unknown: str
+) -> None:
+    """A double-quoted name no table has was taken for SQLite's string literal anywhere, in every
+    dialect: `AVG("lifeexpectancy")` (a misspelled column) scored 80. It is a string only as the
+    operand of a comparison, in SQLite or the generic dialect (`kind = "cat"`)."""
+    report = check_against_schema(sqlglot.parse_one(sql, read=dialect or None), pets, dialect=dialect)
+    assert [finding.split("(")[-1] for finding in report.unknown_columns] == [
+        f"no table of this query has a column {unknown})"
+    ] or any(f"has no column {unknown}" in finding for finding in report.unknown_columns), report.unknown_columns
+    value = check_against_schema(
+        sqlglot.parse_one('SELECT name FROM owners WHERE name = "Rex"', read="sqlite"), pets, dialect="sqlite"
+    )
+    assert not value.unknown_columns
