@@ -47,7 +47,7 @@ from stef.pipeline.judge.symbolic import SymbolicJudge
 from stef.pipeline.normalize import normalize
 from stef.pipeline.observed import check_against_observed
 from stef.pipeline.rules import AppRules, RuleBook, default_rules
-from stef.pipeline.schema import DatabaseSchema, SchemaError
+from stef.pipeline.schema import DatabaseSchema, DDLParseError, SchemaError
 from stef.pipeline.schema_book import SchemaBook
 from stef.pipeline.schema_checks import check_against_schema
 from stef.pipeline.score import compute_score
@@ -809,8 +809,9 @@ def record_schema(
         The app's :class:`DatabaseSchema`, or ``None`` when the app has no schema file.
 
     Raises:
-        SchemaError: the file cannot be read, or does not parse in the app's dialect (a
-            configuration error: it stops the run, whatever the records).
+        SchemaError: the file cannot be read (missing, not text, a broken catalog, a table
+            declared twice), or does not parse in the app's configured dialect (a configuration
+            error: it stops the run, whatever the records).
         RecordSchemaError: the file parses in neither the record's dialect nor the app's, and
             the record names another dialect than the app's: this record's problem.
     """
@@ -820,12 +821,12 @@ def record_schema(
     )
     try:
         return schemas.for_app(record.app_id, dialect, rules.schema_file)
-    except SchemaError as in_record_dialect:
+    except DDLParseError as in_record_dialect:  # another dialect may read it; a file that cannot be read stops the run
         if app_dialect == dialect:
             raise
         try:
             return schemas.for_app(record.app_id, app_dialect, rules.schema_file)
-        except SchemaError as in_app_dialect:
+        except DDLParseError as in_app_dialect:
             if rules.default_dialect or default_dialect:  # the app's dialect is configured: the file is wrong
                 raise
             raise RecordSchemaError(

@@ -102,6 +102,10 @@ class SchemaError(StefError):
     """A schema file that cannot be read: the message names the file, the line where known, and the problem."""
 
 
+class DDLParseError(SchemaError):
+    """A DDL file that sqlglot cannot parse in the dialect it was read in (another dialect may)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ColumnSchema:
     """One column: its name as written, its type as written and its :data:`TypeFamily`, its
@@ -485,7 +489,7 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
         source: the file name, for evidence and errors.
 
     Raises:
-        SchemaError: the DDL does not parse (``"<source>: line N: <parser message>"``), it
+        SchemaError: the DDL does not parse (:class:`DDLParseError`, ``"<source>: line N: <parser message>"``), it
             declares no table, or it declares one table name twice (without ``DROP TABLE`` or
             ``CREATE OR REPLACE`` between; ``IF NOT EXISTS`` keeps the first).
 
@@ -502,9 +506,9 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
     try:
         statements = sqlglot.parse(text, read=dialect or None)
     except ParseError as exc:
-        raise SchemaError(f"{source}: {_line_of(text, exc)}") from exc
+        raise DDLParseError(f"{source}: {_line_of(text, exc)}") from exc
     except (SqlglotError, RecursionError) as exc:
-        raise SchemaError(
+        raise DDLParseError(
             f"{source}: not readable DDL ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
         ) from exc
     declared: dict[str, tuple[str, TableSchema]] = {}  # table key -> (qualified name as written, table)

@@ -233,6 +233,27 @@ def test_a_schema_no_dialect_of_the_record_reads_makes_that_record_invalid_not_t
     assert first.value is not second.value and str(first.value) == str(second.value)
 
 
+def test_a_schema_file_no_dialect_can_read_stops_the_run_whatever_the_records_dialect(tmp_path: Path) -> None:
+    """Only a parse failure depends on the dialect: a file that is missing, not text, or declares a
+    table twice is a configuration error for every record, never one record's `invalid_input`."""
+    from stef.pipeline.rules import RuleBook
+
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "shop.json").write_text(json.dumps({"app_id": "shop", "schema": "gone.sql"}), "utf-8")
+    with pytest.raises(SchemaError, match=r"gone\.sql: the schema file named by the rules does not exist"):
+        evaluate_many(
+            [_orders_record("pg", "postgres")],
+            rulebook=RuleBook(rules_dirs=(tmp_path / "rules",)),
+            schemas=SchemaBook(tmp_path),
+        )
+    (tmp_path / "shop.sql").write_text(POSTGRES_ORDERS + "\n" + POSTGRES_ORDERS, encoding="utf-8")
+    with pytest.raises(SchemaError, match="declares table 'orders' twice"):
+        evaluate_many([_orders_record("lite", "sqlite")], schemas=SchemaBook(tmp_path))
+    (tmp_path / "shop.sql").write_bytes(b"\xff\xfe CREATE TABLE")
+    with pytest.raises(SchemaError, match=r"not a UTF-8 text file|not SQL|UTF-16"):
+        evaluate_many([_orders_record("lite", "sqlite")], schemas=SchemaBook(tmp_path))
+
+
 def test_a_schema_the_apps_own_dialect_cannot_read_stops_the_run(tmp_path: Path) -> None:
     from stef.pipeline.rules import RuleBook
 
