@@ -39,6 +39,7 @@ from tasks import (
     evaluate_batch,
     learn_observed_catalogs,
     load_logs,
+    mark_done,
     publish_summary_artifact,
     quarantine_command,
     reject_run_ids_of_other_days,
@@ -504,10 +505,11 @@ def nightly(
     try:
         stored = store_results(warehouse_path, day, quote(lines), quote(evaluations), settings.evaluator_version)
         timer.lap("store")
-        metrics = compute_metrics(warehouse_path, day, stored.evaluator_version)
+        metrics = compute_metrics(warehouse_path, day, stored.evaluator_version, mark_done=False)
         publish_summary_artifact(day, metrics, stored.lines, stored.evaluated, stored.quarantined)
         timer.lap("metrics")
         drift = nightly_drift_step(warehouse_path, day, stored.evaluator_version)  # never raises
+        mark_done(warehouse_path, day, stored.evaluator_version)  # only now: a run stopped before leaves it to redo
         timer.lap("drift")
         pushed = push_error = None
         if push_to is not None:

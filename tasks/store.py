@@ -227,6 +227,7 @@ def compute_metrics(
     warehouse_path: str | None,
     log_date: date,
     evaluator_version: str = EVALUATOR_VERSION,
+    mark_done: bool = True,
 ) -> list[dict[str, Any]]:
     """Compute and store the day's metrics per agent x version (:func:`warehouse.compute_daily_metrics`).
 
@@ -234,6 +235,7 @@ def compute_metrics(
         warehouse_path: DuckDB file (``None``: ``$STEF_WAREHOUSE`` or ``./stef.duckdb``).
         log_date: the day.
         evaluator_version: whose evaluations to summarise.
+        mark_done: mark the day done (the nightly flow does it after the drift checks instead).
 
     Returns:
         One dict per agent x version with the ``daily_agent_metrics`` columns (``log_date``,
@@ -247,7 +249,25 @@ def compute_metrics(
     """
     conn = connect(warehouse_path, on_wait=run_logger().warning)
     try:
-        frame = compute_daily_metrics(conn, log_date, evaluator_version)
+        frame = compute_daily_metrics(conn, log_date, evaluator_version, mark_done=mark_done)
     finally:
         conn.close()
     return frame.to_dicts()
+
+
+@io_task("mark-day-done", retries=2, retry_delay_seconds=10)
+def mark_done(warehouse_path: str | None, log_date: date, evaluator_version: str = EVALUATOR_VERSION) -> None:
+    """Mark the day done once its drift checks ran (:func:`warehouse.metrics.mark_day_done`): a run
+    stopped before them leaves the day for the next run, which stores it again and checks it.
+
+    Raises:
+        WarehouseLockedError: another process still writes the file after the lock timeout (not retried).
+        WarehouseError: the write failed.
+    """
+    from warehouse.metrics import mark_day_done
+
+    conn = connect(warehouse_path, on_wait=run_logger().warning)
+    try:
+        mark_day_done(conn, log_date, evaluator_version)
+    finally:
+        conn.close()

@@ -89,6 +89,8 @@ def compute_daily_metrics(
     conn: duckdb.DuckDBPyConnection,
     log_date: date,
     evaluator_version: str = EVALUATOR_VERSION,
+    *,
+    mark_done: bool = True,
 ) -> pl.DataFrame:
     """Compute and replace one day's ``daily_agent_metrics`` rows (one transaction).
 
@@ -99,12 +101,14 @@ def compute_daily_metrics(
     and ``judge_tokens`` (sums, ``NULL`` without model calls), ``n_llm_judged`` (model verdicts)
     and ``n_judge_fallback`` (records that fell back to the symbolic judge). Quarantined lines that are not JSON
     objects name no agent: they count in the day totals (``stored_days``) but in no row here.
-    Marks the day done for :func:`day_is_done`.
+    Marks the day done for :func:`day_is_done` unless ``mark_done`` is false (the nightly flow marks
+    it after the day's drift checks: :func:`mark_day_done`).
 
     Args:
         conn: a read-write warehouse connection.
         log_date: the day.
         evaluator_version: whose evaluations to summarise.
+        mark_done: mark the day done in the same transaction.
 
     Returns:
         The rows written, shaped like :func:`read_daily_metrics` (empty when the day has no
@@ -123,11 +127,27 @@ def compute_daily_metrics(
             "DELETE FROM daily_agent_metrics WHERE log_date = $log_date AND evaluator_version = $version", params
         )
         conn.execute(f"INSERT INTO daily_agent_metrics BY NAME {_DAY_METRICS_SQL}", {**params, "now": now})
-        conn.execute(
-            "UPDATE stored_days SET metrics_at = $now WHERE log_date = $log_date AND evaluator_version = $version",
-            {**params, "now": now},
-        )
+        if mark_done:
+            _mark_done(conn, log_date, evaluator_version, now)
     return read_daily_metrics(conn, log_date, log_date, evaluator_version=evaluator_version)
+
+
+def mark_day_done(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str = EVALUATOR_VERSION) -> None:
+    """Mark ``log_date`` done for ``evaluator_version`` (:func:`day_is_done`): the nightly flow calls
+    it after the day's drift checks, so a run stopped before them leaves the day for a rerun.
+
+    Raises:
+        WarehouseError: the write failed (rolled back).
+    """
+    with transaction(conn, f"marking {log_date.isoformat()} done failed and was rolled back"):
+        _mark_done(conn, log_date, evaluator_version, datetime.now(UTC).replace(tzinfo=None))
+
+
+def _mark_done(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str, now: datetime) -> None:
+    conn.execute(
+        "UPDATE stored_days SET metrics_at = $now WHERE log_date = $log_date AND evaluator_version = $version",
+        {"log_date": log_date, "version": evaluator_version, "now": now},
+    )
 
 
 def read_daily_metrics(
@@ -164,7 +184,8 @@ def read_daily_metrics(
 
 
 def day_is_done(conn: duckdb.DuckDBPyConnection, log_date: date, evaluator_version: str = EVALUATOR_VERSION) -> bool:
-    """Whether ``log_date`` was stored and its metrics computed with ``evaluator_version``.
+    """Whether ``log_date`` was stored and marked done with ``evaluator_version`` (its metrics
+    computed; in the nightly flow, its drift checks run too: :func:`mark_day_done`).
 
     Args:
         conn: a warehouse connection (read-only is fine).

@@ -466,8 +466,8 @@ def backfill(
     """Run the nightly work for every day from --start to --end; skip days already done.
 
     Resumable: after an interruption run the same command again; the days stored before it are
-    skipped (a day is done once its rows and metrics are stored with this evaluator version), the
-    rest run. A day without a log folder is reported and skipped.
+    skipped (a day is done once its rows, metrics and drift checks are stored with this evaluator
+    version), the rest run. A day without a log folder is reported and skipped.
     """
 
     with user_errors():

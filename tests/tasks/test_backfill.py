@@ -87,3 +87,44 @@ def test_interrupted_backfill_resumes_and_stores_each_day_once(tmp_path: Path) -
     assert out.with_suffix(".md").is_file()
     artifact = cast(Artifact | None, Artifact.get(REPORT_ARTIFACT_KEY))  # sync call: not a coroutine
     assert artifact is not None and artifact.type == "table" and "2026-W48" in (artifact.description or "")
+
+
+class _Stopped(BaseException):
+    """A kill during the drift checks (as SIGKILL would stop the process there)."""
+
+
+def test_a_day_stopped_during_its_drift_checks_is_not_done_and_a_rerun_checks_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The day was marked done with its metrics, before the drift checks: a run killed during them
+    left it done without its checks, and the next backfill skipped it."""
+    import flows.nightly
+    from flows.nightly import nightly
+    from warehouse.monitoring import read_drift_checks
+
+    logs = tmp_path / "logs"
+    day = MONDAY
+    write_log_day(logs, day, [record(f"{day}-{i}", "v1.0", i, correct=i != 3) for i in range(4)])
+    warehouse_path = tmp_path / "wh.duckdb"
+    real_step = flows.nightly.nightly_drift_step
+
+    def stopped(*args: object, **kwargs: object) -> object:
+        raise _Stopped
+
+    monkeypatch.setattr(flows.nightly, "nightly_drift_step", stopped)
+    with pytest.raises(_Stopped):
+        nightly(log_date=day, logs_root=str(logs), warehouse=str(warehouse_path))
+    with connect(warehouse_path, read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM daily_agent_metrics").fetchone() == (1,)  # stored, metrics too
+        assert not day_is_done(conn, day, EVALUATOR_VERSION)  # but not done: its checks did not run
+    monkeypatch.setattr(flows.nightly, "nightly_drift_step", real_step)
+    arguments = ["backfill", "--start", day.isoformat(), "--end", day.isoformat()]
+    rerun = CliRunner().invoke(app, [*arguments, "--logs-root", str(logs), "--warehouse", str(warehouse_path)])
+    assert rerun.exit_code == 0, rerun.output
+    assert "1 days run, 0 skipped" in " ".join(rerun.stdout.split()) or "1 day run, 0 skipped" in " ".join(
+        rerun.stdout.split()
+    )
+    with connect(warehouse_path, read_only=True) as conn:
+        assert day_is_done(conn, day, EVALUATOR_VERSION)
+        assert read_drift_checks(conn).height >= 1  # the checks of the day ran
+        assert conn.execute("SELECT count(*) FROM agent_runs").fetchone() == (4,)
