@@ -176,15 +176,30 @@ _DOUBLE_QUOTED_STRINGS = frozenset({"", "sqlite"})
 rule; the generic dialect, of an unknown engine, gets the benefit of the doubt). sqlglot's MySQL
 reads ``"..."`` as a string already: a quoted name there is in backticks, always a name."""
 
-_VALUE_POSITIONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike, exp.In, exp.Between)
-"""Expressions in which a string value stands where a column could: the operands of a comparison."""
+_VALUE_POSITIONS = (
+    exp.EQ,
+    exp.NEQ,
+    exp.GT,
+    exp.GTE,
+    exp.LT,
+    exp.LTE,
+    exp.Like,
+    exp.ILike,
+    exp.In,
+    exp.Between,
+    exp.If,
+    exp.Case,
+    exp.DPipe,
+)
+"""Expressions in which a string value stands where a column could: the operands of a comparison,
+the values of a ``CASE`` (``THEN "yes"``) and the parts of a ``||`` concatenation."""
 
 
 def _string_in_double_quotes(column: exp.Column, dialect: str) -> bool:
     """Whether ``column``, a name no table has, reads as a string literal: double-quoted (not in
-    backticks or brackets), in a dialect that reads it so (:data:`_DOUBLE_QUOTED_STRINGS`), and an
-    operand of a comparison (``name = "Brazil"``; ``AVG("lifeexpectancy")`` averages a string
-    there, a misspelled column).
+    backticks or brackets), in a dialect that reads it so (:data:`_DOUBLE_QUOTED_STRINGS`), and
+    where a string value stands (:data:`_VALUE_POSITIONS`: ``name = "Brazil"``, ``THEN "yes"``;
+    ``AVG("lifeexpectancy")`` averages a string there, a misspelled column).
 
     >>> import sqlglot
     >>> tree = sqlglot.parse_one('SELECT AVG("x") FROM t WHERE name = "Brazil"', read="sqlite")

@@ -333,3 +333,12 @@ def test_a_quoted_name_no_table_has_is_unknown_unless_it_reads_as_a_string(
         sqlglot.parse_one('SELECT name FROM owners WHERE name = "Rex"', read="sqlite"), pets, dialect="sqlite"
     )
     assert not value.unknown_columns
+
+
+def test_double_quoted_strings_where_sqlite_reads_a_value_are_no_unknown_columns(pets: Any) -> None:
+    """Besides comparisons, a CASE value and a part of a || concatenation are strings in SQLite."""
+    sql = 'SELECT CASE WHEN age > 3 THEN "old" ELSE "young" END, "Mr " || name FROM pets JOIN owners USING (pet_id)'
+    report = check_against_schema(sqlglot.parse_one(sql, read="sqlite"), pets, dialect="sqlite")
+    assert report.unknown_columns == ()
+    postgres = check_against_schema(sqlglot.parse_one(sql, read="postgres"), pets, dialect="postgres")
+    assert len(postgres.unknown_columns) == 3  # there they are names no table has
