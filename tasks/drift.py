@@ -16,6 +16,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from stef import stop_signals
 from stef.display import shorten
 from stef.monitor.alerts import NOTIFY_WEBHOOK_ENV, drift_event, drift_markdown, is_new_worse_drift, webhook_payload
 from stef.monitor.drift import thresholds_from_env
@@ -175,7 +176,16 @@ class DriftStep:
 
 
 def _failure(state: Any) -> str:
+    """Why a failed task run failed, as one line; raises the run's error instead when the process
+    received SIGINT or SIGTERM meanwhile (:mod:`stef.stop_signals`): the failure is the interrupt's
+    (DuckDB turns a signal's exception in a running query into ``RuntimeError('Query
+    interrupted')``), and the night must stop unfinished, its day not marked done, not go on as if
+    the drift check had merely failed."""
     exc = state.result(raise_on_failure=False)
+    if stop_signals.received() is not None:
+        if isinstance(exc, BaseException):
+            raise exc
+        raise KeyboardInterrupt(str(state.message))
     return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
 
 
@@ -184,7 +194,8 @@ def nightly_drift_step(warehouse_path: str | None, log_date: date, evaluator_ver
 
     Called at the end of the nightly flow, after the day is stored and its metrics computed: a
     failed check is logged and reported in the result (and shows as a failed task run in the
-    Prefect UI) while the night still completes with its data.
+    Prefect UI) while the night still completes with its data. A check that failed because the
+    process was interrupted (SIGINT, SIGTERM) raises its error instead (:func:`_failure`).
 
     Args:
         warehouse_path: DuckDB file.
@@ -193,6 +204,9 @@ def nightly_drift_step(warehouse_path: str | None, log_date: date, evaluator_ver
 
     Returns:
         A :class:`DriftStep`.
+
+    Raises:
+        Exception: the failed check's error when the process received SIGINT or SIGTERM meanwhile.
     """
     logger = run_logger()
     state = check_drift(warehouse_path, log_date, evaluator_version, return_state=True)

@@ -30,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 from typer.core import TyperGroup
 
+from stef import stop_signals
 from stef.days import DAY_FORM, parse_day
 from stef.display import one_line, visible_lines
 from stef.errors import InputError, StefError, UnknownDialectError
@@ -412,13 +413,17 @@ class _NoStefTraceback(logging.Filter):
     raised on purpose only hides it. After Ctrl-C or SIGTERM (:func:`interruptible`) an error is
     the interrupt's consequence: DuckDB turns the KeyboardInterrupt of a running query into
     ``RuntimeError('Query interrupted')``, which Prefect logged with its traceback above the
-    command's one line. Other exceptions keep their traceback.
+    command's one line; the same for a SIGTERM that Prefect's own handler took during a flow
+    (:mod:`stef.stop_signals`). Other exceptions keep their traceback.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
         if error is not None and (
-            isinstance(error, StefError) or environment_error_message(error) is not None or _INTERRUPTED.is_set()
+            isinstance(error, StefError)
+            or environment_error_message(error) is not None
+            or _INTERRUPTED.is_set()
+            or stop_signals.received() is not None
         ):
             record.exc_info = None
             record.exc_text = None
@@ -645,9 +650,10 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     however long the unwinding takes, none of the queued ones starts; for SIGTERM during a flow
     run, when the interrupt reaches the flow: :func:`flows.nightly.interruptible_result`), the
     temporary Prefect API is stopped. (While a flow runs, Prefect's own SIGTERM handler raises its
-    ``TerminationSignal`` first and sends the signal again to this one once its flows are reported.) Then one line on
-    stderr, ``interrupted by SIGINT: <kept()>``, and the exit code of :data:`EXIT_INTERRUPTED`
-    (130, 143) instead of a traceback.
+    ``TerminationSignal`` first and sends the signal again to this one once its flows are reported;
+    when DuckDB swallowed that exception in a running query, the signal is still known:
+    :mod:`stef.stop_signals`.) Then one line on stderr, ``interrupted by SIGINT: <kept()>``, and
+    the exit code of :data:`EXIT_INTERRUPTED` (130, 143) instead of a traceback.
 
     Args:
         kept: what the command kept and how to resume, as a sentence (called after the interrupt).
@@ -671,7 +677,15 @@ def interruptible(kept: Callable[[], str]) -> Iterator[None]:
     except ValueError:  # not the main thread (a test harness): the signals keep their handlers
         previous = previous_int = None
     try:
-        yield
+        with stop_signals.recording():
+            try:
+                yield
+            except Exception:
+                # A signal taken by another handler (Prefect's, while a flow runs) whose exception
+                # was lost on the way (DuckDB turns it into RuntimeError('Query interrupted')).
+                if not received and (late := stop_signals.received()) is not None:
+                    received.append(late)
+                raise
     except BaseException as exc:
         # An error raised while the interrupt unwinds is its consequence, not a bug: e.g. pydantic
         # turns a KeyboardInterrupt inside a serializer into a PydanticSerializationError.
