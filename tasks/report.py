@@ -324,7 +324,8 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
         InputError: either path exists and is not a regular file (``/dev/null``, a pipe, a folder
             named like the twin): each file is written to a temporary file and renamed onto its
             path, which would replace a device with a regular file; or ``out``'s suffix names
-            another format (:data:`OTHER_FORMAT_SUFFIXES`: ``report.xlsx``, ``report.pdf``).
+            another format (:data:`OTHER_FORMAT_SUFFIXES`: ``report.xlsx``, ``report.pdf``), or
+            ``out`` is ``-`` (standard output: a report is two files; ``./-`` still names one).
 
     >>> [str(p) for p in report_paths(None, "2026-W48")]
     ['stef-report-2026-W48.html', 'stef-report-2026-W48.md']
@@ -334,6 +335,11 @@ def report_paths(out: str | Path | None, week: str) -> tuple[Path, Path]:
     ['week.html', 'week.MD']
     """
     name = f"stef-report-{week}.html"
+    if str(out) == "-":
+        raise InputError(
+            f"--out -: stef report writes two files (an HTML page and its Markdown twin), not standard output; "
+            f"pass a file path or a folder, e.g. {name}"
+        )
     if out is None or not str(out):
         html = Path(name)
     elif str(out).endswith(("/", os.sep)) or Path(out).is_dir():

@@ -105,7 +105,8 @@ def export_target(out: str | Path) -> Path:
 
     Raises:
         WarehouseError: ``out`` is empty, ends in ``/`` (a folder) or is an existing folder: an
-            export is one file, so it needs a file name.
+            export is one file, so it needs a file name; or ``out`` is ``-`` (standard output: DuckDB
+            writes the export to a file; ``./-`` still names one).
 
     >>> export_target("exports/w48.csv")
     PosixPath('exports/w48.csv')
@@ -117,6 +118,11 @@ def export_target(out: str | Path) -> Path:
     text = str(out)
     if not text:
         raise WarehouseError("export output is empty; pass a file name, e.g. evaluations.csv")
+    if text == "-":
+        raise WarehouseError(
+            "export output - (standard output) is not supported: DuckDB writes the export to a file; "
+            "pass a file name, e.g. evaluations.csv"
+        )
     if text.endswith(("/", os.sep)) or Path(text).is_dir():
         folder = text if text.endswith(("/", os.sep)) else text + "/"
         raise WarehouseError(

@@ -210,16 +210,23 @@ def check_evaluator_version(target: Path, evaluator_version: str | None, read_on
         )
 
 
-def output_file(name: str, example: str) -> Path:
+STDOUT_NAME = "-"
+"""The ``--out`` value that means standard output (``stef evaluate … --out - | jq``), by convention."""
+
+
+def output_file(name: str, example: str, *, stdout: bool = False) -> Path:
     """An ``--out`` file name, checked before any work.
 
     Args:
         name: the option's value as given (a ``str`` keeps a trailing ``/``, which :class:`Path` drops).
         example: a file name for the message (``scores.jsonl``).
+        stdout: whether the command can write to standard output: then ``-`` (:data:`STDOUT_NAME`)
+            is returned as ``Path("-")`` for the caller to treat as stdout; otherwise ``-`` is refused
+            (it would write a file named ``-``; ``./-`` still names one).
 
     Raises:
-        CliError: ``name`` is empty or ends in ``/`` (a folder: as a :class:`Path` it would name a
-            file of the folder's name, and that file would be written).
+        CliError: ``name`` is empty, ends in ``/`` (a folder: as a :class:`Path` it would name a
+            file of the folder's name, and that file would be written), or is ``-`` without ``stdout``.
 
     >>> output_file("scores/day.jsonl", "scores.jsonl")
     PosixPath('scores/day.jsonl')
@@ -227,9 +234,13 @@ def output_file(name: str, example: str) -> Path:
     Traceback (most recent call last):
     ...
     flows.cli.common.CliError: scores/: is a folder; give --out a file name (e.g. scores/scores.jsonl)
+    >>> output_file("-", "scores.jsonl", stdout=True)
+    PosixPath('-')
     """
     if not name:
         raise CliError(f"--out is empty; give a file name, e.g. {example}")
+    if name == STDOUT_NAME and not stdout:
+        raise CliError(f"--out -: this command writes a file, not standard output; give a file name, e.g. {example}")
     if name.endswith(("/", os.sep)):
         raise CliError(f"{one_line(name)}: is a folder; give --out a file name (e.g. {one_line(name)}{example})")
     return Path(name)

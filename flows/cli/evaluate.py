@@ -8,7 +8,9 @@ the judge is a model.
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
 from collections import Counter, deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, cast
+from typing import TYPE_CHECKING, Annotated, TextIO, cast
 
 import typer
 from rich.table import Table
@@ -28,6 +30,7 @@ from flows.cli.common import (
     JUDGE_HELP,
     OBSERVED_HELP,
     SCHEMA_DIR_HELP,
+    STDOUT_NAME,
     CliError,
     check_workers,
     console,
@@ -55,6 +58,9 @@ if TYPE_CHECKING:
     from stef.pipeline.judge.models import Judge
     from stef.pipeline.rules import RuleBook
     from stef.pipeline.schema_book import SchemaBook
+
+BROKEN_PIPE_EXIT = 141
+"""Exit code when the reader of a streamed output closed it: as a shell reports a process ended by SIGPIPE."""
 
 PROGRESS_EVERY = 100
 """``stef evaluate`` refreshes its progress line every this many records."""
@@ -395,7 +401,13 @@ def evaluate(
     out_name: Annotated[
         str,
         typer.Option(
-            "--out", "-o", metavar="FILE", help="Where to write one JSON object per input line (JSONL): a file name."
+            "--out",
+            "-o",
+            metavar="FILE",
+            help=(
+                "Where to write one JSON object per input line (JSONL): a file name, or - for standard "
+                "output (the summary then goes to standard error)."
+            ),
         ),
     ],
     rules: Annotated[
@@ -464,7 +476,8 @@ def evaluate(
     from stef.time_cap import configured_time_cap_s
 
     with user_errors():
-        out = output_file(out_name, "scores.jsonl")
+        out = output_file(out_name, "scores.jsonl", stdout=True)
+        to_stdout = out_name == STDOUT_NAME
         check_workers(workers)
         settings = validate_judge(
             judge,
@@ -494,19 +507,23 @@ def evaluate(
             dialect = validate_dialect(dialect)
         rulebook = RuleBook(rules_file=rules)
         configured_time_cap_s()  # an invalid $STEF_TIME_CAP_S fails here, before any work
-        files = input_files(input_path, exclude=out)
+        files = input_files(input_path, exclude=None if to_stdout else out)
         stats = EvaluationStats()
-        if out.is_dir():
+        if not to_stdout and out.is_dir():
             raise CliError(f"{out}: is a directory; give --out a file name (e.g. {out / 'scores.jsonl'})")
         # A regular file is written to OUT.partial and renamed at the end (no half-written output);
-        # a symlink, FIFO or device (/dev/stdout) is written through, never replaced.
-        special = out.is_symlink() or (out.exists() and not out.is_file())
+        # standard output, a symlink, FIFO or device (/dev/stdout) is written through, never replaced.
+        special = to_stdout or out.is_symlink() or (out.exists() and not out.is_file())
         partial = out if special else out.with_name(out.name + ".partial")
-        try:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            handle = partial.open("w", encoding="utf-8")
-        except OSError as exc:
-            raise CliError(f"{out}: cannot write output ({exc.strerror or exc})") from exc
+        handle: TextIO | _Unclosed
+        if to_stdout:
+            handle = _Unclosed(sys.stdout)
+        else:
+            try:
+                out.parent.mkdir(parents=True, exist_ok=True)
+                handle = partial.open("w", encoding="utf-8")
+            except OSError as exc:
+                raise CliError(f"{out}: cannot write output ({exc.strerror or exc})") from exc
         from rich.progress import Progress, SpinnerColumn, TextColumn
 
         progress = Progress(
@@ -519,7 +536,8 @@ def evaluate(
 
         def kept() -> str:
             if special:
-                return f"{out} received the rows of the first {stats.records} records (written through, not renamed)"
+                where = "standard output" if to_stdout else str(out)
+                return f"{where} received the rows of the first {stats.records} records (written through, not renamed)"
             return f"nothing was written to {out} (rows go to {partial.name}, removed, and are renamed only at the end)"
 
         try:
@@ -559,10 +577,12 @@ def evaluate(
         finally:
             if not special:
                 partial.unlink(missing_ok=True)
+    # With the rows on standard output, the summary must not mix with them: it goes to stderr.
+    summary = err_console if to_stdout or _is_standard_output(out) else console
     for table in _evaluation_tables(stats, input_path, out):
-        console.print(table)
+        summary.print(table)
     if evaluator is not None:
-        console.print(judge_table(evaluator.stats))
+        summary.print(judge_table(evaluator.stats))
     if stats.records == 0:  # an empty file (or blank lines only): say so, the output is empty too
         err_console.print(
             Text(f"warning: {one_line(input_path)} holds no log lines: nothing was scored ({one_line(out)} is empty)"),
@@ -570,13 +590,56 @@ def evaluate(
         )
 
 
+class _Unclosed:
+    """Standard output as the rows' file: written through, flushed and left open at the end."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(text)
+
+    def __enter__(self) -> _Unclosed:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stream.flush()
+
+
+def _is_standard_output(out: Path) -> bool:
+    """Whether ``out`` is this process's standard output (``/dev/stdout``, ``/proc/self/fd/1``, or
+    the file stdout is redirected to): the same device and inode."""
+    try:
+        target = os.stat(out)
+        current = os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no such file, or stdout is not a real file (a test's)
+        return False
+    return (target.st_dev, target.st_ino) == (current.st_dev, current.st_ino)
+
+
 @contextmanager
 def _written_to(out: Path, streamed: bool) -> Iterator[None]:
     """Turn an :class:`OSError` of writing ``out`` (disk full, quota, I/O error) into a
     :class:`CliError` naming the file (reading errors are :class:`InputError` by then).
-    ``streamed``: ``out`` is written through (a pipe, a device), not replaced at the end."""
+    ``streamed``: ``out`` is written through (a pipe, a device), not replaced at the end.
+
+    A streamed output whose reader closed it (``stef evaluate … --out - | head``) stops the
+    command quietly, as a Unix filter stops: exit code 141 (128 + SIGPIPE), no message, the rest
+    of standard output sent to ``/dev/null`` so that no later write or flush fails again.
+    """
     try:
         yield
+    except BrokenPipeError as exc:
+        if not streamed:
+            raise CliError(f"{out}: cannot write output ({exc.strerror or exc}); {out} was left as it was") from exc
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):  # stdout is not a real file (a test's)
+            pass
+        finally:
+            os.close(devnull)
+        raise typer.Exit(BROKEN_PIPE_EXIT) from None
     except OSError as exc:
         outcome = "the output there is incomplete" if streamed else f"{out} was left as it was"
         raise CliError(f"{out}: cannot write output ({exc.strerror or exc}); {outcome}") from exc

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.flows.cli.cli_support import CONTRACT_KEYS, FIXTURE, FIXTURE_RUN_IDS, invoke, read_jsonl
+from tests.support.checkout import checkout_env
 
 
 def test_evaluate_writes_one_row_per_input_line_in_order(tmp_path: Path) -> None:
@@ -399,3 +402,102 @@ def test_an_out_ending_in_a_slash_is_refused_not_written_as_a_file_of_that_name(
     assert result.exit_code == 2, result.output
     assert result.stderr == f"error: {out}: is a folder; give --out a file name (e.g. {out}{example})\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["day.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("command", "example"),
+    [
+        (("review", "sample", "--warehouse", "{tmp}/wh.duckdb"), "review.csv"),
+        (("review", "calibrate", "--warehouse", "{tmp}/wh.duckdb"), "calibrator.json"),
+        (("catalog", "learn", "{source}"), "observed-catalog.json"),
+    ],
+    ids=["review_sample", "review_calibrate", "catalog_learn"],
+)
+def test_out_dash_of_a_command_that_writes_files_is_refused_not_written_as_a_file_named_dash(
+    tmp_path: Path, command: tuple[str, ...], example: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--out -`` wrote a file named ``-`` in the working folder, where standard output was meant."""
+    monkeypatch.chdir(tmp_path)
+    source = tmp_path / "day.jsonl"
+    source.write_text(json.dumps({"run_id": "r1", "question": "How many users?", "sql": "SELECT 1"}) + "\n")
+    args = [a.replace("{source}", str(source)).replace("{tmp}", str(tmp_path)) for a in command]
+    result = invoke(*args, "--out", "-")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"error: --out -: this command writes a file, not standard output; give a file name, e.g. {example}\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["day.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (
+            ("export", "--start", "2026-11-23", "--end", "2026-11-29", "--warehouse", "{tmp}/wh.duckdb"),
+            "export output - (standard output) is not supported: DuckDB writes the export to a file; "
+            "pass a file name, e.g. evaluations.csv",
+        ),
+        (
+            ("report", "--week", "2026-W48", "--warehouse", "{tmp}/wh.duckdb"),
+            "--out -: stef report writes two files (an HTML page and its Markdown twin), not standard output; "
+            "pass a file path or a folder, e.g. stef-report-2026-W48.html",
+        ),
+    ],
+    ids=["export", "report"],
+)
+def test_out_dash_of_export_and_report_is_refused_before_the_warehouse_is_read(
+    tmp_path: Path, command: tuple[str, ...], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export or a report to ``-`` wrote files named ``-`` (and ``-.md``)."""
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*[a.replace("{tmp}", str(tmp_path)) for a in command], "--out", "-")
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"error: {message}\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def _stef(tmp_path: Path, *args: str, stdout: Any = subprocess.PIPE) -> subprocess.Popen[bytes]:
+    """``stef ARGS`` as a real process in ``tmp_path`` (its stdout a pipe unless given)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "flows.cli", *args],
+        cwd=tmp_path,
+        env=checkout_env(COLUMNS="200"),
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.parametrize("out", ["-", "/dev/stdout"])
+def test_rows_on_standard_output_leave_the_summary_to_stderr(tmp_path: Path, out: str) -> None:
+    """``--out -`` (and ``--out /dev/stdout``) gives standard output the rows alone, the same rows
+    as a file gets, so that ``stef evaluate … --out - | jq`` reads JSON lines only; the summary
+    table goes to stderr. ``-`` wrote a file named ``-``, /dev/stdout got the table after the rows."""
+    assert invoke("evaluate", str(FIXTURE), "--out", str(tmp_path / "file.jsonl")).exit_code == 0
+    expected = read_jsonl(tmp_path / "file.jsonl")
+    process = _stef(tmp_path, "evaluate", str(FIXTURE), "--out", out, "--workers", "1")
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr.decode()
+    rows = [json.loads(line) for line in stdout.decode().splitlines()]
+    assert [{k: row[k] for k in CONTRACT_KEYS} for row in rows] == [
+        {k: row[k] for k in CONTRACT_KEYS} for row in expected
+    ]
+    assert "stef evaluate" in stderr.decode() and "records" in stderr.decode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.jsonl"]
+
+
+def test_a_reader_that_closes_standard_output_stops_evaluate_quietly_with_141(tmp_path: Path) -> None:
+    """``stef evaluate … --out - | head -1``: once ``head`` has its line the command stops as a Unix
+    filter stops (exit 141, as for SIGPIPE) without a message; it was exit 2 with "cannot write output"."""
+    rows = [json.loads(line) for line in FIXTURE.read_text(encoding="utf-8").splitlines()[:2]]  # cli-1, cli-2
+    source = tmp_path / "big.jsonl"
+    with source.open("w", encoding="utf-8") as handle:
+        for index in range(3000):  # far more than a pipe's buffer holds
+            handle.write(json.dumps({**rows[index % 2], "run_id": f"r{index}"}) + "\n")
+    process = _stef(tmp_path, "evaluate", str(source), "--out", "-")
+    assert process.stdout is not None and process.stderr is not None
+    first = json.loads(process.stdout.readline())
+    process.stdout.close()  # as head does after its line
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141, stderr
+    assert first["run_id"] == "r0"
+    assert stderr == ""
