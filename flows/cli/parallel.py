@@ -296,5 +296,10 @@ def _rows_of_pool(
             while pending:
                 yield from pending.popleft().result()
         except BaseException:  # an unreadable file, Ctrl-C, or the consumer stopped: drop the queued batches
-            pool.shutdown(wait=False, cancel_futures=True)
+            # and wait for the pool's manager thread here (the process would wait for it at exit
+            # anyway, until the batches the workers hold are done). Leaving it running raced with
+            # Python's exit hook on 3.11 (concurrent.futures.process._python_exit woke it through
+            # a pipe the thread had just closed): "OSError: [Errno 9] Bad file descriptor", a
+            # traceback and exit code 1 after the command's own error line, in most runs.
+            pool.shutdown(wait=True, cancel_futures=True)
             raise

@@ -344,6 +344,10 @@ def overridden(prepared: Prepared, result: JudgeResult) -> JudgeResult:
     """The verdict :func:`finish` stores for ``result``: INCORRECT with P(correct) 0 and confidence 1
     when the answer holds a non-SELECT statement (whatever the judge said), else ``result`` itself.
 
+    The overridden rationale starts with the stored verdict and P(correct); the judge's own
+    rationale follows as such (it named its own verdict and p, e.g. ``POTENTIALLY_INCORRECT
+    (calibrated P(correct)=0.40 …)``, which read as the answer's when it came first).
+
     Args:
         prepared: :func:`prepare`'s result.
         result: a judge's verdict of ``prepared.judge_input``.
@@ -354,7 +358,10 @@ def overridden(prepared: Prepared, result: JudgeResult) -> JudgeResult:
                 "verdict": Verdict.INCORRECT,
                 "confidence": 1.0,
                 "p_correct": 0.0,
-                "rationale": "non-SELECT statement in the answer; " + result.rationale,
+                "rationale": (
+                    f"{Verdict.INCORRECT.value} (P(correct)=0.00): the answer runs a non-SELECT statement; "
+                    f"the judge alone said: {result.rationale}"
+                )[:2000],
             }
         )
     return result

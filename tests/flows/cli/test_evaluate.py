@@ -501,3 +501,26 @@ def test_a_reader_that_closes_standard_output_stops_evaluate_quietly_with_141(tm
     assert process.wait(timeout=120) == 141, stderr
     assert first["run_id"] == "r0"
     assert stderr == ""
+
+
+def test_a_schema_error_in_the_worker_processes_exits_2_with_its_one_line_every_time(tmp_path: Path) -> None:
+    """An unusable schema file stops ``stef evaluate`` with exit code 2 and one line. With worker
+    processes, most runs then printed a traceback of Python's exit hook racing the pool's manager
+    thread (``OSError: [Errno 9] Bad file descriptor``) and exited 1."""
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    (schemas / "app.sql").write_text("-- no table here\n", encoding="utf-8")
+    source = tmp_path / "day.jsonl"
+    rows = [
+        {"run_id": f"r{i}", "question": "How many schools?", "sql": "SELECT COUNT(*) FROM schools"} for i in range(4)
+    ]
+    source.write_text("".join(json.dumps({**row, "app_id": "app"}) + "\n" for row in rows), encoding="utf-8")
+    outcomes = []
+    for _ in range(6):
+        process = _stef(
+            tmp_path, "evaluate", str(source), "--out", "out.jsonl", "--schema-dir", str(schemas), "--workers", "2"
+        )
+        _, stderr = process.communicate(timeout=120)
+        outcomes.append((process.returncode, stderr.decode()))
+    expected = f"error: {schemas / 'app.sql'}: declares no table (expected CREATE TABLE statements)\n"
+    assert outcomes == [(2, expected)] * 6

@@ -46,6 +46,13 @@ def test_non_select_statement_is_never_scored_clean() -> None:
     assert evaluation.verdict is Verdict.INCORRECT
     assert evaluation.score is not None and evaluation.score < 75
     assert any(e.evidence.startswith("S also runs non-SELECT") for e in evaluation.suspected_errors)
+    # the rationale states the stored verdict and p first (it began with the judge's own, e.g.
+    # "POTENTIALLY_INCORRECT (calibrated P(correct)=0.40 …)", contradicting the row's p of 0)
+    assert evaluation.p_correct == 0.0 and evaluation.confidence == 1.0
+    assert evaluation.rationale is not None
+    assert evaluation.rationale.startswith(
+        "INCORRECT (P(correct)=0.00): the answer runs a non-SELECT statement; the judge alone said: "
+    )
 
 
 def test_parse_error_keeps_the_parser_message() -> None:
