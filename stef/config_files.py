@@ -30,7 +30,8 @@ def _kind(mode: int) -> str:
 
 
 def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES, kind: str = "a configuration file") -> str:
-    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes.
+    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes, without a leading
+    byte-order mark (Windows editors and SSMS save one; ``json.loads`` and sqlglot refuse it).
 
     The file is opened with ``O_NONBLOCK`` and checked with ``fstat`` on the open descriptor,
     so a FIFO is refused at once instead of waiting for a writer, and the check holds for the
@@ -74,7 +75,7 @@ def read_config_text(path: str | Path, max_bytes: int = MAX_CONFIG_BYTES, kind: 
             os.close(descriptor)
     if len(content) > max_bytes:
         raise OSError(errno.EFBIG, f"larger than the {max_bytes}-byte limit for {kind}", str(path))
-    return content.decode("utf-8")
+    return content.decode("utf-8-sig")
 
 
 BINARY_SIGNATURES: tuple[tuple[bytes, str], ...] = (

@@ -228,6 +228,7 @@ def evaluate_lines(
                 for batch in pairs.feed()
             ),
             rulebook,
+            dialect,  # also the app's dialect its schema file is read in (record_schema)
         )
         try:
             for evaluations in evaluated_batches:
@@ -244,6 +245,7 @@ def evaluate_lines(
                 records,
                 rulebook=rulebook,
                 judge=cast("Judge | None", judge),  # without evaluate_many: a per-record judge
+                default_dialect=dialect,  # also the app's dialect its schema file is read in (record_schema)
                 convert=OutputRow.of,
                 schemas=schemas,
                 observed=observed,

@@ -171,7 +171,15 @@ def evaluate_raw_lines(
             rows.append(number)
             records.append(with_dialect(line.record, dialect))
     evaluated = iter(
-        evaluate_many(records, rulebook=rulebook, judge=judge, convert=OutputRow.of, schemas=schemas, observed=observed)
+        evaluate_many(
+            records,
+            rulebook=rulebook,
+            judge=judge,
+            default_dialect=dialect,  # also the app's dialect its schema file is read in (record_schema)
+            convert=OutputRow.of,
+            schemas=schemas,
+            observed=observed,
+        )
     )
     return [row if isinstance(row, OutputRow) else replace(next(evaluated), origin=(source, row)) for row in rows]
 

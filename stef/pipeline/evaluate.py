@@ -830,6 +830,11 @@ def record_schema(
         return schemas.for_app(record.app_id, dialect, rules.schema_file)
     except DDLParseError as in_record_dialect:  # another dialect may read it; a file that cannot be read stops the run
         if app_dialect == dialect:
+            if not dialect:  # nothing named a dialect: say which one was used and how to name the database's
+                raise DDLParseError(
+                    f"{in_record_dialect} (read in sqlglot's generic dialect: give the database's dialect "
+                    "with --dialect, the rules' default_dialect or the records' dialect)"
+                ) from in_record_dialect
             raise
         try:
             return schemas.for_app(record.app_id, app_dialect, rules.schema_file)

@@ -482,3 +482,72 @@ def test_a_sql_server_script_with_go_batch_separators_gives_its_tables_and_keys(
         (("CustomerID",), "Customers", ("CustomerID",))
     ]
     assert schema.is_foreign_key_pair(("orders", "customerid"), ("customers", "customerid"))
+
+
+TSQL_DDL = "CREATE TABLE [schools] ([county] NVARCHAR(100), [id] INT);\nGO\n"
+SCHOOLS_RECORD = {
+    "run_id": "p1",
+    "app_id": "app",
+    "question": "How many schools are in Alameda?",
+    "sql": "SELECT COUNT(*) FROM schools WHERE county = 'Alameda'",
+}
+
+
+def _evaluate_cli(tmp_path: Path, records: list[dict[str, Any]], *options: str) -> tuple[Any, list[dict[str, Any]]]:
+    source = tmp_path / "day.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    out = tmp_path / "scores.jsonl"
+    out.unlink(missing_ok=True)
+    result = CliRunner().invoke(app, ["evaluate", str(source), "--out", str(out), *options])
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()] if out.exists() else []
+    return result, rows
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_the_dialect_option_reads_the_app_schema_when_the_records_dialect_does_not(
+    tmp_path: Path, workers: str
+) -> None:
+    """``--dialect tsql`` names the database's dialect: a record that names another (an agent
+    writing Postgres-flavoured SQL) is judged against the T-SQL file read in T-SQL. ``stef
+    evaluate`` filled ``--dialect`` into the records that name none but did not pass it on as the
+    app's dialect, so the file was retried in the generic dialect and the record was invalid_input."""
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "app.sql").write_text(TSQL_DDL, encoding="utf-8")
+    records = [{**SCHOOLS_RECORD, "dialect": "postgres"}, {**SCHOOLS_RECORD, "run_id": "p2"}]
+    options = ("--schema-dir", str(tmp_path / "schemas"), "--dialect", "tsql", "--workers", workers)
+    result, rows = _evaluate_cli(tmp_path, records, *options)
+    assert result.exit_code == 0, result.output
+    assert [(r["run_id"], r["status"], r["dialect"]) for r in rows] == [
+        ("p1", "evaluated", "postgres"),
+        ("p2", "evaluated", "tsql"),
+    ]
+    assert all(r["schema_report"] is not None for r in rows)
+
+
+def test_a_schema_or_rules_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """Windows editors (and SSMS) save UTF-8 with a byte-order mark: the DDL failed at line 1
+    ("Invalid expression") and stopped the run, a rules file was "not valid JSON"."""
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "app.sql").write_text("CREATE TABLE schools (county TEXT, id INT);\n", encoding="utf-8-sig")
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps({"app_id": "app", "default_dialect": "sqlite"}), encoding="utf-8-sig")
+    assert (tmp_path / "schemas" / "app.sql").read_bytes().startswith(b"\xef\xbb\xbf")
+    options = ("--schema-dir", str(tmp_path / "schemas"), "--rules", str(rules), "--workers", "1")
+    result, rows = _evaluate_cli(tmp_path, [SCHOOLS_RECORD], *options)
+    assert result.exit_code == 0, result.output
+    assert [(r["status"], r["dialect"]) for r in rows] == [("evaluated", "sqlite")]
+    assert rows[0]["schema_report"] is not None
+
+
+def test_a_ddl_file_that_the_generic_dialect_cannot_read_names_the_dialect_to_give(tmp_path: Path) -> None:
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "app.sql").write_text(TSQL_DDL, encoding="utf-8")
+    result, rows = _evaluate_cli(
+        tmp_path, [SCHOOLS_RECORD], "--schema-dir", str(tmp_path / "schemas"), "--workers", "1"
+    )
+    assert result.exit_code == 2 and rows == []
+    assert result.stderr.startswith(f"error: {tmp_path / 'schemas' / 'app.sql'}: line 1: ")
+    assert result.stderr.endswith(
+        " (read in sqlglot's generic dialect: give the database's dialect with --dialect, the rules' "
+        "default_dialect or the records' dialect)\n"
+    )
