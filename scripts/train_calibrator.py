@@ -49,9 +49,11 @@ import json
 import math
 import sys
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+from stef.pipeline.judge.calibrate import Calibrator
 
 C_GRID = (0.03, 0.1, 0.3, 1.0)
 FOLDS = 5
@@ -180,8 +182,9 @@ def _observed_features(rows: list[Row], records: list[Any], schemas: list[Any], 
                 )
 
 
-def fit(matrix: list[list[float]], labels: list[bool], c: float) -> tuple[list[float], list[float], list[float], float]:
-    """Standardise, fit L2 logistic regression; return means, scales, coefficients, intercept."""
+def fit(matrix: list[list[float]], labels: list[bool], c: float) -> Calibrator:
+    """Standardise, fit L2 logistic regression; the model with each feature's training range
+    (values outside it are clipped at scoring time: :class:`Calibrator`)."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
@@ -190,7 +193,17 @@ def fit(matrix: list[list[float]], labels: list[bool], c: float) -> tuple[list[f
     scales = x.std(axis=0)
     scales[scales == 0] = 1.0
     model = LogisticRegression(C=c, max_iter=5000).fit((x - means) / scales, np.asarray(labels))
-    return means.tolist(), scales.tolist(), model.coef_[0].tolist(), float(model.intercept_[0])
+    return Calibrator(
+        "fit",
+        (),
+        tuple(means.tolist()),
+        tuple(scales.tolist()),
+        tuple(model.coef_[0].tolist()),
+        float(model.intercept_[0]),
+        {},
+        lower=tuple(x.min(axis=0).tolist()),
+        upper=tuple(x.max(axis=0).tolist()),
+    )
 
 
 def expected_calibration_error(probabilities: list[float], labels: list[bool], bins: int = 10) -> float:
@@ -302,8 +315,6 @@ def cross_validate(
     """Best C by grouped CV log-loss; its out-of-fold predictions and figures."""
     from sklearn.model_selection import GroupKFold
 
-    from stef.pipeline.judge.calibrate import Calibrator
-
     usable = [i for i, row in enumerate(rows) if feature_set in row.features]
     matrix = [[rows[i].features[feature_set].get(name, 0.0) for name in names] for i in usable]
     labels = [rows[i].label for i in usable]
@@ -312,8 +323,7 @@ def cross_validate(
     for c in C_GRID:
         predictions: dict[int, float] = {}
         for train, test in GroupKFold(n_splits=FOLDS).split(matrix, labels, groups):
-            means, scales, coefficients, intercept = fit([matrix[j] for j in train], [labels[j] for j in train], c)
-            model = Calibrator("cv", tuple(names), tuple(means), tuple(scales), tuple(coefficients), intercept, {})
+            model = replace(fit([matrix[j] for j in train], [labels[j] for j in train], c), names=tuple(names))
             for j in test:
                 predictions[usable[j]] = model.probability(rows[usable[j]].features[feature_set])
         loss = -sum(math.log(max(1e-9, predictions[i] if rows[i].label else 1 - predictions[i])) for i in usable) / len(
@@ -353,17 +363,19 @@ def main(argv: list[str] | None = None) -> int:
             continue
         names = sorted({name for row in usable for name in row.features[feature_set]})
         c, report, predictions = cross_validate(rows, feature_set, names)
-        means, scales, coefficients, intercept = fit(
+        final = fit(
             [[row.features[feature_set].get(n, 0.0) for n in names] for row in usable], [row.label for row in usable], c
         )
         figures[feature_set] = {"C": c, **report}
         payload = {
             "version": VERSIONS[feature_set],
             "features": names,
-            "means": means,
-            "scales": scales,
-            "coefficients": coefficients,
-            "intercept": intercept,
+            "means": list(final.means),
+            "scales": list(final.scales),
+            "coefficients": list(final.coefficients),
+            "intercept": final.intercept,
+            "lower": list(final.lower or ()),
+            "upper": list(final.upper or ()),
             "metadata": {
                 "feature_set": feature_set,
                 "trained_on": {

@@ -178,7 +178,13 @@ SCHEMA_FEATURES: tuple[str, ...] = (
 
 @dataclass(frozen=True)
 class Calibrator:
-    """A standardised logistic regression: p = σ(b + Σ wᵢ·(xᵢ − μᵢ)/σᵢ).
+    """A standardised logistic regression: p = σ(b + Σ wᵢ·(clip(xᵢ) − μᵢ)/σᵢ).
+
+    ``clip`` holds each feature within the range the model was trained on (``lower`` ..
+    ``upper``): a linear model extrapolates without limit, so a count no training answer reached
+    (60 integer divisions ``/1/1/1…``, hundreds of filters) moved p as far as its weight's sign
+    said, up to a CORRECT verdict at p = 0.97 for an answer whose own findings listed the bugs.
+    Past the training range the evidence counts as the most the training data showed.
 
     Attributes:
         version: artifact version string (part of the evaluator version).
@@ -187,6 +193,8 @@ class Calibrator:
         coefficients: one weight per feature.
         intercept: bias b.
         metadata: training provenance and cross-validation figures.
+        lower, upper: the smallest and largest value of each feature in the training data
+            (``None``: no bound, as in artifacts written before the bounds were kept).
     """
 
     version: str
@@ -196,35 +204,60 @@ class Calibrator:
     coefficients: tuple[float, ...]
     intercept: float
     metadata: dict[str, Any]
+    lower: tuple[float, ...] | None = None
+    upper: tuple[float, ...] | None = None
 
     def probability(self, features: dict[str, float]) -> float:
-        """P(answer correct) for named features (missing names count as 0)."""
+        """P(answer correct) for named features (missing names count as 0; each value clipped to
+        the feature's training range)."""
         z = self.intercept
-        for name, zero_term, mean, scale, weight in self._terms:
+        for name, zero_term, mean, scale, weight, low, high in self._terms:
             value = features.get(name, 0.0)
-            z += zero_term if value == 0.0 else weight * (value - mean) / scale
+            z += zero_term if value == 0.0 else weight * (min(max(value, low), high) - mean) / scale
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
     @cached_property
-    def _terms(self) -> tuple[tuple[str, float, float, float, float], ...]:
-        """(name, term of a zero feature, mean, scale, weight) per feature: most features of a
-        record are zero, and their term is the same every time."""
+    def _terms(self) -> tuple[tuple[str, float, float, float, float, float, float], ...]:
+        """(name, term of a zero feature, mean, scale, weight, lower, upper bound) per feature:
+        most features of a record are zero, and their term is the same every time."""
+        count = len(self.names)
+        lower = self.lower if self.lower is not None else (-math.inf,) * count
+        upper = self.upper if self.upper is not None else (math.inf,) * count
         return tuple(
-            (name, weight * (0.0 - mean) / scale, mean, scale, weight)
-            for name, mean, scale, weight in zip(self.names, self.means, self.scales, self.coefficients, strict=True)
+            (name, weight * (min(max(0.0, low), high) - mean) / scale, mean, scale, weight, low, high)
+            for name, mean, scale, weight, low, high in zip(
+                self.names, self.means, self.scales, self.coefficients, lower, upper, strict=True
+            )
         )
 
     @classmethod
     def from_json(cls, payload: dict[str, Any]) -> Calibrator:
-        """Build from the artifact's JSON document."""
+        """Build from the artifact's JSON document.
+
+        Raises:
+            KeyError, TypeError, ValueError: a field is missing or malformed (the callers name the file).
+        """
+        names = tuple(payload["features"])
+
+        def bounds(key: str) -> tuple[float, ...] | None:
+            values = payload.get(key)
+            if values is None:
+                return None
+            bound = tuple(float(v) for v in values)
+            if len(bound) != len(names):
+                raise ValueError(f"{key} has {len(bound)} values for {len(names)} features")
+            return bound
+
         return cls(
             version=str(payload["version"]),
-            names=tuple(payload["features"]),
+            names=names,
             means=tuple(float(v) for v in payload["means"]),
             scales=tuple(float(v) or 1.0 for v in payload["scales"]),
             coefficients=tuple(float(v) for v in payload["coefficients"]),
             intercept=float(payload["intercept"]),
             metadata=dict(payload.get("metadata", {})),
+            lower=bounds("lower"),
+            upper=bounds("upper"),
         )
 
 

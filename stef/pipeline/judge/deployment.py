@@ -177,6 +177,9 @@ def fit_deployment_calibrator(
         scales=(*(float(v) for v in final.scales), 1.0),
         coefficients=(*(float(v) for v in final.weights), float(final.b)),
         intercept=float(final.a),
+        # the reviewed answers' range of each feature (the shipped logit's too): no extrapolation
+        lower=(*(float(v) for v in matrix.min(axis=0, initial=math.inf)), float(base.min())),
+        upper=(*(float(v) for v in matrix.max(axis=0, initial=-math.inf)), float(base.max())),
         metadata={
             **dict(metadata or {}),
             "base": "shipped",
@@ -206,6 +209,8 @@ def calibrator_json(calibrator: Calibrator) -> str:
             "scales": list(calibrator.scales),
             "coefficients": list(calibrator.coefficients),
             "intercept": calibrator.intercept,
+            **({} if calibrator.lower is None else {"lower": list(calibrator.lower)}),
+            **({} if calibrator.upper is None else {"upper": list(calibrator.upper)}),
             "metadata": calibrator.metadata,
         },
         indent=2,
@@ -265,6 +270,10 @@ def parse_calibrator(document: str, source: str) -> Calibrator:
     numbers = (*calibrator.means, *calibrator.scales, *calibrator.coefficients, calibrator.intercept)
     if not all(math.isfinite(v) for v in numbers):
         raise ValueError(f"{source}: a coefficient, mean or scale is not a finite number")
+    lower = calibrator.lower or (-math.inf,) * len(calibrator.names)
+    upper = calibrator.upper or (math.inf,) * len(calibrator.names)
+    if any(math.isnan(low) or math.isnan(high) or low > high for low, high in zip(lower, upper, strict=True)):
+        raise ValueError(f"{source}: a feature's training range (lower, upper) is not a range")
     return calibrator
 
 

@@ -75,3 +75,39 @@ def test_a_judge_stated_verdict_and_confidence_map_into_the_verdicts_band() -> N
         for gamma in (0.0, 0.3, 0.5, 0.7, 0.9, 1.0):
             p = probability_from_verdict(verdict, gamma)
             assert low <= p <= high and (p < high or verdict is Verdict.CORRECT), (verdict, gamma, p)
+
+
+@pytest.mark.parametrize(
+    "artifact", ["symbolic-v2.json", "schema-v1.json", "observed-v1.json", "schema-observed-v1.json"]
+)
+def test_every_shipped_calibrator_holds_each_feature_within_its_training_range(artifact: str) -> None:
+    """A count beyond anything in the training data moves p no further than the training
+    maximum: 60 integer divisions (``/1/1/1…``) made an answer whose findings listed its bugs
+    CORRECT at p = 0.97. Checked for every feature of every shipped artifact, up and down."""
+    from stef.pipeline.judge.calibrate import load_calibrator
+
+    calibrator = load_calibrator(artifact)
+    assert calibrator.lower is not None and calibrator.upper is not None
+    base = dict(zip(calibrator.names, calibrator.lower, strict=True))
+    for name, low, high in zip(calibrator.names, calibrator.lower, calibrator.upper, strict=True):
+        assert low <= high
+        at_top = calibrator.probability({**base, name: high})
+        assert calibrator.probability({**base, name: high * 10 + 100}) == at_top, name
+        assert calibrator.probability({**base, name: low - 100}) == calibrator.probability(base), name
+
+
+def test_padding_an_answer_with_integer_divisions_does_not_make_it_correct() -> None:
+    """The wrong-value answer keeps its verdict however many ``/1`` it carries (the same with a
+    schema); p stops changing once the count passes the training range."""
+    from stef.models import AgentLogRecord
+    from stef.pipeline.evaluate import evaluate
+
+    question = "How many schools are in Alameda County?"
+    ps = []
+    for count in (0, 30, 100, 1000):
+        sql = "SELECT COUNT(*)" + "/1" * count + " FROM schools WHERE county = 'Fresno'"
+        evaluation = evaluate(AgentLogRecord(run_id=f"d{count}", question=question, sql=sql, dialect="sqlite"))
+        assert evaluation.verdict is not None and evaluation.p_correct is not None
+        assert evaluation.verdict not in (Verdict.CORRECT, Verdict.LIKELY_CORRECT), (count, evaluation.rationale)
+        ps.append(evaluation.p_correct)
+    assert ps[1] == ps[2] == ps[3] < 0.5

@@ -122,3 +122,35 @@ def test_the_symbolic_judge_applies_the_app_calibrator_and_names_it() -> None:
     assert judge.version_suffix == "+calib=" + calibrator_set_digest({None: everyone, "shop": shop})
     assert SymbolicJudge().version_suffix == ""
     assert judge.version_suffix != SymbolicJudge(deployment={None: everyone}).version_suffix
+
+
+def test_the_refit_keeps_the_reviewed_range_of_each_feature_and_the_artifact_carries_it() -> None:
+    """A deployment calibrator clips each feature (the shipped logit too) to the range of the
+    reviewed answers, as the shipped ones clip to their training data; the artifact round-trips
+    the bounds and a broken range is named."""
+    features, labels, groups = _answers(300, -1.0, seed=4)
+    fit = fit_deployment_calibrator(features, labels, groups, lambda i, p: p >= 0.65, "bounded")
+    calibrator = fit.calibrator
+    logits = [row[SHIPPED_LOGIT] for row in features]
+    assert calibrator.names == ("finding:Value Mismatch", SHIPPED_LOGIT)
+    assert calibrator.lower == (0.0, min(logits)) and calibrator.upper == (1.0, max(logits))
+    at_most = {SHIPPED_LOGIT: max(logits), "finding:Value Mismatch": 1.0}
+    beyond = {SHIPPED_LOGIT: max(logits) + 40.0, "finding:Value Mismatch": 50.0}
+    assert calibrator.probability(beyond) == calibrator.probability(at_most)
+    document = calibrator_json(calibrator)
+    again = parse_calibrator(document, "calib.json")
+    assert (again.lower, again.upper) == (calibrator.lower, calibrator.upper)
+    assert again.probability(beyond) == calibrator.probability(at_most)
+    for broken_range in ([2.0, 0.0], [float("nan"), 0.0]):
+        broken = json.loads(document)
+        broken["lower"] = broken_range
+        with pytest.raises(ValueError, match=r"calib\.json: a feature's training range"):
+            parse_calibrator(json.dumps(broken), "calib.json")
+    broken = json.loads(document)
+    broken["upper"] = broken["upper"][:1]
+    with pytest.raises(ValueError, match="upper has 1 values for 2 features"):
+        parse_calibrator(json.dumps(broken), "calib.json")
+    unbounded = json.loads(document)
+    del unbounded["lower"], unbounded["upper"]  # an artifact written before the bounds: no clipping
+    old = parse_calibrator(json.dumps(unbounded), "calib.json")
+    assert old.lower is None and old.probability(beyond) != old.probability(at_most)
