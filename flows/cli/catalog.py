@@ -22,6 +22,7 @@ from flows.cli.common import (
     DAY_METAVAR,
     CliError,
     check_day_range,
+    check_not_overwriting,
     console,
     day_option,
     output_file,
@@ -125,11 +126,14 @@ def learn(
             from warehouse import connect, existing_warehouse
             from warehouse.observed import read_answers_for_learning
 
-            with connect(existing_warehouse(warehouse), read_only=True) as conn:
+            target = existing_warehouse(warehouse)
+            check_not_overwriting(out, warehouse=target)
+            with connect(target, read_only=True) as conn:
                 records, source = read_answers_for_learning(conn, start, end)
         else:
             if not inputs:
                 raise CliError("give the log files (or folders) to learn from, or --warehouse")
+            check_not_overwriting(out, log_file=_log_files(inputs))
             records, source = _log_records(inputs), ", ".join(str(p) for p in inputs)
         book = learn_catalogs(records, source)
         if not book.catalogs:  # an empty catalog would make every later run "+observed" with nothing to check
@@ -160,6 +164,11 @@ def learn(
             "yes" if catalog.queries >= MIN_QUERIES else f"no (fewer than {MIN_QUERIES} answers)",
         )
     console.print(table)
+
+
+def _log_files(inputs: list[Path]) -> list[Path]:
+    """The files :func:`_log_records` may read: each input file, every ``*.jsonl`` under an input folder."""
+    return [file for path in inputs for file in ([path] if not path.is_dir() else sorted(path.rglob("*.jsonl")))]
 
 
 def _log_records(inputs: list[Path]) -> list[dict[str, object]]:

@@ -246,6 +246,42 @@ def output_file(name: str, example: str, *, stdout: bool = False) -> Path:
     return Path(name)
 
 
+def same_file(first: str | Path, second: str | Path) -> bool:
+    """Whether two paths name one file: the same device and inode when both exist (hard and
+    symbolic links, ``./`` spellings), else the same absolute path with symbolic links resolved.
+
+    >>> same_file("a/../w.duckdb", "w.duckdb"), same_file("w.duckdb", "x.duckdb")
+    (True, False)
+    """
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one of them does not exist (yet)
+        return Path(first).resolve() == Path(second).resolve()
+
+
+def check_not_overwriting(out: Path, **read: str | Path | Sequence[Path] | None) -> None:
+    """Refuse an ``--out`` that names a file the command reads: the warehouse, a log file, the
+    judge cache. Writing it replaced the warehouse with a CSV (``stef export --out w.duckdb``) or a
+    day's log with a catalog (``stef catalog learn DAY.jsonl --out DAY.jsonl``).
+
+    Args:
+        out: the output file.
+        **read: what the command reads, by name (``warehouse=...``, ``log_file=[...]``): a path,
+            several, or ``None`` (nothing of that kind).
+
+    Raises:
+        CliError: ``out`` is one of them (the message names which).
+    """
+    for what, value in read.items():
+        paths = [] if value is None else [value] if isinstance(value, (str, Path)) else list(value)
+        for path in paths:
+            if same_file(out, path):
+                raise CliError(
+                    f"--out {one_line(out)} is the {what.replace('_', ' ')} this command reads: writing it there "
+                    "would destroy it; give --out another file name"
+                )
+
+
 def check_workers(workers: int | None, threads: bool = False) -> None:
     """Reject a ``--workers`` above :data:`MAX_WORKERS_PER_CORE` (processes) or
     :data:`MAX_THREADS_PER_CORE` (``threads``) times the usable cores (CPU affinity aware): each
@@ -366,11 +402,43 @@ def reflow_command_help(app: typer.Typer) -> None:
             reflow_command_help(group.typer_instance)
 
 
-class OneLineUsageErrors(TyperGroup):
-    """The ``stef`` group: a usage error (unknown option, bad value, missing argument, extra argument)
-    is one ``error: <message>`` line on stderr with exit code 2, like every other error a person
-    fixes — not click's usage lines and a framed box. ``--help`` and everything else are unchanged.
+def empty_value(args: Sequence[str]) -> str | None:
+    """What in a command line's arguments is an empty value, or ``None``: ``--warehouse ""`` and
+    ``--warehouse=`` name the option; ``""`` elsewhere is an empty argument.
+
+    No option or argument of ``stef`` takes an empty text: an empty path read as ``.`` (``stef
+    evaluate ""`` scored every log file of the working folder, ``--schema-dir ""`` read it as the
+    schema folder), an empty ``--warehouse`` fell back to ``./stef.duckdb``, an empty
+    ``--reviewer`` to the login name, each without a word.
+
+    >>> empty_value(["nightly", "--warehouse", "", "--quiet"]), empty_value(["export", "--out="])
+    ('--warehouse', '--out')
+    >>> empty_value(["evaluate", ""]), empty_value(["evaluate", "logs", "--out", "scores.jsonl"])
+    ('an argument', None)
     """
+    for index, arg in enumerate(args):
+        if arg.startswith("--") and arg.endswith("=") and len(arg) > 3:
+            return arg[:-1]
+        if arg == "":
+            before = args[index - 1] if index else ""
+            return before if before.startswith("-") and "=" not in before else "an argument"
+    return None
+
+
+class OneLineUsageErrors(TyperGroup):
+    """The ``stef`` group: a usage error (unknown option, bad value, missing argument, extra argument,
+    an empty value: :func:`empty_value`) is one ``error: <message>`` line on stderr with exit code 2,
+    like every other error a person fixes — not click's usage lines and a framed box. ``--help``
+    and everything else are unchanged.
+    """
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """Click's resolution of the subcommand, after refusing an empty value anywhere in its arguments."""
+        empty = empty_value(args)
+        if empty is not None:
+            what = "an argument is empty" if empty == "an argument" else f"{empty} is empty"
+            raise UsageError(f"{what}: give a value, or leave the option out for its default", ctx)
+        return super().resolve_command(ctx, args)
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Run the command line; usage errors as one line (class docstring)."""

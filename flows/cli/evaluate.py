@@ -32,6 +32,7 @@ from flows.cli.common import (
     SCHEMA_DIR_HELP,
     STDOUT_NAME,
     CliError,
+    check_not_overwriting,
     check_workers,
     console,
     err_console,
@@ -480,6 +481,8 @@ def evaluate(
     with user_errors():
         out = output_file(out_name, "scores.jsonl", stdout=True)
         to_stdout = out_name == STDOUT_NAME
+        if not to_stdout:
+            check_not_overwriting(out, judge_cache=cache, rules_file=rules, calibrator=calibrator)
         check_workers(workers)
         settings = validate_judge(
             judge,

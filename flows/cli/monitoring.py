@@ -31,6 +31,7 @@ from flows.cli.common import (
     TimeoutOption,
     check_day_range,
     check_evaluator_version,
+    check_not_overwriting,
     console,
     day_option,
     drift_sentences,
@@ -656,8 +657,11 @@ def report(
         from warehouse import existing_warehouse, resolve_path
 
         label, _, _ = parse_week(week)  # check before Prefect starts
-        report_paths(out, label)  # so is --out (a name of another format, a device)
-        check_evaluator_version(existing_warehouse(warehouse), evaluator_version)
+        html, markdown = report_paths(out, label)  # so is --out (a name of another format, a device)
+        target = existing_warehouse(warehouse)
+        check_not_overwriting(html, warehouse=target)
+        check_not_overwriting(markdown, warehouse=target)
+        check_evaluator_version(target, evaluator_version)
         with running_flows():
             files = weekly_report(week=label, warehouse=warehouse, out=out, evaluator_version=evaluator_version)
     if files.headline:
@@ -807,6 +811,7 @@ def export(
         check_day_range(start, end, "export")
         out_file = export_target(out)  # a folder is refused before anything is read
         target = existing_warehouse(warehouse)
+        check_not_overwriting(out_file, warehouse=target)
         check_evaluator_version(target, evaluator_version)
         first, last = start, end
         chosen = export_format.value if export_format is not None else None

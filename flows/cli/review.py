@@ -24,6 +24,7 @@ from flows.cli.common import (
     SPREADSHEET_SUFFIXES,
     CliError,
     check_day_range,
+    check_not_overwriting,
     console,
     day_option,
     output_file,
@@ -75,7 +76,10 @@ def sample(
     from tasks.review import write_sample
 
     with user_errors():
+        from warehouse import resolve_path
+
         out = output_file(out_name, "review.csv")
+        check_not_overwriting(out, warehouse=resolve_path(warehouse))
         if strategy not in STRATEGIES:
             raise CliError(f"--strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
         suffix = out.suffix.lower()
@@ -297,7 +301,11 @@ def calibrate(
     from tasks.review import calibrate_from_reviews
 
     with user_errors():
+        from warehouse import resolve_path
+
         out = None if out_name is None else output_file(out_name, "calibrator.json")
+        if out is not None:
+            check_not_overwriting(out, warehouse=resolve_path(warehouse))
         try:
             result = calibrate_from_reviews(
                 warehouse, out, app_id, rules_dir, schema_dir, observed_catalog, store=not dry_run

@@ -567,3 +567,84 @@ def test_drift_of_a_named_evaluator_version_migrates_an_older_warehouse_as_witho
     assert json.loads(result.stdout)["verdict"] == "drift"
     with connect(warehouse_file, read_only=True) as conn:
         assert conn.execute("SELECT max(version) FROM schema_version").fetchone() == (10,)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("export", "--start", D1.isoformat(), "--end", (D1 + timedelta(days=6)).isoformat()),
+        ("export", "--start", D1.isoformat(), "--end", D1.isoformat(), "--format", "parquet"),
+        ("review", "sample", "--n", "5"),
+        ("catalog", "learn"),
+    ],
+    ids=["export", "export_parquet", "review_sample", "catalog_learn"],
+)
+@pytest.mark.parametrize("spelling", ["same", "dotted", "hard_link"])
+def test_an_out_that_names_the_warehouse_is_refused_and_the_warehouse_kept(
+    warehouse_file: Path, command: tuple[str, ...], spelling: str
+) -> None:
+    """``--out`` naming the warehouse replaced it with a CSV / JSON / HTML file (exit 0): every
+    later command then failed with "not a valid DuckDB database file"."""
+    before = warehouse_file.read_bytes()
+    out = {
+        "same": str(warehouse_file),
+        "dotted": f"{warehouse_file.parent}/./sub/../{warehouse_file.name}",
+        "hard_link": str(warehouse_file.with_name("link.duckdb")),
+    }[spelling]
+    if spelling == "hard_link":
+        Path(out).hardlink_to(warehouse_file)
+    result = _invoke(*command, "--warehouse", str(warehouse_file), "--out", out)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == (
+        f"error: --out {Path(out)} is the warehouse this command reads: writing it there would destroy it; "
+        "give --out another file name\n"
+    )
+    assert warehouse_file.read_bytes() == before
+    with connect(warehouse_file, read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM evaluations").fetchone() == (480,)
+
+
+def test_catalog_learn_refuses_to_write_over_a_log_file_it_learns_from(tmp_path: Path) -> None:
+    logs = tmp_path / "logs" / "2026-11-24"
+    logs.mkdir(parents=True)
+    day = logs / "agent-logs.jsonl"
+    day.write_text(
+        json.dumps({"run_id": "r1", "app_id": "a", "question": "How many users?", "sql": "SELECT 1 FROM users"}) + "\n",
+        encoding="utf-8",
+    )
+    before = day.read_bytes()
+    for given in (day, tmp_path / "logs"):
+        result = _invoke("catalog", "learn", str(given), "--out", str(day))
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(f"error: --out {day} is the log file this command reads")
+        assert day.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("evaluate", "", "--out", "x.jsonl"), "an argument is empty"),
+        (("evaluate", "logs", "--out", "x.jsonl", "--schema-dir", ""), "--schema-dir is empty"),
+        (("nightly", "--date", "2026-11-24", "--warehouse", ""), "--warehouse is empty"),
+        (("nightly", "--date", "2026-11-24", "--logs-root="), "--logs-root is empty"),
+        (
+            ("export", "--start", "2026-11-24", "--end", "2026-11-24", "--out", "x.csv", "--agent", ""),
+            "--agent is empty",
+        ),
+        (("review", "import", "labels.csv", "--reviewer", ""), "--reviewer is empty"),
+        (("report", "--out", ""), "--out is empty"),
+    ],
+    ids=["argument", "schema_dir", "warehouse", "equals", "agent", "reviewer", "report_out"],
+)
+def test_an_empty_value_is_refused_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], named: str
+) -> None:
+    """An empty path read as the working folder (``stef evaluate ""`` scored every log file
+    there), an empty ``--warehouse`` wrote ``./stef.duckdb``, an empty ``--reviewer`` stored the
+    login name: each without a word."""
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {named}: give a value, or leave the option out for its default (see `")
+    assert len(result.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
