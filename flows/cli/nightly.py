@@ -492,20 +492,31 @@ def demo(
     last = summaries[-1].log_date
     year, week, _ = last.isocalendar()
     agents = sorted({str(c["agent_id"]) for c in summaries[-1].drift_checks if c.get("kind") == "version"})
-    stef = suggested_program()  # `.venv/bin/stef` when the venv is not activated: the commands work as printed
+    stef = shlex.quote(
+        suggested_program()
+    )  # `.venv/bin/stef` when the venv is not activated: the commands work as printed
+    # Every path quoted for a shell (a --workdir with a space), and printed as text, never as markup.
+    warehouse_arg = shlex.quote(str(warehouse_path))
+    labels = logs_root.parent / "labels.jsonl"
+    day_arg = shlex.quote(str(logs_root / days[-1]))
     console.print(
-        "Next:\n"
-        + "".join(f"  {stef} drift --agent {shlex.quote(agent)} --warehouse {warehouse_path}\n" for agent in agents)
-        + f"  {stef} report --warehouse {warehouse_path} --week {year}-W{week:02d} --out stef-demo-report.html",
+        Text(
+            "Next:\n"
+            + "".join(f"  {stef} drift --agent {shlex.quote(agent)} --warehouse {warehouse_arg}\n" for agent in agents)
+            + f"  {stef} report --warehouse {warehouse_arg} --week {year}-W{week:02d} --out stef-demo-report.html"
+        ),
         soft_wrap=True,
     )
     console.print(
-        f"Check STEF's calls against the answers' labels ({logs_root.parent / 'labels.jsonl'}; the line"
-        " quarantined on purpose has no answer to label):\n"
-        f"  {stef} review import {shlex.quote(str(logs_root.parent / 'labels.jsonl'))} --warehouse"
-        f" {shlex.quote(str(warehouse_path))} --reviewer benchmark --skip-unknown\n"
-        f"  {stef} review stats --warehouse {shlex.quote(str(warehouse_path))}\n"
-        f"Score one day without a warehouse: {stef} evaluate {logs_root / days[-1]} --out scores.jsonl\n"
-        f"... and against the databases' schemas: {stef} evaluate {logs_root / days[-1]} --schema-dir {logs_root.parent / 'schemas'} --out scores.jsonl",
+        Text(
+            f"Check STEF's calls against the answers' labels ({labels}; the line"
+            " quarantined on purpose has no answer to label):\n"
+            f"  {stef} review import {shlex.quote(str(labels))} --warehouse {warehouse_arg}"
+            " --reviewer benchmark --skip-unknown\n"
+            f"  {stef} review stats --warehouse {warehouse_arg}\n"
+            f"Score one day without a warehouse: {stef} evaluate {day_arg} --out scores.jsonl\n"
+            f"... and against the databases' schemas: {stef} evaluate {day_arg} --schema-dir "
+            f"{shlex.quote(str(logs_root.parent / 'schemas'))} --out scores.jsonl"
+        ),
         soft_wrap=True,
     )

@@ -45,8 +45,10 @@ def _bundled_day_counts() -> Counter[tuple[str, str]]:
 def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> None:
     from warehouse import connect, read_daily_metrics
 
-    result = invoke("demo", "--workdir", str(tmp_path))
+    workdir = tmp_path / "demo dir [x]"  # the next commands are quoted for a shell, printed as text (not markup)
+    result = invoke("demo", "--workdir", str(workdir))
     assert result.exit_code == 0, result.output
+    tmp_path = workdir
     days = sorted({day for day, _ in _bundled_day_counts()})
     assert sorted(p.name for p in (tmp_path / "stef-demo" / "logs").iterdir()) == days
     assert (tmp_path / "stef-demo" / "labels.jsonl").is_file()
@@ -65,7 +67,7 @@ def test_demo_runs_the_nightly_flow_for_every_bundled_day(tmp_path: Path) -> Non
     )
     assert re.search(r": worse \(\+\d+ points, 95% CI \+\d+ points to \+\d+ points\)\.$", tail[verdict])
     assert tail[verdict + 1] == "Next:"
-    drift_command, report_command = tail[verdict + 2].split(), tail[verdict + 3].split()
+    drift_command, report_command = shlex.split(tail[verdict + 2]), shlex.split(tail[verdict + 3])
     warehouse = str(tmp_path / "stef-demo.duckdb")
     assert drift_command == ["stef", "drift", "--agent", "bird-analyst", "--warehouse", warehouse]
     assert report_command[:6] == ["stef", "report", "--warehouse", warehouse, "--week", "2026-W48"]
