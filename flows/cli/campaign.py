@@ -21,7 +21,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli.common import console, err_console, user_errors, validate_dialect
+from flows.cli.common import CliError, console, err_console, user_errors, validate_dialect
 from stef.display import one_line, shorten
 from stef.errors import InputError
 
@@ -162,6 +162,21 @@ def print_rejected(result: CampaignResult, to_stderr: bool = False) -> None:
         out.print(f"  ... and {len(result.rejected) - SHOWN_REJECTED} more rejected lines (--json lists them all)")
 
 
+def _print_diagnostics(result: CampaignResult, to_stderr: bool = False) -> None:
+    """The gold audit's count and exclusions, the rejected lines and the runs left unclassified, as text."""
+    out = err_console if to_stderr else console
+    audit = result.audit
+    out.print(f"gold audit: {len(audit.items) - len(audit.excluded)} of {len(audit.items)} questions executable")
+    for item in audit.excluded[:SHOWN_REJECTED]:
+        out.print(Text(f"  excluded {one_line(item.question_id)}: {one_line(item.reason)}"))
+    if len(audit.excluded) > SHOWN_REJECTED:
+        out.print(f"  ... and {len(audit.excluded) - SHOWN_REJECTED} more excluded questions")
+    print_rejected(result, to_stderr)
+    for campaign_id, skipped in result.skipped.items():
+        for run_id, reason in skipped.items():
+            out.print(Text(f"  run {one_line(run_id)} of {one_line(campaign_id)} not classified: {one_line(reason)}"))
+
+
 @campaign_app.command("run")
 def run(
     runs: RunsOpt,
@@ -195,6 +210,21 @@ def run(
     with user_errors():
         settings = _settings(settings_file, dialect)
         result = _run(runs, gold, db, catalog, settings, out)
+        if not result.results:  # storing would replace the campaigns' earlier outcomes with none
+            _print_diagnostics(result, to_stderr=True)
+            audit = result.audit
+            executable = len(audit.items) - len(audit.excluded)
+            why = (
+                f"no gold question is executable ({executable} of {len(audit.items)}: check --db and --gold)"
+                if audit.items and not executable
+                else f"{len(result.rejected)} lines rejected, no line names a campaign (check --runs)"
+                if not result.summaries
+                else "every run was left unclassified (reasons above)"
+            )
+            raise CliError(
+                f"no run classified: {why}; nothing stored"
+                + ("" if no_store else " (the warehouse keeps its earlier results of these campaigns)")
+            )
         evaluations = _score(result, settings) if score else {}
         stored = None
         if not no_store:
@@ -210,16 +240,7 @@ def run(
         payload["stored_skipped"] = None if stored is None else stored.skipped
         console.print_json(json.dumps(payload), indent=None)
         return
-    audit = result.audit
-    console.print(f"gold audit: {len(audit.items) - len(audit.excluded)} of {len(audit.items)} questions executable")
-    for item in audit.excluded:
-        console.print(Text(f"  excluded {one_line(item.question_id)}: {one_line(item.reason)}"))
-    print_rejected(result)
-    for campaign_id, skipped in result.skipped.items():
-        for run_id, reason in skipped.items():
-            console.print(
-                Text(f"  run {one_line(run_id)} of {one_line(campaign_id)} not classified: {one_line(reason)}")
-            )
+    _print_diagnostics(result)
     if result.summaries:
         console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
     else:

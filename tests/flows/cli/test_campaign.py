@@ -666,3 +666,41 @@ def test_a_rejected_line_naming_another_stored_campaign_keeps_that_campaign(
         ("baseline-static", "x1", "invalid_input", str(mcp.resolve()), 31),
         (None, None, "invalid_input", str(mcp.resolve()), 32),
     ]
+
+
+@pytest.mark.parametrize("mistake", ["empty_database", "runs_and_gold_swapped"])
+def test_a_campaign_run_that_classifies_nothing_fails_and_keeps_the_stored_campaigns(
+    sample_run: dict[str, Any], tmp_path: Path, mistake: str
+) -> None:
+    """A wrong --db (every gold question excluded) or --runs and --gold swapped (every line
+    rejected) exited 0 and replaced the campaigns' stored outcomes with none."""
+    import sqlite3
+
+    import duckdb
+
+    warehouse = tmp_path / "wh.duckdb"
+    shutil.copyfile(sample_run["warehouse"], warehouse)
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        before = conn.execute("SELECT count(*) FROM campaign_outcomes").fetchall()[0][0]
+    assert before == sum(SAMPLE_COUNTS.values())
+    db, runs, gold = sample_run["db"], SAMPLE / "runs.jsonl", SAMPLE / "gold.jsonl"
+    if mistake == "empty_database":
+        db = tmp_path / "empty.sqlite"
+        with sqlite3.connect(db) as sqlite:
+            sqlite.execute("CREATE TABLE x (a)")
+    else:
+        runs, gold = gold, runs
+    result = runner.invoke(
+        app,
+        [
+            "campaign", "run", "--runs", str(runs), "--gold", str(gold), "--db", str(db),
+            "--settings", str(SAMPLE / "settings.json"), "--out", str(tmp_path / "out"), "--warehouse", str(warehouse),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    why = "no gold question is executable (0 of 30: check --db and --gold)"  # swapped: the gold file is the runs
+    last = result.stderr.splitlines()[-1]
+    assert last.startswith("error: no run classified: ") and why in last
+    assert last.endswith("nothing stored (the warehouse keeps its earlier results of these campaigns)")
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM campaign_outcomes").fetchall()[0][0] == before
