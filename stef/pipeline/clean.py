@@ -144,23 +144,29 @@ def split_message(text: str) -> MessageParts:
         _code_blocks(text) if ("```" in text or "~~~" in text or "\n    " in text or text.startswith("    ")) else []
     )
     if blocks:
-        chosen = [b for b in blocks if b[0] in SQL_FENCE_LANGUAGES] or blocks
+        filled = [b for b in blocks if b[1].strip()]  # an empty fence holds no SQL: the SQL is elsewhere
+        chosen = [b for b in filled if b[0] in SQL_FENCE_LANGUAGES] or filled
         lines = text.replace("\r\n", "\n").split("\n")
         covered = {number for _, _, (first, end) in blocks for number in range(first, end)}
         discarded.extend(
-            body for block in blocks if block not in chosen for body in (block[1],)
+            body for block in filled if block not in chosen for body in (block[1],)
         )  # other blocks: their text, without the fences
         kept: list[str] = []
+        outside: list[str] = []  # the lines outside every block: the SQL when no block holds any
         for number, line in enumerate(lines):
             if number in covered:
                 if kept:
-                    discarded.append("\n".join(kept))
+                    outside.append("\n".join(kept))
                     kept = []
             else:
                 kept.append(line)
         if kept:
-            discarded.append("\n".join(kept))
-        text = "\n".join(body.strip() for _, body, _ in chosen)
+            outside.append("\n".join(kept))
+        if chosen:
+            discarded.extend(outside)
+            text = "\n".join(body.strip() for _, body, _ in chosen)
+        else:  # "Here is the query:\n```\n```\nSELECT 1": the prose and the SQL around the empty fences
+            text = "\n".join(outside)
         flags.append("stripped markdown fence")
     stripped = text.strip()
     lines = stripped.splitlines()

@@ -134,3 +134,23 @@ def test_clean_golden(case: Case) -> None:
 def test_clean_golden_rejections(case: Case) -> None:
     """Each input of ``tests/fixtures/stages/clean__invalid.jsonl`` is rejected as recorded."""
     check_rejection("clean", case)
+
+
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        ("Here is the query:\n```\n```\nSELECT name FROM users", "SELECT name FROM users"),
+        ("SELECT name FROM users -- ```\n```", "SELECT name FROM users -- ```"),
+        ("```sql\n```\nSELECT name FROM users\n~~~\n~~~", "SELECT name FROM users"),
+    ],
+    ids=["empty_fence_then_sql", "sql_then_unclosed_empty_fence", "two_empty_fences"],
+)
+def test_an_empty_code_fence_leaves_the_sql_around_it(sql: str, expected: str) -> None:
+    """A message whose fences are empty has its SQL outside them: it was ``invalid_input``,
+    "SQL is empty", although the SELECT was there."""
+    from stef.pipeline.clean import split_message
+
+    assert split_message(sql).sql == expected
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql))
+    assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
+    assert "stripped markdown fence" in evaluation.flags
