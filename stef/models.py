@@ -110,11 +110,35 @@ class AgentLogRecord(BaseModel):
     model_version: str | None = None
     prompt_version: str | None = None
 
+    @field_validator("run_id")
+    @classmethod
+    def _run_id_not_blank(cls, value: str) -> str:
+        """A ``run_id`` of spaces only identifies nothing (as an empty one)."""
+        if not value.strip():
+            raise ValueError("is blank (only whitespace): a run_id identifies the answer")
+        return value
+
+    @field_validator("latency_ms", "cost_usd", mode="before")
+    @classmethod
+    def _number_not_boolean(cls, value: object) -> object:
+        """``true`` / ``false`` are no amounts (pydantic would read them as 1 and 0)."""
+        if isinstance(value, bool):
+            raise ValueError(f"should be a number, not {json_kind(value)}")
+        return value
+
     @field_validator("tokens", mode="wrap")
     @classmethod
     def _tokens_in_words(cls, value: object, handler: ValidatorFunctionWrapHandler) -> object:
         """One reason for a ``tokens`` of neither kind (pydantic gives one per member of the union,
-        named by its internal tags: ``tokens.constrained-int``, ``tokens.dict[str,any]``)."""
+        named by its internal tags: ``tokens.constrained-int``, ``tokens.dict[str,any]``); a
+        boolean, and a negative or non-finite count at any depth of an object of counts
+        (``{"prompt": -80}``, ``{"details": {"cached": -1}}``), are refused too."""
+        if isinstance(value, bool):
+            raise ValueError(f"should be a whole count (120) or an object of counts, not {json_kind(value)}")
+        if isinstance(value, dict):
+            problem = _negative_count(value, "")
+            if problem is not None:
+                raise ValueError(problem)
         try:
             return handler(value)
         except ValidationError:
@@ -124,6 +148,23 @@ class AgentLogRecord(BaseModel):
                 'should be a whole count (120) or an object of counts ({"prompt": 80, "completion": 40}), '
                 f"not {json_kind(value)}"
             ) from None
+
+
+def _negative_count(counts: Mapping[Any, object], prefix: str) -> str | None:
+    """Why an object of token counts is not one: a negative or non-finite number (not a boolean)
+    at any depth, named by its path; ``None`` when none is (other values, such as a provider's
+    ``"service_tier": "standard"``, are kept as logged)."""
+    import math
+
+    for key, item in counts.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, Mapping):
+            problem = _negative_count(item, f"{name}.")
+            if problem is not None:
+                return problem
+        elif isinstance(item, (int, float)) and not isinstance(item, bool) and not (math.isfinite(item) and item >= 0):
+            return f"count {name!r} should be 0 or more, not {item}"
+    return None
 
 
 class FilterPredicate(_Frozen):

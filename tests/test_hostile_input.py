@@ -165,6 +165,42 @@ BAD_LINES = [
         "r20",
         id="negative_tokens",
     ),
+    pytest.param(
+        b'{"run_id": "r21", "question": "q", "sql": "SELECT 1", "tokens": {"prompt": -80, "completion": 40}}',
+        "field `tokens`: count 'prompt' should be 0 or more, not -80",
+        "r21",
+        id="negative_count_in_tokens_object",
+    ),
+    pytest.param(
+        b'{"run_id": "r22", "question": "q", "sql": "SELECT 1", "tokens": {"details": {"cached": -1}}}',
+        "field `tokens`: count 'details.cached' should be 0 or more, not -1",
+        "r22",
+        id="negative_nested_count",
+    ),
+    pytest.param(
+        b'{"run_id": "r23", "question": "q", "sql": "SELECT 1", "tokens": true}',
+        "field `tokens`: should be a whole count (120) or an object of counts, not true",
+        "r23",
+        id="boolean_tokens",
+    ),
+    pytest.param(
+        b'{"run_id": "r24", "question": "q", "sql": "SELECT 1", "cost_usd": false}',
+        "field `cost_usd`: should be a number, not false",
+        "r24",
+        id="boolean_cost",
+    ),
+    pytest.param(
+        b'{"run_id": "r25", "question": "q", "sql": "SELECT 1", "latency_ms": true}',
+        "field `latency_ms`: should be a number, not true",
+        "r25",
+        id="boolean_latency",
+    ),
+    pytest.param(
+        b'{"run_id": "  ", "question": "q", "sql": "SELECT 1"}',
+        "field `run_id`: is blank (only whitespace): a run_id identifies the answer",
+        "  ",
+        id="blank_run_id",
+    ),
     pytest.param(b"null", "not a JSON object but null", None, id="json_null"),
     pytest.param(
         b'{"run_id": "r17", "question": "q", "sql": "SELECT 1", "run_id": "r18"}',
@@ -1027,3 +1063,18 @@ def test_campaign_jsonl_with_invalid_utf8_names_the_line(tmp_path: Path) -> None
     read = read_jsonl(path, GoldQuestion)
     assert [q.question_id for q in read.items] == ["q1"]
     assert [(r.line_number, r.reason) for r in read.rejected] == [(2, "invalid UTF-8 at byte 18")]
+
+
+def test_a_providers_usage_object_is_kept_as_logged() -> None:
+    """Token objects as providers return them (OpenAI's nested details with nulls, Anthropic's
+    ``service_tier`` text) are valid: only negative, non-finite or boolean counts are refused."""
+    usage = {
+        "prompt_tokens": 80,
+        "completion_tokens": 40,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": None},
+        "service_tier": "standard",
+    }
+    raw = json.dumps({"run_id": "u1", "question": "q", "sql": "SELECT 1", "tokens": usage}).encode()
+    line = parse_line(raw, "day.jsonl", 1)
+    assert line is not None and line.record is not None, line.reason
+    assert line.record.tokens == usage
