@@ -111,29 +111,84 @@ def _write_words(dialect: str) -> tuple[str, ...]:
     return (*WRITE_WORDS, *own)
 
 
+SIDE_EFFECT_FUNCTIONS = frozenset(
+    {
+        # SQLite: loads and runs a shared library; the CLI's file writer and editor
+        "load_extension",
+        "writefile",
+        "edit",
+        # PostgreSQL: large objects to and from the server's files, server files, settings,
+        # sequences, other sessions, remote statements, notifications
+        "lo_import",
+        "lo_export",
+        "lo_unlink",
+        "lo_create",
+        "lo_put",
+        "lo_from_bytea",
+        "pg_read_file",
+        "pg_read_binary_file",
+        "pg_ls_dir",
+        "pg_stat_file",
+        "set_config",
+        "nextval",
+        "setval",
+        "pg_terminate_backend",
+        "pg_cancel_backend",
+        "pg_reload_conf",
+        "pg_rotate_logfile",
+        "pg_notify",
+        "pg_logical_emit_message",
+        "dblink_exec",
+        # MySQL: server files, user-defined command execution, named locks
+        "load_file",
+        "sys_exec",
+        "sys_eval",
+        "get_lock",
+        "release_lock",
+        # SQL Server: shell commands, other servers' data
+        "xp_cmdshell",
+        "openrowset",
+        "opendatasource",
+    }
+)
+"""Functions (lower case) a query may call that change the database or the server, read its
+files or run code: a SELECT that calls one is no read-only answer (:func:`embedded_writes`)."""
+
+
 def _may_write(text: str, dialect: str) -> bool:
-    """Pre-check before walking the tree: does the text hold a write keyword of the dialect
-    anywhere (case-insensitive)? A superset test: the tree, not this, decides what is flagged."""
+    """Pre-check before walking the tree: does the text hold a write keyword of the dialect, or
+    the name of a :data:`SIDE_EFFECT_FUNCTIONS` function, anywhere (case-insensitive)? A superset
+    test: the tree, not this, decides what is flagged."""
     upper = text.upper()
-    return any(word in upper for word in _write_words(dialect))
+    if any(word in upper for word in _write_words(dialect)):
+        return True
+    lower = text.lower()
+    return any(name in lower for name in SIDE_EFFECT_FUNCTIONS)
 
 
 def embedded_writes(query: exp.Expr) -> list[str]:
-    """Writes inside a query statement: ``SELECT ... INTO t`` and data-modifying CTEs.
+    """Writes inside a query statement: ``SELECT ... INTO t``, data-modifying CTEs, and calls of
+    :data:`SIDE_EFFECT_FUNCTIONS` (``SELECT load_extension('/tmp/x.so')``).
 
     >>> import sqlglot
     >>> embedded_writes(sqlglot.parse_one("SELECT * INTO backup FROM users"))
     ['SELECT INTO']
     >>> embedded_writes(sqlglot.parse_one("WITH d AS (DELETE FROM users RETURNING *) SELECT COUNT(*) FROM d", read="postgres"))
     ['DELETE (inside the query)']
+    >>> embedded_writes(sqlglot.parse_one("SELECT name, pg_read_file('/etc/passwd') FROM users", read="postgres"))
+    ['PG_READ_FILE() (inside the query)']
     """
     writes: list[str] = []
     into: list[str] = []
-    for node in query.walk():  # one walk for both kinds
+    for node in query.walk():  # one walk for every kind
         if isinstance(node, WRITE_TYPES):
             writes.append(f"{node.key.upper()} (inside the query)")
         elif isinstance(node, exp.Select) and node.args.get("into") is not None:
             into.append("SELECT INTO")
+        elif isinstance(node, exp.Func):
+            name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+            if name.lower() in SIDE_EFFECT_FUNCTIONS:
+                writes.append(f"{name.upper()}() (inside the query)")
     return writes + into
 
 

@@ -154,3 +154,30 @@ def test_an_empty_code_fence_leaves_the_sql_around_it(sql: str, expected: str) -
     evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql))
     assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
     assert "stripped markdown fence" in evaluation.flags
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect", "kind"),
+    [
+        ("SELECT load_extension('/tmp/evil.so')", "sqlite", "LOAD_EXTENSION()"),
+        ("SELECT name FROM users WHERE nextval('seq') > 0", "postgres", "NEXTVAL()"),
+        ("SELECT set_config('search_path', 'x', false), name FROM users", "postgres", "SET_CONFIG()"),
+        ("SELECT name, pg_read_file('/etc/passwd') FROM users", "postgres", "PG_READ_FILE()"),
+        ("SELECT name FROM users WHERE id IN (SELECT lo_export(1, '/tmp/x'))", "postgres", "LO_EXPORT()"),
+        ("SELECT LOAD_FILE('/etc/passwd') AS name FROM users", "mysql", "LOAD_FILE()"),
+    ],
+)
+def test_a_query_that_calls_a_side_effecting_function_is_never_scored_clean(sql: str, dialect: str, kind: str) -> None:
+    """A SELECT that loads a library, advances a sequence, changes a setting or reads the
+    server's files was scored CORRECT (Φ 80) as a read-only answer."""
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert evaluation.status is EvaluationStatus.EVALUATED
+    assert f"non_select_statement: {kind} (inside the query)" in evaluation.flags
+    assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+
+
+def test_a_column_named_like_a_side_effecting_function_is_no_call() -> None:
+    evaluation = evaluate(
+        AgentLogRecord(run_id="r", question="Show the names of the users", sql="SELECT name, edit, nextval FROM users")
+    )
+    assert not any(flag.startswith("non_select_statement") for flag in evaluation.flags)
