@@ -14,6 +14,7 @@ evaluations are those of :func:`evaluate`, in input order, for about a quarter l
 from __future__ import annotations
 
 import time
+import unicodedata
 from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
@@ -232,7 +233,7 @@ def _prepare_stages(
             judge=judge_name,
             duration_ms=clock.elapsed_ms(),
         )
-    if not record.question.strip():
+    if is_blank(record.question):
         return _failure(
             record,
             EvaluationStatus.INVALID_INPUT,
@@ -241,7 +242,7 @@ def _prepare_stages(
             judge=judge_name,
             duration_ms=clock.elapsed_ms(),
         )
-    if not record.sql.strip():
+    if is_blank(record.sql):
         return _failure(
             record,
             EvaluationStatus.INVALID_INPUT,
@@ -261,6 +262,7 @@ def _prepare_stages(
                 duration_ms=clock.elapsed_ms(),
             )
 
+    record = with_compatible_questions(record)
     parsed = parse_sql_with_fallback(record.sql, dialect)
     dialect = parsed.dialect
     yield  # the cap is checked after the parse, also for a text that does not parse
@@ -793,6 +795,34 @@ def _finished(judged: Judged) -> Evaluation:
 class RecordSchemaError(SchemaError):
     """The app's schema file parses neither in the record's dialect nor in the app's own (the
     record gets an ``invalid_input`` evaluation with this message; the batch goes on)."""
+
+
+def is_blank(text: str) -> bool:
+    r"""Whether ``text`` holds nothing to read: only whitespace, control and invisible format
+    characters (a zero-width space ``\u200b``, a byte-order mark, a direction mark).
+
+    >>> is_blank(" \u200b\ufeff\n"), is_blank("How many?")
+    (True, False)
+    """
+    return all(character.isspace() or unicodedata.category(character) in ("Cc", "Cf") for character in text)
+
+
+def with_compatible_questions(record: AgentLogRecord) -> AgentLogRecord:
+    r"""``record`` with its question and enriched question in Unicode's NFKC form, as the values
+    they are compared with (:func:`stef.pipeline.values.normalize_value`): an accent typed as a
+    combining mark (``Ala\u0301meda``, NFD) or fullwidth letters (``Ａｌａｍｅｄａ``, from an
+    input method) read as the SQL's ``'Alámeda'`` / ``'Alameda'``. Only for scoring: the stored
+    record keeps the text as logged.
+
+    >>> with_compatible_questions(AgentLogRecord(run_id="r", question="Ａｌａ\u0301meda?", sql="SELECT 1")).question
+    'Alámeda?'
+    """
+    update = {
+        field: unicodedata.normalize("NFKC", text)
+        for field, text in (("question", record.question), ("enriched_question", record.enriched_question))
+        if text is not None and not text.isascii() and not unicodedata.is_normalized("NFKC", text)
+    }
+    return record.model_copy(update=update) if update else record
 
 
 def record_schema(

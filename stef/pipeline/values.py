@@ -9,6 +9,7 @@ unqualified, lower case, quotes removed, R_app column mappings applied.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from sqlglot import exp
@@ -63,7 +64,7 @@ def normalize_value(value: str, rules: AppRules | None = None) -> str:
     ):
         return _default_normalized(value)
     options = rules.value_normalization
-    text = value
+    text = _compatible(value)
     if options.get("collapse_whitespace", True):
         text = " ".join(text.split())
     if options.get("lowercase", True):
@@ -100,7 +101,17 @@ def _canonical_date(text: str) -> str:
 @lru_cache(maxsize=65536)
 def _default_normalized(value: str) -> str:
     """:func:`normalize_value` under the default options (cached: literals repeat a lot)."""
-    return _canonical_date(_canonical_number(" ".join(value.split()).lower()))
+    return _canonical_date(_canonical_number(" ".join(_compatible(value).split()).lower()))
+
+
+def _compatible(text: str) -> str:
+    r"""``text`` in Unicode's NFKC form (composed accents, fullwidth letters as ASCII), as the
+    questions are read (:func:`stef.pipeline.evaluate.with_compatible_questions`).
+
+    >>> _compatible("Ala\u0301meda"), _compatible("Ｆｒｅｓｎｏ")
+    ('Alámeda', 'Fresno')
+    """
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
 
 
 def _canonical_number(text: str) -> str:

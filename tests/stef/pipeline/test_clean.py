@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from stef.errors import UnknownDialectError
-from stef.models import AgentLogRecord, EvaluationStatus, Verdict
+from stef.models import AgentLogRecord, EvaluationStatus, FilterStatus, Verdict
 from stef.pipeline.clean import parse_sql_with_fallback
 from stef.pipeline.dialects import resolve_dialect
 from stef.pipeline.evaluate import evaluate
@@ -181,3 +181,39 @@ def test_a_column_named_like_a_side_effecting_function_is_no_call() -> None:
         AgentLogRecord(run_id="r", question="Show the names of the users", sql="SELECT name, edit, nextval FROM users")
     )
     assert not any(flag.startswith("non_select_statement") for flag in evaluation.flags)
+
+
+@pytest.mark.parametrize(
+    ("question", "literal"),
+    [
+        ("How many schools are in Ala\u0301meda County?", "Al\u00e1meda"),  # the accent as a combining mark (NFD)
+        ("How many schools are in \uff21\uff4c\uff41\uff4d\uff45\uff44\uff41 County?", "Alameda"),  # fullwidth
+        ("How many schools are in Al\u00e1meda County?", "Ala\u0301meda"),  # the SQL's literal in NFD
+    ],
+    ids=["nfd_question", "fullwidth_question", "nfd_literal"],
+)
+def test_a_value_in_another_unicode_form_is_the_same_value(question: str, literal: str) -> None:
+    """The question's value and the SQL's literal are compared in NFKC form: an NFD accent or
+    fullwidth letters from an input method made the filter NOT_APPLIED and the answer INCORRECT."""
+    sql = f"SELECT COUNT(*) FROM schools WHERE county = '{literal}'"
+    evaluation = evaluate(AgentLogRecord(run_id="r", question=question, sql=sql, dialect="sqlite"))
+    assert evaluation.filter_status is FilterStatus.FULLY_APPLIED
+    wrong = evaluate(
+        AgentLogRecord(run_id="w", question=question, sql=sql.replace(literal, "Fresno"), dialect="sqlite")
+    )
+    assert wrong.filter_status is FilterStatus.NOT_APPLIED
+
+
+@pytest.mark.parametrize(
+    ("question", "sql", "reason"),
+    [
+        ("\u200b\u200b", "SELECT 1", "question is empty"),
+        ("\ufeff \u200e", "SELECT 1", "question is empty"),
+        ("How many users?", "\u200b", "SQL is empty"),
+    ],
+    ids=["zero_width_spaces", "bom_and_direction_mark", "invisible_sql"],
+)
+def test_a_text_of_invisible_characters_only_is_empty(question: str, sql: str, reason: str) -> None:
+    """A question of zero-width spaces was scored (CORRECT at p 0.80)."""
+    evaluation = evaluate(AgentLogRecord(run_id="r", question=question, sql=sql))
+    assert (evaluation.status, evaluation.status_reason) == (EvaluationStatus.INVALID_INPUT, reason)
