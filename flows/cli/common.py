@@ -449,9 +449,11 @@ class OneLineUsageErrors(TyperGroup):
         except UsageError as exc:
             command = exc.ctx.command_path if exc.ctx is not None else "stef"
             message = " ".join(exc.format_message().split()).replace("Value error, ", "")
-            err_console.print(
-                Text.assemble(("error: ", "bold red"), f"{one_line(message)} (see `{command} --help`)"), soft_wrap=True
-            )
+            if message:  # a group called without its command printed its help instead: nothing to add
+                err_console.print(
+                    Text.assemble(("error: ", "bold red"), f"{one_line(message)} (see `{command} --help`)"),
+                    soft_wrap=True,
+                )
             if not standalone:
                 raise
             sys.exit(EXIT_USAGE)

@@ -654,3 +654,14 @@ def test_follow_up_commands_call_stef_as_it_was_started(
     monkeypatch.setattr(sys, "argv", [started, "demo"])
     monkeypatch.setattr(shutil, "which", lambda name: on_path if name == "stef" else None)
     assert suggested_program() == expected
+
+
+@pytest.mark.parametrize(
+    "command", [(), ("review",), ("catalog",), ("campaign",)], ids=["stef", "review", "catalog", "campaign"]
+)
+def test_a_group_without_its_command_shows_its_help_and_no_empty_error_line(command: tuple[str, ...]) -> None:
+    """``stef`` alone printed its help, then ``error:  (see `stef --help`)`` on stderr."""
+    result = invoke(*command)
+    assert result.exit_code == 2
+    assert "Usage:" in result.stdout and "Commands" in result.stdout
+    assert result.stderr == ""
