@@ -10,7 +10,11 @@ as if nothing had happened. :func:`recording` points Python's signal wake-up fil
 handles in Python into it, before any handler runs, whatever the handler. :func:`received` reads it.
 
 Only the main thread can set the wake-up descriptor; elsewhere :func:`recording` records nothing
-and :func:`received` answers ``None`` (the caller's other checks still apply).
+and :func:`received` answers ``None`` (the caller's other checks still apply). A process forked
+during the recording (a scoring pool's worker) gets no wake-up descriptor: its own signals (the
+time cap's SIGALRM ticks) are not the command's, and they would fill the pipe. The pipe holds
+1 MiB where Linux allows it (otherwise 64 KiB): nothing reads it until a failure asks, and the
+in-process time cap's ticks (four a second at most) would fill 64 KiB in about 4.5 hours.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from typing import ClassVar
 
 STOP_SIGNALS = frozenset({int(signal.SIGINT), int(signal.SIGTERM)})
 """The signals that stop a command (Ctrl-C, a scheduler's or ``kill``'s SIGTERM)."""
+
+PIPE_BYTES = 1 << 20
+"""Size asked for the wake-up pipe (``F_SETPIPE_SZ``; Linux's default limit for a user is 1 MiB)."""
 
 
 class _State:
@@ -54,6 +61,12 @@ def recording() -> Iterator[None]:
     os.set_blocking(reader, False)
     os.set_blocking(writer, False)
     try:
+        import fcntl
+
+        fcntl.fcntl(writer, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_BYTES)
+    except (ImportError, OSError):  # not Linux, or over the system's limit: the default size
+        pass
+    try:
         previous = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
     except ValueError:  # not the main thread
         os.close(reader)
@@ -71,6 +84,20 @@ def recording() -> Iterator[None]:
         _State.seen = []
         os.close(reader)
         os.close(writer)
+
+
+def _forget_in_child() -> None:
+    """After a fork: the child does not write its signals into the parent's pipe."""
+    if _State.writer is not None:
+        try:
+            signal.set_wakeup_fd(-1)
+        except ValueError:  # not the main thread (cannot happen right after a fork)
+            pass
+        _State.reader = _State.writer = None
+        _State.seen = []
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def received() -> int | None:

@@ -22,7 +22,7 @@ import pytest
 import stef.stop_signals
 from stef import stop_signals
 
-LONG_QUERY = "SELECT count(*) FROM range(20000000000) t(x) WHERE x % 7 = 3"
+LONG_QUERY = "SELECT sum(x) FROM range(20000000000) t(x)"
 """A query that runs for minutes: only an interrupt ends it."""
 
 
@@ -149,3 +149,19 @@ def test_the_drift_step_raises_a_failure_that_a_stop_signal_caused(monkeypatch: 
             time.sleep(0.05)
         with pytest.raises(RuntimeError, match="Query interrupted"):
             tasks.drift.nightly_drift_step(None, date(2026, 11, 26), "v")
+
+
+def test_a_process_forked_during_the_recording_does_not_write_into_its_pipe() -> None:
+    """A scoring pool's worker inherited the wake-up descriptor: its time-cap SIGALRM ticks (and
+    any signal it handled) went into the command's pipe, filling it until a SIGTERM was lost."""
+    with stop_signals.recording(), _handler(signal.SIGTERM, lambda signum, frame: None):
+        child = os.fork()
+        if child == 0:  # pragma: no cover - runs in the child
+            previous = signal.set_wakeup_fd(-1)
+            os.kill(os.getpid(), signal.SIGTERM)  # handled by the child's inherited no-op handler
+            time.sleep(0.05)
+            os._exit(0 if previous == -1 else 1)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0  # the child had no wake-up descriptor
+        time.sleep(0.05)
+        assert stop_signals.received() is None  # and its SIGTERM is not the command's
