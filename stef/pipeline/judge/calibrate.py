@@ -216,6 +216,21 @@ class Calibrator:
             z += zero_term if value == 0.0 else weight * (min(max(value, low), high) - mean) / scale
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
+    def clipped(self, features: dict[str, float]) -> dict[str, float]:
+        """``features`` with each of this model's features held within its training range (the
+        values :meth:`probability` uses); other names unchanged.
+
+        A deployment refit (:mod:`stef.pipeline.judge.deployment`) is fitted on and applied to
+        these values, so it extrapolates no more than the shipped model.
+        """
+        if self.lower is None and self.upper is None:
+            return dict(features)
+        out = dict(features)
+        for name, _zero, _mean, _scale, _weight, low, high in self._terms:
+            if name in out:
+                out[name] = min(max(out[name], low), high)
+        return out
+
     @cached_property
     def _terms(self) -> tuple[tuple[str, float, float, float, float, float, float], ...]:
         """(name, term of a zero feature, mean, scale, weight, lower, upper bound) per feature:

@@ -177,9 +177,9 @@ def fit_deployment_calibrator(
         scales=(*(float(v) for v in final.scales), 1.0),
         coefficients=(*(float(v) for v in final.weights), float(final.b)),
         intercept=float(final.a),
-        # the reviewed answers' range of each feature (the shipped logit's too): no extrapolation
-        lower=(*(float(v) for v in matrix.min(axis=0, initial=math.inf)), float(base.min())),
-        upper=(*(float(v) for v in matrix.max(axis=0, initial=-math.inf)), float(base.max())),
+        # no range of its own: the judge hands it features already held within the shipped
+        # calibrator's training range (SymbolicJudge.calibration_features and judge), and the
+        # shipped logit is not clipped (an uncertain sample's narrow range would squeeze every p)
         metadata={
             **dict(metadata or {}),
             "base": "shipped",

@@ -194,12 +194,13 @@ class SymbolicJudge:
 
     def calibration_features(self, judge_input: JudgeInput) -> dict[str, float] | None:
         """The features a deployment calibrator reads for ``judge_input``: the shipped calibrator's
-        (:func:`stef.pipeline.judge.calibrate.feature_vector`) and the logit of its p
+        (:func:`stef.pipeline.judge.calibrate.feature_vector`, held within its training range:
+        :meth:`Calibrator.clipped`) and the logit of its p
         (:data:`stef.pipeline.judge.deployment.SHIPPED_LOGIT`); ``None`` without a calibrator."""
         calibrator = self.calibrator_for(judge_input)
         if calibrator is None:
             return None
-        features = feature_vector(judge_input, self.findings(judge_input))
+        features = calibrator.clipped(feature_vector(judge_input, self.findings(judge_input)))
         features[SHIPPED_LOGIT] = shipped_logit(calibrator.probability(features))
         return features
 
@@ -220,7 +221,7 @@ class SymbolicJudge:
         errors = tuple(error for error, _ in findings)
         calibrator = self.calibrator_for(judge_input)
         if calibrator is not None:
-            features = feature_vector(judge_input, findings)
+            features = calibrator.clipped(feature_vector(judge_input, findings))  # as the refit was fitted on
             p = calibrator.probability(features)
             name = calibrator.version
             refit = self.deployment_calibrator_for(judge_input)

@@ -124,33 +124,49 @@ def test_the_symbolic_judge_applies_the_app_calibrator_and_names_it() -> None:
     assert judge.version_suffix != SymbolicJudge(deployment={None: everyone}).version_suffix
 
 
-def test_the_refit_keeps_the_reviewed_range_of_each_feature_and_the_artifact_carries_it() -> None:
-    """A deployment calibrator clips each feature (the shipped logit too) to the range of the
-    reviewed answers, as the shipped ones clip to their training data; the artifact round-trips
-    the bounds and a broken range is named."""
+def test_the_refit_has_no_range_of_its_own_and_an_artifact_with_one_round_trips() -> None:
+    """A deployment refit is fitted on features the judge already held within the shipped
+    calibrator's range; it clips nothing itself (clipping the shipped logit to a sample of
+    uncertain answers squeezed a p of 0.02 to 0.41). An artifact that carries a range keeps it
+    through JSON, and a broken range is named."""
     features, labels, groups = _answers(300, -1.0, seed=4)
-    fit = fit_deployment_calibrator(features, labels, groups, lambda i, p: p >= 0.65, "bounded")
+    fit = fit_deployment_calibrator(features, labels, groups, lambda i, p: p >= 0.65, "unbounded")
     calibrator = fit.calibrator
-    logits = [row[SHIPPED_LOGIT] for row in features]
-    assert calibrator.names == ("finding:Value Mismatch", SHIPPED_LOGIT)
-    assert calibrator.lower == (0.0, min(logits)) and calibrator.upper == (1.0, max(logits))
-    at_most = {SHIPPED_LOGIT: max(logits), "finding:Value Mismatch": 1.0}
-    beyond = {SHIPPED_LOGIT: max(logits) + 40.0, "finding:Value Mismatch": 50.0}
-    assert calibrator.probability(beyond) == calibrator.probability(at_most)
-    document = calibrator_json(calibrator)
-    again = parse_calibrator(document, "calib.json")
-    assert (again.lower, again.upper) == (calibrator.lower, calibrator.upper)
-    assert again.probability(beyond) == calibrator.probability(at_most)
+    assert calibrator.lower is None and calibrator.upper is None
+    low, high = (
+        {SHIPPED_LOGIT: -4.0, "finding:Value Mismatch": 0.0},
+        {SHIPPED_LOGIT: 4.0, "finding:Value Mismatch": 0.0},
+    )
+    assert calibrator.probability(low) < 0.1 < 0.9 < calibrator.probability(high)
+    document = json.loads(calibrator_json(calibrator))
+    assert "lower" not in document and "upper" not in document
+    document.update(lower=[0.0, -12.0], upper=[1.0, 12.0])
+    again = parse_calibrator(json.dumps(document), "calib.json")
+    assert (again.lower, again.upper) == ((0.0, -12.0), (1.0, 12.0))
+    beyond = {SHIPPED_LOGIT: 40.0, "finding:Value Mismatch": 50.0}
+    assert again.probability(beyond) == again.probability({SHIPPED_LOGIT: 12.0, "finding:Value Mismatch": 1.0})
     for broken_range in ([2.0, 0.0], [float("nan"), 0.0]):
-        broken = json.loads(document)
-        broken["lower"] = broken_range
+        broken = dict(document, lower=broken_range)
         with pytest.raises(ValueError, match=r"calib\.json: a feature's training range"):
             parse_calibrator(json.dumps(broken), "calib.json")
-    broken = json.loads(document)
-    broken["upper"] = broken["upper"][:1]
     with pytest.raises(ValueError, match="upper has 1 values for 2 features"):
-        parse_calibrator(json.dumps(broken), "calib.json")
-    unbounded = json.loads(document)
-    del unbounded["lower"], unbounded["upper"]  # an artifact written before the bounds: no clipping
-    old = parse_calibrator(json.dumps(unbounded), "calib.json")
-    assert old.lower is None and old.probability(beyond) != old.probability(at_most)
+        parse_calibrator(json.dumps(dict(document, upper=[1.0])), "calib.json")
+
+
+def test_the_judge_hands_a_refit_the_features_within_the_shipped_range() -> None:
+    """A refit reads the shipped calibrator's features held within its training range: 60
+    integer divisions count as the most the training data showed (one), as for the shipped model."""
+    from stef.pipeline.judge.calibrate import load_calibrator
+
+    shipped = load_calibrator()
+    top = dict(zip(shipped.names, shipped.upper or (), strict=True))["integer_divisions"]
+    refit = Calibrator(
+        "reviews", ("integer_divisions", SHIPPED_LOGIT), (0.0, 0.0), (1.0, 1.0), (0.5, 1.0), 0.0, {"base": "shipped"}
+    )
+    sql = "SELECT COUNT(*)" + "/1" * 60 + " FROM schools WHERE county = 'Alameda'"
+    record = AgentLogRecord(run_id="d60", question="How many schools are in Alameda?", sql=sql)
+    alone = evaluate(record)
+    refitted = evaluate(record, judge=SymbolicJudge(deployment={None: refit}))
+    assert alone.p_correct is not None and refitted.p_correct is not None
+    expected = 1.0 / (1.0 + math.exp(-(0.5 * min(60.0, top) + shipped_logit(alone.p_correct))))
+    assert refitted.p_correct == pytest.approx(expected, abs=2e-4)  # p is rounded to 4 digits
