@@ -52,6 +52,7 @@ from stef.pipeline.schema import DatabaseSchema, DDLParseError, SchemaError
 from stef.pipeline.schema_book import SchemaBook
 from stef.pipeline.schema_checks import check_against_schema
 from stef.pipeline.score import compute_score
+from stef.pipeline.values import compatible_text
 from stef.time_cap import RecordTimeout, _check_deadline, _RecordAlarm, configured_time_cap_s
 
 _DEFAULT_JUDGE = SymbolicJudge()
@@ -808,19 +809,19 @@ def is_blank(text: str) -> bool:
 
 
 def with_compatible_questions(record: AgentLogRecord) -> AgentLogRecord:
-    r"""``record`` with its question and enriched question in Unicode's NFKC form, as the values
-    they are compared with (:func:`stef.pipeline.values.normalize_value`): an accent typed as a
-    combining mark (``Ala\u0301meda``, NFD) or fullwidth letters (``Ａｌａｍｅｄａ``, from an
-    input method) read as the SQL's ``'Alámeda'`` / ``'Alameda'``. Only for scoring: the stored
-    record keeps the text as logged.
+    r"""``record`` with its question and enriched question composed and width-folded
+    (:func:`stef.pipeline.values.compatible_text`), as the values they are compared with: an
+    accent typed as a combining mark (``Ala\u0301meda``) or fullwidth letters from an input method
+    (``Ａｌａｍｅｄａ``) read as the SQL's ``'Alámeda'`` / ``'Alameda'``, a no-break space as a
+    space. Only for scoring: the stored record keeps the text as logged.
 
     >>> with_compatible_questions(AgentLogRecord(run_id="r", question="Ａｌａ\u0301meda?", sql="SELECT 1")).question
     'Alámeda?'
     """
     update = {
-        field: unicodedata.normalize("NFKC", text)
+        field: compatible
         for field, text in (("question", record.question), ("enriched_question", record.enriched_question))
-        if text is not None and not text.isascii() and not unicodedata.is_normalized("NFKC", text)
+        if text is not None and (compatible := compatible_text(text)) != text
     }
     return record.model_copy(update=update) if update else record
 

@@ -64,7 +64,7 @@ def normalize_value(value: str, rules: AppRules | None = None) -> str:
     ):
         return _default_normalized(value)
     options = rules.value_normalization
-    text = _compatible(value)
+    text = compatible_text(value)
     if options.get("collapse_whitespace", True):
         text = " ".join(text.split())
     if options.get("lowercase", True):
@@ -101,17 +101,28 @@ def _canonical_date(text: str) -> str:
 @lru_cache(maxsize=65536)
 def _default_normalized(value: str) -> str:
     """:func:`normalize_value` under the default options (cached: literals repeat a lot)."""
-    return _canonical_date(_canonical_number(" ".join(_compatible(value).split()).lower()))
+    return _canonical_date(_canonical_number(" ".join(compatible_text(value).split()).lower()))
 
 
-def _compatible(text: str) -> str:
-    r"""``text`` in Unicode's NFKC form (composed accents, fullwidth letters as ASCII), as the
-    questions are read (:func:`stef.pipeline.evaluate.with_compatible_questions`).
+WIDTH_FOLD = {
+    **{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)},  # fullwidth ASCII (an input method's)
+    0x3000: 0x20,  # ideographic space
+    0x00A0: 0x20,  # no-break space
+    0x2007: 0x20,  # figure space
+    0x202F: 0x20,  # narrow no-break space
+}
+"""Characters read as their ASCII counterparts (not all of NFKC: ``10³`` stays ``10³``, not ``103``)."""
 
-    >>> _compatible("Ala\u0301meda"), _compatible("Ｆｒｅｓｎｏ")
-    ('Alámeda', 'Fresno')
+
+def compatible_text(text: str) -> str:
+    r"""``text`` composed (Unicode NFC: an accent typed as a combining mark joins its letter) and
+    width-folded (:data:`WIDTH_FOLD`: fullwidth letters and digits, no-break spaces), as the
+    questions and the SQL's literals are compared.
+
+    >>> compatible_text("Ala\u0301meda"), compatible_text("Ｆｒｅｓｎｏ"), compatible_text("10³ on\xa0Monday")
+    ('Alámeda', 'Fresno', '10³ on Monday')
     """
-    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+    return text if text.isascii() else unicodedata.normalize("NFC", text.translate(WIDTH_FOLD))
 
 
 def _canonical_number(text: str) -> str:

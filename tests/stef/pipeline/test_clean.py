@@ -193,7 +193,7 @@ def test_a_column_named_like_a_side_effecting_function_is_no_call() -> None:
     ids=["nfd_question", "fullwidth_question", "nfd_literal"],
 )
 def test_a_value_in_another_unicode_form_is_the_same_value(question: str, literal: str) -> None:
-    """The question's value and the SQL's literal are compared in NFKC form: an NFD accent or
+    """The question's value and the SQL's literal are compared composed and width-folded: an NFD accent or
     fullwidth letters from an input method made the filter NOT_APPLIED and the answer INCORRECT."""
     sql = f"SELECT COUNT(*) FROM schools WHERE county = '{literal}'"
     evaluation = evaluate(AgentLogRecord(run_id="r", question=question, sql=sql, dialect="sqlite"))
@@ -217,3 +217,13 @@ def test_a_text_of_invisible_characters_only_is_empty(question: str, sql: str, r
     """A question of zero-width spaces was scored (CORRECT at p 0.80)."""
     evaluation = evaluate(AgentLogRecord(run_id="r", question=question, sql=sql))
     assert (evaluation.status, evaluation.status_reason) == (EvaluationStatus.INVALID_INPUT, reason)
+
+
+def test_a_superscript_or_fraction_in_the_question_is_no_digit() -> None:
+    """Full NFKC read "10³" as "103": the right ``> 1000`` became INCORRECT, a wrong ``> 103`` CORRECT."""
+    question = "Which cities have more than 10³ residents?"
+    right = evaluate(AgentLogRecord(run_id="r", question=question, sql="SELECT name FROM city WHERE population > 1000"))
+    wrong = evaluate(AgentLogRecord(run_id="w", question=question, sql="SELECT name FROM city WHERE population > 103"))
+    assert wrong.p_correct is not None and right.p_correct is not None
+    assert wrong.verdict is not Verdict.CORRECT
+    assert not any("103" in e.evidence and "not applied" in e.evidence for e in right.suspected_errors)
