@@ -402,27 +402,66 @@ def reflow_command_help(app: typer.Typer) -> None:
             reflow_command_help(group.typer_instance)
 
 
-def empty_value(args: Sequence[str]) -> str | None:
-    """What in a command line's arguments is an empty value, or ``None``: ``--warehouse ""`` and
-    ``--warehouse=`` name the option; ``""`` elsewhere is an empty argument.
+EMPTY_ALLOWED = frozenset({"--api-base", "--notify-webhook", "--header"})
+"""Options whose empty value means something (``--api-base ""``: the environment's;
+``--notify-webhook ""``: no webhook, as a script passes an unset variable; ``--header K=``)."""
 
-    No option or argument of ``stef`` takes an empty text: an empty path read as ``.`` (``stef
+
+def empty_value(args: Sequence[str], flags: frozenset[str] = frozenset()) -> str | None:
+    """What in a command line's arguments is an empty value, or ``None``: ``--warehouse ""`` and
+    ``--warehouse=`` name the option; ``""`` elsewhere (after a flag, after ``--``) is an empty
+    argument. :data:`EMPTY_ALLOWED` options may be empty.
+
+    Every other option and argument of ``stef`` needs a text: an empty path read as ``.`` (``stef
     evaluate ""`` scored every log file of the working folder, ``--schema-dir ""`` read it as the
     schema folder), an empty ``--warehouse`` fell back to ``./stef.duckdb``, an empty
     ``--reviewer`` to the login name, each without a word.
 
+    Args:
+        args: the arguments after ``stef``.
+        flags: the options that take no value (a ``""`` after one is an argument).
+
     >>> empty_value(["nightly", "--warehouse", "", "--quiet"]), empty_value(["export", "--out="])
     ('--warehouse', '--out')
-    >>> empty_value(["evaluate", ""]), empty_value(["evaluate", "logs", "--out", "scores.jsonl"])
+    >>> empty_value(["evaluate", ""]), empty_value(["push", "--header=X-Empty=", "--api-base", ""])
     ('an argument', None)
+    >>> empty_value(["drift", "--json", ""], flags=frozenset({"--json"})), empty_value(["evaluate", "--", ""])
+    ('an argument', 'an argument')
     """
+    options_done = False
     for index, arg in enumerate(args):
-        if arg.startswith("--") and arg.endswith("=") and len(arg) > 3:
-            return arg[:-1]
+        if options_done:
+            if arg == "":
+                return "an argument"
+            continue
+        if arg == "--":
+            options_done = True
+            continue
+        if arg.startswith("--") and "=" in arg:
+            name, _, value = arg.partition("=")
+            if not value and name not in EMPTY_ALLOWED:
+                return name
+            continue
         if arg == "":
             before = args[index - 1] if index else ""
-            return before if before.startswith("-") and "=" not in before else "an argument"
+            if before.startswith("-") and before != "--" and "=" not in before and before not in flags:
+                return None if before in EMPTY_ALLOWED else before
+            return "an argument"
     return None
+
+
+def _flag_names(command: Any) -> frozenset[str]:
+    """The option names of ``command`` and its subcommands (a group) that take no value."""
+    names: set[str] = set()
+    stack = [command]
+    while stack:
+        current = stack.pop()
+        for param in getattr(current, "params", ()):
+            if getattr(param, "is_flag", False) or getattr(param, "count", False):
+                names.update(getattr(param, "opts", ()))
+                names.update(getattr(param, "secondary_opts", ()))
+        stack.extend(getattr(current, "commands", {}).values())
+    return frozenset(names)
 
 
 class OneLineUsageErrors(TyperGroup):
@@ -434,7 +473,7 @@ class OneLineUsageErrors(TyperGroup):
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         """Click's resolution of the subcommand, after refusing an empty value anywhere in its arguments."""
-        empty = empty_value(args)
+        empty = empty_value(args, _flag_names(self))
         if empty is not None:
             what = "an argument is empty" if empty == "an argument" else f"{empty} is empty"
             raise UsageError(f"{what}: give a value, or leave the option out for its default", ctx)

@@ -648,3 +648,22 @@ def test_an_empty_value_is_refused_before_any_work(
     assert result.stderr.startswith(f"error: {named}: give a value, or leave the option out for its default (see `")
     assert len(result.stderr.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("nightly", "--date", "2026-11-24", "--notify-webhook", "", "--logs-root", "missing"),
+        ("push", "otlp", "--endpoint", "http://127.0.0.1:9", "--header=X-Empty=", "--date", "2026-11-30"),
+        ("evaluate", "missing.jsonl", "--out", "x.jsonl", "--api-base", ""),
+    ],
+    ids=["notify_webhook", "header", "api_base"],
+)
+def test_an_option_whose_empty_value_means_something_is_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    """``--notify-webhook "$UNSET"`` (no webhook), ``--api-base ""`` (the environment's) and a
+    header with an empty value are valid; the command goes on to its own checks."""
+    monkeypatch.chdir(tmp_path)
+    result = _invoke(*args)
+    assert "is empty: give a value" not in result.stderr and "an argument is empty" not in result.stderr
