@@ -830,7 +830,7 @@ def record_schema(
     schemas: SchemaBook, record: AgentLogRecord, rules: AppRules, default_dialect: str | None = None
 ) -> DatabaseSchema | None:
     """The schema ``record`` is judged against: its app's file (:meth:`SchemaBook.for_app`), read
-    in the record's dialect, else in the app's (the run's ``default_dialect``, else the rules'
+    in the record's dialect, else in the app's (the rules' ``default_dialect``, else the run's
     ``default_dialect``, else sqlglot's generic one) when the record's does not read it.
 
     A DDL file is the database's, in the database's dialect; a record that names another dialect
@@ -853,10 +853,8 @@ def record_schema(
         RecordSchemaError: the file parses in neither the record's dialect nor the app's, and
             the record names another dialect than the app's: this record's problem.
     """
-    dialect, app_dialect = (
-        _schema_dialect(record.dialect, rules, default_dialect),
-        _schema_dialect(None, rules, default_dialect),
-    )
+    dialect = _schema_dialect(record.dialect, rules, default_dialect)
+    app_dialect = _app_dialect(rules, default_dialect)
     try:
         return schemas.for_app(record.app_id, dialect, rules.schema_file)
     except DDLParseError as in_record_dialect:  # another dialect may read it; a file that cannot be read stops the run
@@ -864,7 +862,7 @@ def record_schema(
             if not dialect:  # nothing named a dialect: say which one was used and how to name the database's
                 raise DDLParseError(
                     f"{in_record_dialect} (read in sqlglot's generic dialect: give the database's dialect "
-                    "with --dialect, the rules' default_dialect or the records' dialect)"
+                    "as the rules' default_dialect, stef evaluate's --dialect or the records' dialect)"
                 ) from in_record_dialect
             raise
         try:
@@ -877,6 +875,16 @@ def record_schema(
                 f"({in_record_dialect}) nor in sqlglot's generic one ({in_app_dialect}); give the app's "
                 "dialect with --dialect or its rules' default_dialect"
             ) from in_record_dialect
+
+
+def _app_dialect(rules: AppRules, default_dialect: str | None) -> str:
+    """The dialect of the app's database, its DDL read in when the record's does not read it: the
+    rules' ``default_dialect`` (the app's own), else the run's (``--dialect``), else generic
+    (``""``; also for an unknown name)."""
+    try:
+        return resolve_dialect(rules.default_dialect or default_dialect)
+    except UnknownDialectError:
+        return ""
 
 
 def _schema_dialect(record_dialect: str | None, rules: AppRules, default_dialect: str | None) -> str:

@@ -548,6 +548,30 @@ def test_a_ddl_file_that_the_generic_dialect_cannot_read_names_the_dialect_to_gi
     assert result.exit_code == 2 and rows == []
     assert result.stderr.startswith(f"error: {tmp_path / 'schemas' / 'app.sql'}: line 1: ")
     assert result.stderr.endswith(
-        " (read in sqlglot's generic dialect: give the database's dialect with --dialect, the rules' "
-        "default_dialect or the records' dialect)\n"
+        " (read in sqlglot's generic dialect: give the database's dialect as the rules' default_dialect, "
+        "stef evaluate's --dialect or the records' dialect)\n"
     )
+
+
+def test_the_rules_dialect_of_an_app_wins_over_the_runs_for_its_schema_file(tmp_path: Path) -> None:
+    """``--dialect sqlite`` is the records' default; the app's rules say its database is Postgres:
+    its DDL (a Postgres array type) is read in Postgres. The run's dialect stopped the run."""
+    (tmp_path / "schemas").mkdir()
+    (tmp_path / "schemas" / "shop.sql").write_text("CREATE TABLE orders (id INT, total NUMERIC, tags TEXT[]);\n")
+    rules = tmp_path / "shop.json"
+    rules.write_text(json.dumps({"app_id": "shop", "default_dialect": "postgres"}), encoding="utf-8")
+    record = {"run_id": "o1", "app_id": "shop", "question": "How many orders?", "sql": "SELECT COUNT(*) FROM orders"}
+    options = (
+        "--schema-dir",
+        str(tmp_path / "schemas"),
+        "--rules",
+        str(rules),
+        "--dialect",
+        "sqlite",
+        "--workers",
+        "1",
+    )
+    result, rows = _evaluate_cli(tmp_path, [record], *options)
+    assert result.exit_code == 0, result.output
+    assert [(r["status"], r["dialect"]) for r in rows] == [("evaluated", "sqlite")]
+    assert rows[0]["schema_report"] is not None
