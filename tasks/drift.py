@@ -185,7 +185,7 @@ def _failure(state: Any) -> str:
     if stop_signals.received() is not None:
         if isinstance(exc, BaseException):
             raise exc
-        raise KeyboardInterrupt(str(state.message))
+        raise RuntimeError(str(state.message))  # an error: the command names the signal it received
     return f"{type(exc).__name__}: {exc}" if isinstance(exc, BaseException) else str(state.message)
 
 

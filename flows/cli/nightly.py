@@ -492,9 +492,7 @@ def demo(
     last = summaries[-1].log_date
     year, week, _ = last.isocalendar()
     agents = sorted({str(c["agent_id"]) for c in summaries[-1].drift_checks if c.get("kind") == "version"})
-    stef = shlex.quote(
-        suggested_program()
-    )  # `.venv/bin/stef` when the venv is not activated: the commands work as printed
+    stef = suggested_program()  # shell-quoted already; `.venv/bin/stef` when the venv is not activated
     # Every path quoted for a shell (a --workdir with a space), and printed as text, never as markup.
     warehouse_arg = shlex.quote(str(warehouse_path))
     labels = logs_root.parent / "labels.jsonl"

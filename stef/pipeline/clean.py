@@ -145,7 +145,9 @@ def split_message(text: str) -> MessageParts:
     )
     if blocks:
         filled = [b for b in blocks if b[1].strip()]  # an empty fence holds no SQL: the SQL is elsewhere
-        chosen = [b for b in filled if b[0] in SQL_FENCE_LANGUAGES] or filled
+        tagged = [b for b in blocks if b[0] in SQL_FENCE_LANGUAGES]
+        # an SQL-tagged block, even empty, says where the SQL is not: never another block (an output)
+        chosen = [b for b in tagged if b[1].strip()] if tagged else filled
         lines = text.replace("\r\n", "\n").split("\n")
         covered = {number for _, _, (first, end) in blocks for number in range(first, end)}
         discarded.extend(

@@ -165,3 +165,25 @@ def test_a_process_forked_during_the_recording_does_not_write_into_its_pipe() ->
         assert os.waitstatus_to_exitcode(status) == 0  # the child had no wake-up descriptor
         time.sleep(0.05)
         assert stop_signals.received() is None  # and its SIGTERM is not the command's
+
+
+class _FailedWithoutError(_FailedState):
+    """A failed state that holds no exception (its message only)."""
+
+    def result(self, raise_on_failure: bool = True) -> BaseException:  # type: ignore[override]
+        return None  # type: ignore[return-value]
+
+
+def test_a_failure_without_an_error_after_a_stop_signal_raises_an_error_not_ctrl_c(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Raised as KeyboardInterrupt, it was reported as "interrupted by SIGINT" (130) after a SIGTERM."""
+    import tasks.drift
+
+    monkeypatch.setattr(tasks.drift, "check_drift", lambda *args, **kwargs: _FailedWithoutError())
+    with stop_signals.recording():
+        with _handler(signal.SIGTERM, lambda signum, frame: None):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.05)
+        with pytest.raises(RuntimeError, match="Query interrupted"):
+            tasks.drift.nightly_drift_step(None, date(2026, 11, 26), "v")

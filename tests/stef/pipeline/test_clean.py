@@ -142,8 +142,9 @@ def test_clean_golden_rejections(case: Case) -> None:
         ("Here is the query:\n```\n```\nSELECT name FROM users", "SELECT name FROM users"),
         ("SELECT name FROM users -- ```\n```", "SELECT name FROM users -- ```"),
         ("```sql\n```\nSELECT name FROM users\n~~~\n~~~", "SELECT name FROM users"),
+        ("```sql\n```\nSELECT name FROM users\n```text\nname\nbob\n```", "SELECT name FROM users"),
     ],
-    ids=["empty_fence_then_sql", "sql_then_unclosed_empty_fence", "two_empty_fences"],
+    ids=["empty_fence_then_sql", "sql_then_unclosed_empty_fence", "two_empty_fences", "empty_sql_fence_and_output"],
 )
 def test_an_empty_code_fence_leaves_the_sql_around_it(sql: str, expected: str) -> None:
     """A message whose fences are empty has its SQL outside them: it was ``invalid_input``,
