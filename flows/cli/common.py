@@ -259,6 +259,13 @@ def same_file(first: str | Path, second: str | Path) -> bool:
         return Path(first).resolve() == Path(second).resolve()
 
 
+def schema_files(schema_dir: str | Path | None) -> list[Path]:
+    """The schema files a run with ``--schema-dir`` may read (``*.sql`` and ``*.json`` of the folder)."""
+    if schema_dir is None or not Path(schema_dir).is_dir():
+        return []
+    return sorted(path for path in Path(schema_dir).iterdir() if path.suffix.lower() in (".sql", ".json"))
+
+
 def check_not_overwriting(out: Path, **read: str | Path | Sequence[Path] | None) -> None:
     """Refuse an ``--out`` that names a file the command reads: the warehouse, a log file, the
     judge cache. Writing it replaced the warehouse with a CSV (``stef export --out w.duckdb``) or a

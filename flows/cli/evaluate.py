@@ -41,6 +41,7 @@ from flows.cli.common import (
     output_file,
     percent,
     read_calibrator_option,
+    schema_files,
     usd,
     user_errors,
     validate_dialect,
@@ -482,7 +483,14 @@ def evaluate(
         out = output_file(out_name, "scores.jsonl", stdout=True)
         to_stdout = out_name == STDOUT_NAME
         if not to_stdout:
-            check_not_overwriting(out, judge_cache=cache, rules_file=rules, calibrator=calibrator)
+            check_not_overwriting(
+                out,
+                judge_cache=cache,
+                rules_file=rules,
+                calibrator=calibrator,
+                observed_catalog=observed_catalog,
+                schema_file=schema_files(schema_dir),
+            )
         check_workers(workers)
         settings = validate_judge(
             judge,

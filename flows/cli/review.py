@@ -28,6 +28,7 @@ from flows.cli.common import (
     console,
     day_option,
     output_file,
+    schema_files,
     user_errors,
 )
 from stef.display import json_line, one_line, shorten
@@ -305,7 +306,12 @@ def calibrate(
 
         out = None if out_name is None else output_file(out_name, "calibrator.json")
         if out is not None:
-            check_not_overwriting(out, warehouse=resolve_path(warehouse))
+            check_not_overwriting(
+                out,
+                warehouse=resolve_path(warehouse),
+                observed_catalog=observed_catalog,
+                schema_file=schema_files(schema_dir),
+            )
         try:
             result = calibrate_from_reviews(
                 warehouse, out, app_id, rules_dir, schema_dir, observed_catalog, store=not dry_run

@@ -524,3 +524,27 @@ def test_a_schema_error_in_the_worker_processes_exits_2_with_its_one_line_every_
         outcomes.append((process.returncode, stderr.decode()))
     expected = f"error: {schemas / 'app.sql'}: declares no table (expected CREATE TABLE statements)\n"
     assert outcomes == [(2, expected)] * 6
+
+
+@pytest.mark.parametrize("kind", ["schema_file", "observed_catalog", "rules_file", "judge_cache", "calibrator"])
+def test_evaluate_refuses_an_out_that_names_a_file_it_reads(tmp_path: Path, kind: str) -> None:
+    """``--out`` naming the schema file, the observed catalog, the rules, the judge cache or the
+    calibrator replaced it with score rows (exit 0)."""
+    source = tmp_path / "day.jsonl"
+    source.write_text(json.dumps({"run_id": "r1", "question": "How many users?", "sql": "SELECT 1"}) + "\n")
+    (tmp_path / "schemas").mkdir()
+    read = {
+        "schema_file": (tmp_path / "schemas" / "app.sql", "--schema-dir", str(tmp_path / "schemas")),
+        "observed_catalog": (tmp_path / "catalog.json", "--observed-catalog", None),
+        "rules_file": (tmp_path / "rules.json", "--rules", None),
+        "judge_cache": (tmp_path / "cache.duckdb", "--cache", None),
+        "calibrator": (tmp_path / "calibrator.json", "--calibrator", None),
+    }
+    target, option, value = read[kind]
+    target.write_text("CREATE TABLE users (id INT);\n" if kind == "schema_file" else "{}\n", encoding="utf-8")
+    before = target.read_bytes()
+    result = invoke("evaluate", str(source), option, value or str(target), "--out", str(target))
+    assert result.exit_code == 2, result.output
+    what = kind.replace("_", " ")
+    assert result.stderr.startswith(f"error: --out {target} is the {what} this command reads")
+    assert target.read_bytes() == before
