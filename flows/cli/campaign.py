@@ -218,7 +218,7 @@ def run(
                 f"no gold question is executable ({executable} of {len(audit.items)}: check --db and --gold)"
                 if audit.items and not executable
                 else f"{len(result.rejected)} lines rejected, no line names a campaign (check --runs)"
-                if not result.summaries
+                if not result.runs
                 else "every run was left unclassified (reasons above)"
             )
             raise CliError(
@@ -241,6 +241,15 @@ def run(
         console.print_json(json.dumps(payload), indent=None)
         return
     _print_diagnostics(result)
+    summarized = {summary.campaign_id for summary in result.summaries}
+    for campaign_id in sorted({run.campaign_id for run in result.runs} - summarized):
+        err_console.print(
+            Text(
+                f"warning: campaign {one_line(campaign_id)}: no run classified; its earlier evidence and stored "
+                "outcomes are kept"
+            ),
+            soft_wrap=True,
+        )
     if result.summaries:
         console.print(summary_table(result.summaries, f"Campaign outcomes ({len(result.results)} runs classified)"))
     else:

@@ -141,7 +141,10 @@ def run_campaign(
     rejected_runs = Counter(
         r.campaign_id for r in rejected if r.input is InputKind.RUN_LOG and r.campaign_id in kept_campaigns
     )
-    summaries = summarize(results, settings, excluded, rejected_runs)
+    # a campaign none of whose runs could be classified (its questions all excluded by the gold
+    # audit, say a wrong --db) has no summary: writing or storing one would replace the campaign's
+    # earlier evidence and outcomes with nothing (its lines are in ``skipped`` with the reasons)
+    summaries = [summary for summary in summarize(results, settings, excluded, rejected_runs) if summary.runs > 0]
     if out_dir is not None:
         for summary in summaries:
             write_summary(out_dir, summary)

@@ -531,7 +531,10 @@ def test_cli_run_stores_every_skipped_run_with_its_status_and_reason(tmp_path: P
                 " FROM campaign_skipped WHERE campaign_id IS NOT NULL GROUP BY campaign_id"
             ).fetchall()
         )
-        assert conn.execute("SELECT count(*) FROM campaign_runs").fetchall() == [(4,)]  # the repeat is not a run
+        # the repeat is not a run; baseline-static classified none of its runs: it stores no campaign
+        # (its earlier one would be replaced with nothing), only its skipped line with the reason
+        assert conn.execute("SELECT count(*) FROM campaign_runs").fetchall() == [(3,)]
+        assert set(summaries) == {"mcp"}
         mcp = read_campaign_skipped(conn, "mcp")
         assert mcp["line_number"].to_list() == [1, 3, 4, 7] and "raw" not in mcp.columns
         assert read_campaign_skipped(conn).height == 7
@@ -704,3 +707,43 @@ def test_a_campaign_run_that_classifies_nothing_fails_and_keeps_the_stored_campa
     assert last.endswith("nothing stored (the warehouse keeps its earlier results of these campaigns)")
     with duckdb.connect(str(warehouse), read_only=True) as conn:
         assert conn.execute("SELECT count(*) FROM campaign_outcomes").fetchall()[0][0] == before
+
+
+def test_a_campaign_that_classifies_nothing_keeps_its_evidence_and_outcomes_beside_one_that_does(
+    sample_run: dict[str, Any], tmp_path: Path
+) -> None:
+    """With every run of ``baseline-static`` naming an unknown question and ``mcp`` classified,
+    ``baseline-static``'s stored outcomes were replaced with none and its summary.json rewritten
+    with zero runs (exit 0); both are kept now, with a warning."""
+    import duckdb
+
+    warehouse = tmp_path / "wh.duckdb"
+    shutil.copyfile(sample_run["warehouse"], warehouse)
+    out = tmp_path / "out"
+    shutil.copytree(sample_run["out"], out, ignore=shutil.ignore_patterns("*.duckdb*"))
+    summary = next(out.glob("baseline*/summary.json"))
+    before_summary = summary.read_bytes()
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        before = dict(conn.execute("SELECT campaign_id, count(*) FROM campaign_outcomes GROUP BY 1").fetchall())
+    runs = tmp_path / "runs.jsonl"
+    rows = [json.loads(line) for line in (SAMPLE / "runs.jsonl").read_text().splitlines()]
+    for row in rows:
+        if row["campaign_id"] != "mcp":
+            row["question_id"] = "unknown-" + row["question_id"]
+    runs.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = runner.invoke(
+        app,
+        [
+            "campaign", "run", "--runs", str(runs), "--gold", str(SAMPLE / "gold.jsonl"), "--db", str(sample_run["db"]),
+            "--settings", str(SAMPLE / "settings.json"), "--out", str(out), "--warehouse", str(warehouse), "--no-score",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    other = next(c for c in before if c != "mcp")
+    assert f"warning: campaign {other}: no run classified; its earlier evidence and stored outcomes are kept" in (
+        " ".join(result.stderr.split())
+    )
+    assert summary.read_bytes() == before_summary
+    with duckdb.connect(str(warehouse), read_only=True) as conn:
+        after = dict(conn.execute("SELECT campaign_id, count(*) FROM campaign_outcomes GROUP BY 1").fetchall())
+    assert after == before
