@@ -362,7 +362,8 @@ def overridden(prepared: Prepared, result: JudgeResult) -> JudgeResult:
                 "confidence": 1.0,
                 "p_correct": 0.0,
                 "rationale": (
-                    f"{Verdict.INCORRECT.value} (P(correct)=0.00): the answer runs a non-SELECT statement; "
+                    f"{Verdict.INCORRECT.value} (P(correct)=0.00): the answer is no read-only query "
+                    "(a non-SELECT statement or a side-effecting function); "
                     f"the judge alone said: {result.rationale}"
                 )[:2000],
             }

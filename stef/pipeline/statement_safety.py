@@ -113,10 +113,9 @@ def _write_words(dialect: str) -> tuple[str, ...]:
 
 SIDE_EFFECT_FUNCTIONS = frozenset(
     {
-        # SQLite: loads and runs a shared library; the CLI's file writer and editor
+        # SQLite: loads and runs a shared library; the CLI's file writer
         "load_extension",
         "writefile",
-        "edit",
         # PostgreSQL: large objects to and from the server's files, server files, settings,
         # sequences, other sessions, remote statements, notifications
         "lo_import",

@@ -51,7 +51,8 @@ def test_non_select_statement_is_never_scored_clean() -> None:
     assert evaluation.p_correct == 0.0 and evaluation.confidence == 1.0
     assert evaluation.rationale is not None
     assert evaluation.rationale.startswith(
-        "INCORRECT (P(correct)=0.00): the answer runs a non-SELECT statement; the judge alone said: "
+        "INCORRECT (P(correct)=0.00): the answer is no read-only query (a non-SELECT statement or a "
+        "side-effecting function); the judge alone said: "
     )
 
 
