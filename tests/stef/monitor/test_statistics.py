@@ -4,6 +4,7 @@ hand-computed values."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import stef.monitor.drift
 import stef.monitor.models
 import stef.monitor.statistics
 import stef.monitor.windows
-from stef.monitor.models import DriftError
+from stef.monitor.models import DriftError, DriftThresholds
 from stef.monitor.statistics import (
     bootstrap_delta,
     bootstrap_deltas,
@@ -55,9 +56,10 @@ def test_score_histogram_uses_fixed_ten_point_bins() -> None:
 
 
 def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
+    """Samples of many distinct values are resampled value by value by scipy itself: its interval."""
     rng = np.random.default_rng(3)
-    baseline = rng.choice([0.0, 16.0, 56.0, 72.0, 80.0, 100.0], 300)
-    candidate = rng.choice([0.0, 16.0, 56.0, 72.0, 80.0, 100.0], 250)
+    baseline = rng.random(300) * 100
+    candidate = rng.random(250) * 100
     delta = bootstrap_delta(baseline, candidate, stef.monitor.statistics.mean, FAST)
     expected = stats.bootstrap(
         (baseline, candidate),
@@ -73,6 +75,76 @@ def test_bootstrap_delta_matches_scipy_bootstrap() -> None:
     assert delta.candidate == pytest.approx(candidate.mean())
     assert delta.delta == pytest.approx(candidate.mean() - baseline.mean())
     assert (delta.ci_low, delta.ci_high) == pytest.approx((expected.low, expected.high))
+
+
+@pytest.mark.parametrize("statistic", [stef.monitor.statistics.mean, stef.monitor.statistics.p90], ids=["mean", "p90"])
+def test_bootstrap_of_few_distinct_values_draws_counts_with_scipys_distribution(statistic: Any) -> None:
+    """Issue 20: Φ samples of few distinct values are resampled through their value counts
+    (multinomial draws): the bootstrap distribution is the one of scipy's value-by-value
+    resampling (two-sample Kolmogorov-Smirnov test on 4,000 resamples each), and the interval
+    is scipy's interval of that distribution."""
+    rng = np.random.default_rng(7)
+    values = (0.0, 16.0, 45.0, 56.0, 72.0, 80.0, 92.5, 100.0)
+    baseline = rng.choice(values, 3_000, p=(0.2, 0.05, 0.1, 0.1, 0.1, 0.3, 0.1, 0.05))
+    candidate = rng.choice(values, 2_000, p=(0.3, 0.05, 0.1, 0.1, 0.1, 0.2, 0.1, 0.05))
+    settings = DriftThresholds(n_resamples=4_000)
+    drawn = stef.monitor.statistics._bootstrap_from_counts(
+        baseline, candidate, (statistic,), settings.n_resamples, np.random.default_rng(0)
+    )
+    assert drawn is not None and drawn.bootstrap_distribution.shape == (1, 4_000)
+    by_value = stats.bootstrap(
+        (baseline, candidate),
+        lambda x, y, axis: statistic(y, axis=axis) - statistic(x, axis=axis),
+        paired=False,
+        vectorized=True,
+        n_resamples=4_000,
+        method="percentile",
+        rng=np.random.default_rng(1),
+    )
+    assert stats.ks_2samp(drawn.bootstrap_distribution[0], by_value.bootstrap_distribution).pvalue > 0.01
+    spread = float(np.std(by_value.bootstrap_distribution))
+    delta = bootstrap_delta(baseline, candidate, statistic, settings)
+    low, high = np.quantile(drawn.bootstrap_distribution[0], [0.025, 0.975])
+    assert (delta.ci_low, delta.ci_high) == pytest.approx((low, high))
+    assert delta.ci_low == pytest.approx(by_value.confidence_interval.low, abs=0.15 * spread)
+    assert delta.ci_high == pytest.approx(by_value.confidence_interval.high, abs=0.15 * spread)
+
+
+@pytest.mark.parametrize(
+    ("sample", "counted"),
+    [
+        pytest.param(np.tile([0.0, 45.0, 80.0, 100.0], 250), True, id="scores"),
+        pytest.param(np.arange(1_000, dtype=float), False, id="distinct"),
+        pytest.param(np.tile([0.0, 45.0, float("nan"), 100.0], 250), False, id="nan"),
+    ],
+)
+def test_only_finite_samples_of_few_distinct_values_are_counted(sample: np.ndarray, counted: bool) -> None:
+    drawn = stef.monitor.statistics._bootstrap_from_counts(
+        sample, np.tile([10.0, 20.0], 500), (stef.monitor.statistics.mean,), 10, np.random.default_rng(0)
+    )
+    assert (drawn is not None) is counted
+    assert (
+        stef.monitor.statistics._bootstrap_from_counts(
+            np.tile([10.0, 20.0], 500), np.tile([10.0, 20.0], 500), (np.median,), 10, np.random.default_rng(0)
+        )
+        is None
+    )  # a statistic without a counts form
+
+
+def test_statistics_of_counts_equal_those_of_the_resample_written_out() -> None:
+    """p90_of_counts is numpy.percentile(…, 90) of numpy.repeat(values, counts) to the last bit, the
+    mean equal up to rounding, on every resample size from 2 to 400 (ranks on both sides of a tie)."""
+    rng = np.random.default_rng(4)
+    values = np.asarray([0.0, 16.0, 45.0, 47.5, 80.0, 100.0])
+    for n in range(2, 401):
+        counts = rng.multinomial(n, [0.1, 0.1, 0.2, 0.1, 0.4, 0.1], size=5)
+        written = np.stack([np.repeat(values, row) for row in counts])
+        np.testing.assert_array_equal(
+            stef.monitor.statistics.p90_of_counts(values, counts), np.percentile(written, 90, axis=-1), strict=True
+        )
+        np.testing.assert_allclose(
+            stef.monitor.statistics.mean_of_counts(values, counts), written.mean(axis=-1), rtol=1e-12
+        )
 
 
 @pytest.mark.parametrize(
