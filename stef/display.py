@@ -112,6 +112,24 @@ def shorten(value: object, width: int = DISPLAY_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + ELLIPSIS
 
 
+def quoted(value: object, width: int | None = None) -> str:
+    r"""``str(value)`` as a quoted string literal (:func:`repr`) for a message: every control, line
+    break, bidirectional or other unprintable character escaped once (``\x1b``, ``\n``,
+    ``\u202e``), a backslash doubled; a value longer than ``width`` characters is first cut with a
+    final ``…`` (as :func:`shorten`). Not :func:`shorten` then :func:`repr`, which escaped the
+    escapes (``'\\x1b'``).
+
+    >>> print(quoted("20\x1b[31m26"))
+    '20\x1b[31m26'
+    >>> print(quoted("a\nb" + "c" * 20, 6))
+    'a\nbcc…'
+    """
+    text = str(value)
+    if width is not None and len(text) > max(1, width):
+        text = text[: max(1, width) - 1] + ELLIPSIS
+    return repr(text)
+
+
 def md_text(value: object) -> Markdown:
     """``value`` as Markdown text that renders as exactly its characters, on one line.
 

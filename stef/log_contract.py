@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from stef.display import shorten
+from stef.display import quoted
 from stef.logs import LogLine
 
 ExpectationKind = Literal["not_null", "dateutil_parseable", "unique"]
@@ -84,7 +84,7 @@ def timestamp_reason(value: str) -> str:
     "timestamp is not a date and time: 'yesterday' (log contract: ISO 8601, e.g. 2026-11-24T09:13:05+00:00)"
     """
     return (
-        f"timestamp is not a date and time: {shorten(value, 80)!r} "
+        f"timestamp is not a date and time: {quoted(value, 80)} "
         "(log contract: ISO 8601, e.g. 2026-11-24T09:13:05+00:00)"
     )
 
@@ -96,7 +96,7 @@ def duplicate_reason(run_id: str, first_source: str, first_line_number: int) -> 
     "run_id is a duplicate: 'r-1', first seen at logs/a.jsonl:3 (log contract: run_id is unique)"
     """
     return (
-        f"run_id is a duplicate: {shorten(run_id, 80)!r}, first seen at {first_source}:{first_line_number} "
+        f"run_id is a duplicate: {quoted(run_id, 80)}, first seen at {first_source}:{first_line_number} "
         "(log contract: run_id is unique)"
     )
 

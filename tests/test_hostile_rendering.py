@@ -583,6 +583,66 @@ def test_evaluate_prints_run_ids_and_reasons_as_text(value: str, tmp_path: Path)
 
 
 @pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        pytest.param("20\x1b[31m26", r"'20\x1b[31m26'", id="terminal_escape"),
+        pytest.param("2026\u202e11\n26", r"'2026\u202e11\n26'", id="bidi_and_line_break"),
+        pytest.param("C:\\26", r"'C:\\26'", id="backslash"),
+    ],
+)
+def test_rejection_reasons_escape_user_text_once(value: str, shown: str, tmp_path: Path) -> None:
+    """A reason quotes the logged value as a string literal, each unprintable character escaped once:
+    ``'20\x1b[31m26'``, not ``'20\\x1b[31m26'`` (the visible escape escaped again by ``repr``), in the
+    stored reason and in ``stef evaluate``'s and ``stef quarantine``'s output."""
+    from stef.log_contract import duplicate_reason, timestamp_reason
+
+    assert timestamp_reason(value).startswith(f"timestamp is not a date and time: {shown} (")
+    assert duplicate_reason(value, "a.jsonl", 3).startswith(f"run_id is a duplicate: {shown}, first seen")
+    base = {"agent_id": "a", "agent_version": "v1", "question": "How many?", "sql": "SELECT 1"}
+    day = tmp_path / "logs" / "2026-11-26"
+    day.mkdir(parents=True)
+    source = day / "logs.jsonl"
+    lines = [
+        {**base, "run_id": "ok", "timestamp": "2026-11-26T10:00:00+00:00"},
+        {**base, "run_id": "bad", "timestamp": value},
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    result = CliRunner().invoke(
+        app, ["evaluate", str(source), "--out", str(tmp_path / "out.jsonl"), "--workers", "1"], env=WIDE
+    )
+    assert result.exit_code == 0, result.output
+    assert shown in _flat(result.stdout), result.stdout
+    assert "\\\\x" not in result.stdout and "\\\\u" not in result.stdout  # no escape escaped again
+    warehouse = tmp_path / "w.duckdb"
+    night = CliRunner().invoke(
+        app,
+        [
+            "nightly",
+            "--date",
+            "2026-11-26",
+            "--logs-root",
+            str(tmp_path / "logs"),
+            "--warehouse",
+            str(warehouse),
+            "--max-bad-share",
+            "1",
+            "--quiet",
+        ],
+        env=WIDE,
+    )
+    assert night.exit_code == 0, night.output
+    listing = CliRunner().invoke(app, ["quarantine", "--date", "2026-11-26", "--warehouse", str(warehouse)], env=WIDE)
+    assert listing.exit_code == 0, listing.output
+    assert shown in _flat(listing.stdout), listing.stdout
+    stored = json.loads(
+        CliRunner()
+        .invoke(app, ["quarantine", "--date", "2026-11-26", "--warehouse", str(warehouse), "--json"], env=WIDE)
+        .stdout.splitlines()[0]
+    )
+    assert stored["reason"] == timestamp_reason(value)
+
+
+@pytest.mark.parametrize(
     "name",
     [
         pytest.param("[/x].jsonl", id="rich_closing_tag"),  # a folder "[" holding "x].jsonl"

@@ -32,7 +32,7 @@ from typer.core import TyperGroup
 
 from stef import stop_signals
 from stef.days import DAY_FORM, parse_day
-from stef.display import one_line, visible_lines
+from stef.display import one_line, quoted, visible_lines
 from stef.errors import InputError, StefError, UnknownDialectError
 from stef.llm import request_stop
 
@@ -205,7 +205,7 @@ def check_evaluator_version(target: Path, evaluator_version: str | None, read_on
     if evaluator_version not in versions:
         shown = ", ".join(one_line(version) for version in versions[:6]) + (" …" if len(versions) > 6 else "")
         raise CliError(
-            f"--evaluator-version {one_line(evaluator_version)!r}: no evaluation of that version is stored in "
+            f"--evaluator-version {quoted(evaluator_version)}: no evaluation of that version is stored in "
             f"{one_line(target)} (stored, newest first: {shown or 'none'})"
         )
 

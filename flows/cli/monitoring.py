@@ -54,7 +54,7 @@ from flows.cli.traces import (
     SourceProjectOption,
     check_trace_options,
 )
-from stef.display import DISPLAY_WIDTH, json_line, one_line, shorten
+from stef.display import DISPLAY_WIDTH, json_line, one_line, quoted, shorten
 from stef.monitor.alerts import is_new_worse_drift
 from stef.monitor.models import DEFAULT_WINDOW_DAYS, DriftThresholds
 
@@ -827,7 +827,7 @@ def export(
         with connect(target, read_only=True) as conn:
             version = evaluator_version or latest_evaluator_version(conn, agent, first, last)
             if version is None:
-                of_agent = f" of agent {one_line(agent)!r}" if agent else ""
+                of_agent = f" of agent {quoted(agent)}" if agent else ""
                 raise CliError(f"no evaluations{of_agent} in {target} between {first} and {last}; nothing exported")
             rows = export_evaluations(conn, out_file, first, last, version, chosen, agent_id=agent)  # type: ignore[arg-type]
     console.print(

@@ -18,7 +18,7 @@ import typer
 from rich.text import Text
 
 from flows.cli.common import DAY_METAVAR, CliError, console, day_option, user_errors
-from stef.display import one_line
+from stef.display import one_line, quoted
 
 pull_app = typer.Typer(no_args_is_help=True, help="Write a day's log file from a trace store (Phoenix, OTLP JSON).")
 push_app = typer.Typer(no_args_is_help=True, help="Send a day's scores back to the trace store (Phoenix, OTLP).")
@@ -140,7 +140,7 @@ def pull_phoenix(
 
     with user_errors():
         pulled = pull(endpoint, project, day, logs_root, read_mapping(mapping), api_key)
-        _pulled(pulled, day, f"Phoenix project {one_line(project)!r} of {one_line(endpoint)}")
+        _pulled(pulled, day, f"Phoenix project {quoted(project)} of {one_line(endpoint)}")
 
 
 @pull_app.command("otlp")
@@ -164,7 +164,7 @@ def pull_otlp(
 
     with user_errors():
         pulled = pull(inputs, day, logs_root, read_mapping(mapping), project)
-        of_project = "" if project is None else f" (project {one_line(project)!r})"
+        of_project = "" if project is None else f" (project {quoted(project)})"
         _pulled(pulled, day, ", ".join(one_line(str(path)) for path in inputs) + of_project)
 
 
@@ -229,7 +229,7 @@ def push_phoenix(
 
     with user_errors():
         if source not in TRACE_SOURCES[1:]:
-            raise CliError(f"--source {one_line(source)!r}: use phoenix or otlp (the `stef pull` of the answers)")
+            raise CliError(f"--source {quoted(source)}: use phoenix or otlp (the `stef pull` of the answers)")
         _pushed(
             push(endpoint, warehouse, day, evaluator_version, api_key, project=project, source_kind=source),
             endpoint,
