@@ -553,7 +553,7 @@ def run_drift_check(
         WarehouseError: the file is missing, locked or cannot be written.
     """
     target = existing_warehouse(warehouse_path)
-    conn = connect(target, read_only=not store)
+    conn = connect(target, read_only=not store, existing_tables=True)  # an empty DuckDB file is left as it is
     try:
         version = evaluator_version or latest_evaluator_version(conn, agent_id)
         if version is None:

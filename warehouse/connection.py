@@ -170,6 +170,7 @@ def connect(
     read_only: bool = False,
     lock_timeout: float | None = None,
     on_wait: Callable[[str], object] | None = None,
+    existing_tables: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """Open the warehouse, creating the file (and missing parent folders) and migrating it.
 
@@ -186,6 +187,9 @@ def connect(
             :func:`default_lock_timeout`).
         on_wait: called once with a message when the file is found locked and waiting starts
             (e.g. a run logger's ``warning``), so a waiting run says why it stalls.
+        existing_tables: opening for writing, require the STEF tables already (a command that
+            adds to stored evaluations, ``stef drift``): an empty DuckDB file gets the
+            read-only error instead of the tables (it names the command that makes them).
 
     Returns:
         An open connection with the schema at the latest migration.
@@ -241,15 +245,16 @@ def connect(
             raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc
     try:
         check_is_warehouse(conn, f"warehouse {target}")
+        if (read_only or existing_tables) and current_version(conn) == 0:
+            # an empty DuckDB database: a first run stopped before it made the tables
+            raise WarehouseError(
+                f"warehouse {target} holds no STEF tables yet (no migration applied: an empty DuckDB file, "
+                "or one whose first run stopped before it made them); a run that writes to it makes them: "
+                f"stef nightly --warehouse {shlex.quote(str(target))}"
+            )
         if read_only:
             latest = available_migrations()[-1].version
             version = current_version(conn)
-            if version == 0:  # an empty DuckDB database: a first run stopped before it made the tables
-                raise WarehouseError(
-                    f"warehouse {target} holds no STEF tables yet (no migration applied: an empty DuckDB file, "
-                    "or one whose first run stopped before it made them); a run that writes to it makes them: "
-                    f"stef nightly --warehouse {shlex.quote(str(target))}"
-                )
             if version < latest:
                 raise WarehouseError(
                     f"warehouse {target} has an older schema than this stef (version "

@@ -200,7 +200,7 @@ def check_evaluator_version(target: Path, evaluator_version: str | None, read_on
     from warehouse import connect
     from warehouse.monitoring import stored_evaluator_versions
 
-    with connect(target, read_only=read_only) as conn:
+    with connect(target, read_only=read_only, existing_tables=True) as conn:
         versions = stored_evaluator_versions(conn)
     if evaluator_version not in versions:
         shown = ", ".join(one_line(version) for version in versions[:6]) + (" …" if len(versions) > 6 else "")

@@ -9,6 +9,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -414,6 +415,26 @@ def test_export_of_an_agent_without_evaluations_names_the_agent(warehouse_file: 
     result = _invoke("export", "--warehouse", str(warehouse_file), *window, "--agent", "nobody")
     assert result.exit_code == 2
     assert " ".join(result.stderr.split()).startswith("error: no evaluations of agent 'nobody' in ")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [(), ("--no-store",), ("--evaluator-version", "stef-0.2.0+symbolic-9")],
+    ids=["storing", "no_store", "evaluator_version"],
+)
+def test_drift_leaves_an_empty_duckdb_file_as_it_is(tmp_path: Path, options: tuple[str, ...]) -> None:
+    """stef drift (which stores its check) on an empty DuckDB file, e.g. a wrong --warehouse, created
+    the 15 STEF tables in it before saying the agent has no evaluations; now it says, as the
+    read-only commands do, that the file holds no STEF tables, and leaves it without tables."""
+    empty = tmp_path / "other.duckdb"
+    duckdb.connect(str(empty)).close()
+    result = _invoke("drift", "--agent", "bird", "--warehouse", str(empty), *options)
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.stderr.split()).startswith(
+        f"error: warehouse {empty} holds no STEF tables yet (no migration applied: an empty DuckDB file"
+    )
+    with duckdb.connect(str(empty), read_only=True) as conn:
+        assert conn.execute("SHOW TABLES").fetchall() == []
 
 
 @pytest.mark.parametrize(
