@@ -13,7 +13,7 @@ from pathlib import Path
 
 import duckdb
 
-from stef.display import one_line
+from stef.display import one_line, quoted
 from warehouse.errors import WarehouseError, WarehouseLockedError, WarehouseReadOnlyError
 from warehouse.migrate import apply_migrations, available_migrations, check_is_warehouse, current_version
 
@@ -164,6 +164,41 @@ def _is_write_denied(exc: duckdb.IOException) -> bool:
     return any(text in message for text in _WRITE_DENIED_TEXTS)
 
 
+DUCKDB_MAGIC = b"DUCK"
+"""The magic bytes of a DuckDB database file, after the 8-byte checksum of its main header."""
+_OTHER_FILE_KINDS = ((b"SQLite format 3\x00", "a SQLite database"), (b"PAR1", "a Parquet file"))
+
+
+def check_duckdb_file(target: Path) -> None:
+    """Refuse an existing, non-empty file that is not a DuckDB database before DuckDB opens it.
+
+    DuckDB 2 opens a CSV, JSON or JSON Lines file given as a database as an in-memory database
+    with a view of it (the warehouse was then described as "a DuckDB database but not a STEF
+    warehouse"), and a SQLite file through its ``sqlite_scanner`` extension, which it tries to
+    download. A missing or empty file passes (DuckDB creates the database).
+
+    Raises:
+        WarehouseError: the file's header lacks :data:`DUCKDB_MAGIC` (the message names a SQLite
+            database or a Parquet file, else quotes its first bytes).
+    """
+    try:
+        with target.open("rb") as handle:
+            head = handle.read(64)
+    except (FileNotFoundError, IsADirectoryError):
+        return
+    except OSError:
+        return  # unreadable: DuckDB's own error names the cause (permission denied ...)
+    if not head or head[8:12] == DUCKDB_MAGIC:
+        return
+    kind = next((name for magic, name in _OTHER_FILE_KINDS if head.startswith(magic)), None)
+    if kind is None:
+        kind = f"it begins {quoted(head[:24].decode('utf-8', errors='replace'))}"
+    raise WarehouseError(
+        f"warehouse {target} is not a DuckDB database file ({kind}); nothing was changed in it: "
+        "pass a new file or a STEF warehouse"
+    )
+
+
 def connect(
     path: str | Path | None = None,
     *,
@@ -215,6 +250,7 @@ def connect(
         except OSError as exc:
             error = WarehouseReadOnlyError if exc.errno in _WRITE_DENIED_ERRNOS else WarehouseError
             raise error(f"cannot create the folder of warehouse {target}: {exc.strerror or exc}") from exc
+    check_duckdb_file(target)
     if read_only:  # DuckDB refuses a read-only connection to a file this process has open for writing
         wait_for_checkpoints()
     timeout = default_lock_timeout() if lock_timeout is None else max(lock_timeout, 0.0)

@@ -176,6 +176,52 @@ def test_another_applications_duckdb_file_is_refused_and_left_unchanged(tmp_path
         assert other.execute("SELECT x FROM evaluations").fetchall() == [(7,)]
 
 
+def _sqlite_file(path: Path) -> None:
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x INTEGER)")
+    db.close()
+
+
+def _parquet_file(path: Path) -> None:
+    duckdb.sql(f"COPY (SELECT 1 AS x) TO '{path}' (FORMAT parquet)")
+
+
+@pytest.mark.parametrize("read_only", [False, True], ids=["write", "read"])
+@pytest.mark.parametrize(
+    ("name", "write", "kind"),
+    [
+        pytest.param("export.csv", lambda path: path.write_text("a,b\n1,2\n"), "it begins 'a,b\\n1,2\\n'", id="csv"),
+        pytest.param(
+            "day.jsonl",
+            lambda path: path.write_text('{"run_id": "r\x1b[2J"}\n'),
+            'it begins \'{"run_id": "r\\x1b[2J"}\\n\'',
+            id="jsonl",
+        ),
+        pytest.param("geo.sqlite", _sqlite_file, "a SQLite database", id="sqlite"),
+        pytest.param("week.parquet", _parquet_file, "a Parquet file", id="parquet"),
+    ],
+)
+def test_a_file_that_is_not_a_duckdb_database_is_refused_unopened(
+    tmp_path: Path, read_only: bool, name: str, write: Callable[[Path], object], kind: str
+) -> None:
+    """DuckDB 2 opened a CSV or JSON Lines file as an in-memory database with a view of it (described as
+    "a DuckDB database but not a STEF warehouse (… it holds file, export)") and a SQLite file through
+    an extension it tried to download; the header is checked first, the file left byte for byte."""
+    path = tmp_path / name
+    write(path)
+    before = path.read_bytes()
+    with pytest.raises(WarehouseError) as raised:
+        connect(path, read_only=read_only)
+    assert str(raised.value) == (
+        f"warehouse {path} is not a DuckDB database file ({kind}); nothing was changed in it: "
+        "pass a new file or a STEF warehouse"
+    )
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no WAL or other file beside it
+
+
 def test_an_empty_duckdb_file_becomes_a_warehouse(tmp_path: Path) -> None:
     """Read-only, an empty file (a first nightly stopped before making the tables) is named as
     such, not as an older schema; opened for writing, it becomes a warehouse."""
