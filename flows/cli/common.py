@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -565,9 +566,28 @@ class _NoStefErrorLines(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        return not (
-            error is not None and (isinstance(error, StefError) or environment_error_message(error) is not None)
-        )
+        if error is None:  # a task run's "Finished in state Failed('… WarehouseError: …')" names it only
+            failed = _FAILED_STATE_LINE.match(record.getMessage()) if record.levelno >= logging.ERROR else None
+            return failed is None or failed.group(1) not in _stef_error_names()
+        return not (isinstance(error, StefError) or environment_error_message(error) is not None)
+
+
+_FAILED_STATE_LINE = re.compile(r"Finished in state Failed\(['\"](?:Task|Flow) run encountered an exception:? (\w+): ")
+"""Prefect's line of a run that failed (``Finished in state Failed('Task run encountered an exception
+WarehouseError: …')``, its state's message: ``prefect.states.exception_to_failed_state``), which carries
+no exception: group 1 is the error's class name."""
+
+
+def _stef_error_names() -> frozenset[str]:
+    """Names of :class:`StefError` and of every subclass of it imported so far."""
+    names: set[str] = set()
+    pending: list[type[BaseException]] = [StefError]
+    while pending:
+        kind = pending.pop()
+        if kind.__name__ not in names:
+            names.add(kind.__name__)
+            pending.extend(kind.__subclasses__())
+    return frozenset(names)
 
 
 class _NoBatchLines(logging.Filter):

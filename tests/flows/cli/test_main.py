@@ -248,6 +248,46 @@ def test_nightly_quiet_says_an_error_it_raises_on_purpose_in_its_one_error_line_
     assert line.startswith("error: 2 of 3 log lines in ") and "above the limit of 5.0%" in line
 
 
+def test_nightly_quiet_leaves_off_the_failed_task_line_of_an_error_it_prints(tmp_path: Path) -> None:
+    """With ``--quiet`` a warehouse refused inside the check-warehouse task printed Prefect's ERROR line
+    "Task run 'check-warehouse-…' - Finished in state Failed('Task run encountered an exception
+    WarehouseError: …')" (a line with the error's text but no exception attached) above the
+    command's ``error:`` line; another error's failed-state line is kept (the filter, directly)."""
+    import logging
+
+    from flows.cli.common import _NoStefErrorLines
+
+    day = tmp_path / "logs" / "2026-11-20"
+    day.mkdir(parents=True)
+    (day / "a.jsonl").write_text(json.dumps({"run_id": "a", "question": "How many?", "sql": "SELECT 1"}) + "\n")
+    csv = tmp_path / "export.csv"
+    csv.write_text("a,b\n1,2\n", encoding="utf-8")
+    done = _stef(
+        tmp_path,
+        "nightly",
+        "--date",
+        "2026-11-20",
+        "--logs-root",
+        str(tmp_path / "logs"),
+        "--warehouse",
+        str(csv),
+        "--quiet",
+    )
+    assert done.returncode == 2, done.stderr
+    assert "| ERROR" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"error: warehouse {csv} is not a DuckDB database file")
+
+    def line(message: str) -> logging.LogRecord:
+        return logging.LogRecord("prefect.task_runs", logging.ERROR, __file__, 1, message, None, None)
+
+    quiet = _NoStefErrorLines()
+    assert not quiet.filter(
+        line("Finished in state Failed('Task run encountered an exception WarehouseError: x.csv is not')")
+    )
+    assert quiet.filter(line("Finished in state Failed('Task run encountered an exception KeyError: 'x'')"))
+    assert quiet.filter(line("Finished in state Failed('Task run encountered an exception WarehouseErrorX: y')"))
+
+
 def test_console_drops_the_info_lines_of_evaluation_batches_only() -> None:
     """Issue 17 item 3: one line per batch is gone from the console (the progress bar says it);
     the batches' warnings and every other task's lines stay."""
