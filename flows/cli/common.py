@@ -416,14 +416,15 @@ EMPTY_ALLOWED = frozenset({"--api-base", "--notify-webhook", "--header"})
 
 
 def empty_value(args: Sequence[str], flags: frozenset[str] = frozenset()) -> str | None:
-    """What in a command line's arguments is an empty value, or ``None``: ``--warehouse ""`` and
-    ``--warehouse=`` name the option; ``""`` elsewhere (after a flag, after ``--``) is an empty
-    argument. :data:`EMPTY_ALLOWED` options may be empty.
+    """What in a command line's arguments is an empty or blank (only white space) value, or ``None``:
+    ``--warehouse ""`` and ``--warehouse=`` name the option (``--reviewer " "`` too); ``""``
+    elsewhere (after a flag, after ``--``) is an argument. :data:`EMPTY_ALLOWED` options may be empty.
 
     Every other option and argument of ``stef`` needs a text: an empty path read as ``.`` (``stef
     evaluate ""`` scored every log file of the working folder, ``--schema-dir ""`` read it as the
     schema folder), an empty ``--warehouse`` fell back to ``./stef.duckdb``, an empty
-    ``--reviewer`` to the login name, each without a word.
+    ``--reviewer`` to the login name, each without a word; a blank ``--reviewer`` was stored as
+    the reviewer's name.
 
     Args:
         args: the arguments after ``stef``.
@@ -435,11 +436,13 @@ def empty_value(args: Sequence[str], flags: frozenset[str] = frozenset()) -> str
     ('an argument', None)
     >>> empty_value(["drift", "--json", ""], flags=frozenset({"--json"})), empty_value(["evaluate", "--", ""])
     ('an argument', 'an argument')
+    >>> empty_value(["review", "import", "a.csv", "--reviewer", " \\t"]), empty_value(["export", "--agent=  "])
+    ('--reviewer', '--agent')
     """
     options_done = False
     for index, arg in enumerate(args):
         if options_done:
-            if arg == "":
+            if _blank(arg):
                 return "an argument"
             continue
         if arg == "--":
@@ -447,15 +450,20 @@ def empty_value(args: Sequence[str], flags: frozenset[str] = frozenset()) -> str
             continue
         if arg.startswith("--") and "=" in arg:
             name, _, value = arg.partition("=")
-            if not value and name not in EMPTY_ALLOWED:
+            if _blank(value) and name not in EMPTY_ALLOWED:
                 return name
             continue
-        if arg == "":
+        if _blank(arg):
             before = args[index - 1] if index else ""
             if before.startswith("-") and before != "--" and "=" not in before and before not in flags:
                 return None if before in EMPTY_ALLOWED else before
             return "an argument"
     return None
+
+
+def _blank(value: str) -> bool:
+    """Whether ``value`` is empty or only white space."""
+    return not value.strip()
 
 
 def _flag_names(command: Any) -> frozenset[str]:
@@ -483,7 +491,7 @@ class OneLineUsageErrors(TyperGroup):
         """Click's resolution of the subcommand, after refusing an empty value anywhere in its arguments."""
         empty = empty_value(args, _flag_names(self))
         if empty is not None:
-            what = "an argument is empty" if empty == "an argument" else f"{empty} is empty"
+            what = "an argument is empty or blank" if empty == "an argument" else f"{empty} is empty or blank"
             raise UsageError(f"{what}: give a value, or leave the option out for its default", ctx)
         return super().resolve_command(ctx, args)
 

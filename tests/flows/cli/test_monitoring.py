@@ -644,18 +644,32 @@ def test_catalog_learn_refuses_to_write_over_a_log_file_it_learns_from(tmp_path:
 @pytest.mark.parametrize(
     ("args", "named"),
     [
-        (("evaluate", "", "--out", "x.jsonl"), "an argument is empty"),
-        (("evaluate", "logs", "--out", "x.jsonl", "--schema-dir", ""), "--schema-dir is empty"),
-        (("nightly", "--date", "2026-11-24", "--warehouse", ""), "--warehouse is empty"),
-        (("nightly", "--date", "2026-11-24", "--logs-root="), "--logs-root is empty"),
+        (("evaluate", "", "--out", "x.jsonl"), "an argument is empty or blank"),
+        (("evaluate", "logs", "--out", "x.jsonl", "--schema-dir", ""), "--schema-dir is empty or blank"),
+        (("nightly", "--date", "2026-11-24", "--warehouse", ""), "--warehouse is empty or blank"),
+        (("nightly", "--date", "2026-11-24", "--logs-root="), "--logs-root is empty or blank"),
         (
             ("export", "--start", "2026-11-24", "--end", "2026-11-24", "--out", "x.csv", "--agent", ""),
-            "--agent is empty",
+            "--agent is empty or blank",
         ),
-        (("review", "import", "labels.csv", "--reviewer", ""), "--reviewer is empty"),
-        (("report", "--out", ""), "--out is empty"),
+        (("review", "import", "labels.csv", "--reviewer", ""), "--reviewer is empty or blank"),
+        (("review", "import", "labels.csv", "--reviewer", "  "), "--reviewer is empty or blank"),
+        (("review", "import", "labels.csv", "--reviewer=\t"), "--reviewer is empty or blank"),
+        (("evaluate", " ", "--out", "x.jsonl"), "an argument is empty or blank"),
+        (("report", "--out", ""), "--out is empty or blank"),
     ],
-    ids=["argument", "schema_dir", "warehouse", "equals", "agent", "reviewer", "report_out"],
+    ids=[
+        "argument",
+        "schema_dir",
+        "warehouse",
+        "equals",
+        "agent",
+        "reviewer",
+        "blank_reviewer",
+        "tab_reviewer",
+        "blank_argument",
+        "report_out",
+    ],
 )
 def test_an_empty_value_is_refused_before_any_work(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], named: str
@@ -687,4 +701,4 @@ def test_an_option_whose_empty_value_means_something_is_not_refused(
     header with an empty value are valid; the command goes on to its own checks."""
     monkeypatch.chdir(tmp_path)
     result = _invoke(*args)
-    assert "is empty: give a value" not in result.stderr and "an argument is empty" not in result.stderr
+    assert "is empty or blank: give a value" not in result.stderr and "an argument is empty" not in result.stderr
