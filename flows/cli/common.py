@@ -8,6 +8,7 @@ nothing here imports them. Like the CLI, this module loads only typer, rich and 
 
 from __future__ import annotations
 
+import errno
 import inspect
 import logging
 import os
@@ -480,6 +481,23 @@ def _flag_names(command: Any) -> frozenset[str]:
     return frozenset(names)
 
 
+BROKEN_PIPE_EXIT = 141
+"""Exit code when the reader of a command's standard output closed it: as a shell reports a process
+ended by SIGPIPE (``head`` took what it needed)."""
+
+
+def discard_stdout() -> None:
+    """Point standard output at ``/dev/null`` after its reader closed it, so that no later write or the
+    interpreter's final flush fails again (a second ``BrokenPipeError`` message at exit)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (a test's)
+        pass
+    finally:
+        os.close(devnull)
+
+
 class OneLineUsageErrors(TyperGroup):
     """The ``stef`` group: a usage error (unknown option, bad value, missing argument, extra argument,
     an empty value: :func:`empty_value`) is one ``error: <message>`` line on stderr with exit code 2,
@@ -494,6 +512,18 @@ class OneLineUsageErrors(TyperGroup):
             what = "an argument is empty or blank" if empty == "an argument" else f"{empty} is empty or blank"
             raise UsageError(f"{what}: give a value, or leave the option out for its default", ctx)
         return super().resolve_command(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        """Click's invocation of the subcommand; a reader that closed standard output (``stef
+        quarantine --json | head -1``, ``stef version | true``) ends the command quietly with
+        :data:`BROKEN_PIPE_EXIT`, as ``stef evaluate --out -`` does (click's own handling exited 1)."""
+        try:
+            return super().invoke(ctx)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:
+                raise
+            discard_stdout()
+            raise typer.Exit(BROKEN_PIPE_EXIT) from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         """Run the command line; usage errors as one line (class docstring)."""

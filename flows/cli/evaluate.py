@@ -27,6 +27,7 @@ from rich.text import Text
 from flows.cli.common import (
     API_BASE_HELP,
     BREAKER_HELP,
+    BROKEN_PIPE_EXIT,
     JUDGE_HELP,
     OBSERVED_HELP,
     SCHEMA_DIR_HELP,
@@ -35,6 +36,7 @@ from flows.cli.common import (
     check_not_overwriting,
     check_workers,
     console,
+    discard_stdout,
     err_console,
     interruptible,
     number,
@@ -60,9 +62,6 @@ if TYPE_CHECKING:
     from stef.pipeline.judge.models import Judge
     from stef.pipeline.rules import RuleBook
     from stef.pipeline.schema_book import SchemaBook
-
-BROKEN_PIPE_EXIT = 141
-"""Exit code when the reader of a streamed output closed it: as a shell reports a process ended by SIGPIPE."""
 
 PROGRESS_EVERY = 100
 """``stef evaluate`` refreshes its progress line every this many records."""
@@ -645,13 +644,7 @@ def _written_to(out: Path, streamed: bool) -> Iterator[None]:
     except BrokenPipeError as exc:
         if not streamed:
             raise CliError(f"{out}: cannot write output ({exc.strerror or exc}); {out} was left as it was") from exc
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError, AttributeError):  # stdout is not a real file (a test's)
-            pass
-        finally:
-            os.close(devnull)
+        discard_stdout()
         raise typer.Exit(BROKEN_PIPE_EXIT) from None
     except OSError as exc:
         outcome = "the output there is incomplete" if streamed else f"{out} was left as it was"

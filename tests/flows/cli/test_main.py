@@ -288,6 +288,60 @@ def test_nightly_quiet_leaves_off_the_failed_task_line_of_an_error_it_prints(tmp
     assert quiet.filter(line("Finished in state Failed('Task run encountered an exception WarehouseErrorX: y')"))
 
 
+@pytest.mark.parametrize(
+    "args", [("version",), ("quarantine", "--date", "2026-11-20", "--json")], ids=["version", "quarantine"]
+)
+def test_a_closed_standard_output_ends_any_command_quietly_with_141(tmp_path: Path, args: tuple[str, ...]) -> None:
+    """``stef quarantine --json | head -0`` or ``stef version | true`` exited 1 (click's handling of
+    the broken pipe) while ``stef evaluate --out - | head`` exits 141 as a Unix filter does: every
+    command now ends with 141 and prints nothing when its reader is gone."""
+    import os
+
+    warehouse = tmp_path / "wh.duckdb"
+    if args[0] == "quarantine":
+        day = tmp_path / "logs" / "2026-11-20"
+        day.mkdir(parents=True)
+        (day / "a.jsonl").write_text(
+            "[1]\n" + json.dumps({"run_id": "a", "question": "How many?", "sql": "SELECT 1"}) + "\n"
+        )
+        stored = _stef(
+            tmp_path,
+            "nightly",
+            "--date",
+            "2026-11-20",
+            "--logs-root",
+            str(tmp_path / "logs"),
+            "--warehouse",
+            str(warehouse),
+            "--max-bad-share",
+            "1",
+            "--quiet",
+        )
+        assert stored.returncode == 0, stored.stderr
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the command writes
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "flows.cli",
+                *args,
+                *(("--warehouse", str(warehouse)) if args[0] == "quarantine" else ()),
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=tmp_path,
+            env=checkout_env(),
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stderr) == (141, "")
+
+
 def test_console_drops_the_info_lines_of_evaluation_batches_only() -> None:
     """Issue 17 item 3: one line per batch is gone from the console (the progress bar says it);
     the batches' warnings and every other task's lines stay."""
