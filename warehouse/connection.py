@@ -175,7 +175,8 @@ def check_duckdb_file(target: Path) -> None:
     DuckDB 2 opens a CSV, JSON or JSON Lines file given as a database as an in-memory database
     with a view of it (the warehouse was then described as "a DuckDB database but not a STEF
     warehouse"), and a SQLite file through its ``sqlite_scanner`` extension, which it tries to
-    download. A missing or empty file passes (DuckDB creates the database).
+    download. A missing file passes (DuckDB creates the database); an empty one is left to DuckDB,
+    which refuses it.
 
     Raises:
         WarehouseError: the file's header lacks :data:`DUCKDB_MAGIC` (the message names a SQLite

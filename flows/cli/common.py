@@ -127,7 +127,18 @@ def suggested_program() -> str:
     return shlex.quote(started)
 
 
-console = Console(markup=False, emoji=False, highlight=False, width=_width())
+class _StdoutConsole(Console):
+    """A rich console of standard output whose closed reader ends the command as :meth:`OneLineUsageErrors.invoke`
+    does (rich's own handling exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        """Stop writing and end the command quietly with :data:`BROKEN_PIPE_EXIT`."""
+        self.quiet = True
+        discard_stdout()
+        raise SystemExit(BROKEN_PIPE_EXIT)
+
+
+console = _StdoutConsole(markup=False, emoji=False, highlight=False, width=_width())
 """Standard output. Markup and emoji codes are off: a ``[/x]``, ``[link=…]`` or ``:smile:`` in a
 run id, an agent id, a version, a reason or a file name prints as those characters (a ``str``
 table cell is rendered with the console's markup setting). Styles are set on :class:`rich.text.Text`."""
@@ -414,11 +425,17 @@ def reflow_command_help(app: typer.Typer) -> None:
 EMPTY_ALLOWED = frozenset({"--api-base", "--notify-webhook", "--header"})
 """Options whose empty value means something (``--api-base ""``: the environment's;
 ``--notify-webhook ""``: no webhook, as a script passes an unset variable; ``--header K=``)."""
+BLANK_ALLOWED = frozenset(
+    {"--agent", "--app", "--baseline", "--candidate", "--evaluator-version", "--project", "--source-project"}
+)
+"""Options naming what logs or stores hold, where a value of white space can be a real name (the log
+contract accepts an ``agent_id`` of one space): only an empty one is refused."""
 
 
 def empty_value(args: Sequence[str], flags: frozenset[str] = frozenset()) -> str | None:
     """What in a command line's arguments is an empty or blank (only white space) value, or ``None``:
-    ``--warehouse ""`` and ``--warehouse=`` name the option (``--reviewer " "`` too); ``""``
+    ``--warehouse ""`` and ``--warehouse=`` name the option (``--reviewer " "`` too, not ``--agent " "``:
+    :data:`BLANK_ALLOWED`); ``""``
     elsewhere (after a flag, after ``--``) is an argument. :data:`EMPTY_ALLOWED` options may be empty.
 
     Every other option and argument of ``stef`` needs a text: an empty path read as ``.`` (``stef
@@ -438,7 +455,9 @@ def empty_value(args: Sequence[str], flags: frozenset[str] = frozenset()) -> str
     >>> empty_value(["drift", "--json", ""], flags=frozenset({"--json"})), empty_value(["evaluate", "--", ""])
     ('an argument', 'an argument')
     >>> empty_value(["review", "import", "a.csv", "--reviewer", " \\t"]), empty_value(["export", "--agent=  "])
-    ('--reviewer', '--agent')
+    ('--reviewer', None)
+    >>> empty_value(["export", "--agent="]), empty_value(["export", "--agent", ""])
+    ('--agent', '--agent')
     """
     options_done = False
     for index, arg in enumerate(args):
@@ -451,15 +470,23 @@ def empty_value(args: Sequence[str], flags: frozenset[str] = frozenset()) -> str
             continue
         if arg.startswith("--") and "=" in arg:
             name, _, value = arg.partition("=")
-            if _blank(value) and name not in EMPTY_ALLOWED:
+            if _refused(name, value):
                 return name
             continue
         if _blank(arg):
             before = args[index - 1] if index else ""
             if before.startswith("-") and before != "--" and "=" not in before and before not in flags:
-                return None if before in EMPTY_ALLOWED else before
+                return before if _refused(before, arg) else None
             return "an argument"
     return None
+
+
+def _refused(option: str, value: str) -> bool:
+    """Whether ``value`` of ``option`` is refused: empty (unless :data:`EMPTY_ALLOWED`) or blank (unless
+    :data:`BLANK_ALLOWED` too)."""
+    if option in EMPTY_ALLOWED:
+        return False
+    return not value if option in BLANK_ALLOWED else _blank(value)
 
 
 def _blank(value: str) -> bool:

@@ -216,13 +216,15 @@ def bootstrap_deltas(
     statistics, so drawing them once and evaluating the statistics side by side (a vector-valued
     statistic) changes no figure and draws the resamples once.
 
-    Samples of few distinct values (Φ scores; :data:`COUNTS_BOOTSTRAP_MAX_DISTINCT_SHARE`) with the
-    statistics :func:`mean` and :func:`p90` are resampled through their value counts
+    Samples of few distinct values (Φ scores; :data:`COUNTS_BOOTSTRAP_MAX_DISTINCT_SHARE`) when every
+    statistic is :func:`mean` or :func:`p90` are resampled through their value counts
     (:func:`_bootstrap_from_counts`: the same bootstrap distribution, drawn in ``O(distinct values)``
     per resample; the drift checks of the 20k nightly benchmark: 0.14 s instead of 0.9-1.5 s), and
     ``scipy.stats.bootstrap`` computes the interval of that distribution (``bootstrap_result``,
-    ``n_resamples=0``) with ``thresholds.ci_method``; other samples and statistics are resampled
-    value by value by ``scipy.stats.bootstrap`` itself (10k distinct values per side: 0.71 s).
+    ``n_resamples=0``) with ``thresholds.ci_method``; other samples, and every statistic of a list
+    holding one without a counts form, are resampled value by value by ``scipy.stats.bootstrap``
+    itself (10k distinct values per side: 0.71 s): a statistic's interval is then the one it gets
+    alone only among statistics resampled the same way.
 
     Args:
         baseline: baseline values (at least two).

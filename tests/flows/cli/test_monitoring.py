@@ -691,14 +691,16 @@ def test_an_empty_value_is_refused_before_any_work(
         ("nightly", "--date", "2026-11-24", "--notify-webhook", "", "--logs-root", "missing"),
         ("push", "otlp", "--endpoint", "http://127.0.0.1:9", "--header=X-Empty=", "--date", "2026-11-30"),
         ("evaluate", "missing.jsonl", "--out", "x.jsonl", "--api-base", ""),
+        ("drift", "--agent", " ", "--warehouse", "missing.duckdb"),
     ],
-    ids=["notify_webhook", "header", "api_base"],
+    ids=["notify_webhook", "header", "api_base", "blank_agent"],
 )
 def test_an_option_whose_empty_value_means_something_is_not_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
 ) -> None:
     """``--notify-webhook "$UNSET"`` (no webhook), ``--api-base ""`` (the environment's) and a
-    header with an empty value are valid; the command goes on to its own checks."""
+    header with an empty value are valid, as is an agent id of white space (the log contract accepts
+    one); the command goes on to its own checks."""
     monkeypatch.chdir(tmp_path)
     result = _invoke(*args)
     assert "is empty or blank: give a value" not in result.stderr and "an argument is empty" not in result.stderr
