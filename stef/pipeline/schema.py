@@ -6,7 +6,9 @@ literals that do not fit a column's type ...). Two file kinds are read, one per 
 
 * ``<app_id>.sql``: DDL in the app's dialect (``pg_dump --schema-only``, ``sqlite3 .schema``),
   parsed with sqlglot. ``CREATE TABLE`` statements give tables, columns, types, primary and
-  foreign keys (named ``CONSTRAINT`` clauses too); a ``--`` comment after a column, a ``COMMENT '...'``
+  foreign keys (named ``CONSTRAINT`` clauses too; a column may have no type, as SQLite allows, and
+  table options sqlglot does not read, such as SQLite's ``WITHOUT ROWID``, are left off); a ``--``
+  comment after a column, a ``COMMENT '...'``
   clause or a ``COMMENT ON COLUMN`` statement gives the column's description; ``CREATE VIEW``
   names a table whose columns are not known. Statements apply in order: ``ALTER TABLE`` adds key
   constraints (``pg_dump`` declares keys that way) and adds, drops, renames or retypes columns,
@@ -337,7 +339,9 @@ def _table_from_create(create: exp.Create) -> TableSchema | None:
     primary: list[str] = []
     foreign: list[ForeignKey] = []
     for item in target.expressions:
-        if isinstance(item, exp.ColumnDef):
+        if isinstance(item, exp.Identifier):  # a column without a type (SQLite: "CREATE TABLE t (a, b)")
+            columns.append(ColumnSchema(item.name, None, type_family(None), _comment_text(item.comments), False))
+        elif isinstance(item, exp.ColumnDef):
             column, is_primary, reference = _column_from_def(item)
             columns.append(column)
             if is_primary:
@@ -480,6 +484,46 @@ def _batches_as_statements(text: str, dialect: str) -> str:
     return "".join(pieces) + text[done:]
 
 
+def _create_table_of_command(command: exp.Command, dialect: str) -> exp.Create | None:
+    """The ``CREATE TABLE`` statement sqlglot read as an opaque command because of table options after
+    its column list that it does not know (SQLite's ``WITHOUT ROWID``), read again without them:
+    the statement through the parenthesis that closes its column list, found with the dialect's
+    tokenizer (a parenthesis in a string, a quoted name or a comment is no token). ``None`` for
+    another command, or one that still does not read as a ``CREATE TABLE``.
+
+    >>> import sqlglot
+    >>> command = sqlglot.parse_one("CREATE TABLE t (a INT, b TEXT DEFAULT ')') WITHOUT ROWID", read="sqlite")
+    >>> type(command).__name__, _create_table_of_command(command, "sqlite").sql("sqlite")
+    ('Command', "CREATE TABLE t (a INTEGER, b TEXT DEFAULT ')')")
+    """
+    import sqlglot
+    from sqlglot import TokenType
+    from sqlglot.dialects.dialect import Dialect
+
+    rest = command.expression  # the text after CREATE (a Literal in older sqlglot releases)
+    rest = rest.this if isinstance(rest, exp.Literal) else rest
+    if str(command.this).upper() != "CREATE" or not isinstance(rest, str):
+        return None
+    text = f"CREATE {rest.lstrip()}"
+    try:
+        tokens = Dialect.get_or_raise(dialect or None).tokenize(text)
+    except (SqlglotError, ValueError):
+        return None
+    depth = 0
+    for token in tokens:
+        if token.token_type is TokenType.L_PAREN:
+            depth += 1
+        elif token.token_type is TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                try:
+                    statement = sqlglot.parse_one(text[: token.end + 1], read=dialect or None)
+                except (SqlglotError, RecursionError):
+                    return None
+                return statement if isinstance(statement, exp.Create) and statement.kind == "TABLE" else None
+    return None
+
+
 def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> DatabaseSchema:
     """Read DDL text into a :class:`DatabaseSchema` (see the module docstring for what is read).
 
@@ -514,6 +558,8 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
     declared: dict[str, tuple[str, TableSchema]] = {}  # table key -> (qualified name as written, table)
     comments: dict[tuple[str, str], str] = {}
     for statement in statements:
+        if isinstance(statement, exp.Command):
+            statement = _create_table_of_command(statement, dialect) or statement
         if isinstance(statement, exp.Create):
             table = _table_from_create(statement)
             if table is None:

@@ -419,7 +419,7 @@ def test_export_of_an_agent_without_evaluations_names_the_agent(warehouse_file: 
 
 @pytest.mark.parametrize(
     "options",
-    [(), ("--no-store",), ("--evaluator-version", "stef-0.2.0+symbolic-9")],
+    [(), ("--no-store",), ("--evaluator-version", "stef-0.2.0+symbolic-10")],
     ids=["storing", "no_store", "evaluator_version"],
 )
 def test_drift_leaves_an_empty_duckdb_file_as_it_is(tmp_path: Path, options: tuple[str, ...]) -> None:

@@ -575,3 +575,47 @@ def test_the_rules_dialect_of_an_app_wins_over_the_runs_for_its_schema_file(tmp_
     assert result.exit_code == 0, result.output
     assert [(r["status"], r["dialect"]) for r in rows] == [("evaluated", "sqlite")]
     assert rows[0]["schema_report"] is not None
+
+
+SQLITE_TABLE_FORMS = """
+CREATE TABLE orders (id INTEGER PRIMARY KEY, amount REAL, status TEXT DEFAULT 'new (unpaid)') WITHOUT ROWID;
+CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, note) STRICT;
+CREATE TABLE visits (user_id, "day", -- when
+  FOREIGN KEY (user_id) REFERENCES users (id));
+CREATE TABLE IF NOT EXISTS "tags" (tag TEXT, PRIMARY KEY (tag)) STRICT, WITHOUT ROWID;
+"""
+
+
+def test_sqlite_tables_without_rowid_strict_or_untyped_columns_are_read() -> None:
+    """``WITHOUT ROWID`` (which sqlglot reads as an opaque command: the table was missing) and columns
+    without a type (dropped: every query naming them was INCORRECT for an unknown column) are
+    read as SQLite declares them."""
+    schema = parse_ddl(SQLITE_TABLE_FORMS, "sqlite", "shop.sql")
+    columns = {t.name: [(c.name, c.type, c.family) for c in t.columns] for t in schema.tables}
+    assert columns == {
+        "orders": [("id", "INT", "integer"), ("amount", "DOUBLE", "number"), ("status", "TEXT", "text")],
+        "users": [("id", "INT", "integer"), ("name", "TEXT", "text"), ("note", None, "unknown")],
+        "visits": [("user_id", None, "unknown"), ("day", None, "unknown")],
+        "tags": [("tag", "TEXT", "text")],
+    }
+    assert schema.table("orders").primary_key == ("id",) and schema.table("tags").primary_key == ("tag",)
+    assert schema.is_foreign_key_pair(("visits", "user_id"), ("users", "id"))
+    assert schema.table("visits").column("day").description == "when"
+
+
+def test_answers_on_sqlite_table_forms_are_not_flagged_for_unknown_names(tmp_path: Path) -> None:
+    (tmp_path / "shop.sql").write_text(SQLITE_TABLE_FORMS, encoding="utf-8")
+    queries = {
+        "shipped": ("How many orders have status shipped?", "SELECT count(*) FROM orders WHERE status = 'shipped'"),
+        "note": ("What is the note of user Bob?", "SELECT note FROM users WHERE name = 'Bob'"),
+        "visits": ("On which days did user 3 visit?", 'SELECT "day" FROM visits WHERE user_id = 3'),
+        "tags": ("List every tag.", "SELECT tag FROM tags"),
+    }
+    records = [
+        AgentLogRecord(run_id=key, app_id="shop", question=question, sql=sql, dialect="sqlite")
+        for key, (question, sql) in queries.items()
+    ]
+    for evaluation in evaluate_many(records, schemas=SchemaBook(tmp_path)):
+        report = evaluation.schema_report
+        assert evaluation.status is EvaluationStatus.EVALUATED and report is not None, evaluation.run_id
+        assert (report.unknown_tables, report.unknown_columns) == ((), ()), evaluation.run_id
