@@ -148,6 +148,9 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "xp_cmdshell",
         "openrowset",
         "opendatasource",
+        "openquery",
+        # PostgreSQL's dblink: a query run on another server
+        "dblink",
     }
 )
 """Functions (lower case) a query may call that change the database or the server, read its

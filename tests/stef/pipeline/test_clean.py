@@ -167,6 +167,8 @@ def test_an_empty_code_fence_leaves_the_sql_around_it(sql: str, expected: str) -
         ("SELECT name, pg_read_file('/etc/passwd') FROM users", "postgres", "PG_READ_FILE()"),
         ("SELECT name FROM users WHERE id IN (SELECT lo_export(1, '/tmp/x'))", "postgres", "LO_EXPORT()"),
         ("SELECT LOAD_FILE('/etc/passwd') AS name FROM users", "mysql", "LOAD_FILE()"),
+        ("SELECT name FROM OPENQUERY(remote, 'SELECT name FROM users')", "tsql", "OPENQUERY()"),
+        ("SELECT name FROM dblink('host=x', 'SELECT name FROM users') AS t(name TEXT)", "postgres", "DBLINK()"),
     ],
 )
 def test_a_query_that_calls_a_side_effecting_function_is_never_scored_clean(sql: str, dialect: str, kind: str) -> None:
