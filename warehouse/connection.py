@@ -170,13 +170,16 @@ _OTHER_FILE_KINDS = ((b"SQLite format 3\x00", "a SQLite database"), (b"PAR1", "a
 
 
 def check_duckdb_file(target: Path) -> None:
-    """Refuse an existing, non-empty file that is not a DuckDB database before DuckDB opens it.
+    """Refuse an existing, non-empty file that is not a DuckDB database, naming what it is.
 
-    DuckDB 2 opens a CSV, JSON or JSON Lines file given as a database as an in-memory database
-    with a view of it (the warehouse was then described as "a DuckDB database but not a STEF
-    warehouse"), and a SQLite file through its ``sqlite_scanner`` extension, which it tries to
-    download. A missing file passes (DuckDB creates the database); an empty one is left to DuckDB,
-    which refuses it.
+    Called only once DuckDB failed to open ``target`` or opened it as something else than a
+    DuckDB database file (:func:`_is_duckdb_file`): DuckDB 2 opens a CSV, JSON or JSON Lines file
+    given as a database as an in-memory database with a view of it (the warehouse was then
+    described as "a DuckDB database but not a STEF warehouse"), and a SQLite file through its
+    ``sqlite_scanner`` extension. Never before DuckDB opens a file: DuckDB's lock on it is a POSIX
+    record lock, which a process loses when it closes any descriptor of the file, so reading the
+    header while this process had the warehouse open let another process write it too. A missing
+    or empty file passes (DuckDB's own error then stands).
 
     Raises:
         WarehouseError: the file's header lacks :data:`DUCKDB_MAGIC` (the message names a SQLite
@@ -198,6 +201,13 @@ def check_duckdb_file(target: Path) -> None:
         f"warehouse {target} is not a DuckDB database file ({kind}); nothing was changed in it: "
         "pass a new file or a STEF warehouse"
     )
+
+
+def _is_duckdb_file(conn: duckdb.DuckDBPyConnection) -> bool:
+    """Whether ``conn``'s database is a DuckDB database file (not the in-memory database DuckDB
+    makes of a CSV or JSON file, nor a database of another engine attached through an extension)."""
+    row = conn.execute("SELECT path, type FROM duckdb_databases() WHERE database_name = current_database()").fetchone()
+    return row is not None and row[0] is not None and str(row[1]).lower() == "duckdb"
 
 
 def connect(
@@ -251,7 +261,6 @@ def connect(
         except OSError as exc:
             error = WarehouseReadOnlyError if exc.errno in _WRITE_DENIED_ERRNOS else WarehouseError
             raise error(f"cannot create the folder of warehouse {target}: {exc.strerror or exc}") from exc
-    check_duckdb_file(target)
     if read_only:  # DuckDB refuses a read-only connection to a file this process has open for writing
         wait_for_checkpoints()
     timeout = default_lock_timeout() if lock_timeout is None else max(lock_timeout, 0.0)
@@ -265,6 +274,7 @@ def connect(
             break
         except duckdb.IOException as exc:
             if not _is_lock_conflict(exc):
+                check_duckdb_file(target)  # DuckDB holds no lock on a file it could not open
                 error = WarehouseReadOnlyError if not read_only and _is_write_denied(exc) else WarehouseError
                 raise error(f"cannot open warehouse {target}: {exc}") from exc
             now = time.monotonic()
@@ -279,8 +289,13 @@ def connect(
             waiting = True
             time.sleep(_LOCK_POLL_S)
         except duckdb.Error as exc:
+            check_duckdb_file(target)
             raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc
     try:
+        if not _is_duckdb_file(conn):  # DuckDB 2 opens a CSV or JSON file as an in-memory database with a view of it
+            conn.close()
+            check_duckdb_file(target)
+            raise WarehouseError(f"warehouse {target} is not a DuckDB database file; nothing was changed in it")
         check_is_warehouse(conn, f"warehouse {target}")
         if (read_only or existing_tables) and current_version(conn) == 0:
             # an empty DuckDB database: a first run stopped before it made the tables

@@ -348,3 +348,20 @@ def test_a_folder_is_no_warehouse_to_open_or_write(tmp_path: Path) -> None:
         warehouse_file(tmp_path)
     assert warehouse_file(tmp_path / "new.duckdb") == tmp_path / "new.duckdb"  # not created yet: fine
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_second_connection_of_this_process_keeps_its_lock_on_the_file(tmp_path: Path) -> None:
+    """DuckDB's lock on the file is a POSIX record lock, which the process loses when it closes any
+    descriptor of the file: reading the file's header before each open (to refuse a CSV) released
+    the lock the store's open connection held, and a second ``stef nightly`` waiting for it wrote
+    the file at the same time ("Corrupted DICT_FSST segment"). Nothing but DuckDB opens the file."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "w.duckdb"
+    probe = f"import duckdb; duckdb.connect({str(path)!r}).close()"
+    with connect(path):
+        connect(path).close()  # another STEF connection of this process (the drift step after the store)
+        connect(path, read_only=False, existing_tables=True).close()
+        other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
+        assert other.returncode != 0 and "lock" in other.stderr.lower(), other.stderr
