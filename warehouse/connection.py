@@ -203,6 +203,17 @@ def check_duckdb_file(target: Path) -> None:
     )
 
 
+def _name_a_foreign_file(target: Path, error: duckdb.Error) -> None:
+    """After DuckDB refused ``target`` as no DuckDB database file (``not a valid DuckDB database
+    file``), needed an extension to open it (a SQLite file) or read it as an in-memory database
+    (a CSV, JSON or Parquet file, which read-only mode refuses), :func:`check_duckdb_file` names
+    what it is. Not after another failure: "a different configuration than existing connections"
+    means this process has the file open, and reading it would drop that connection's lock."""
+    text = str(error).lower()
+    if any(sign in text for sign in ("not a valid duckdb database file", "extension", "in-memory database")):
+        check_duckdb_file(target)
+
+
 def _is_duckdb_file(conn: duckdb.DuckDBPyConnection) -> bool:
     """Whether ``conn``'s database is a DuckDB database file (not the in-memory database DuckDB
     makes of a CSV or JSON file, nor a database of another engine attached through an extension)."""
@@ -274,7 +285,7 @@ def connect(
             break
         except duckdb.IOException as exc:
             if not _is_lock_conflict(exc):
-                check_duckdb_file(target)  # DuckDB holds no lock on a file it could not open
+                _name_a_foreign_file(target, exc)
                 error = WarehouseReadOnlyError if not read_only and _is_write_denied(exc) else WarehouseError
                 raise error(f"cannot open warehouse {target}: {exc}") from exc
             now = time.monotonic()
@@ -289,7 +300,7 @@ def connect(
             waiting = True
             time.sleep(_LOCK_POLL_S)
         except duckdb.Error as exc:
-            check_duckdb_file(target)
+            _name_a_foreign_file(target, exc)
             raise WarehouseError(f"cannot open warehouse {target}: {exc}") from exc
     try:
         if not _is_duckdb_file(conn):  # DuckDB 2 opens a CSV or JSON file as an in-memory database with a view of it

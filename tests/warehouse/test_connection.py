@@ -363,5 +363,7 @@ def test_a_second_connection_of_this_process_keeps_its_lock_on_the_file(tmp_path
     with connect(path):
         connect(path).close()  # another STEF connection of this process (the drift step after the store)
         connect(path, read_only=False, existing_tables=True).close()
+        with pytest.raises(WarehouseError, match="different configuration"):
+            connect(path, read_only=True)  # DuckDB refuses a second configuration of an open file: no header read
         other = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
         assert other.returncode != 0 and "lock" in other.stderr.lower(), other.stderr
