@@ -248,6 +248,23 @@ def test_nightly_quiet_says_an_error_it_raises_on_purpose_in_its_one_error_line_
     assert line.startswith("error: 2 of 3 log lines in ") and "above the limit of 5.0%" in line
 
 
+def _night(tmp_path: Path, warehouse: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """``stef nightly --quiet`` of 2026-11-20 from ``tmp_path/logs`` into ``warehouse``."""
+    logs = str(tmp_path / "logs")
+    return _stef(
+        tmp_path,
+        "nightly",
+        "--date",
+        "2026-11-20",
+        "--logs-root",
+        logs,
+        "--warehouse",
+        str(warehouse),
+        "--quiet",
+        *options,
+    )
+
+
 def test_nightly_quiet_leaves_off_the_failed_task_line_of_an_error_it_prints(tmp_path: Path) -> None:
     """With ``--quiet`` a warehouse refused inside the check-warehouse task printed Prefect's ERROR line
     "Task run 'check-warehouse-…' - Finished in state Failed('Task run encountered an exception
@@ -262,17 +279,7 @@ def test_nightly_quiet_leaves_off_the_failed_task_line_of_an_error_it_prints(tmp
     (day / "a.jsonl").write_text(json.dumps({"run_id": "a", "question": "How many?", "sql": "SELECT 1"}) + "\n")
     csv = tmp_path / "export.csv"
     csv.write_text("a,b\n1,2\n", encoding="utf-8")
-    done = _stef(
-        tmp_path,
-        "nightly",
-        "--date",
-        "2026-11-20",
-        "--logs-root",
-        str(tmp_path / "logs"),
-        "--warehouse",
-        str(csv),
-        "--quiet",
-    )
+    done = _night(tmp_path, csv)
     assert done.returncode == 2, done.stderr
     assert "| ERROR" not in done.stderr, done.stderr
     assert done.stderr.splitlines()[-1].startswith(f"error: warehouse {csv} is not a DuckDB database file")
@@ -306,19 +313,7 @@ def test_a_closed_standard_output_ends_any_command_quietly_with_141(tmp_path: Pa
         (day / "a.jsonl").write_text(
             "[1]\n" + json.dumps({"run_id": "a", "question": "How many?", "sql": "SELECT 1"}) + "\n"
         )
-        stored = _stef(
-            tmp_path,
-            "nightly",
-            "--date",
-            "2026-11-20",
-            "--logs-root",
-            str(tmp_path / "logs"),
-            "--warehouse",
-            str(warehouse),
-            "--max-bad-share",
-            "1",
-            "--quiet",
-        )
+        stored = _night(tmp_path, warehouse, "--max-bad-share", "1")
         assert stored.returncode == 0, stored.stderr
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader is gone before the command writes
