@@ -50,8 +50,19 @@ catalogue is the only user, and a temporary server has no UI). A server the user
 (``PREFECT_API_URL``) keeps its own settings."""
 
 _SERVER_CODE = """
-import contextlib, gc, importlib.util, sys
+import contextlib, gc, importlib.util, os, signal, sys, threading, time
 app_dir, factory, host, port, helpers = sys.argv[1:6]
+command = int(sys.argv[6]) if len(sys.argv) > 6 else None
+
+def stop_without_the_command():  # the command's pid as the parent, else it was killed
+    while os.getppid() == command:
+        time.sleep(0.5)
+    os.kill(os.getpid(), signal.SIGTERM)  # uvicorn stops; before it runs, the default handler ends the process
+    time.sleep(10)
+    os._exit(1)
+
+if command is not None:
+    threading.Thread(target=stop_without_the_command, daemon=True).start()
 sys.path.insert(0, app_dir)
 gc.disable()
 import uvicorn
@@ -78,9 +89,12 @@ and the collector's passes over them cost the boot about 0.6 s of its 4.5-5 s on
 that a SQLite database that does not exist yet is created from the bundled schema snapshot
 (:func:`seed_missing_database`), and that the automation services run only when its database
 holds an automation (:func:`automation_services_when_needed`); both are loaded from this file's
-path, the last argument, and should that fail, Prefect creates the database and starts the
+path, the fifth argument, and should that fail, Prefect creates the database and starts the
 services as it always does. uvicorn exits with code 3 when the port
-cannot be bound, as its command line does."""
+cannot be bound, as its command line does. The last argument, the command's process id, is watched
+by a thread of the server: once its parent is no longer the command (killed, even in the instant
+between the server's start and the guard learning its id), the server stops itself; the guard
+(:func:`_start_guard`) does the same from outside."""
 
 
 IN_MEMORY = Path(":memory:")
@@ -426,6 +440,7 @@ class TemporaryApiServer:
                 "127.0.0.1",
                 str(self.port),
                 str(Path(__file__).resolve()),
+                str(os.getpid()),
             ],
             env=environment,
             # A session of its own, as the guard's: a Ctrl-C on the terminal (SIGINT to the whole

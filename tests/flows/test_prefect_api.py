@@ -178,3 +178,44 @@ def test_the_temporary_server_starts_with_prefects_services_when_the_check_canno
     monkeypatch.setattr(flows.prefect_api, "__file__", str(tmp_path / "gone" / "prefect_api.py"))
     log = _boot_log(capfd)  # answers: the server does not die on the missing file
     assert "ReactiveTriggers starting" in log  # with no automation stored: Prefect's own services
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").is_file(), reason="reads /proc (Linux)")
+def test_a_server_whose_command_is_killed_before_the_guard_knows_it_stops_itself(tmp_path: Path) -> None:
+    """kill -9 of the command in the instant between the server's start and the guard learning its
+    process id (a CI run under load hit it: the server kept running) leaves the server without a
+    guard; the server's own thread sees its parent change and stops it."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    command = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from flows.prefect_api import TemporaryApiServer\n"
+            "server = TemporaryApiServer(report=None); server.start(with_settings=False)\n"
+            "print(server.process.pid, flush=True); time.sleep(600)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "PREFECT_HOME": str(tmp_path)},
+    )
+    assert command.stdout is not None
+    server = int(command.stdout.readline())
+    command.send_signal(signal.SIGKILL)  # no exit handler, no guard: only the server itself can notice
+    command.wait()
+
+    def running() -> bool:
+        try:
+            state = Path(f"/proc/{server}/stat").read_text().split(") ", 1)[1].split()[0]
+        except OSError:
+            return False
+        return state != "Z"
+
+    deadline = time.monotonic() + 30
+    while running():
+        assert time.monotonic() < deadline, f"the orphaned temporary server {server} still runs after 30 s"
+        time.sleep(0.1)
