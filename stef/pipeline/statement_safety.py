@@ -149,8 +149,14 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "openrowset",
         "opendatasource",
         "openquery",
-        # PostgreSQL's dblink: a query run on another server
+        # PostgreSQL's dblink: queries run on another server, by any of the module's calls
         "dblink",
+        "dblink_connect",
+        "dblink_connect_u",
+        "dblink_open",
+        "dblink_fetch",
+        "dblink_send_query",
+        "dblink_get_result",
     }
 )
 """Functions (lower case) a query may call that change the database or the server, read its

@@ -169,6 +169,8 @@ def test_an_empty_code_fence_leaves_the_sql_around_it(sql: str, expected: str) -
         ("SELECT LOAD_FILE('/etc/passwd') AS name FROM users", "mysql", "LOAD_FILE()"),
         ("SELECT name FROM OPENQUERY(remote, 'SELECT name FROM users')", "tsql", "OPENQUERY()"),
         ("SELECT name FROM dblink('host=x', 'SELECT name FROM users') AS t(name TEXT)", "postgres", "DBLINK()"),
+        ("SELECT dblink_send_query('remote', 'DELETE FROM users'), name FROM users", "postgres", "DBLINK_SEND_QUERY()"),
+        ("SELECT name FROM users WHERE dblink_connect('remote', 'host=x') = 'OK'", "postgres", "DBLINK_CONNECT()"),
     ],
 )
 def test_a_query_that_calls_a_side_effecting_function_is_never_scored_clean(sql: str, dialect: str, kind: str) -> None:
