@@ -26,6 +26,7 @@ from stef.pipeline.statement_safety import (
     executable_comment_writes,
     hidden_statements,
     nested_comment_writes,
+    without_into_clauses,
 )
 
 STATEMENT_START_WORDS = frozenset(
@@ -218,6 +219,29 @@ def _without_trailing_prose(text: str) -> tuple[str, str] | None:
     return None
 
 
+def _parse_recovered(
+    text: str, dialect: str, whole_first: bool
+) -> tuple[list[exp.Expr | None], str, str | None] | None:
+    """The statements of a text the parser rejected, recovered: ``(statements, sql, prose)``.
+
+    With ``whole_first`` (the text changed since the parser rejected it) the whole text is tried
+    first (``prose`` ``None``); then the text before its trailing prose
+    (:func:`_without_trailing_prose`; ``prose`` the cut tail). ``None`` when neither parses.
+    """
+    if whole_first:
+        try:
+            return parse_statements(text, dialect), text, None
+        except SqlglotError:
+            pass
+    cut = _without_trailing_prose(text)
+    if cut is None:
+        return None
+    try:
+        return parse_statements(cut[0], dialect), cut[0], cut[1]
+    except SqlglotError:
+        return None
+
+
 PROSE_EXEMPT_WORDS = frozenset(
     {
         "SELECT",
@@ -407,14 +431,15 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         try:
             parsed = parse_statements(text, dialect)
         except SqlglotError as error:
-            cut = _without_trailing_prose(text)
-            if cut is None:
+            into = without_into_clauses(text, dialect)  # MySQL's INTO OUTFILE / DUMPFILE / @var clauses
+            if into is not None:
+                text, flags = into.text.strip(), (*flags, *(f"non_select_statement: {kind}" for kind in into.kinds))
+            recovered = _parse_recovered(text, dialect, whole_first=into is not None)
+            if recovered is None:
                 return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
-            try:
-                parsed = parse_statements(cut[0], dialect)
-            except SqlglotError:
-                return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
-            text, flags, discarded = cut[0], (*flags, "stripped prose after SQL"), (*discarded, cut[1])
+            parsed, text, prose = recovered
+            if prose is not None:
+                flags, discarded = (*flags, "stripped prose after SQL"), (*discarded, prose)
         except RecursionError:
             return ParsedSQL(None, (), dialect, flags, "parse_error", "SQL nests too deeply for the parser")
         statements = tuple(s for s in parsed if s is not None and not isinstance(s, exp.Semicolon))

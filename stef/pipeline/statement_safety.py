@@ -10,9 +10,10 @@ as a statement (:func:`hidden_statements`) and in executable comments
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from functools import lru_cache
 
-from sqlglot import exp
+from sqlglot import TokenType, exp
 from sqlglot.errors import SqlglotError
 
 from stef.pipeline.dialects import _parser_pair, dialect_instance, parse_statements
@@ -172,6 +173,127 @@ def _may_write(text: str, dialect: str) -> bool:
         return True
     lower = text.lower()
     return any(name in lower for name in SIDE_EFFECT_FUNCTIONS)
+
+
+INTO_FILE_KINDS = {"OUTFILE": "SELECT INTO OUTFILE", "DUMPFILE": "SELECT INTO DUMPFILE"}
+"""MySQL's ``INTO OUTFILE`` / ``INTO DUMPFILE`` targets: the query's rows written to a file on the
+database server (a classic injection vector), named by the flag they get."""
+
+EXPORT_OPTION_WORDS = frozenset(
+    {"CHARACTER", "SET", "CHARSET", "FIELDS", "COLUMNS", "TERMINATED", "OPTIONALLY", "ENCLOSED", "ESCAPED", "BY"}
+    | {"LINES", "STARTING"}
+)
+"""Words of ``INTO OUTFILE``'s export options (``CHARACTER SET utf8mb4 FIELDS TERMINATED BY ','
+OPTIONALLY ENCLOSED BY '"' LINES TERMINATED BY '\\n'``); MySQL 8.0 reference, SELECT ... INTO."""
+
+
+@dataclass(frozen=True)
+class IntoClauses:
+    """A query without the ``INTO`` clauses sqlglot's parser rejects (:func:`without_into_clauses`).
+
+    Attributes:
+        text: the SQL with each clause cut out (a space in its place).
+        kinds: what each clause was, in order (``SELECT INTO OUTFILE``, ``SELECT INTO DUMPFILE``,
+            ``SELECT INTO`` for user variables), as :func:`embedded_writes` names writes.
+    """
+
+    text: str
+    kinds: tuple[str, ...]
+
+
+def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
+    """Cut MySQL's ``INTO`` clauses that sqlglot (30.x) cannot parse out of a query, by the
+    dialect's tokens: ``INTO OUTFILE 'file' [options]``, ``INTO DUMPFILE 'file'`` and
+    ``INTO @var, ...`` anywhere (MySQL accepts them before FROM and at the end of the query).
+
+    A query with one of them writes a file on the server or assigns variables: it is no
+    read-only answer. Cut out, the rest parses and is scored, and the caller flags the clause
+    (``non_select_statement: SELECT INTO OUTFILE``) as :func:`embedded_writes` flags ``SELECT ...
+    INTO table``. Called only for a text the parser rejected.
+
+    Args:
+        text: the SQL text.
+        dialect: a sqlglot dialect name (``""``: the generic one).
+
+    Returns:
+        The text without the clauses and their kinds, or ``None`` when the tokens hold none (or
+        the tokenizer rejects the text).
+
+    >>> cut = without_into_clauses("SELECT a FROM t INTO OUTFILE '/tmp/x' FIELDS TERMINATED BY ','", "mysql")
+    >>> cut.text.strip(), cut.kinds
+    ('SELECT a FROM t', ('SELECT INTO OUTFILE',))
+    >>> cut = without_into_clauses("SELECT a, b INTO @x, @y FROM t LIMIT 1", "mysql")
+    >>> " ".join(cut.text.split()), cut.kinds
+    ('SELECT a, b FROM t LIMIT 1', ('SELECT INTO',))
+    >>> without_into_clauses("SELECT a FROM t WHERE", "mysql") is None
+    True
+    """
+    try:
+        tokens = _parser_pair(dialect)[0].tokenize(text)
+    except (SqlglotError, RecursionError):
+        return None
+    spans: list[tuple[int, int]] = []
+    kinds: list[str] = []
+    index = 0
+    while index < len(tokens) - 1:
+        token, target = tokens[index], tokens[index + 1]
+        if token.token_type is not TokenType.INTO or (index and tokens[index - 1].text.upper() in _INTO_TABLE_WORDS):
+            index += 1
+            continue
+        end = index + 1
+        word = target.text.upper()
+        if target.token_type is TokenType.VAR and word in INTO_FILE_KINDS:
+            end = index + 2
+            if end < len(tokens) and tokens[end].token_type is TokenType.STRING:
+                end += 1  # the file name
+            while word == "OUTFILE" and end < len(tokens):
+                option = tokens[end]
+                if option.text.upper() in ("CHARACTER", "CHARSET") or option.token_type is TokenType.CHARACTER_SET:
+                    end += 1
+                    while end < len(tokens) and tokens[end].text.upper() == "SET":
+                        end += 1
+                    end += 1  # the character set's name
+                elif option.token_type is TokenType.STRING or option.text.upper() in EXPORT_OPTION_WORDS:
+                    end += 1
+                else:
+                    break
+            kinds.append(INTO_FILE_KINDS[word])
+        elif target.token_type in _VARIABLE_MARKERS:  # @var, @@var, each after a comma
+            end = index + 1
+            while end < len(tokens) and tokens[end].token_type in _VARIABLE_MARKERS:
+                while end < len(tokens) and tokens[end].token_type in _VARIABLE_MARKERS:
+                    end += 1  # "@" or "@@"
+                if end < len(tokens) and tokens[end].token_type in _VARIABLE_NAME_TOKENS:
+                    end += 1
+                if end + 1 < len(tokens) and tokens[end].token_type is TokenType.COMMA:
+                    if tokens[end + 1].token_type not in _VARIABLE_MARKERS:
+                        break
+                    end += 1
+            kinds.append("SELECT INTO")
+        else:
+            index += 1
+            continue
+        last = tokens[min(end, len(tokens)) - 1]
+        spans.append((token.start, last.end + 1))
+        index = end
+    if not spans:
+        return None
+    pieces: list[str] = []
+    position = 0
+    for start, stop in spans:
+        pieces.append(text[position:start])
+        position = stop
+    pieces.append(text[position:])
+    return IntoClauses(" ".join(pieces), tuple(kinds))
+
+
+_VARIABLE_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING})
+"""Tokens that name a user variable after ``@`` (``@total``, ``@`total```, ``@'total'``)."""
+_INTO_TABLE_WORDS = frozenset({"INSERT", "REPLACE", "IGNORE", "MERGE", "UPSERT", "OVERWRITE"})
+"""Words before an ``INTO`` that names a table to write (``INSERT INTO @t``, T-SQL's table
+variable): that statement is flagged as a write by its own type, not as a SELECT's INTO clause."""
+_VARIABLE_MARKERS = frozenset({TokenType.PARAMETER, TokenType.SESSION_PARAMETER})
+"""Tokens that start a variable: ``@`` (in the generic dialect ``@@`` is two of them) and MySQL's ``@@``."""
 
 
 def embedded_writes(query: exp.Expr) -> list[str]:

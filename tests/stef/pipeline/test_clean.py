@@ -182,6 +182,83 @@ def test_a_query_that_calls_a_side_effecting_function_is_never_scored_clean(sql:
     assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
 
 
+@pytest.mark.parametrize(
+    ("sql", "dialect", "kind", "answer"),
+    [
+        (
+            "SELECT name FROM users INTO OUTFILE '/tmp/users.csv'",
+            "mysql",
+            "SELECT INTO OUTFILE",
+            "SELECT name FROM users",
+        ),
+        ("select name into outfile '/tmp/u' from users", "mysql", "SELECT INTO OUTFILE", "SELECT name FROM users"),
+        (
+            "SELECT name FROM users INTO OUTFILE '/tmp/u.csv' CHARACTER SET utf8mb4 FIELDS TERMINATED BY ',' "
+            "OPTIONALLY ENCLOSED BY '\"' LINES TERMINATED BY '\\n'",
+            "mysql",
+            "SELECT INTO OUTFILE",
+            "SELECT name FROM users",
+        ),
+        (
+            "SELECT name FROM users UNION SELECT name FROM admins INTO DUMPFILE '/var/www/x.php'",
+            "mysql",
+            "SELECT INTO DUMPFILE",
+            "SELECT name FROM users UNION SELECT name FROM admins",
+        ),
+        ("SELECT name FROM users LIMIT 1 INTO @first_name", "mysql", "SELECT INTO", "SELECT name FROM users LIMIT 1"),
+        ("SELECT name FROM users INTO OUTFILE '/tmp/u' FOR UPDATE", "mysql", "SELECT INTO OUTFILE", None),
+        ("SELECT name FROM users INTO OUTFILE '/tmp/u'", None, "SELECT INTO OUTFILE", "SELECT name FROM users"),
+        (
+            "```sql\nSELECT name FROM users INTO OUTFILE '/tmp/u'\n```\nThis query exports every name.",
+            "mysql",
+            "SELECT INTO OUTFILE",
+            "SELECT name FROM users",
+        ),
+        (
+            "SELECT name FROM users INTO OUTFILE '/tmp/u'\nThis query exports the names of all users.",
+            "mysql",
+            "SELECT INTO OUTFILE",
+            "SELECT name FROM users",
+        ),
+    ],
+    ids=[
+        "outfile",
+        "outfile_before_from",
+        "outfile_options",
+        "dumpfile_union",
+        "user_variable",
+        "for_update",
+        "generic",
+        "fenced",
+        "prose",
+    ],
+)
+def test_a_query_that_writes_a_server_file_is_flagged_not_unparsable(
+    sql: str, dialect: str | None, kind: str, answer: str | None
+) -> None:
+    """MySQL's ``INTO OUTFILE`` / ``INTO DUMPFILE`` / ``INTO @var`` (which sqlglot cannot parse)
+    made the record a ``parse_error``: unscored, and a query writing files on the database server
+    went unflagged, while ``SELECT ... INTO t`` is flagged INCORRECT. Now the clause is cut by
+    tokens, the rest scored, the clause flagged and the verdict INCORRECT at P 0."""
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
+    assert f"non_select_statement: {kind}" in evaluation.flags
+    assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+    assert evaluation.score is not None
+    if answer is not None:
+        parsed = parse_sql_with_fallback(sql, resolve_dialect(dialect))
+        assert parsed.answer is not None and parsed.answer.sql(dialect="mysql") == answer
+
+
+def test_an_unparsable_query_with_an_outfile_clause_keeps_its_flag() -> None:
+    """When the rest of the query does not parse either, the record stays a ``parse_error`` with
+    the parser's message for the text as logged, and the file write is still flagged."""
+    parsed = parse_sql_with_fallback("SELECT name FROM WHERE INTO OUTFILE '/tmp/u'", "mysql")
+    assert parsed.error == "parse_error"
+    assert parsed.flags == ("non_select_statement: SELECT INTO OUTFILE",)
+    assert "line 1" in (parsed.error_message or "")
+
+
 def test_a_column_named_like_a_side_effecting_function_is_no_call() -> None:
     evaluation = evaluate(
         AgentLogRecord(run_id="r", question="Show the names of the users", sql="SELECT name, edit, nextval FROM users")
