@@ -104,14 +104,22 @@ def _default_normalized(value: str) -> str:
     return _canonical_date(_canonical_number(" ".join(compatible_text(value).split()).lower()))
 
 
-WIDTH_FOLD = {
+WIDTH_FOLD: dict[int, int | str] = {
     **{code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)},  # fullwidth ASCII (an input method's)
     0x3000: 0x20,  # ideographic space
     0x00A0: 0x20,  # no-break space
     0x2007: 0x20,  # figure space
     0x202F: 0x20,  # narrow no-break space
+    **{  # halfwidth katakana, Hangul and their marks, fullwidth signs (¥, ¢): each as NFKC reads it
+        code: unicodedata.normalize("NFKC", chr(code))
+        for code in range(0xFF61, 0xFFEF)
+        if len(unicodedata.normalize("NFKC", chr(code))) == 1 and unicodedata.normalize("NFKC", chr(code)) != chr(code)
+    },
 }
-"""Characters read as their ASCII counterparts (not all of NFKC: ``10³`` stays ``10³``, not ``103``)."""
+"""Characters read as their ASCII or full-width counterparts, as an input method may type either:
+fullwidth ASCII and spaces; halfwidth katakana (``ｶﾞｽ`` is ``ガス`` once composed: the halfwidth
+voiced mark becomes the combining one), halfwidth Hangul, fullwidth ``￥``. Not all of NFKC:
+``10³`` stays ``10³``, not ``103``."""
 
 
 def compatible_text(text: str) -> str:
@@ -121,6 +129,8 @@ def compatible_text(text: str) -> str:
 
     >>> compatible_text("Ala\u0301meda"), compatible_text("Ｆｒｅｓｎｏ"), compatible_text("10³ on\xa0Monday")
     ('Alámeda', 'Fresno', '10³ on Monday')
+    >>> compatible_text("ｶﾞｽ"), compatible_text("ガス") == compatible_text("ｶﾞｽ")
+    ('ガス', True)
     """
     return text if text.isascii() else unicodedata.normalize("NFC", text.translate(WIDTH_FOLD))
 

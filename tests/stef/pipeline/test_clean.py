@@ -64,6 +64,29 @@ def test_parse_error_keeps_the_parser_message() -> None:
 
 
 @pytest.mark.parametrize(
+    ("question", "literal"),
+    [
+        ("How many schools are in \uff76\uff9e\uff7d County?", "\u30ac\u30b9"),  # halfwidth katakana ｶﾞｽ, voiced
+        ("How many schools are in \u30ac\u30b9 County?", "\uff76\uff9e\uff7d"),  # the SQL's literal halfwidth
+        ("\u6771\u4eac\u90fd\u306e \uff8a\uff9f\uff9d \u306f\u4f55\u6821?", "\u30d1\u30f3"),  # ﾊﾟﾝ
+    ],
+    ids=["halfwidth_question", "halfwidth_literal", "japanese_question"],
+)
+def test_halfwidth_katakana_is_the_same_value(question: str, literal: str) -> None:
+    """Halfwidth katakana (an input method's, with its separate voiced mark: ``ｶﾞ`` is ``ガ``) was
+    another text than the full-width literal: the literal became a filter the question did not ask
+    for and the answer INCORRECT (p 0.24)."""
+    sql = f"SELECT COUNT(*) FROM schools WHERE county = '{literal}'"
+    evaluation = evaluate(AgentLogRecord(run_id="r", question=question, sql=sql, dialect="sqlite"))
+    assert evaluation.filter_status is FilterStatus.FULLY_APPLIED
+    assert evaluation.verdict is Verdict.CORRECT
+    wrong = evaluate(
+        AgentLogRecord(run_id="w", question=question, sql=sql.replace(literal, "\u30d0\u30b9"), dialect="sqlite")
+    )
+    assert wrong.filter_status is FilterStatus.FULLY_APPLIED_WITH_EXTRAS and wrong.verdict is Verdict.INCORRECT
+
+
+@pytest.mark.parametrize(
     ("question", "sql", "reason"),
     [
         pytest.param("", "SELECT 1", "question is empty", id="empty_question"),
