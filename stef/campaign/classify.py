@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, SqlglotError
 
@@ -34,7 +33,7 @@ from stef.campaign.models import (
 )
 from stef.campaign.sandbox import ExecutionResult, TestDatabase
 from stef.errors import InputError
-from stef.pipeline.dialects import parser_message
+from stef.pipeline.dialects import parse_sql_text, parser_message
 from stef.pipeline.statement_safety import NON_QUERY_STATEMENT_TYPES, QUERY_TYPES, embedded_writes
 
 CATALOG_TOOLS = ("catalog.listTables", "catalog.describeTable", "catalog.listRelationships")
@@ -52,7 +51,8 @@ def _has_top_level_order(sql: str, dialect: str) -> bool:
     nesting deeper than its recursive parser: :func:`~stef.campaign.gold_audit.audit_gold` excludes such gold).
     """
     try:
-        tree = sqlglot.parse_one(sql, read=dialect or None)
+        statements = parse_sql_text(sql, dialect)
+        tree = statements[0] if len(statements) == 1 else None  # sqlglot.parse_one's Block of several: no
     except (SqlglotError, RecursionError):
         return False
     return tree is not None and tree.args.get("order") is not None
@@ -106,7 +106,7 @@ def _check_statement(
 ) -> tuple[StatementResult, exp.Expr | None]:
     """Syntax, then structure; the parsed tree when both pass."""
     try:
-        parsed = [s for s in sqlglot.parse(sql, read=dialect or None) if s is not None]
+        parsed = [s for s in parse_sql_text(sql, dialect) if s is not None]
     except SqlglotError as error:
         return StatementResult(
             index=index, sql=sql, outcome="syntax_error", syntax_ok=False, message=parser_message(error)

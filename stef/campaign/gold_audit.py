@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import sqlglot
 from sqlglot.errors import SqlglotError
 
 from stef.campaign.models import CampaignSettings, GoldAudit, GoldAuditItem, GoldQuestion, SkippedRun
 from stef.campaign.sandbox import ExecutionResult, TestDatabase
+from stef.pipeline.dialects import parse_sql_text
 
 
 def _too_deep_for_the_parser(sql: str, dialect: str) -> bool:
     """Whether sqlglot's recursive parser gives up on ``sql`` (nesting deeper than Python's recursion limit)."""
     try:
-        sqlglot.parse(sql, read=dialect or None)
+        parse_sql_text(sql, dialect)
     except RecursionError:
         return True
     except SqlglotError:

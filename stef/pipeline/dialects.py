@@ -15,7 +15,7 @@ from functools import lru_cache
 from sqlglot import exp
 from sqlglot.dialects import DIALECT_MODULE_NAMES
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import SqlglotError
+from sqlglot.errors import ParseError, SqlglotError
 from sqlglot.parser import Parser
 from sqlglot.tokens import Tokenizer
 
@@ -48,13 +48,60 @@ def parse_statements(text: str, dialect: str) -> list[exp.Expr | None]:
         One tree per statement (``None`` for an empty statement), as ``sqlglot.parse``.
 
     Raises:
-        sqlglot.errors.SqlglotError: the text does not tokenize or parse.
+        sqlglot.errors.SqlglotError: the text does not tokenize or parse (a fault of the parser
+            itself on it too: :func:`parser_fault`).
 
     >>> [tree.sql() for tree in parse_statements("SELECT 1; SELECT 2", "sqlite")]
     ['SELECT 1', 'SELECT 2']
     """
     tokenizer, parser = _parser_pair(dialect)
-    return parser.parse(tokenizer.tokenize(text), text)
+    try:
+        return parser.parse(tokenizer.tokenize(text), text)
+    except PARSER_FAULTS as fault:
+        raise parser_fault(fault) from fault
+
+
+def parse_sql_text(text: str, dialect: str) -> list[exp.Expr | None]:
+    """``sqlglot.parse(text, read=dialect)`` with a fault of the parser raised as a ``ParseError``
+    (:func:`parser_fault`): the parse of text that is not an agent's answer (a schema's DDL, a
+    campaign's gold and answers), with sqlglot's own tokenizer and parser.
+
+    Raises:
+        sqlglot.errors.SqlglotError: the text does not tokenize or parse.
+    """
+    import sqlglot
+
+    try:
+        return sqlglot.parse(text, read=dialect or None)
+    except PARSER_FAULTS as fault:
+        raise parser_fault(fault) from fault
+
+
+PARSER_FAULTS: tuple[type[Exception], ...] = (
+    TypeError,
+    ValueError,
+    AttributeError,
+    IndexError,
+    KeyError,
+    AssertionError,
+)
+"""Exceptions sqlglot's tokenizer or parser raises on some malformed text instead of a
+``ParseError`` (sqlglot 30: ``SELECT a? FROM t`` in PostgreSQL, a stray ``?`` after an ``ON``
+condition: ``TypeError: … Expr object expected; got None``). None of sqlglot's own errors is one
+of them."""
+
+
+def parser_fault(fault: Exception) -> ParseError:
+    """A ``ParseError`` for a fault of the parser on a text (:data:`PARSER_FAULTS`): the text is
+    one the parser cannot read, so the record gets ``parse_error`` with this reason, not
+    ``internal_error``.
+
+    >>> str(parser_fault(TypeError("Expr object expected; got None")))
+    'the parser failed on this SQL (TypeError: Expr object expected; got None)'
+    """
+    return ParseError(
+        f"the parser failed on this SQL ({type(fault).__name__}: {str(fault).splitlines()[0] if str(fault) else ''})"
+    )
 
 
 def _parser_pair(dialect: str) -> tuple[Tokenizer, Parser]:

@@ -34,6 +34,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
 
 from stef.errors import StefError
+from stef.pipeline.dialects import parse_sql_text
 
 TypeFamily = Literal["text", "integer", "number", "date", "datetime", "time", "boolean", "binary", "unknown"]
 """Coarse type of a column, enough to tell a literal or a join partner that does not fit."""
@@ -496,7 +497,6 @@ def _create_table_of_command(command: exp.Command, dialect: str) -> exp.Create |
     >>> type(command).__name__, _create_table_of_command(command, "sqlite").sql("sqlite")
     ('Command', "CREATE TABLE t (a INTEGER, b TEXT DEFAULT ')')")
     """
-    import sqlglot
     from sqlglot import TokenType
     from sqlglot.dialects.dialect import Dialect
 
@@ -517,9 +517,10 @@ def _create_table_of_command(command: exp.Command, dialect: str) -> exp.Create |
             depth -= 1
             if depth == 0:
                 try:
-                    statement = sqlglot.parse_one(text[: token.end + 1], read=dialect or None)
+                    statements = parse_sql_text(text[: token.end + 1], dialect)
                 except (SqlglotError, RecursionError):
                     return None
+                statement = statements[0] if len(statements) == 1 else None
                 return statement if isinstance(statement, exp.Create) and statement.kind == "TABLE" else None
     return None
 
@@ -544,11 +545,9 @@ def parse_ddl(text: str, dialect: str = "", source: str = "schema.sql") -> Datab
     >>> schema.is_key_pair(("owners", "pet_id"), ("pets", "PET_ID")), schema.is_key_pair(("owners", "id"), ("pets", "kind"))
     (True, False)
     """
-    import sqlglot
-
     text = _batches_as_statements(text, dialect)  # same length and lines: parser positions stay right
     try:
-        statements = sqlglot.parse(text, read=dialect or None)
+        statements = parse_sql_text(text, dialect)
     except ParseError as exc:
         raise DDLParseError(f"{source}: {_line_of(text, exc)}") from exc
     except (SqlglotError, RecursionError) as exc:

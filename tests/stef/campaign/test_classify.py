@@ -210,6 +210,17 @@ def test_hive_dialect_statements_are_parsed_in_hive_and_run_on_sqlite(
     assert bad.outcome == "syntax_error"
 
 
+def test_a_statement_the_parser_faults_on_is_a_syntax_error(
+    db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog
+) -> None:
+    """sqlglot's PostgreSQL parser raises a TypeError on a stray ``?``: the run's classification
+    raised it instead of calling the statement a syntax error."""
+    postgres = SETTINGS.model_copy(update={"dialect": "postgres"})
+    bad = classify_run(run_log(["SELECT capital? FROM state"]), audit, db, catalog, postgres)
+    assert bad.outcome == "syntax_error"
+    assert "the parser failed on this SQL (TypeError: " in (bad.statements[0].message or "")
+
+
 def test_baseline_mode_compares_only_the_final_answer(
     db: SQLiteTestDatabase, audit: Any, catalog: CanonicalCatalog
 ) -> None:

@@ -285,6 +285,28 @@ def test_a_query_that_writes_a_server_file_is_flagged_not_unparsable(
         assert parsed.answer is not None and parsed.answer.sql(dialect="mysql") == answer
 
 
+@pytest.mark.parametrize(
+    ("sql", "dialect", "reason"),
+    [
+        ("SELECT name? FROM users", "postgres", "the parser failed on this SQL (TypeError: "),
+        ("SELECT name FROM users JOIN t ON users.id = t.id?", "postgres", "the parser failed on this SQL (TypeError: "),
+        (
+            "SELECT name FROM users JOIN t ON users.id = t.id?",
+            None,
+            "Required keyword",
+        ),  # the fallback's PostgreSQL too
+    ],
+    ids=["projection", "join_condition", "no_dialect"],
+)
+def test_sql_the_parser_faults_on_is_a_parse_error(sql: str, dialect: str | None, reason: str) -> None:
+    """sqlglot's PostgreSQL parser raises a TypeError on a stray ``?`` in some places (its JSON
+    operator): :func:`evaluate` raised it (``internal_error`` in a batch); it is the SQL the
+    parser cannot read, ``parse_error`` with the reason."""
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert evaluation.status is EvaluationStatus.PARSE_ERROR
+    assert (evaluation.status_reason or "").startswith(reason)
+
+
 def test_an_unparsable_query_with_an_outfile_clause_keeps_its_flag() -> None:
     """When the rest of the query does not parse either, the record stays a ``parse_error`` with
     the parser's message for the text as logged, and the file write is still flagged."""

@@ -106,6 +106,24 @@ def test_a_broken_ddl_file_names_the_file_and_the_line(tmp_path: Path, text: str
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "CREATE TABLE t (a INT CHECK (a?))",
+        "CREATE TABLE t (a INT DEFAULT x?)",
+        "CREATE TABLE t (a INT);\nCREATE VIEW v AS SELECT a FROM t JOIN u ON t.a = u.a?",
+    ],
+    ids=["check", "default", "view"],
+)
+def test_a_ddl_the_parser_faults_on_is_a_schema_error(tmp_path: Path, text: str) -> None:
+    """sqlglot's PostgreSQL parser raises a TypeError on a stray ``?`` (its JSON operator) in some
+    places: the schema file crashed the command with a traceback instead of naming the file."""
+    path = tmp_path / "broken.sql"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SchemaError, match=r"broken\.sql: the parser failed on this SQL \(TypeError: "):
+        load_schema_file(path, "postgres")
+
+
+@pytest.mark.parametrize(
     ("payload", "table", "column", "family"),
     [
         pytest.param(
