@@ -16,13 +16,14 @@ from __future__ import annotations
 import atexit
 import logging
 import os
+import stat
 import sys
 import threading
 
 import typer
 
 from flows.cli import bench, campaign, catalog, evaluate, monitoring, nightly, review, traces
-from flows.cli.common import OneLineUsageErrors, reflow_command_help
+from flows.cli.common import BROKEN_PIPE_EXIT, OneLineUsageErrors, reflow_command_help
 
 app = typer.Typer(
     cls=OneLineUsageErrors,
@@ -78,6 +79,15 @@ def exit_code(code: object) -> int:
     return 1
 
 
+def stdout_is_null() -> bool:
+    """Whether standard output (descriptor 1) is ``/dev/null`` (``False`` when it is closed or unknown)."""
+    try:
+        output, null = os.fstat(1), os.stat(os.devnull)
+    except OSError:
+        return False
+    return stat.S_ISCHR(output.st_mode) and output.st_rdev == null.st_rdev
+
+
 def main() -> None:
     """The ``stef`` script: run the app, then end the process without tearing it down object by object.
 
@@ -92,11 +102,17 @@ def main() -> None:
     # (``EXPLAIN …``): STEF gives such answers their own status, and an agent's SQL is user data
     # that never reaches the terminal unescaped. Its errors still show.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
+    stdout_was_null = stdout_is_null()
     try:
         app(prog_name="stef")
         code = 0
     except SystemExit as stop:
         code = exit_code(stop.code)
+        if code == 1 and not stdout_was_null and stdout_is_null():
+            # rich's console of Typer's help (``stef --help | true``) met a closed reader: it points
+            # standard output at /dev/null and exits 1 (``Console.on_broken_pipe``); STEF's own
+            # output ends such a command with 141 (``OneLineUsageErrors.invoke``), so does the help
+            code = BROKEN_PIPE_EXIT
     join_threads = getattr(
         threading, "_shutdown", None
     )  # what Py_Finalize runs first: non-daemon threads, threading atexit

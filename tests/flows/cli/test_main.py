@@ -297,13 +297,20 @@ def test_nightly_quiet_leaves_off_the_failed_task_line_of_an_error_it_prints(tmp
 
 @pytest.mark.parametrize(
     "args",
-    [("version",), ("quarantine", "--date", "2026-11-20", "--json"), ("quarantine", "--date", "2026-11-20")],
-    ids=["version", "quarantine_json", "quarantine_table"],
+    [
+        ("version",),
+        ("quarantine", "--date", "2026-11-20", "--json"),
+        ("quarantine", "--date", "2026-11-20"),
+        ("--help",),
+        ("nightly", "--help"),
+    ],
+    ids=["version", "quarantine_json", "quarantine_table", "help", "command_help"],
 )
 def test_a_closed_standard_output_ends_any_command_quietly_with_141(tmp_path: Path, args: tuple[str, ...]) -> None:
     """``stef quarantine --json | head -0`` or ``stef version | true`` exited 1 (click's handling of
     the broken pipe; rich's for a table) while ``stef evaluate --out - | head`` exits 141 as a Unix filter does: every
-    command now ends with 141 and prints nothing when its reader is gone."""
+    command now ends with 141 and prints nothing when its reader is gone; so does ``stef --help | true`` (the
+    console of Typer's help exited 1)."""
     import os
 
     warehouse = tmp_path / "wh.duckdb"
