@@ -219,25 +219,27 @@ def _without_trailing_prose(text: str) -> tuple[str, str] | None:
     return None
 
 
-def _parse_recovered(
-    text: str, dialect: str, whole_first: bool
-) -> tuple[list[exp.Expr | None], str, str | None] | None:
-    """The statements of a text the parser rejected, recovered: ``(statements, sql, prose)``.
+def _parse_recovered(text: str, dialect: str) -> tuple[list[exp.Expr | None], str, str | None, tuple[str, ...]] | None:
+    """The statements of a text the parser rejected, recovered: ``(statements, sql, prose, kinds)``.
 
-    With ``whole_first`` (the text changed since the parser rejected it) the whole text is tried
-    first (``prose`` ``None``); then the text before its trailing prose
-    (:func:`_without_trailing_prose`; ``prose`` the cut tail). ``None`` when neither parses.
+    A text with trailing prose (:func:`_without_trailing_prose`) is cut before it first (``prose``
+    the cut tail, else ``None``), so that a sentence never reads as SQL; then, in the SQL alone,
+    MySQL's ``INTO OUTFILE`` / ``DUMPFILE`` / ``@var`` clauses sqlglot cannot parse are cut out
+    (:func:`~stef.pipeline.statement_safety.without_into_clauses`): ``kinds`` names them, to be
+    flagged, when what is left parses. ``None`` when nothing parses.
     """
-    if whole_first:
+    cut = _without_trailing_prose(text)
+    sql, prose = (text, None) if cut is None else cut
+    if cut is not None:
         try:
-            return parse_statements(text, dialect), text, None
+            return parse_statements(sql, dialect), sql, prose, ()
         except SqlglotError:
             pass
-    cut = _without_trailing_prose(text)
-    if cut is None:
+    into = without_into_clauses(sql, dialect)
+    if into is None:
         return None
     try:
-        return parse_statements(cut[0], dialect), cut[0], cut[1]
+        return parse_statements(into.text, dialect), into.text.strip(), prose, into.kinds
     except SqlglotError:
         return None
 
@@ -431,13 +433,11 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         try:
             parsed = parse_statements(text, dialect)
         except SqlglotError as error:
-            into = without_into_clauses(text, dialect)  # MySQL's INTO OUTFILE / DUMPFILE / @var clauses
-            if into is not None:
-                text, flags = into.text.strip(), (*flags, *(f"non_select_statement: {kind}" for kind in into.kinds))
-            recovered = _parse_recovered(text, dialect, whole_first=into is not None)
+            recovered = _parse_recovered(text, dialect)
             if recovered is None:
                 return ParsedSQL(None, (), dialect, flags, "parse_error", parser_message(error))
-            parsed, text, prose = recovered
+            parsed, text, prose, into_kinds = recovered
+            flags = (*flags, *(f"non_select_statement: {kind}" for kind in into_kinds))
             if prose is not None:
                 flags, discarded = (*flags, "stripped prose after SQL"), (*discarded, prose)
         except RecursionError:

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Literal, TypeVar, overload
 
+from sqlglot.errors import SqlglotError
+
 from stef.errors import RulesError, UnknownDialectError
 from stef.models import (
     EVALUATOR_VERSION,
@@ -39,7 +41,7 @@ from stef.models import (
 )
 from stef.pipeline.align import align_filters
 from stef.pipeline.clean import parse_sql_with_fallback
-from stef.pipeline.dialects import resolve_dialect
+from stef.pipeline.dialects import parser_message, resolve_dialect
 from stef.pipeline.enrichment import validate_enrichment
 from stef.pipeline.extract_nl import extract_question_spec
 from stef.pipeline.extract_sql import extract_sql_spec
@@ -303,6 +305,16 @@ def _prepare_stages(
             record,
             EvaluationStatus.PARSE_ERROR,
             "SQL nests too deeply to analyse",
+            dialect,
+            parsed.flags,
+            judge_name,
+            clock.elapsed_ms(),
+        )
+    except SqlglotError as error:  # a tree sqlglot parsed but cannot analyse (its scopes, its generator)
+        return _failure(
+            record,
+            EvaluationStatus.PARSE_ERROR,
+            f"sqlglot cannot analyse this SQL ({type(error).__name__}: {parser_message(error)})",
             dialect,
             parsed.flags,
             judge_name,

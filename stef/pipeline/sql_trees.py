@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 RENDER_COPIES: tuple[type[exp.Expr], ...] = (
@@ -46,9 +47,16 @@ def render(node: exp.Expr, dialect: str = "") -> str:
     ``NULLIF`` and re-parents an ``IIF`` under a new ``CASE``), which would change the tree every
     later stage reads. A copy of the nodes costs more than parsing them, so only a sub-tree with
     a node of :data:`RENDER_COPIES` (subqueries, UNNEST, ...: rewritten even in their own dialect)
-    is copied first. ``dialect=""``: sqlglot's generic dialect (for trees it parsed).
+    is copied first. ``dialect=""``: sqlglot's generic dialect (for trees it parsed). A tree the
+    dialect's generator fails on (its Snowflake transforms build scopes, and a malformed set
+    operation has none: ``OptimizeError``) is written by the generic one from a copy.
     """
-    text: str = _generator(dialect).generate(node, copy=node.find(*RENDER_COPIES) is not None)
+    try:
+        text: str = _generator(dialect).generate(node, copy=node.find(*RENDER_COPIES) is not None)
+    except SqlglotError:
+        if not dialect:
+            raise
+        text = _generator("").generate(node, copy=True)
     return text
 
 

@@ -187,8 +187,7 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "openrowset",
         "opendatasource",
         "openquery",
-        # BigQuery: a query run on another database (Cloud SQL); Oracle: a URL read as a document
-        "external_query",
+        # Oracle: a URL read as a document (BigQuery's EXTERNAL_QUERY is not here: Cloud SQL runs it read-only)
         "httpuritype",
         # Snowflake: sessions and queries stopped, waits, e-mail sent
         "system$wait",
@@ -281,30 +280,35 @@ def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
     A query with one of them writes a file on the server or assigns variables: it is no
     read-only answer. Cut out, the rest parses and is scored, and the caller flags the clause
     (``non_select_statement: SELECT INTO OUTFILE``) as :func:`embedded_writes` flags ``SELECT ...
-    INTO table``. Called only for a text the parser rejected.
+    INTO table``. Called only for a text the parser rejected, in a dialect of the MySQL family
+    (:data:`INTO_CLAUSE_DIALECTS`; the generic dialect's fallback tries MySQL); only the clause's
+    tokens are cut, so a comment between them stays.
 
     Args:
-        text: the SQL text.
-        dialect: a sqlglot dialect name (``""``: the generic one).
+        text: the SQL text (its prose already cut off: the tokens of a sentence such as "puts the
+            total into @total" read as a clause too).
+        dialect: a sqlglot dialect name.
 
     Returns:
-        The text without the clauses and their kinds, or ``None`` when the tokens hold none (or
-        the tokenizer rejects the text).
+        The text without the clauses and their kinds, or ``None`` when the tokens hold none, the
+        tokenizer rejects the text, or the dialect is not of the MySQL family.
 
     >>> cut = without_into_clauses("SELECT a FROM t INTO OUTFILE '/tmp/x' FIELDS TERMINATED BY ','", "mysql")
     >>> cut.text.strip(), cut.kinds
     ('SELECT a FROM t', ('SELECT INTO OUTFILE',))
-    >>> cut = without_into_clauses("SELECT a, b INTO @x, @y FROM t LIMIT 1", "mysql")
+    >>> cut = without_into_clauses("SELECT a, b INTO @x, local_b FROM t LIMIT 1", "mysql")
     >>> " ".join(cut.text.split()), cut.kinds
     ('SELECT a, b FROM t LIMIT 1', ('SELECT INTO',))
-    >>> without_into_clauses("SELECT a FROM t WHERE", "mysql") is None
-    True
+    >>> without_into_clauses("SELECT a FROM t WHERE", "mysql"), without_into_clauses("SELECT a FROM t INTO @x", "postgres")
+    (None, None)
     """
+    if dialect not in INTO_CLAUSE_DIALECTS:
+        return None
     try:
         tokens = _parser_pair(dialect)[0].tokenize(text)
     except (SqlglotError, RecursionError):
         return None
-    spans: list[tuple[int, int]] = []
+    cut: list[int] = []  # indexes of the tokens of the clauses
     kinds: list[str] = []
     index = 0
     while index < len(tokens) - 1:
@@ -312,7 +316,6 @@ def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
         if token.token_type is not TokenType.INTO or (index and tokens[index - 1].text.upper() in _INTO_TABLE_WORDS):
             index += 1
             continue
-        end = index + 1
         word = target.text.upper()
         if target.token_type is TokenType.VAR and word in INTO_FILE_KINDS:
             end = index + 2
@@ -330,35 +333,44 @@ def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
                 else:
                     break
             kinds.append(INTO_FILE_KINDS[word])
-        elif target.token_type in _VARIABLE_MARKERS:  # @var, @@var, each after a comma
+        elif target.token_type in _VARIABLE_MARKERS:  # @var, @@var, a stored program's local name, after commas
             end = index + 1
-            while end < len(tokens) and tokens[end].token_type in _VARIABLE_MARKERS:
+            while end < len(tokens):
                 while end < len(tokens) and tokens[end].token_type in _VARIABLE_MARKERS:
                     end += 1  # "@" or "@@"
                 if end < len(tokens) and tokens[end].token_type in _VARIABLE_NAME_TOKENS:
                     end += 1
-                if end + 1 < len(tokens) and tokens[end].token_type is TokenType.COMMA:
-                    if tokens[end + 1].token_type not in _VARIABLE_MARKERS:
-                        break
+                if (
+                    end + 1 < len(tokens)
+                    and tokens[end].token_type is TokenType.COMMA
+                    and (
+                        tokens[end + 1].token_type in _VARIABLE_MARKERS
+                        or tokens[end + 1].token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+                    )
+                ):
                     end += 1
+                    continue
+                break
             kinds.append("SELECT INTO")
         else:
             index += 1
             continue
-        last = tokens[min(end, len(tokens)) - 1]
-        spans.append((token.start, last.end + 1))
+        cut.extend(range(index, min(end, len(tokens))))
         index = end
-    if not spans:
+    if not cut:
         return None
     pieces: list[str] = []
     position = 0
-    for start, stop in spans:
-        pieces.append(text[position:start])
-        position = stop
+    for number in cut:
+        pieces.append(text[position : tokens[number].start])
+        position = tokens[number].end + 1
     pieces.append(text[position:])
     return IntoClauses(" ".join(pieces), tuple(kinds))
 
 
+INTO_CLAUSE_DIALECTS = frozenset({"mysql", "doris", "starrocks", "singlestore"})
+"""Dialects whose ``SELECT`` takes MySQL's ``INTO OUTFILE`` / ``DUMPFILE`` / ``@var`` clauses
+(:func:`without_into_clauses`)."""
 _VARIABLE_NAME_TOKENS = frozenset({TokenType.VAR, TokenType.IDENTIFIER, TokenType.STRING})
 """Tokens that name a user variable after ``@`` (``@total``, ``@`total```, ``@'total'``)."""
 _INTO_TABLE_WORDS = frozenset({"INSERT", "REPLACE", "IGNORE", "MERGE", "UPSERT", "OVERWRITE"})

@@ -200,7 +200,6 @@ def test_an_empty_code_fence_leaves_the_sql_around_it(sql: str, expected: str) -
         ("SELECT query_to_xml('DELETE FROM users RETURNING name', true, false, '')", "postgres", "QUERY_TO_XML()"),
         ("SELECT name FROM users WHERE pg_advisory_lock(1) IS NULL", "postgres", "PG_ADVISORY_LOCK()"),
         ("SELECT readfile('/etc/passwd') AS name", "sqlite", "READFILE()"),
-        ("SELECT name FROM EXTERNAL_QUERY('conn', 'SELECT name FROM users')", "bigquery", "EXTERNAL_QUERY()"),
         ("SELECT name FROM users WHERE SYSTEM$WAIT(10) IS NOT NULL", "snowflake", "SYSTEM$WAIT()"),
         ("SELECT utl_http.request('http://x.example/' || name) FROM users", "oracle", "UTL_HTTP.REQUEST()"),
         ("SELECT sys.utl_inaddr.get_host_address(name) FROM users", "oracle", "UTL_INADDR.GET_HOST_ADDRESS()"),
@@ -307,13 +306,85 @@ def test_sql_the_parser_faults_on_is_a_parse_error(sql: str, dialect: str | None
     assert (evaluation.status_reason or "").startswith(reason)
 
 
-def test_an_unparsable_query_with_an_outfile_clause_keeps_its_flag() -> None:
+def test_a_tree_the_dialects_generator_fails_on_is_still_scored() -> None:
+    """sqlglot's Snowflake generator builds scopes, and a malformed set operation inside a
+    function has none: rendering a filter's evidence raised ``OptimizeError`` out of
+    :func:`evaluate` (an ``internal_error`` in a batch); the generic generator writes it instead."""
+    sql = (
+        "SELECT name FROM country WHERE life_expectancy = "
+        "(SELECT MIN(life UNION SELECT 1) FROM country WHERE continent = 'Asia') AND continent = 'Asia'"
+    )
+    evaluation = evaluate(
+        AgentLogRecord(run_id="r", question="Which Asian country lives shortest?", sql=sql, dialect="snowflake")
+    )
+    assert evaluation.status is EvaluationStatus.EVALUATED
+    assert evaluation.sql_spec is not None
+    assert any("continent = 'Asia'" in f.sql for f in evaluation.sql_spec.filters)
+
+
+def test_a_tree_sqlglot_cannot_analyse_is_a_parse_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any other error of sqlglot's while analysing a parsed tree (its scopes, its generator) is
+    the SQL's ``parse_error`` with the reason, not an exception out of :func:`evaluate`."""
+    from sqlglot.errors import OptimizeError
+
+    import stef.pipeline.evaluate as evaluate_module
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise OptimizeError("Cannot build a scope for set operation operand: life")
+
+    monkeypatch.setattr(evaluate_module, "extract_sql_spec", failing)
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="How many users?", sql="SELECT COUNT(*) FROM users"))
+    assert evaluation.status is EvaluationStatus.PARSE_ERROR
+    assert evaluation.status_reason == (
+        "sqlglot cannot analyse this SQL (OptimizeError: Cannot build a scope for set operation operand: life)"
+    )
+
+
+def test_an_unparsable_query_with_an_outfile_clause_stays_a_parse_error() -> None:
     """When the rest of the query does not parse either, the record stays a ``parse_error`` with
-    the parser's message for the text as logged, and the file write is still flagged."""
+    the parser's message for the text as logged, and no flag of a clause that was never read."""
     parsed = parse_sql_with_fallback("SELECT name FROM WHERE INTO OUTFILE '/tmp/u'", "mysql")
     assert parsed.error == "parse_error"
-    assert parsed.flags == ("non_select_statement: SELECT INTO OUTFILE",)
+    assert parsed.flags == ()
     assert "line 1" in (parsed.error_message or "")
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        ("SELECT SUM(amount) FROM orders\n\nThis puts the total into @total for the report.", "mysql"),
+        ("SELECT SUM(amount) FROM orders\n\nThis puts the total into @total for the report.", "postgres"),
+        ("SELECT SUM(amount) FROM orders\n\nThis puts the total into @total for the report.", None),
+        ("SELECT SUM(amount) FROM orders\nYou can save the result into outfile format later.", "mysql"),
+    ],
+    ids=["mysql", "postgres", "no_dialect", "outfile_word"],
+)
+def test_prose_after_the_sql_never_reads_as_an_into_clause(sql: str, dialect: str | None) -> None:
+    """The INTO cut read the message's trailing sentence ("puts the total into @total") as a
+    clause: a correct answer became INCORRECT at p 0 (review of ffa5e32). Prose is cut first."""
+    evaluation = evaluate(
+        AgentLogRecord(run_id="r", question="What is the total amount of the orders?", sql=sql, dialect=dialect)
+    )
+    assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
+    assert "stripped prose after SQL" in evaluation.flags
+    assert not any(flag.startswith("non_select_statement") for flag in evaluation.flags)
+
+
+@pytest.mark.parametrize(
+    ("sql", "answer"),
+    [
+        ("SELECT name, age INTO @n, local_age FROM users LIMIT 1", "SELECT name, age FROM users LIMIT 1"),
+        ("SELECT name FROM users INTO /* the export */ OUTFILE '/tmp/u'", "SELECT name FROM users"),
+    ],
+    ids=["local_variable", "comment_inside"],
+)
+def test_the_into_cut_takes_the_whole_clause_and_only_it(sql: str, answer: str) -> None:
+    """A stored program's local variable after an ``@`` one stayed in the text and became a
+    projection (``SELECT name, age, local_age``); a comment inside the clause is no token: it stays."""
+    parsed = parse_sql_with_fallback(sql, "mysql")
+    assert parsed.answer is not None and parsed.answer.sql(dialect="mysql", comments=False) == answer
+    assert "/* the export */" in parsed.text or "export" not in sql
+    assert any(flag.startswith("non_select_statement: SELECT INTO") for flag in parsed.flags)
 
 
 @pytest.mark.parametrize(
@@ -323,8 +394,9 @@ def test_an_unparsable_query_with_an_outfile_clause_keeps_its_flag() -> None:
         ("SELECT name, sleep, benchmark FROM users", "mysql"),
         ("SELECT utl_http, name FROM users", "oracle"),
         ("SELECT u.request(name) FROM users u", "oracle"),  # a method of another object than the packages
+        ("SELECT name FROM EXTERNAL_QUERY('conn', 'SELECT name FROM users')", "bigquery"),  # read-only by design
     ],
-    ids=["columns", "mysql_columns", "package_named_column", "other_qualifier"],
+    ids=["columns", "mysql_columns", "package_named_column", "other_qualifier", "bigquery_federated_read"],
 )
 def test_a_column_named_like_a_side_effecting_function_is_no_call(sql: str, dialect: str | None) -> None:
     evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
