@@ -79,6 +79,16 @@ def exit_code(code: object) -> int:
     return 1
 
 
+def stdout_is_pipe() -> bool:
+    """Whether standard output (descriptor 1) is a pipe (``False`` when it is closed or unknown): only
+    a pipe's reader can close it (a closed standard error makes rich point descriptor 1 at
+    /dev/null too, and a command writing to a file keeps its exit code)."""
+    try:
+        return stat.S_ISFIFO(os.fstat(1).st_mode)
+    except OSError:
+        return False
+
+
 def stdout_is_null() -> bool:
     """Whether standard output (descriptor 1) is ``/dev/null`` (``False`` when it is closed or unknown)."""
     try:
@@ -102,13 +112,13 @@ def main() -> None:
     # (``EXPLAIN …``): STEF gives such answers their own status, and an agent's SQL is user data
     # that never reaches the terminal unescaped. Its errors still show.
     logging.getLogger("sqlglot").setLevel(logging.ERROR)
-    stdout_was_null = stdout_is_null()
+    stdout_was_pipe = stdout_is_pipe()
     try:
         app(prog_name="stef")
         code = 0
     except SystemExit as stop:
         code = exit_code(stop.code)
-        if code == 1 and not stdout_was_null and stdout_is_null():
+        if code == 1 and stdout_was_pipe and stdout_is_null():
             # rich's console of Typer's help (``stef --help | true``) met a closed reader: it points
             # standard output at /dev/null and exits 1 (``Console.on_broken_pipe``); STEF's own
             # output ends such a command with 141 (``OneLineUsageErrors.invoke``), so does the help

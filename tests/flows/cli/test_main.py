@@ -346,6 +346,30 @@ def test_a_closed_standard_output_ends_any_command_quietly_with_141(tmp_path: Pa
     assert (done.returncode, done.stderr) == (141, "")
 
 
+def test_a_closed_standard_error_is_no_closed_standard_output(tmp_path: Path) -> None:
+    """rich points descriptor 1 at /dev/null whichever of its streams broke: a usage error written to
+    a closed standard error, with standard output a file, exited 141 as if a reader of the output
+    had gone (review of e030013); 141 is only for a standard output that is a pipe."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        with (tmp_path / "out.txt").open("w") as output:
+            done = subprocess.run(
+                [sys.executable, "-m", "flows.cli", "evaluate", "--nosuch-option"],
+                stdout=output,
+                stderr=write_end,
+                cwd=tmp_path,
+                env=checkout_env(),
+                timeout=120,
+                check=False,
+            )
+    finally:
+        os.close(write_end)
+    assert done.returncode in (1, 2)
+
+
 def test_console_drops_the_info_lines_of_evaluation_batches_only() -> None:
     """Issue 17 item 3: one line per batch is gone from the console (the progress bar says it);
     the batches' warnings and every other task's lines stay."""
