@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -311,8 +312,6 @@ def test_a_closed_standard_output_ends_any_command_quietly_with_141(tmp_path: Pa
     the broken pipe; rich's for a table) while ``stef evaluate --out - | head`` exits 141 as a Unix filter does: every
     command now ends with 141 and prints nothing when its reader is gone; so does ``stef --help | true`` (the
     console of Typer's help exited 1)."""
-    import os
-
     warehouse = tmp_path / "wh.duckdb"
     if args[0] == "quarantine":
         day = tmp_path / "logs" / "2026-11-20"
@@ -322,44 +321,26 @@ def test_a_closed_standard_output_ends_any_command_quietly_with_141(tmp_path: Pa
         )
         stored = _night(tmp_path, warehouse, "--max-bad-share", "1")
         assert stored.returncode == 0, stored.stderr
-    read_end, write_end = os.pipe()
-    os.close(read_end)  # the reader is gone before the command writes
-    try:
-        done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "flows.cli",
-                *args,
-                *(("--warehouse", str(warehouse)) if args[0] == "quarantine" else ()),
-            ],
-            stdout=write_end,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=tmp_path,
-            env=checkout_env(),
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write_end)
+    done = _run_with_a_gone_reader(
+        tmp_path, (*args, *(("--warehouse", str(warehouse)) if args[0] == "quarantine" else ())), "stdout"
+    )
     assert (done.returncode, done.stderr) == (141, "")
 
 
-def test_a_closed_standard_error_is_no_closed_standard_output(tmp_path: Path) -> None:
-    """rich points descriptor 1 at /dev/null whichever of its streams broke: a usage error written to
-    a closed standard error, with standard output a file, exited 141 as if a reader of the output
-    had gone (review of e030013); 141 is only for a standard output that is a pipe."""
-    import os
-
+def _run_with_a_gone_reader(
+    tmp_path: Path, args: tuple[str, ...], closed: Literal["stdout", "stderr"]
+) -> subprocess.CompletedProcess[str]:
+    """``python -m flows.cli ARGS`` with the reader of ``closed`` gone before the command writes (the
+    other stream: standard error captured, or standard output written to a file)."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
         with (tmp_path / "out.txt").open("w") as output:
-            done = subprocess.run(
-                [sys.executable, "-m", "flows.cli", "evaluate", "--nosuch-option"],
-                stdout=output,
-                stderr=write_end,
+            return subprocess.run(
+                [sys.executable, "-m", "flows.cli", *args],
+                stdout=write_end if closed == "stdout" else output,
+                stderr=subprocess.PIPE if closed == "stdout" else write_end,
+                text=True,
                 cwd=tmp_path,
                 env=checkout_env(),
                 timeout=120,
@@ -367,6 +348,13 @@ def test_a_closed_standard_error_is_no_closed_standard_output(tmp_path: Path) ->
             )
     finally:
         os.close(write_end)
+
+
+def test_a_closed_standard_error_is_no_closed_standard_output(tmp_path: Path) -> None:
+    """rich points descriptor 1 at /dev/null whichever of its streams broke: a usage error written to
+    a closed standard error, with standard output a file, exited 141 as if a reader of the output
+    had gone (review of e030013); 141 is only for a standard output that is a pipe."""
+    done = _run_with_a_gone_reader(tmp_path, ("evaluate", "--nosuch-option"), "stderr")
     assert done.returncode in (1, 2)
 
 
