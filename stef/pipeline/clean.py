@@ -236,12 +236,66 @@ def _parse_recovered(text: str, dialect: str) -> tuple[list[exp.Expr | None], st
         except SqlglotError:
             pass
     into = without_into_clauses(sql, dialect)
-    if into is None:
-        return None
+    if into is not None:
+        try:
+            return parse_statements(into.text, dialect), into.text.strip(), prose, into.kinds
+        except SqlglotError:
+            pass
+    statements = _each_statement(sql, dialect)
+    return None if statements is None else (statements, sql, prose, ())
+
+
+def _each_statement(text: str, dialect: str) -> list[exp.Expr | None] | None:
+    """The statements of a text of several that the parser rejected as a whole, parsed one by one
+    (split at the ``;`` tokens of the dialect's tokenizer): a statement sqlglot cannot parse
+    (MySQL's ``SHUTDOWN``, ``FLUSH PRIVILEGES``, ``LOAD DATA INFILE …``) that
+    :func:`~stef.pipeline.statement_safety.hidden_statements` reads as a write becomes an
+    ``exp.Command`` of its kind, flagged as every non-SELECT statement is, and the others are
+    scored. ``None`` when a statement neither parses nor reads as a write (the text stays a
+    ``parse_error``), or when no statement needed it.
+
+    >>> [type(s).__name__ for s in _each_statement("SELECT name FROM users; LOAD DATA INFILE '/etc/x' INTO TABLE t", "mysql")]
+    ['Select', 'Command']
+    >>> [type(s).__name__ for s in _each_statement("SELECT name FROM users; SHUTDOWN", "mysql")]
+    ['Select', 'Command']
+    >>> _each_statement("SELECT name FROM users; SELECT FROM WHERE", "mysql") is None
+    True
+    """
     try:
-        return parse_statements(into.text, dialect), into.text.strip(), prose, into.kinds
-    except SqlglotError:
+        tokens = _parser_pair(dialect)[0].tokenize(text)
+    except (SqlglotError, RecursionError):
         return None
+    pieces: list[str] = []
+    start = 0
+    for token in tokens:
+        if token.token_type is TokenType.SEMICOLON:
+            pieces.append(text[start : token.start])
+            start = token.end + 1
+    pieces.append(text[start:])
+    statements: list[exp.Expr | None] = []
+    commands = 0
+    for piece in (p for p in pieces if p.strip()):
+        try:
+            parsed = parse_statements(piece, dialect)
+        except SqlglotError:
+            parsed = None
+        if parsed is not None and not any(_bare_expression(statement) for statement in parsed):
+            statements.extend(parsed)
+            continue
+        kinds = hidden_statements([piece], dialect)
+        if not kinds or kinds == ["UNCHECKED"]:
+            return None
+        statements.append(exp.Command(this=kinds[0], expression=exp.Literal.string(piece.strip())))
+        commands += 1
+    return statements if commands else None
+
+
+def _bare_expression(statement: exp.Expr | None) -> bool:
+    """Whether a parsed statement is neither a query nor a statement type but a bare expression
+    (``SHUTDOWN`` parses as a column, ``FLUSH PRIVILEGES`` as an aliased one)."""
+    return statement is not None and not isinstance(
+        statement, (*QUERY_TYPES, *NON_QUERY_STATEMENT_TYPES, exp.Semicolon)
+    )
 
 
 PROSE_EXEMPT_WORDS = frozenset(
@@ -443,6 +497,10 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
         except RecursionError:
             return ParsedSQL(None, (), dialect, flags, "parse_error", "SQL nests too deeply for the parser")
         statements = tuple(s for s in parsed if s is not None and not isinstance(s, exp.Semicolon))
+    if any(_bare_expression(statement) for statement in statements):  # a statement sqlglot misread?
+        one_by_one = _each_statement(text, dialect)
+        if one_by_one is not None:
+            statements = tuple(s for s in one_by_one if s is not None and not isinstance(s, exp.Semicolon))
     if not statements:
         return ParsedSQL(
             None,

@@ -570,6 +570,13 @@ _NEXT_WORD_STATEMENTS: dict[str, frozenset[str]] = {
     "EXECUTE": frozenset({"IMMEDIATE", "PROCEDURE"}),
     "EXEC": frozenset({"IMMEDIATE", "PROCEDURE"}),
     "INSTALL": frozenset({"PLUGIN", "EXTENSION"}),
+    # MySQL's server administration, which sqlglot does not parse
+    "UNINSTALL": frozenset({"PLUGIN", "COMPONENT"}),
+    "FLUSH": frozenset(
+        {"PRIVILEGES", "TABLES", "TABLE", "LOGS", "HOSTS", "STATUS", "BINARY", "QUERY", "LOCAL", "NO_WRITE_TO_BINLOG"}
+    ),
+    "RESET": frozenset({"MASTER", "SLAVE", "REPLICA", "QUERY", "PERSIST", "BINARY"}),
+    "PURGE": frozenset({"BINARY", "MASTER"}),
 }
 """Write keywords that start a statement when the next word is one of these (``DROP TABLE``,
 ``DELETE FROM``): prose such as "Drop the filter" or "Delete the rows" has another word there."""
@@ -578,7 +585,7 @@ _CALL_STATEMENTS = frozenset({"CALL", "EXEC", "EXECUTE", "DO"})
 a string or a dollar-quoted block."""
 _ASSIGNMENT_STATEMENTS = frozenset({"SET", "PRAGMA"})
 """Keywords that change a setting: a statement when an ``=`` (or ``:=``) follows within three words."""
-_ALONE_STATEMENTS = frozenset({"VACUUM", "CHECKPOINT", "REINDEX"})
+_ALONE_STATEMENTS = frozenset({"VACUUM", "CHECKPOINT", "REINDEX", "SHUTDOWN"})
 """Keywords that are a whole statement by themselves (``VACUUM;``)."""
 
 

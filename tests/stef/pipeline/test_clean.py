@@ -340,6 +340,57 @@ def test_a_tree_sqlglot_cannot_analyse_is_a_parse_error(monkeypatch: pytest.Monk
     )
 
 
+@pytest.mark.parametrize(
+    ("sql", "kind", "status"),
+    [
+        ("SELECT name FROM users; SHUTDOWN", "SHUTDOWN", EvaluationStatus.EVALUATED),
+        ("SELECT name FROM users;\nFLUSH PRIVILEGES;", "FLUSH", EvaluationStatus.EVALUATED),
+        ("SELECT name FROM users; RESET MASTER", "RESET", EvaluationStatus.EVALUATED),
+        ("SELECT name FROM users; UNINSTALL PLUGIN audit_log", "UNINSTALL", EvaluationStatus.EVALUATED),
+        (
+            "SELECT name FROM users; LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE users",
+            "LOAD",
+            EvaluationStatus.EVALUATED,
+        ),
+        ("LOAD DATA INFILE '/etc/passwd' INTO TABLE users", "LOAD", EvaluationStatus.NON_SELECT),
+        ("INSTALL PLUGIN x SONAME 'x.so'", "INSTALL", EvaluationStatus.NON_SELECT),
+        ("SHUTDOWN", "SHUTDOWN", EvaluationStatus.NON_SELECT),
+    ],
+    ids=[
+        "shutdown",
+        "flush",
+        "reset",
+        "uninstall",
+        "load_data_after",
+        "load_data_alone",
+        "install_plugin",
+        "shutdown_alone",
+    ],
+)
+def test_a_statement_sqlglot_cannot_parse_is_flagged_by_its_keyword(
+    sql: str, kind: str, status: EvaluationStatus
+) -> None:
+    """MySQL administration sqlglot does not parse (or parses as a bare column: ``SHUTDOWN``) made
+    the whole text a ``parse_error``: unscored, the write unflagged. Each statement is now read
+    on its own; one that reads as a write by its keywords is flagged, the SELECT scored."""
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect="mysql"))
+    assert evaluation.status is status, evaluation.status_reason
+    assert f"non_select_statement: {kind}" in evaluation.flags
+    if status is EvaluationStatus.EVALUATED:
+        assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["SELECT name FROM users; SELECT FROM WHERE", "SELECT name FROM users; name", "name"],
+    ids=["broken_second_select", "bare_column", "bare_column_alone"],
+)
+def test_an_unreadable_statement_that_is_no_write_keeps_the_parse_error(sql: str) -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect="mysql"))
+    assert evaluation.status is EvaluationStatus.PARSE_ERROR
+    assert not evaluation.flags
+
+
 def test_an_unparsable_query_with_an_outfile_clause_stays_a_parse_error() -> None:
     """When the rest of the query does not parse either, the record stays a ``parse_error`` with
     the parser's message for the text as logged, and no flag of a clause that was never read."""
