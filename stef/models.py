@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidatorFun
 
 from stef.display import json_kind
 
-EVALUATOR_VERSION = "stef-0.2.0+symbolic-11"
+EVALUATOR_VERSION = "stef-0.2.0+symbolic-12"
 """Version of the evaluation method; part of the key of stored evaluations."""
 BATCH_SIZE = 500
 """Records per evaluation batch: per ``stef evaluate`` call of :func:`stef.pipeline.evaluate.evaluate_many`,

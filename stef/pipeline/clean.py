@@ -282,7 +282,8 @@ def _each_statement(text: str, dialect: str) -> list[exp.Expr | None] | None:
         if parsed is not None and not any(_bare_expression(statement) for statement in parsed):
             statements.extend(parsed)
             continue
-        kinds = hidden_statements([piece], dialect)
+        # without a dialect, MySQL's INTO OUTFILE is left to parse_sql_with_fallback, which scores the rest
+        kinds = hidden_statements([piece], dialect, into_files=bool(dialect))
         if not kinds or kinds == ["UNCHECKED"]:
             return None
         statements.append(exp.Command(this=kinds[0], expression=exp.Literal.string(piece.strip())))

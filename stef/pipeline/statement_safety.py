@@ -669,7 +669,41 @@ def _runs_code(arguments: str) -> bool:
     )
 
 
-def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[str]:
+def _into_file_writes(text: str, dialect: str) -> list[str]:
+    """The writes of a query, found in a message part, that writes a file on the server with
+    MySQL's ``INTO OUTFILE`` / ``INTO DUMPFILE`` (which sqlglot cannot parse): the clause's kinds
+    and the rest's own writes, when the text without the clauses
+    (:func:`without_into_clauses`) parses as queries; else ``[]``.
+
+    Read in the MySQL family, and in MySQL for a record without a dialect (as
+    :func:`~stef.pipeline.clean.parse_sql_with_fallback` would read its SQL); a server of another
+    dialect rejects the clause, so nothing runs there. Only file targets count: ``INTO @x`` parses
+    already, and in prose ("select them into @x") it is no statement.
+
+    >>> _into_file_writes("SELECT * FROM users INTO OUTFILE '/var/www/x.php'", "")
+    ['SELECT INTO OUTFILE']
+    >>> _into_file_writes("SELECT * FROM users INTO OUTFILE '/x'", "postgres"), _into_file_writes("Select them into @x", "")
+    ([], [])
+    """
+    into_dialect = dialect if dialect in INTO_CLAUSE_DIALECTS else "mysql" if not dialect else None
+    if into_dialect is None:
+        return []
+    cut = without_into_clauses(text, into_dialect)
+    files = [kind for kind in cut.kinds if kind in INTO_FILE_KINDS.values()] if cut is not None else []
+    if cut is None or not files:
+        return []
+    try:
+        statements = [
+            s for s in parse_statements(cut.text, into_dialect) if s is not None and not isinstance(s, exp.Semicolon)
+        ]
+    except (SqlglotError, RecursionError):
+        return []
+    if not statements or not all(isinstance(s, QUERY_TYPES) for s in statements):
+        return []
+    return [*files, *_write_kinds(list(statements))]
+
+
+def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_files: bool = True) -> list[str]:
     """Non-SELECT statements in the parts of a message that are not its SQL (prose, other code blocks).
 
     A message may carry a statement outside its code block (``DROP TABLE t;`` before the fence,
@@ -684,6 +718,8 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[
     Args:
         parts: :attr:`stef.pipeline.clean.MessageParts.discarded`, and the prose cut after the SQL.
         dialect: a resolved sqlglot dialect name.
+        into_files: also read a query that writes a server file with MySQL's ``INTO OUTFILE`` /
+            ``INTO DUMPFILE`` (:func:`_into_file_writes`); ``False`` leaves it to the caller.
 
     Returns:
         Statement kinds in order (``"DROP"``, ``"DELETE (inside the query)"`` ...); ``"UNCHECKED"``
@@ -725,6 +761,8 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str) -> list[
                 statements = []
             loose = [s for s in statements if isinstance(s, _LOOSE_WRITE_TYPES)]
             found = [] if loose and not _looks_like_statement(tokens, index, part) else _write_kinds(statements)
+            if into_files and not statements and word in ("SELECT", "WITH"):
+                found = _into_file_writes(part[begin:end], dialect)
             if not found and _looks_like_statement(tokens, index, part):
                 found = [word]
             kinds.extend(found)

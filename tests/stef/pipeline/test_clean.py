@@ -422,6 +422,61 @@ def test_prose_after_the_sql_never_reads_as_an_into_clause(sql: str, dialect: st
 
 
 @pytest.mark.parametrize(
+    ("sql", "dialect", "kind"),
+    [
+        (
+            "SELECT name FROM users;\n\nTo export them: SELECT * FROM users INTO OUTFILE '/tmp/u.csv' "
+            "FIELDS TERMINATED BY ','",
+            "mysql",
+            "SELECT INTO OUTFILE",
+        ),
+        (
+            "SELECT name FROM users;\n\nTo export them: SELECT * FROM users INTO OUTFILE '/tmp/u.csv'",
+            None,
+            "SELECT INTO OUTFILE",
+        ),
+        (
+            "SELECT name FROM users;\n\nThen: WITH u AS (SELECT * FROM users) SELECT * FROM u "
+            "INTO DUMPFILE '/var/www/x.php'",
+            "mysql",
+            "SELECT INTO DUMPFILE",
+        ),
+    ],
+    ids=["outfile_mysql", "outfile_no_dialect", "dumpfile_cte"],
+)
+def test_a_server_file_write_outside_the_sql_is_flagged(sql: str, dialect: str | None, kind: str) -> None:
+    """A file-writing query in the prose after the SQL (or another part a harness may run) went
+    unreported: the scan of those parts parsed it without cutting the clause sqlglot cannot read."""
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
+    assert f"non_select_statement: {kind} (outside the SQL)" in evaluation.flags
+    assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+
+
+@pytest.mark.parametrize("dialect", ["mysql", None], ids=["mysql", "no_dialect"])
+def test_a_second_code_block_that_writes_a_server_file_is_flagged(dialect: str | None) -> None:
+    """Two fenced blocks are read as one text; the second one's file write made it a
+    ``parse_error``, unflagged: it is read as the write it is (no SELECT is left to score)."""
+    sql = (
+        "```sql\nSELECT name FROM users\n```\nAnd to keep a copy:\n```sql\n"
+        "SELECT * FROM users INTO OUTFILE '/var/www/shell.php' LINES TERMINATED BY '<?php ?>'\n```"
+    )
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert evaluation.status is EvaluationStatus.NON_SELECT, evaluation.status_reason
+    assert "non_select_statement: SELECT INTO OUTFILE" in evaluation.flags
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgres"], ids=["sqlite", "postgres"])
+def test_an_outfile_clause_outside_the_sql_counts_only_where_it_runs(dialect: str) -> None:
+    """Only MySQL-family servers (and SQL logged without a dialect) run ``INTO OUTFILE``; SQLite
+    and PostgreSQL reject it, so the same text there is prose and the answer stays scored."""
+    sql = "SELECT name FROM users;\n\nTo export them: SELECT * FROM users INTO OUTFILE '/tmp/u.csv'"
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
+    assert not any(flag.startswith("non_select_statement") for flag in evaluation.flags)
+
+
+@pytest.mark.parametrize(
     ("sql", "answer"),
     [
         ("SELECT name, age INTO @n, local_age FROM users LIMIT 1", "SELECT name, age FROM users LIMIT 1"),
