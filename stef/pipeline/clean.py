@@ -236,7 +236,7 @@ def _parse_recovered(text: str, dialect: str) -> tuple[list[exp.Expr | None], st
         except SqlglotError:
             pass
     into = without_into_clauses(sql, dialect)
-    if into is not None:
+    if into is not None and all(into.named):  # MySQL requires the file name: "INTO OUTFILE is off" is prose
         try:
             return parse_statements(into.text, dialect), into.text.strip(), prose, into.kinds
         except SqlglotError:
@@ -282,7 +282,7 @@ def _each_statement(text: str, dialect: str) -> list[exp.Expr | None] | None:
         if parsed is not None and not any(_bare_expression(statement) for statement in parsed):
             statements.extend(parsed)
             continue
-        # without a dialect, MySQL's INTO OUTFILE is left to parse_sql_with_fallback, which scores the rest
+        # without a dialect, a piece with MySQL's INTO OUTFILE is left to parse_sql_with_fallback's MySQL
         kinds = hidden_statements([piece], dialect, into_files=bool(dialect))
         if not kinds or kinds == ["UNCHECKED"]:
             return None
@@ -550,7 +550,8 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")
     statement_flags.extend(
-        f"non_select_statement: {kind} (outside the SQL)" for kind in hidden_statements(discarded, dialect)
+        f"non_select_statement: {kind} (outside the SQL)"
+        for kind in hidden_statements(discarded, dialect, into_files=True)
     )
     if "/*!" in text or "/*M!" in text:
         statement_flags.extend(

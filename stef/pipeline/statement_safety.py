@@ -10,11 +10,13 @@ as a statement (:func:`hidden_statements`) and in executable comments
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 from sqlglot import TokenType, exp
 from sqlglot.errors import SqlglotError
+from sqlglot.tokenizer_core import Token
 
 from stef.pipeline.dialects import _parser_pair, dialect_instance, parse_statements
 
@@ -256,6 +258,14 @@ EXPORT_OPTION_WORDS = frozenset(
 )
 """Words of ``INTO OUTFILE``'s export options (``CHARACTER SET utf8mb4 FIELDS TERMINATED BY ','
 OPTIONALLY ENCLOSED BY '"' LINES TERMINATED BY '\\n'``); MySQL 8.0 reference, SELECT ... INTO."""
+_FILE_NAME_TOKENS = frozenset(
+    {TokenType.STRING, TokenType.NATIONAL_STRING, TokenType.HEX_STRING, TokenType.BYTE_STRING, TokenType.RAW_STRING}
+)
+"""Tokens that name the file of ``INTO OUTFILE`` / ``DUMPFILE`` (``'/tmp/x'``, ``N'/tmp/x'``,
+``X'2f746d70'``; after a character set introducer such as ``_utf8`` too)."""
+_OPTION_VALUE_TOKENS = _FILE_NAME_TOKENS | {TokenType.BIT_STRING, TokenType.NUMBER}
+"""Tokens of an export option's value (``TERMINATED BY ','``, ``BY 0x3c3f706870``: a hex literal,
+the usual way to write a web shell's code into the file)."""
 
 
 @dataclass(frozen=True)
@@ -270,12 +280,20 @@ class IntoClauses:
 
     text: str
     kinds: tuple[str, ...]
+    named: tuple[bool, ...] = ()
+    """For each clause, whether it names its target: a file name (a string) after ``OUTFILE`` /
+    ``DUMPFILE``, which MySQL requires; always true for variables."""
+    ends: tuple[int, ...] = ()
+    """For each clause, the offset in the original text just after its last token."""
 
 
 def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
     """Cut MySQL's ``INTO`` clauses that sqlglot (30.x) cannot parse out of a query, by the
-    dialect's tokens: ``INTO OUTFILE 'file' [options]``, ``INTO DUMPFILE 'file'`` and
-    ``INTO @var, ...`` anywhere (MySQL accepts them before FROM and at the end of the query).
+    dialect's tokens: ``INTO OUTFILE 'file' [options]`` (MySQL's export options, their values
+    strings or hex / bit literals; Doris's and StarRocks's ``FORMAT AS …`` and ``PROPERTIES
+    (…)``), ``INTO DUMPFILE 'file'`` and ``INTO @var, ...`` anywhere (MySQL accepts them before
+    FROM and at the end of the query). A file clause without a file name is cut too, and
+    :attr:`IntoClauses.named` says so (MySQL rejects it; prose such as "INTO OUTFILE is off" reads so).
 
     A query with one of them writes a file on the server or assigns variables: it is no
     read-only answer. Cut out, the rest parses and is scored, and the caller flags the clause
@@ -310,6 +328,8 @@ def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
         return None
     cut: list[int] = []  # indexes of the tokens of the clauses
     kinds: list[str] = []
+    named: list[bool] = []
+    ends: list[int] = []
     index = 0
     while index < len(tokens) - 1:
         token, target = tokens[index], tokens[index + 1]
@@ -319,20 +339,17 @@ def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
         word = target.text.upper()
         if target.token_type is TokenType.VAR and word in INTO_FILE_KINDS:
             end = index + 2
-            if end < len(tokens) and tokens[end].token_type is TokenType.STRING:
-                end += 1  # the file name
+            if end + 1 < len(tokens) and tokens[end].token_type is TokenType.INTRODUCER:
+                end += 1  # _utf8'/tmp/x'
+            is_named = end < len(tokens) and tokens[end].token_type in _FILE_NAME_TOKENS
+            end += is_named  # the file name
             while word == "OUTFILE" and end < len(tokens):
-                option = tokens[end]
-                if option.text.upper() in ("CHARACTER", "CHARSET") or option.token_type is TokenType.CHARACTER_SET:
-                    end += 1
-                    while end < len(tokens) and tokens[end].text.upper() == "SET":
-                        end += 1
-                    end += 1  # the character set's name
-                elif option.token_type is TokenType.STRING or option.text.upper() in EXPORT_OPTION_WORDS:
-                    end += 1
-                else:
+                after = _after_export_option(tokens, end)
+                if after is None:
                     break
+                end = after
             kinds.append(INTO_FILE_KINDS[word])
+            named.append(is_named)
         elif target.token_type in _VARIABLE_MARKERS:  # @var, @@var, a stored program's local name, after commas
             end = index + 1
             while end < len(tokens):
@@ -352,10 +369,13 @@ def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
                     continue
                 break
             kinds.append("SELECT INTO")
+            named.append(True)
         else:
             index += 1
             continue
-        cut.extend(range(index, min(end, len(tokens))))
+        end = min(end, len(tokens))
+        cut.extend(range(index, end))
+        ends.append(tokens[end - 1].end + 1)
         index = end
     if not cut:
         return None
@@ -365,7 +385,32 @@ def without_into_clauses(text: str, dialect: str) -> IntoClauses | None:
         pieces.append(text[position : tokens[number].start])
         position = tokens[number].end + 1
     pieces.append(text[position:])
-    return IntoClauses(" ".join(pieces), tuple(kinds))
+    return IntoClauses(" ".join(pieces), tuple(kinds), tuple(named), tuple(ends))
+
+
+def _after_export_option(tokens: list[Token], index: int) -> int | None:
+    """The index after the export option of ``INTO OUTFILE`` that starts at ``tokens[index]``, or
+    ``None`` when no option starts there: MySQL's ``CHARACTER SET name``, ``FIELDS``, ``LINES``,
+    ``TERMINATED BY value`` … words and their values, and Doris's / StarRocks's ``FORMAT AS
+    name`` and ``PROPERTIES (…)``."""
+    option = tokens[index]
+    word = option.text.upper()
+    if word in ("CHARACTER", "CHARSET") or option.token_type is TokenType.CHARACTER_SET:
+        index += 1
+        while index < len(tokens) and tokens[index].text.upper() == "SET":
+            index += 1
+        return index + 1  # the character set's name
+    if option.token_type in _OPTION_VALUE_TOKENS or word in EXPORT_OPTION_WORDS:
+        return index + 1
+    if word == "FORMAT" and index + 2 < len(tokens) and tokens[index + 1].text.upper() == "AS":
+        return index + 3
+    if word == "PROPERTIES" and index + 1 < len(tokens) and tokens[index + 1].token_type is TokenType.L_PAREN:
+        depth = 0
+        for position in range(index + 1, len(tokens)):
+            depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tokens[position].token_type, 0)
+            if depth == 0:
+                return position + 1
+    return None
 
 
 INTO_CLAUSE_DIALECTS = frozenset({"mysql", "doris", "starrocks", "singlestore"})
@@ -492,7 +537,7 @@ def _complete_write(statement: exp.Expr) -> bool:
     return True  # DROP, CREATE, ALTER ... parsed as themselves (not as sqlglot's Command fallback)
 
 
-def _write_kinds(statements: list[exp.Expr | None]) -> list[str]:
+def _write_kinds(statements: Sequence[exp.Expr | None]) -> list[str]:
     kinds: list[str] = []
     for statement in statements:
         if statement is None or isinstance(statement, exp.Semicolon):
@@ -670,40 +715,46 @@ def _runs_code(arguments: str) -> bool:
 
 
 def _into_file_writes(text: str, dialect: str) -> list[str]:
-    """The writes of a query, found in a message part, that writes a file on the server with
-    MySQL's ``INTO OUTFILE`` / ``INTO DUMPFILE`` (which sqlglot cannot parse): the clause's kinds
-    and the rest's own writes, when the text without the clauses
-    (:func:`without_into_clauses`) parses as queries; else ``[]``.
+    """The writes of a query found in a message part that writes a file on the server with
+    MySQL's ``INTO OUTFILE`` / ``INTO DUMPFILE`` (which sqlglot cannot parse): the clauses' kinds
+    and the rest's own writes, when the text without the clauses (:func:`without_into_clauses`)
+    parses as queries, or the text up to the last clause does (the query ends there, and a
+    sentence follows it: "… INTO OUTFILE '/tmp/u.csv' and open it in Excel."); else ``[]``.
 
-    Read in the MySQL family, and in MySQL for a record without a dialect (as
+    Only a clause that names its file (a string, as MySQL requires) counts: a sentence such as
+    "SELECT INTO OUTFILE is disabled" names none, and ``INTO @x`` parses already. Read in the
+    MySQL family, and in MySQL for a record without a dialect (as
     :func:`~stef.pipeline.clean.parse_sql_with_fallback` would read its SQL); a server of another
-    dialect rejects the clause, so nothing runs there. Only file targets count: ``INTO @x`` parses
-    already, and in prose ("select them into @x") it is no statement.
+    dialect rejects the clause, so nothing runs there.
 
-    >>> _into_file_writes("SELECT * FROM users INTO OUTFILE '/var/www/x.php'", "")
+    >>> _into_file_writes("SELECT * FROM users INTO OUTFILE '/var/www/x.php'.", "")
     ['SELECT INTO OUTFILE']
-    >>> _into_file_writes("SELECT * FROM users INTO OUTFILE '/x'", "postgres"), _into_file_writes("Select them into @x", "")
+    >>> _into_file_writes("SELECT * FROM users INTO OUTFILE '/x'", "postgres"), _into_file_writes("SELECT INTO OUTFILE is off", "")
     ([], [])
     """
     into_dialect = dialect if dialect in INTO_CLAUSE_DIALECTS else "mysql" if not dialect else None
     if into_dialect is None:
         return []
     cut = without_into_clauses(text, into_dialect)
-    files = [kind for kind in cut.kinds if kind in INTO_FILE_KINDS.values()] if cut is not None else []
-    if cut is None or not files:
+    if cut is None or not all(cut.named) or not any(kind in INTO_FILE_KINDS.values() for kind in cut.kinds):
         return []
-    try:
-        statements = [
-            s for s in parse_statements(cut.text, into_dialect) if s is not None and not isinstance(s, exp.Semicolon)
-        ]
-    except (SqlglotError, RecursionError):
-        return []
-    if not statements or not all(isinstance(s, QUERY_TYPES) for s in statements):
-        return []
-    return [*files, *_write_kinds(list(statements))]
+    for candidate in (cut, without_into_clauses(text[: cut.ends[-1]], into_dialect)):
+        if candidate is None:
+            continue
+        try:
+            statements = [
+                s
+                for s in parse_statements(candidate.text, into_dialect)
+                if s is not None and not isinstance(s, exp.Semicolon)
+            ]
+        except (SqlglotError, RecursionError):
+            continue
+        if statements and all(isinstance(s, QUERY_TYPES) for s in statements):
+            return [*(kind for kind in candidate.kinds if kind in INTO_FILE_KINDS.values()), *_write_kinds(statements)]
+    return []
 
 
-def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_files: bool = True) -> list[str]:
+def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_files: bool = False) -> list[str]:
     """Non-SELECT statements in the parts of a message that are not its SQL (prose, other code blocks).
 
     A message may carry a statement outside its code block (``DROP TABLE t;`` before the fence,
@@ -713,13 +764,15 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_
     keyword the text up to the next ``;`` is parsed, and a complete write statement is reported
     with its kind; one that does not parse is still reported when the words after the keyword
     make it a statement (``DROP TABLE``, ``DELETE FROM``, ``UPDATE … SET``, ``SET x = …``,
-    ``CALL p(…)``, ``VACUUM;``), so text that no parser reads cannot hide it either.
+    ``CALL p(…)``, ``VACUUM;``), so text that no parser reads cannot hide it either; with
+    ``into_files``, a query that names a file to write with ``INTO OUTFILE`` is reported too.
 
     Args:
         parts: :attr:`stef.pipeline.clean.MessageParts.discarded`, and the prose cut after the SQL.
         dialect: a resolved sqlglot dialect name.
-        into_files: also read a query that writes a server file with MySQL's ``INTO OUTFILE`` /
-            ``INTO DUMPFILE`` (:func:`_into_file_writes`); ``False`` leaves it to the caller.
+        into_files: also report a query that writes a server file with MySQL's ``INTO OUTFILE`` /
+            ``INTO DUMPFILE``, which sqlglot cannot parse (:func:`_into_file_writes`); ``False``
+            (the default) leaves it to the caller.
 
     Returns:
         Statement kinds in order (``"DROP"``, ``"DELETE (inside the query)"`` ...); ``"UNCHECKED"``
@@ -761,7 +814,12 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_
                 statements = []
             loose = [s for s in statements if isinstance(s, _LOOSE_WRITE_TYPES)]
             found = [] if loose and not _looks_like_statement(tokens, index, part) else _write_kinds(statements)
-            if into_files and not statements and word in ("SELECT", "WITH"):
+            if (
+                into_files
+                and not statements
+                and word in ("SELECT", "WITH")
+                and any(tokens[j][0] == "INTO" and tokens[j + 1][0] in INTO_FILE_KINDS for j in range(index, stop - 1))
+            ):
                 found = _into_file_writes(part[begin:end], dialect)
             if not found and _looks_like_statement(tokens, index, part):
                 found = [word]

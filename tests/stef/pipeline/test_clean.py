@@ -441,8 +441,40 @@ def test_prose_after_the_sql_never_reads_as_an_into_clause(sql: str, dialect: st
             "mysql",
             "SELECT INTO DUMPFILE",
         ),
+        (
+            "SELECT name FROM users;\n\nTo export them, run SELECT * FROM users INTO OUTFILE '/tmp/u.csv' "
+            "and open it in Excel.",
+            "mysql",
+            "SELECT INTO OUTFILE",
+        ),
+        (
+            "```sql\nSELECT name FROM users\n```\nTo export them, run:\n"
+            "SELECT * FROM users INTO OUTFILE '/tmp/u.csv'\nThis writes a CSV.",
+            None,
+            "SELECT INTO OUTFILE",
+        ),
+        (
+            "SELECT name FROM users;\n\nAlso: SELECT '' INTO OUTFILE '/var/www/x.php' "
+            "LINES TERMINATED BY 0x3c3f7068702073797374656d28245f4745545b315d293b203f3e",
+            "mysql",
+            "SELECT INTO OUTFILE",
+        ),
+        (
+            "SELECT name FROM users;\n\nExport: SELECT * FROM users INTO OUTFILE 'file:///tmp/u_' "
+            "FORMAT AS CSV PROPERTIES ('column_separator' = ',')",
+            "doris",
+            "SELECT INTO OUTFILE",
+        ),
     ],
-    ids=["outfile_mysql", "outfile_no_dialect", "dumpfile_cte"],
+    ids=[
+        "outfile_mysql",
+        "outfile_no_dialect",
+        "dumpfile_cte",
+        "sentence_after_the_query",
+        "line_after_the_query",
+        "hex_web_shell",
+        "doris_export",
+    ],
 )
 def test_a_server_file_write_outside_the_sql_is_flagged(sql: str, dialect: str | None, kind: str) -> None:
     """A file-writing query in the prose after the SQL (or another part a harness may run) went
@@ -451,6 +483,31 @@ def test_a_server_file_write_outside_the_sql_is_flagged(sql: str, dialect: str |
     assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
     assert f"non_select_statement: {kind} (outside the SQL)" in evaluation.flags
     assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+
+
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "Note: SELECT INTO OUTFILE is disabled here.",
+        "Note: select name into outfile is unnecessary; the rows are returned.",
+        "Note: select name into outfile, into dumpfile",
+        "To export, run SELECT name FROM users INTO OUTFILE; I did not.",
+    ],
+    ids=["feature_name", "sentence", "two_clauses", "no_file_name"],
+)
+def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> None:
+    """MySQL requires a file name after ``INTO OUTFILE``: prose that names the clause without one
+    wrote nothing, and the correct answer before it stays CORRECT (review of d53c6da)."""
+    sql = f"SELECT name FROM users;\n\n{prose}"
+    for dialect in ("mysql", None):
+        evaluation = evaluate(
+            AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect)
+        )
+        assert not any("OUTFILE" in flag or "DUMPFILE" in flag for flag in evaluation.flags), (
+            dialect,
+            evaluation.flags,
+        )
+        assert evaluation.verdict is Verdict.CORRECT, (dialect, evaluation.flags)
 
 
 @pytest.mark.parametrize("dialect", ["mysql", None], ids=["mysql", "no_dialect"])
