@@ -19,6 +19,7 @@ from sqlglot.errors import ParseError, SqlglotError
 
 from stef.pipeline.dialects import _parser_pair, parse_statements, parser_message
 from stef.pipeline.statement_safety import (
+    CLIENT_COMMAND,
     NON_QUERY_STATEMENT_TYPES,
     QUERY_TYPES,
     _may_write,
@@ -348,7 +349,18 @@ _STRING_TOKENS = frozenset(
 def _fence_marker_in_code(text: str, dialect: str) -> bool:
     """Whether a markdown fence marker (three backticks or tildes) stands in the text outside
     its string literals and comments, read with the dialect's tokenizer (a text the tokenizer
-    rejects counts as markdown)."""
+    rejects counts as markdown).
+
+    A quoted name may hold a marker (``AS "```"``), but not one that starts a line: in the
+    dialects that quote names with backticks, a fenced block after the SQL reads as one quoted
+    name (``SELECT name FROM users`` then a ```` ```sql ```` block: an alias), while a harness
+    that takes the message's code blocks runs the block; such a text is a message.
+
+    >>> _fence_marker_in_code("SELECT a FROM t\\n\\n```sql\\nDROP TABLE t\\n```", "sqlite")
+    True
+    >>> _fence_marker_in_code('SELECT 1 AS "a```b"', "sqlite"), _fence_marker_in_code("SELECT '\\n```'", "sqlite")
+    (False, False)
+    """
     if "```" not in text and "~~~" not in text:
         return False
     try:
@@ -356,13 +368,33 @@ def _fence_marker_in_code(text: str, dialect: str) -> bool:
     except SqlglotError:
         return True
     for token in tokens:
-        if (
-            token.token_type not in _STRING_TOKENS and token.token_type is not TokenType.IDENTIFIER
-        ):  # quoted names hold text too
-            source = text[token.start : token.end + 1]
+        if token.token_type in _STRING_TOKENS:
+            continue
+        source = text[token.start : token.end + 1]
+        if token.token_type is not TokenType.IDENTIFIER:
             if "```" in source or "~~~" in source:
                 return True
+        elif any(_starts_a_line(text, token.start + offset) for offset in _marker_offsets(source)):
+            return True  # a quoted name holds text too, but no fence line
     return False
+
+
+def _marker_offsets(source: str) -> list[int]:
+    """Offsets of the fence markers (three backticks or tildes) in ``source``."""
+    offsets: list[int] = []
+    for marker in ("```", "~~~"):
+        found = source.find(marker)
+        while found >= 0:
+            offsets.append(found)
+            found = source.find(marker, found + 3)
+    return offsets
+
+
+def _starts_a_line(text: str, position: int) -> bool:
+    """Whether ``position`` of ``text`` starts a line, after at most three spaces (where CommonMark
+    opens or closes a fenced code block)."""
+    line_start = text.rfind("\n", 0, position) + 1
+    return position - line_start <= 3 and not text[line_start:position].strip(" ")
 
 
 def _whole_text_statements(text: str, dialect: str) -> list[exp.Expr] | None:
@@ -538,14 +570,21 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
                 f"not a SQL statement (parsed as the bare expression {shown!r})",
             )
         else:
-            kind = statement.key.upper() if not isinstance(statement, exp.Command) else str(statement.this).upper()
+            command = str(statement.this) if isinstance(statement, exp.Command) else ""
+            kind = (  # a client command's name is case-sensitive (psql's \g and \G differ)
+                statement.key.upper()
+                if not command
+                else command
+                if command.endswith(CLIENT_COMMAND)
+                else command.upper()
+            )
             statement_flags.append(f"non_select_statement: {kind}")
     if answer is not None and _may_write(text, dialect):  # every query of the text, not only the answer
         statement_flags.extend(
             f"non_select_statement: {kind}"
             for query in statements
             if isinstance(query, QUERY_TYPES)
-            for kind in embedded_writes(query)
+            for kind in embedded_writes(query, dialect)
         )
     if len(statements) > 1:
         statement_flags.append(f"multiple_statements: {len(statements)}")

@@ -191,18 +191,6 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
         "openquery",
         # Oracle: a URL read as a document (BigQuery's EXTERNAL_QUERY is not here: Cloud SQL runs it read-only)
         "httpuritype",
-        # the sqlite3 shell's editor (runs $VISUAL); DuckDB: any file of the host, as text or bytes
-        "edit",
-        "read_text",
-        "read_blob",
-        # ClickHouse table functions: a URL requested (the query's values in it), other servers
-        # queried, a program run, the server's files
-        "url",
-        "urlcluster",
-        "remote",
-        "remotesecure",
-        "executable",
-        "file",
         # Snowflake: sessions and queries stopped, waits, e-mail sent
         "system$wait",
         "system$cancel_query",
@@ -223,6 +211,22 @@ SIDE_EFFECT_FUNCTIONS = frozenset(
 """Functions (lower case) a query may call that change the database or the server, read its
 files, reach other servers, run code or hold the server (sleeps, benchmarks, locks: the probes of
 an injection): a SELECT that calls one is no read-only answer (:func:`embedded_writes`)."""
+
+DIALECT_SIDE_EFFECT_FUNCTIONS: dict[str, frozenset[str]] = {
+    # the sqlite3 shell's editor (runs $VISUAL)
+    "sqlite": frozenset({"edit"}),
+    # any file of the host, as text or bytes
+    "duckdb": frozenset({"read_text", "read_blob"}),
+    # table functions: a URL requested (the query's values in it), other servers queried, a
+    # program run, the server's files
+    "clickhouse": frozenset(
+        {"url", "urlcluster", "remote", "remotesecure", "executable", "file", "mysql", "postgresql"}
+    ),
+}
+"""More :data:`SIDE_EFFECT_FUNCTIONS` of one dialect each, by names that another database's user
+may well give a function of their own (``url(id)``, ``edit(name)``): checked in that dialect, and
+in SQL logged without one."""
+_ALL_DIALECT_SIDE_EFFECT_FUNCTIONS = frozenset().union(*DIALECT_SIDE_EFFECT_FUNCTIONS.values())
 
 SIDE_EFFECT_PACKAGES = frozenset(
     {
@@ -258,7 +262,10 @@ def _may_write(text: str, dialect: str) -> bool:
     if any(word in upper for word in _write_words(dialect)) or "SHARE" in upper or "LOCK" in upper:  # row locks
         return True
     lower = text.lower()
-    return any(name in lower for name in SIDE_EFFECT_FUNCTIONS) or any(name in lower for name in SIDE_EFFECT_PACKAGES)
+    own = DIALECT_SIDE_EFFECT_FUNCTIONS.get(dialect, frozenset()) if dialect else _ALL_DIALECT_SIDE_EFFECT_FUNCTIONS
+    return any(name in lower for name in (*SIDE_EFFECT_FUNCTIONS, *own)) or any(
+        name in lower for name in SIDE_EFFECT_PACKAGES
+    )
 
 
 INTO_FILE_KINDS = {"OUTFILE": "SELECT INTO OUTFILE", "DUMPFILE": "SELECT INTO DUMPFILE"}
@@ -443,9 +450,11 @@ WRITE_LOCK_HINTS = frozenset({"UPDLOCK", "XLOCK", "TABLOCKX"})
 ``FOR UPDATE`` does elsewhere; ``NOLOCK`` and the other read hints take none."""
 
 
-def embedded_writes(query: exp.Expr) -> list[str]:
-    """Writes inside a query statement: ``SELECT ... INTO t``, data-modifying CTEs, and calls of
-    :data:`SIDE_EFFECT_FUNCTIONS` (``SELECT load_extension('/tmp/x.so')``).
+def embedded_writes(query: exp.Expr, dialect: str = "") -> list[str]:
+    """Writes inside a query statement: ``SELECT ... INTO t``, data-modifying CTEs, row locks
+    (``FOR UPDATE``, ``FOR SHARE``, :data:`WRITE_LOCK_HINTS`), and calls of
+    :data:`SIDE_EFFECT_FUNCTIONS` (``SELECT load_extension('/tmp/x.so')``) and of the dialect's
+    :data:`DIALECT_SIDE_EFFECT_FUNCTIONS` (all of them for ``""``, no dialect).
 
     >>> import sqlglot
     >>> embedded_writes(sqlglot.parse_one("SELECT * INTO backup FROM users"))
@@ -461,6 +470,7 @@ def embedded_writes(query: exp.Expr) -> list[str]:
     """
     writes: list[str] = []
     into: list[str] = []
+    own = DIALECT_SIDE_EFFECT_FUNCTIONS.get(dialect, frozenset()) if dialect else _ALL_DIALECT_SIDE_EFFECT_FUNCTIONS
     for node in query.walk():  # one walk for every kind
         if isinstance(node, WRITE_TYPES):
             writes.append(f"{node.key.upper()} (inside the query)")
@@ -479,7 +489,7 @@ def embedded_writes(query: exp.Expr) -> list[str]:
         elif isinstance(node, exp.Func):
             name = node.name if isinstance(node, exp.Anonymous) else node.sql_name()
             package = node.parent.this.name if isinstance(node.parent, exp.Dot) and node.arg_key == "expression" else ""
-            if name.lower() in SIDE_EFFECT_FUNCTIONS:
+            if name.lower() in SIDE_EFFECT_FUNCTIONS or name.lower() in own:
                 writes.append(f"{name.upper()}() (inside the query)")
             elif package.lower() in SIDE_EFFECT_PACKAGES:
                 writes.append(f"{package.upper()}.{name.upper()}() (inside the query)")
@@ -567,7 +577,7 @@ def _complete_write(statement: exp.Expr) -> bool:
     return True  # DROP, CREATE, ALTER ... parsed as themselves (not as sqlglot's Command fallback)
 
 
-def _write_kinds(statements: Sequence[exp.Expr | None]) -> list[str]:
+def _write_kinds(statements: Sequence[exp.Expr | None], dialect: str = "") -> list[str]:
     kinds: list[str] = []
     for statement in statements:
         if statement is None or isinstance(statement, exp.Semicolon):
@@ -575,7 +585,7 @@ def _write_kinds(statements: Sequence[exp.Expr | None]) -> list[str]:
         if isinstance(statement, HIDDEN_WRITE_TYPES) and _complete_write(statement):
             kinds.append(statement.key.upper())
         elif isinstance(statement, QUERY_TYPES):
-            kinds.extend(embedded_writes(statement))
+            kinds.extend(embedded_writes(statement, dialect))
     return kinds
 
 
@@ -780,63 +790,84 @@ def _into_file_writes(text: str, dialect: str) -> list[str]:
         except (SqlglotError, RecursionError):
             continue
         if statements and all(isinstance(s, QUERY_TYPES) for s in statements):
-            return [*(kind for kind in candidate.kinds if kind in INTO_FILE_KINDS.values()), *_write_kinds(statements)]
+            return [
+                *(kind for kind in candidate.kinds if kind in INTO_FILE_KINDS.values()),
+                *_write_kinds(statements, into_dialect),
+            ]
     return []
 
 
+CLIENT_COMMAND = "(client command)"
+"""How the kind of a command of a database's command-line client ends (:func:`client_commands`)."""
 SQLITE_DOT_COMMANDS = frozenset(
     {"shell", "system", "output", "once", "excel", "www", "save", "backup", "restore", "clone", "import", "read"}
     | {"load", "open", "cd", "log", "trace", "iotrace", "archive", "ar"}
 )
 """Dot-commands of the ``sqlite3`` (and DuckDB) command-line shell that run a program or a shell
 command, write or read a file, load code or open another database (SQLite CLI reference,
-"Special commands to sqlite3"). The shell runs them at the start of a line, outside SQL."""
+"Special commands to sqlite3"). The shell runs them at the start of a line, outside SQL, and
+takes any unambiguous prefix of a name (``.sys``)."""
 PSQL_COMMANDS = frozenset(
     {"!", "o", "out", "w", "write", "copy", "i", "include", "ir", "include_relative", "gexec", "setenv", "cd"}
-    | {"lo_import", "lo_export", "lo_unlink", "c", "connect", "e", "edit", "ef", "ev", "T", "."}
+    | {"lo_import", "lo_export", "lo_unlink", "c", "connect", "e", "edit", "ef", "ev", "g", "gx", "s"}
 )
-r"""Backslash meta-commands of ``psql`` (and the ``mysql`` client's ``\!``, ``\T`` tee and ``\.``
-source) that run a shell command, write or read a file, run query results as SQL, open an editor
-or connect elsewhere; ``\g`` counts with a file or command argument."""
-_LINE_MARKERS = ("> ", "- ", "* ", "+ ", "`")
-"""Markdown that may precede a command on its line (a quote, a list item, an inline code span)."""
+r"""Backslash meta-commands of ``psql`` that run a shell command, write or read a file, run query
+results as SQL, open an editor or connect elsewhere (``\g`` and ``\gx`` with a file or command
+argument)."""
+MYSQL_CLIENT_COMMANDS = frozenset({"!", "T", "."})
+r"""The ``mysql`` client's ``\!`` (a shell command), ``\T`` (output teed to a file) and ``\.``
+(a file run as SQL)."""
+_CLIENT_DIALECTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "sqlite": (SQLITE_DOT_COMMANDS, frozenset()),
+    "duckdb": (SQLITE_DOT_COMMANDS, frozenset()),
+    "postgres": (frozenset(), PSQL_COMMANDS),
+    "redshift": (frozenset(), PSQL_COMMANDS),
+    **{name: (frozenset(), MYSQL_CLIENT_COMMANDS) for name in INTO_CLAUSE_DIALECTS},
+    "": (SQLITE_DOT_COMMANDS, PSQL_COMMANDS | MYSQL_CLIENT_COMMANDS),
+}
+"""The dot-commands and backslash commands of each dialect's command-line client; SQL logged
+without a dialect may be fed to any of them."""
+_COMMANDS_ALONE = frozenset({"gexec"})
+"""Backslash commands that act without an argument (every other one needs a file, a command or a
+database name to do harm, and reads as prose without: "\\c to cancel")."""
 
 
-def client_commands(part: str) -> list[str]:
-    r"""Commands of a database's command-line client in a part of a message: ``sqlite3``'s
-    dot-commands at the start of a line (:data:`SQLITE_DOT_COMMANDS`: ``.shell rm -rf /``,
-    ``.output /tmp/x``) and ``psql``'s backslash meta-commands anywhere (:data:`PSQL_COMMANDS`:
-    ``\! curl … | sh``, ``\o /tmp/x``, ``\gexec``). A harness that feeds the message to the
-    client runs them with the SQL; no SQL parser reads them.
+def client_commands(part: str, dialect: str = "") -> list[str]:
+    r"""Commands of the dialect's command-line client at the start of a line of a message part:
+    ``sqlite3``'s (and DuckDB's) dot-commands (:data:`SQLITE_DOT_COMMANDS`: ``.shell rm -rf /``,
+    ``.output /tmp/x``, and their prefixes, ``.sys id``), ``psql``'s backslash commands
+    (:data:`PSQL_COMMANDS`: ``\! curl … | sh``, ``\o /tmp/x``, ``\gexec``), the ``mysql``
+    client's (:data:`MYSQL_CLIENT_COMMANDS`); all of them for SQL logged without a dialect. A
+    harness that feeds the message to the client runs them with the SQL; no SQL parser reads them.
+    A command inside a sentence, a list item or a code span is prose: the client reads none there.
 
     Returns:
         Their kinds in order, as :func:`hidden_statements` gives them (``".shell (client
         command)"``).
 
-    >>> client_commands(".shell rm -rf /\nSELECT 1;"), client_commands("1. \\! id\nSELECT 1 \\g /tmp/out")
-    (['.shell (client command)'], ['\\! (client command)', '\\g (client command)'])
-    >>> client_commands("... Open the file.\n. Open it\nThe .output command; use '\\n' and \\begin{code}")
+    >>> client_commands(".shell rm -rf /\nSELECT 1;", "sqlite"), client_commands("\\! id\n\\o /tmp/out", "postgres")
+    (['.shell (client command)'], ['\\! (client command)', '\\o (client command)'])
+    >>> client_commands("Use \\c to cancel.\n\\c\n- .log files rotate\n. Open it\n`.once x`", "")
     []
+    >>> client_commands(".output /tmp/x", "postgres"), client_commands(".sys id", "sqlite")
+    ([], ['.sys (client command)'])
     """
+    dot_commands, backslash_commands = _CLIENT_DIALECTS.get(dialect, (frozenset(), frozenset()))
     kinds: list[str] = []
     for line in part.splitlines():
-        start = line.strip()
-        while start.startswith(_LINE_MARKERS):
-            start = start[1:].lstrip()
-        if start.split(". ", 1)[0].isdigit() or start.split(") ", 1)[0].isdigit():  # a numbered list item
-            start = start.split(" ", 1)[1].lstrip() if " " in start else ""
-        name = start[1:].split(None, 1)[0].rstrip("`") if start.startswith(".") and start[1:2].isalpha() else ""
-        if name in SQLITE_DOT_COMMANDS:
-            kinds.append(f".{name} (client command)")
         words = line.split()
-        for position, word in enumerate(words):
-            command = word.lstrip("`>")[1:].rstrip("`") if word.lstrip("`>").startswith("\\") else None
-            if command is None:
-                continue
-            if command.startswith("!"):
-                command = "!"
-            if command in PSQL_COMMANDS or (command == "g" and position + 1 < len(words)):
-                kinds.append(f"\\{command} (client command)")
+        if not words or words[0][:1] not in ".\\":
+            continue
+        name = words[0][1:]
+        if words[0][0] == ".":
+            if len(name) >= 2 and name.isalpha() and any(command.startswith(name) for command in dot_commands):
+                kinds.append(f".{name} {CLIENT_COMMAND}")
+            continue
+        if name.startswith("!") and "!" in backslash_commands:
+            if name[1:] or len(words) > 1:  # \!cmd or \! cmd
+                kinds.append(f"\\! {CLIENT_COMMAND}")
+        elif name in backslash_commands and (len(words) > 1 or name in _COMMANDS_ALONE):
+            kinds.append(f"\\{name} {CLIENT_COMMAND}")
     return kinds
 
 
@@ -851,7 +882,8 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_
     with its kind; one that does not parse is still reported when the words after the keyword
     make it a statement (``DROP TABLE``, ``DELETE FROM``, ``UPDATE … SET``, ``SET x = …``,
     ``CALL p(…)``, ``VACUUM;``), so text that no parser reads cannot hide it either; with
-    ``into_files``, a query that names a file to write with ``INTO OUTFILE`` is reported too.
+    ``into_files``, a query that names a file to write with ``INTO OUTFILE`` is reported too. So
+    are the commands of the dialect's command-line client (:func:`client_commands`).
 
     Args:
         parts: :attr:`stef.pipeline.clean.MessageParts.discarded`, and the prose cut after the SQL.
@@ -882,7 +914,7 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_
     kinds: list[str] = []
     tried = 0
     for part in parts:
-        kinds.extend(client_commands(part))
+        kinds.extend(client_commands(part, dialect))
         tokens = _tokens_of(part, dialect)
         index = 0
         while index < len(tokens):
@@ -900,7 +932,9 @@ def hidden_statements(parts: tuple[str, ...] | list[str], dialect: str, *, into_
             except (SqlglotError, RecursionError):
                 statements = []
             loose = [s for s in statements if isinstance(s, _LOOSE_WRITE_TYPES)]
-            found = [] if loose and not _looks_like_statement(tokens, index, part) else _write_kinds(statements)
+            found = (
+                [] if loose and not _looks_like_statement(tokens, index, part) else _write_kinds(statements, dialect)
+            )
             if (
                 into_files
                 and not statements
@@ -958,7 +992,7 @@ def executable_comment_writes(statements: tuple[exp.Expr, ...], dialect: str) ->
                     continue
                 body = comment.split("!", 1)[1].lstrip("0123456789")
                 try:
-                    kinds.extend(_write_kinds(parse_statements(body, dialect)))
+                    kinds.extend(_write_kinds(parse_statements(body, dialect), dialect))
                 except (SqlglotError, RecursionError):
                     kinds.append("UNPARSED")
     return kinds

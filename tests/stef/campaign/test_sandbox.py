@@ -128,32 +128,45 @@ def test_open_test_database_rejects(tmp_path: Path, content: bytes | None, messa
 
 
 @pytest.mark.parametrize(
-    "template",
+    ("template", "refused_as"),
     [
-        pytest.param("SELECT content FROM read_text('{dir}/secret.txt')", id="read_text"),
-        pytest.param("SELECT content FROM read_blob('{dir}/secret.txt')", id="read_blob"),
-        pytest.param("SELECT * FROM read_csv('{dir}/secret.csv')", id="read_csv"),
-        pytest.param("SELECT * FROM read_csv_auto('{dir}/secret.csv')", id="read_csv_auto"),
-        pytest.param("SELECT * FROM read_json_auto('{dir}/secret.txt')", id="read_json"),
-        pytest.param("SELECT * FROM read_parquet('{dir}/secret.txt')", id="read_parquet"),
-        pytest.param("SELECT * FROM parquet_scan('{dir}/secret.txt')", id="parquet_scan"),
-        pytest.param("SELECT * FROM query_table('{dir}/secret.csv')", id="query_table"),
-        pytest.param("SELECT * FROM query('SELECT content FROM read_text(''{dir}/secret.txt'')')", id="query_wrapper"),
+        pytest.param("SELECT content FROM read_text('{dir}/secret.txt')", "READ_TEXT()", id="read_text"),
+        pytest.param("SELECT content FROM read_blob('{dir}/secret.txt')", "READ_BLOB()", id="read_blob"),
+        pytest.param("SELECT * FROM read_csv('{dir}/secret.csv')", None, id="read_csv"),
+        pytest.param("SELECT * FROM read_csv_auto('{dir}/secret.csv')", None, id="read_csv_auto"),
+        pytest.param("SELECT * FROM read_json_auto('{dir}/secret.txt')", None, id="read_json"),
+        pytest.param("SELECT * FROM read_parquet('{dir}/secret.txt')", None, id="read_parquet"),
+        pytest.param("SELECT * FROM parquet_scan('{dir}/secret.txt')", None, id="parquet_scan"),
+        pytest.param("SELECT * FROM query_table('{dir}/secret.csv')", None, id="query_table"),
         pytest.param(
-            "SELECT (SELECT count(*) FROM read_text('{dir}/secret.txt')) AS n FROM state", id="existence_oracle"
+            "SELECT * FROM query('SELECT content FROM read_text(''{dir}/secret.txt'')')", None, id="query_wrapper"
         ),
         pytest.param(
-            "SELECT capital FROM state WHERE EXISTS (SELECT 1 FROM read_blob('{dir}/secret.txt'))", id="exists_oracle"
+            "SELECT (SELECT count(*) FROM read_text('{dir}/secret.txt')) AS n FROM state",
+            "READ_TEXT()",
+            id="existence_oracle",
+        ),
+        pytest.param(
+            "SELECT capital FROM state WHERE EXISTS (SELECT 1 FROM read_blob('{dir}/secret.txt'))",
+            "READ_BLOB()",
+            id="exists_oracle",
         ),
     ],
 )
 def test_duckdb_host_file_read_is_the_runs_execution_error(
-    duck: DuckDBTestDatabase, host_dir: Path, template: str
+    duck: DuckDBTestDatabase, host_dir: Path, template: str, refused_as: str | None
 ) -> None:
+    """A host file read is the run's execution error: DuckDB's configuration refuses it (external
+    access disabled), and before that STEF refuses a call it knows reads host files (``read_text``,
+    ``read_blob``: :data:`stef.pipeline.statement_safety.DIALECT_SIDE_EFFECT_FUNCTIONS`)."""
     statement = template.format(dir=host_dir)
     result = run_campaign([statement_run(statement), statement_run(RIGHT, "next")], [CAPITAL], duck, DUCKDB_SETTINGS)
     hostile, following = result.results
     assert hostile.outcome == "execution_error"
+    if refused_as is not None:
+        assert hostile.statements[0].execution_status == "refused"
+        assert (hostile.statements[0].message or "").startswith(f"{refused_as} (inside the query) refused")
+        return
     assert hostile.statements[0].execution_status == "error"
     assert (
         "PermissionException" in (hostile.statements[0].message or "") and "disabled by configuration" in hostile.reason

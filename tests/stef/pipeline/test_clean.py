@@ -520,21 +520,25 @@ def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> Non
             "sqlite",
             ".system (client command) (outside the SQL)",
         ),
-        ("- `.once /tmp/x`\n\nSELECT name FROM users;", "duckdb", ".once (client command) (outside the SQL)"),
+        (".once /tmp/x\n\nSELECT name FROM users;", "duckdb", ".once (client command) (outside the SQL)"),
+        (".sys id\nSELECT name FROM users;", "sqlite", ".sys (client command) (outside the SQL)"),
+        ("\\! id\nSELECT name FROM users;", "mysql", "\\! (client command) (outside the SQL)"),
         ("\\! rm -rf /\nSELECT name FROM users;", "postgres", "\\! (client command) (outside the SQL)"),
         (
             "Run:\n\\o /tmp/out.txt\nthen\n```sql\nSELECT name FROM users;\n```",
             "postgres",
             "\\o (client command) (outside the SQL)",
         ),
-        ("SELECT name FROM users;\n\\o /tmp/out.txt", "postgres", "\\O (CLIENT COMMAND)"),
-        ("SELECT name FROM users;\n.output /tmp/x", None, ".OUTPUT (CLIENT COMMAND)"),
+        ("SELECT name FROM users;\n\\o /tmp/out.txt", "postgres", "\\o (client command)"),
+        ("SELECT name FROM users;\n.output /tmp/x", None, ".output (client command)"),
     ],
     ids=[
         "sqlite_shell",
         "sqlite_output",
         "sqlite_system_in_a_block",
-        "duckdb_once_in_a_list",
+        "duckdb_once",
+        "sqlite_prefix_of_system",
+        "mysql_client_shell",
         "psql_shell",
         "psql_output",
         "psql_output_after_the_sql",
@@ -549,6 +553,17 @@ def test_a_command_line_client_command_is_never_scored_clean(sql: str, dialect: 
     assert f"non_select_statement: {kind}" in evaluation.flags, evaluation.flags
     assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
     assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "mysql", "bigquery", "databricks"])
+def test_a_fenced_block_after_the_sql_is_no_quoted_name(dialect: str) -> None:
+    """In the dialects that quote names with backticks, a fenced block after unfenced SQL read as
+    one quoted name (an alias of the table), so the text was SQL as a whole and the DROP in the
+    block, which a harness that takes the message's code blocks runs, went unseen: CORRECT at Φ 80."""
+    sql = "SELECT name FROM users\n\n```sql\nDROP TABLE users\n```"
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert "non_select_statement: DROP" in evaluation.flags, evaluation.flags
+    assert evaluation.status is EvaluationStatus.NON_SELECT
 
 
 @pytest.mark.parametrize(
@@ -595,8 +610,26 @@ def test_a_query_that_locks_rows_or_reaches_outside_is_no_read_only_answer(sql: 
         ("SELECT name FROM users WITH (NOLOCK)", "tsql"),
         ("SELECT name FROM users;\n\n... Open the file. The .output command is not needed; use '\\n'.", "sqlite"),
         ("SELECT name FROM users\n\nAnswer: \\begin{code} SELECT name FROM users \\end{code}", "postgres"),
+        ("SELECT name FROM users WHERE name ~ '\\w'\n\nHere `\\w` matches a word character.", "postgres"),
+        ("SELECT name FROM users;\n\nIn psql you can switch with `\\c mydb` first.", "postgres"),
+        ("SELECT name FROM users;\n\nNote:\n- .log files are rotated daily", "sqlite"),
+        (".output /tmp/x\nSELECT name FROM users;", "postgres"),
+        ("\\o /tmp/x\nSELECT name FROM users;", "sqlite"),
+        ("SELECT url(id), edit(name), remote(id) FROM pages", "postgres"),
     ],
-    ids=["columns", "share_and_block_columns", "nolock_hint", "prose_about_a_dot_command", "latex_markup"],
+    ids=[
+        "columns",
+        "share_and_block_columns",
+        "nolock_hint",
+        "prose_about_a_dot_command",
+        "latex_markup",
+        "regex_in_prose",
+        "psql_command_inside_a_sentence",
+        "file_extension_in_a_list",
+        "dot_command_of_another_client",
+        "psql_command_of_another_client",
+        "user_functions_named_like_clickhouse_ones",
+    ],
 )
 def test_names_like_locks_client_commands_or_functions_are_no_write(sql: str, dialect: str) -> None:
     evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
