@@ -349,18 +349,7 @@ _STRING_TOKENS = frozenset(
 def _fence_marker_in_code(text: str, dialect: str) -> bool:
     """Whether a markdown fence marker (three backticks or tildes) stands in the text outside
     its string literals and comments, read with the dialect's tokenizer (a text the tokenizer
-    rejects counts as markdown).
-
-    A quoted name may hold a marker (``AS "```"``), but not one that starts a line: in the
-    dialects that quote names with backticks, a fenced block after the SQL reads as one quoted
-    name (``SELECT name FROM users`` then a ```` ```sql ```` block: an alias), while a harness
-    that takes the message's code blocks runs the block; such a text is a message.
-
-    >>> _fence_marker_in_code("SELECT a FROM t\\n\\n```sql\\nDROP TABLE t\\n```", "sqlite")
-    True
-    >>> _fence_marker_in_code('SELECT 1 AS "a```b"', "sqlite"), _fence_marker_in_code("SELECT '\\n```'", "sqlite")
-    (False, False)
-    """
+    rejects counts as markdown)."""
     if "```" not in text and "~~~" not in text:
         return False
     try:
@@ -368,33 +357,47 @@ def _fence_marker_in_code(text: str, dialect: str) -> bool:
     except SqlglotError:
         return True
     for token in tokens:
-        if token.token_type in _STRING_TOKENS:
-            continue
-        source = text[token.start : token.end + 1]
-        if token.token_type is not TokenType.IDENTIFIER:
+        if (
+            token.token_type not in _STRING_TOKENS and token.token_type is not TokenType.IDENTIFIER
+        ):  # quoted names hold text too
+            source = text[token.start : token.end + 1]
             if "```" in source or "~~~" in source:
                 return True
-        elif any(_starts_a_line(text, token.start + offset) for offset in _marker_offsets(source)):
-            return True  # a quoted name holds text too, but no fence line
     return False
 
 
-def _marker_offsets(source: str) -> list[int]:
-    """Offsets of the fence markers (three backticks or tildes) in ``source``."""
-    offsets: list[int] = []
-    for marker in ("```", "~~~"):
-        found = source.find(marker)
-        while found >= 0:
-            offsets.append(found)
-            found = source.find(marker, found + 3)
-    return offsets
+def fenced_text_writes(text: str, dialect: str) -> list[str]:
+    """Writes in the fenced blocks that a string literal or a quoted name of SQL holds.
 
+    In the dialects that quote names with backticks, a fenced block after unfenced SQL reads as
+    one quoted name (``SELECT name FROM users`` then a ```` ```sql ```` block with a ``DROP``: the
+    block is the table's alias), and a fence may sit inside a string; the text is SQL as a whole,
+    which is what the database runs, but a harness that takes the message's code blocks runs
+    the block. The text of every such token, its fence markers made line breaks, is searched as
+    :func:`~stef.pipeline.statement_safety.hidden_statements` searches the prose around SQL.
 
-def _starts_a_line(text: str, position: int) -> bool:
-    """Whether ``position`` of ``text`` starts a line, after at most three spaces (where CommonMark
-    opens or closes a fenced code block)."""
-    line_start = text.rfind("\n", 0, position) + 1
-    return position - line_start <= 3 and not text[line_start:position].strip(" ")
+    Returns:
+        The kinds of the writes found, ``[]`` for a text without fence markers (the usual case).
+
+    >>> fenced_text_writes("SELECT name FROM users\\n\\n```sql\\nDROP TABLE users\\n```", "sqlite")
+    ['DROP']
+    >>> fenced_text_writes("SELECT name FROM users\\n\\n```\\nname\\n----\\nAlice\\n```", "mysql")
+    []
+    """
+    if "```" not in text and "~~~" not in text:
+        return []
+    try:
+        tokens = _parser_pair(dialect)[0].tokenize(text)
+    except SqlglotError:
+        return []
+    held = [
+        text[token.start : token.end + 1]
+        for token in tokens
+        if (token.token_type in _STRING_TOKENS or token.token_type is TokenType.IDENTIFIER)
+        and ("```" in text[token.start : token.end + 1] or "~~~" in text[token.start : token.end + 1])
+    ]
+    unfenced = [piece.replace("```", "\n").replace("~~~", "\n") for piece in held]
+    return hidden_statements(unfenced, dialect, into_files=True) if unfenced else []
 
 
 def _whole_text_statements(text: str, dialect: str) -> list[exp.Expr] | None:
@@ -512,6 +515,7 @@ def parse_sql(sql_text: str, dialect: str | None = None) -> ParsedSQL:
     discarded: tuple[str, ...] = ()
     if whole is not None:
         statements = tuple(whole)
+        flags = tuple(f"non_select_statement: {kind} (in a fenced block)" for kind in fenced_text_writes(text, dialect))
     else:
         parts = split_message(sql_text)
         text, flags, discarded = parts.sql, parts.flags, parts.discarded

