@@ -23,6 +23,7 @@ from stef.pipeline.statement_safety import (
     NON_QUERY_STATEMENT_TYPES,
     QUERY_TYPES,
     _may_write,
+    _write_kinds,
     embedded_writes,
     executable_comment_writes,
     hidden_statements,
@@ -373,15 +374,16 @@ def fenced_text_writes(text: str, dialect: str) -> list[str]:
     one quoted name (``SELECT name FROM users`` then a ```` ```sql ```` block with a ``DROP``: the
     block is the table's alias), and a fence may sit inside a string; the text is SQL as a whole,
     which is what the database runs, but a harness that takes the message's code blocks runs
-    the block. The text of every such token, its fence markers made line breaks, is searched as
-    :func:`~stef.pipeline.statement_safety.hidden_statements` searches the prose around SQL.
+    the block. Each such token's text is cut at its fence lines (:func:`_fenced_pieces`), and a
+    piece that parses as SQL whole is checked as every statement is: its writes are returned. A
+    block of output rows, a note or any text that is not SQL gives none.
 
     Returns:
-        The kinds of the writes found, ``[]`` for a text without fence markers (the usual case).
+        The kinds of the writes found (``"DROP"``), ``[]`` for a text without fence markers.
 
     >>> fenced_text_writes("SELECT name FROM users\\n\\n```sql\\nDROP TABLE users\\n```", "sqlite")
     ['DROP']
-    >>> fenced_text_writes("SELECT name FROM users\\n\\n```\\nname\\n----\\nAlice\\n```", "mysql")
+    >>> fenced_text_writes("SELECT a FROM t\\n\\n```\\naction\\n----\\nView profile\\nDelete account\\n```", "sqlite")
     []
     """
     if "```" not in text and "~~~" not in text:
@@ -390,14 +392,36 @@ def fenced_text_writes(text: str, dialect: str) -> list[str]:
         tokens = _parser_pair(dialect)[0].tokenize(text)
     except SqlglotError:
         return []
-    held = [
-        text[token.start : token.end + 1]
-        for token in tokens
-        if (token.token_type in _STRING_TOKENS or token.token_type is TokenType.IDENTIFIER)
-        and ("```" in text[token.start : token.end + 1] or "~~~" in text[token.start : token.end + 1])
-    ]
-    unfenced = [piece.replace("```", "\n").replace("~~~", "\n") for piece in held]
-    return hidden_statements(unfenced, dialect, into_files=True) if unfenced else []
+    kinds: list[str] = []
+    for token in tokens:
+        source = text[token.start : token.end + 1]
+        if (token.token_type in _STRING_TOKENS or token.token_type is TokenType.IDENTIFIER) and (
+            "```" in source or "~~~" in source
+        ):
+            for piece in _fenced_pieces(source):
+                try:
+                    statements = parse_statements(piece, dialect)
+                except (SqlglotError, RecursionError):
+                    continue
+                kinds.extend(_write_kinds(statements, dialect))
+    return kinds
+
+
+def _fenced_pieces(source: str) -> list[str]:
+    """The texts between the fence lines of ``source`` (a fence line's info string, ``sql``, and
+    the text after a closing marker dropped), non-blank ones only."""
+    pieces: list[str] = []
+    current: list[str] = []
+    for line in source.splitlines():
+        found = [line.find(marker) for marker in ("```", "~~~") if marker in line]
+        if not found:
+            current.append(line)
+            continue
+        current.append(line[: min(found)])
+        pieces.append("\n".join(current))
+        current = []
+    pieces.append("\n".join(current))
+    return [piece for piece in pieces if piece.strip()]
 
 
 def _whole_text_statements(text: str, dialect: str) -> list[exp.Expr] | None:

@@ -807,8 +807,7 @@ SQLITE_DOT_COMMANDS = frozenset(
 command, write or read a file, load code or open another database (SQLite CLI reference,
 "Special commands to sqlite3"). The shell runs them at the start of a line, outside SQL."""
 _SHELL_DOT_COMMANDS = frozenset({"shell", "system"})
-"""Dot-commands that run their argument as a shell command: any argument counts, and so does a
-prefix of three letters or more (``.sys id``: the shell takes prefixes)."""
+"""Dot-commands that run their argument as a shell command."""
 PSQL_COMMANDS = frozenset(
     {"!", "o", "out", "w", "write", "copy", "i", "include", "ir", "include_relative", "gexec", "setenv", "cd"}
     | {"lo_import", "lo_export", "lo_unlink", "c", "connect", "e", "edit", "ef", "ev", "g", "gx", "s"}
@@ -829,16 +828,57 @@ _CLIENT_DIALECTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 }
 """The dot-commands and backslash commands of each dialect's command-line client; SQL logged
 without a dialect may be fed to any of them."""
+FILE_EXTENSIONS = frozenset(
+    {"sql", "txt", "csv", "tsv", "json", "jsonl", "xml", "html", "php", "jsp", "asp", "aspx", "db", "sqlite"}
+    | {"sqlite3", "duckdb", "so", "dll", "dylib", "sh", "bash", "py", "pl", "rb", "out", "log", "bak", "dump"}
+    | {"gz", "zip", "tar", "tgz", "xlsx", "parquet", "conf", "cfg", "ini", "key", "pem"}
+)
+"""Extensions that make a command's argument a file name (``out.txt``, ``x.so``), lower case."""
+SHELL_PROGRAMS = frozenset(
+    {"id", "whoami", "uname", "ls", "cat", "rm", "cp", "mv", "chmod", "curl", "wget", "nc", "ncat", "sh", "bash"}
+    | {"python", "python3", "perl", "ruby", "php", "echo", "touch", "mkdir", "ping", "nslookup", "env", "kill"}
+)
+"""Programs that make the argument of an abbreviated ``.shell`` / ``.system`` (``.sh id``) a
+shell command, not a word of a sentence (".sh scripts call it")."""
+_SHELL_SIGNS = frozenset("|;&><$`")
+"""Characters of a shell command line (pipes, lists, redirections, substitutions)."""
 
 
 def _names_a_target(word: str) -> bool:
     """Whether a command's argument names a file, a folder or a pipe (``/tmp/x``, ``out.txt``,
-    ``|sh``, ``~/x``, ``'x'``), not a word of a sentence ("files", "matches")."""
-    word = word.rstrip(".,;:")
-    if word[:1] in "|/~'\"" or "/" in word or "\\" in word:
+    ``|sh``, ``~/x``, ``'/tmp/x'``), not a word of a sentence ("files", "e.g.", "...").
+
+    >>> [_names_a_target(w) for w in ("/tmp/x", "out.txt", "|sh", "'~/x'", "", "files", "e.g.", "...", ":")]
+    [True, True, True, True, False, False, False, False, False]
+    """
+    word = word.strip("'\"").rstrip(",;:")
+    if len(word) < 2:
+        return False
+    if word[0] in "|/~" or "/" in word[1:] or "\\" in word[1:]:
         return True
     stem, _, extension = word.rpartition(".")
-    return bool(stem) and extension.isalnum() and len(extension) <= 5
+    return bool(stem.strip(".")) and extension.lower() in FILE_EXTENSIONS
+
+
+def _runs_a_program(words: list[str]) -> bool:
+    """Whether the words after an abbreviated shell command read as a command line."""
+    return bool(words) and (words[0] in SHELL_PROGRAMS or any(sign in _SHELL_SIGNS for sign in " ".join(words)))
+
+
+def _dot_command(words: list[str], dot_commands: frozenset[str]) -> str | None:
+    """The dangerous dot-command a line's words run in the ``sqlite3`` shell, or ``None``: the
+    shell takes a command by any prefix of its name (``.sh``, ``.o``) and a quoted name."""
+    name = words[0][1:].strip("'\"")
+    if not name.isalpha() or not dot_commands:
+        return None
+    rest = words[1:]
+    if name in _SHELL_DOT_COMMANDS and rest:
+        return name
+    shell = next((c for c in sorted(_SHELL_DOT_COMMANDS) if len(name) >= 2 and c.startswith(name)), None)
+    if shell is not None and _runs_a_program(rest):
+        return shell
+    files = sorted(c for c in dot_commands - _SHELL_DOT_COMMANDS if c.startswith(name))
+    return files[0] if files and rest and _names_a_target(rest[0]) else None
 
 
 def client_commands(part: str, dialect: str = "") -> list[str]:
@@ -846,18 +886,17 @@ def client_commands(part: str, dialect: str = "") -> list[str]:
     feeds the message to the client runs with the SQL (no SQL parser reads them):
 
     - ``sqlite3``'s (and DuckDB's) dot-commands at the start of a line
-      (:data:`SQLITE_DOT_COMMANDS`): ``.shell`` / ``.system`` with any argument (``.sys id``,
-      a prefix, too), the others with an argument that names a file (``.output /tmp/x``,
-      ``.read evil.sql``);
+      (:data:`SQLITE_DOT_COMMANDS`): ``.shell`` / ``.system`` with any argument, their prefixes
+      with a command line (``.sh id``, ``.sy curl … | sh``), the others, or a prefix of them, with
+      an argument that names a file (``.output /tmp/x``, ``.o /tmp/x``, ``.read evil.sql``);
     - ``psql``'s backslash commands (:data:`PSQL_COMMANDS`) and the ``mysql`` client's
-      (:data:`MYSQL_CLIENT_COMMANDS`): ``\!`` with a command anywhere in a line (both clients
-      read a backslash command wherever it stands), the others at the start of a line, alone
-      with their argument (``\c mydb``) or with an argument that names a file (``\o /tmp/x``,
-      ``\g |sh``); ``\gexec`` alone.
+      (:data:`MYSQL_CLIENT_COMMANDS`), anywhere in a line (both clients read a backslash command
+      wherever it stands): ``\!`` with a command, ``\gexec``, the others with an argument that
+      names a file or a pipe (``\o /tmp/x``, ``\g |sh``, ``\i evil.sql``).
 
     A dialect gets its own client's commands, SQL logged without a dialect all of them. Prose
-    that merely starts with such a word ("\s matches whitespace", ".log files rotate") names no
-    file.
+    that merely starts with such a word ("\s matches whitespace", ".log files rotate", ".sh
+    scripts call it") names no file and runs nothing.
 
     Returns:
         Their kinds in order, as :func:`hidden_statements` gives them (``".shell (client
@@ -865,10 +904,12 @@ def client_commands(part: str, dialect: str = "") -> list[str]:
 
     >>> client_commands(".shell rm -rf /\nSELECT 1;", "sqlite"), client_commands("Done. \\! id\n\\o /tmp/out", "postgres")
     (['.shell (client command)'], ['\\! (client command)', '\\o (client command)'])
-    >>> client_commands("\\s matches whitespace\n\\c to cancel\n.log files rotate\n.sh scripts call it\n. Open", "")
+    >>> client_commands("\\s whitespace\n\\c to cancel\n.log files rotate\n.sh scripts call it\n\\![a](x.png)", "")
     []
-    >>> client_commands(".output /tmp/x", "postgres"), client_commands(".sys id\n.\"shell\" id", "sqlite")
-    ([], ['.system (client command)', '.shell (client command)'])
+    >>> client_commands(".output /tmp/x", "postgres"), client_commands(".sy id\n.\"shell\" id\n.o /tmp/x", "sqlite")
+    ([], ['.system (client command)', '.shell (client command)', '.once (client command)'])
+    >>> client_commands("Run SELECT 'DROP TABLE t' \\gexec then \\o |sh", "postgres")
+    ['\\gexec (client command)', '\\o (client command)']
     """
     dot_commands, backslash_commands = _CLIENT_DIALECTS.get(dialect, (frozenset(), frozenset()))
     kinds: list[str] = []
@@ -876,26 +917,19 @@ def client_commands(part: str, dialect: str = "") -> list[str]:
         words = line.split()
         if not words:
             continue
-        if "!" in backslash_commands:  # \! cmd, \!cmd: anywhere in the line
-            for position, word in enumerate(words):
-                if word.startswith("\\!") and (word[2:] or position + 1 < len(words)):
+        if words[0].startswith(".") and (command := _dot_command(words, dot_commands)) is not None:
+            kinds.append(f".{command} {CLIENT_COMMAND}")
+        if not backslash_commands:
+            continue
+        for position, word in enumerate(words):
+            if not word.startswith("\\"):
+                continue
+            rest = words[position + 1 :]
+            if word.startswith("\\!"):
+                if "!" in backslash_commands and not word.startswith("\\![") and (word[2:] or rest):
                     kinds.append(f"\\! {CLIENT_COMMAND}")
-                    break
-        first, argument = words[0], words[1] if len(words) > 1 else ""
-        if first.startswith(".") and dot_commands:
-            name = first[1:].strip("'\"")
-            command = next(
-                (c for c in _SHELL_DOT_COMMANDS if len(name) >= 3 and c.startswith(name)),
-                name if name in dot_commands else None,
-            )
-            if (command in _SHELL_DOT_COMMANDS and argument) or (command is not None and _names_a_target(argument)):
-                kinds.append(f".{command} {CLIENT_COMMAND}")
-        elif first.startswith("\\") and not first.startswith("\\!"):
-            name = first[1:]
-            if name in backslash_commands and (
-                (name == "gexec" and len(words) == 1) or len(words) == 2 or (argument and _names_a_target(argument))
-            ):
-                kinds.append(f"\\{name} {CLIENT_COMMAND}")
+            elif word[1:] in backslash_commands and (word == "\\gexec" or (bool(rest) and _names_a_target(rest[0]))):
+                kinds.append(f"{word} {CLIENT_COMMAND}")
     return kinds
 
 

