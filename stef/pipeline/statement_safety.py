@@ -799,137 +799,87 @@ def _into_file_writes(text: str, dialect: str) -> list[str]:
 
 CLIENT_COMMAND = "(client command)"
 """How the kind of a command of a database's command-line client ends (:func:`client_commands`)."""
-SQLITE_DOT_COMMANDS = frozenset(
-    {"shell", "system", "output", "once", "excel", "www", "save", "backup", "restore", "clone", "import", "read"}
-    | {"load", "open", "cd", "log", "trace", "iotrace", "archive", "ar"}
-)
-"""Dot-commands of the ``sqlite3`` (and DuckDB) command-line shell that run a program or a shell
-command, write or read a file, load code or open another database (SQLite CLI reference,
-"Special commands to sqlite3"). The shell runs them at the start of a line, outside SQL."""
-_SHELL_DOT_COMMANDS = frozenset({"shell", "system"})
-"""Dot-commands that run their argument as a shell command."""
-PSQL_COMMANDS = frozenset(
-    {"!", "o", "out", "w", "write", "copy", "i", "include", "ir", "include_relative", "gexec", "setenv", "cd"}
-    | {"lo_import", "lo_export", "lo_unlink", "c", "connect", "e", "edit", "ef", "ev", "g", "gx", "s"}
-)
-r"""Backslash meta-commands of ``psql`` that run a shell command, write or read a file, run query
-results as SQL, open an editor or connect elsewhere."""
-MYSQL_CLIENT_COMMANDS = frozenset({"!", "T", "."})
-r"""The ``mysql`` client's ``\!`` (a shell command), ``\T`` (output teed to a file) and ``\.``
-(a file run as SQL)."""
-_PSQL_DIALECTS = ("postgres", "redshift", "materialize", "risingwave")
-"""Dialects whose databases are reached with ``psql`` (the PostgreSQL wire protocol)."""
-_CLIENT_DIALECTS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "sqlite": (SQLITE_DOT_COMMANDS, frozenset()),
-    "duckdb": (SQLITE_DOT_COMMANDS, frozenset()),
-    **{name: (frozenset(), PSQL_COMMANDS) for name in _PSQL_DIALECTS},
-    **{name: (frozenset(), MYSQL_CLIENT_COMMANDS) for name in INTO_CLAUSE_DIALECTS},
-    "": (SQLITE_DOT_COMMANDS, PSQL_COMMANDS | MYSQL_CLIENT_COMMANDS),
+SHELL_DOT_COMMANDS = frozenset({"shell", "system"})
+"""Dot-commands of the ``sqlite3`` (and DuckDB) command-line shell that run their argument as a
+shell command (SQLite CLI reference, "Special commands to sqlite3"); the shell reads them at the
+start of a line and takes a prefix of the name (``.sh``, ``.sy``)."""
+SHELL_BACKSLASH_COMMANDS = frozenset({"!", "gexec"})
+r"""Backslash commands that run something: ``\!`` runs a shell command (``psql`` and the ``mysql``
+client), ``\gexec`` runs every value of the query's result as SQL (``psql``). Both clients read a
+backslash command wherever it stands in a line. The file commands (``\o``, ``\i``, ``.output``,
+``.once`` …) are left out on purpose: answers name them in tips ("use ``.once out.csv`` to
+export"), and a file they write lands on the client's machine, not the database server."""
+_CLIENT_DIALECTS: dict[str, tuple[bool, frozenset[str]]] = {
+    "sqlite": (True, frozenset()),
+    "duckdb": (True, frozenset()),
+    **dict.fromkeys(("postgres", "redshift", "materialize", "risingwave"), (False, SHELL_BACKSLASH_COMMANDS)),
+    **{name: (False, frozenset({"!"})) for name in INTO_CLAUSE_DIALECTS},
+    "": (True, SHELL_BACKSLASH_COMMANDS),
 }
-"""The dot-commands and backslash commands of each dialect's command-line client; SQL logged
-without a dialect may be fed to any of them."""
-FILE_EXTENSIONS = frozenset(
-    {"sql", "txt", "csv", "tsv", "json", "jsonl", "xml", "html", "php", "jsp", "asp", "aspx", "db", "sqlite"}
-    | {"sqlite3", "duckdb", "so", "dll", "dylib", "sh", "bash", "py", "pl", "rb", "out", "log", "bak", "dump"}
-    | {"gz", "zip", "tar", "tgz", "xlsx", "parquet", "conf", "cfg", "ini", "key", "pem"}
-)
-"""Extensions that make a command's argument a file name (``out.txt``, ``x.so``), lower case."""
+"""For each dialect, whether its command-line client takes dot-commands and which backslash
+commands it takes (psql for the PostgreSQL wire protocol, the mysql client for the MySQL family);
+SQL logged without a dialect may be fed to any of them."""
 SHELL_PROGRAMS = frozenset(
     {"id", "whoami", "uname", "ls", "cat", "rm", "cp", "mv", "chmod", "curl", "wget", "nc", "ncat", "sh", "bash"}
     | {"python", "python3", "perl", "ruby", "php", "echo", "touch", "mkdir", "ping", "nslookup", "env", "kill"}
 )
-"""Programs that make the argument of an abbreviated ``.shell`` / ``.system`` (``.sh id``) a
-shell command, not a word of a sentence (".sh scripts call it")."""
+r"""Programs that make the words after a shell command a command line (``\! id``), not a word of a
+sentence ("\!important", ".sh scripts call it")."""
 _SHELL_SIGNS = frozenset("|;&><$`")
 """Characters of a shell command line (pipes, lists, redirections, substitutions)."""
 
 
-def _names_a_target(word: str) -> bool:
-    """Whether a command's argument names a file, a folder or a pipe (``/tmp/x``, ``out.txt``,
-    ``|sh``, ``~/x``, ``'/tmp/x'``), not a word of a sentence ("files", "e.g.", "...").
-
-    >>> [_names_a_target(w) for w in ("/tmp/x", "out.txt", "|sh", "'~/x'", "", "files", "e.g.", "...", ":")]
-    [True, True, True, True, False, False, False, False, False]
-    """
-    word = word.strip("'\"").rstrip(",;:")
-    if len(word) < 2:
-        return False
-    if word[0] in "|/~" or "/" in word[1:] or "\\" in word[1:]:
-        return True
-    stem, _, extension = word.rpartition(".")
-    return bool(stem.strip(".")) and extension.lower() in FILE_EXTENSIONS
-
-
 def _runs_a_program(words: list[str]) -> bool:
-    """Whether the words after an abbreviated shell command read as a command line."""
+    """Whether the words after a shell command read as a command line: a known program first, or
+    a shell sign (``|``, ``;``, ``>``, ``$`` …) among them.
+
+    >>> _runs_a_program(["curl", "-s", "x"]), _runs_a_program(["a", "|", "sh"]), _runs_a_program(["important:"])
+    (True, True, False)
+    """
     return bool(words) and (words[0] in SHELL_PROGRAMS or any(sign in _SHELL_SIGNS for sign in " ".join(words)))
 
 
-def _dot_command(words: list[str], dot_commands: frozenset[str]) -> str | None:
-    """The dangerous dot-command a line's words run in the ``sqlite3`` shell, or ``None``: the
-    shell takes a command by any prefix of its name (``.sh``, ``.o``) and a quoted name."""
-    name = words[0][1:].strip("'\"")
-    if not name.isalpha() or not dot_commands:
-        return None
-    rest = words[1:]
-    if name in _SHELL_DOT_COMMANDS and rest:
-        return name
-    shell = next((c for c in sorted(_SHELL_DOT_COMMANDS) if len(name) >= 2 and c.startswith(name)), None)
-    if shell is not None and _runs_a_program(rest):
-        return shell
-    files = sorted(c for c in dot_commands - _SHELL_DOT_COMMANDS if c.startswith(name))
-    return files[0] if files and rest and _names_a_target(rest[0]) else None
-
-
 def client_commands(part: str, dialect: str = "") -> list[str]:
-    r"""Commands of the dialect's command-line client in a part of a message, which a harness that
-    feeds the message to the client runs with the SQL (no SQL parser reads them):
-
-    - ``sqlite3``'s (and DuckDB's) dot-commands at the start of a line
-      (:data:`SQLITE_DOT_COMMANDS`): ``.shell`` / ``.system`` with any argument, their prefixes
-      with a command line (``.sh id``, ``.sy curl … | sh``), the others, or a prefix of them, with
-      an argument that names a file (``.output /tmp/x``, ``.o /tmp/x``, ``.read evil.sql``);
-    - ``psql``'s backslash commands (:data:`PSQL_COMMANDS`) and the ``mysql`` client's
-      (:data:`MYSQL_CLIENT_COMMANDS`), anywhere in a line (both clients read a backslash command
-      wherever it stands): ``\!`` with a command, ``\gexec``, the others with an argument that
-      names a file or a pipe (``\o /tmp/x``, ``\g |sh``, ``\i evil.sql``).
-
-    A dialect gets its own client's commands, SQL logged without a dialect all of them. Prose
-    that merely starts with such a word ("\s matches whitespace", ".log files rotate", ".sh
-    scripts call it") names no file and runs nothing.
+    r"""Shell commands of the dialect's command-line client in a part of a message, which a
+    harness that feeds the message to the client runs with the SQL (no SQL parser reads them):
+    ``sqlite3``'s (and DuckDB's) ``.shell`` / ``.system`` at the start of a line with any
+    argument, their prefixes (``.sh``, ``.sy``) with a command line; ``\!`` with a command line
+    (``psql``, ``mysql``) and ``\gexec`` (``psql``) anywhere in a line (:data:`SHELL_DOT_COMMANDS`,
+    :data:`SHELL_BACKSLASH_COMMANDS`). A dialect gets its own client's commands, SQL logged
+    without a dialect all of them. A tip that names a command ("\!important", ".sh scripts call
+    it") runs nothing.
 
     Returns:
         Their kinds in order, as :func:`hidden_statements` gives them (``".shell (client
         command)"``).
 
-    >>> client_commands(".shell rm -rf /\nSELECT 1;", "sqlite"), client_commands("Done. \\! id\n\\o /tmp/out", "postgres")
-    (['.shell (client command)'], ['\\! (client command)', '\\o (client command)'])
-    >>> client_commands("\\s whitespace\n\\c to cancel\n.log files rotate\n.sh scripts call it\n\\![a](x.png)", "")
+    >>> client_commands(".shell rm -rf /\nSELECT 1;", "sqlite"), client_commands("Done. \\! id\nx \\gexec", "postgres")
+    (['.shell (client command)'], ['\\! (client command)', '\\gexec (client command)'])
+    >>> client_commands("\\!important: read this\n.sh scripts call it\n.output /tmp/x\n\\o /tmp/x\n\\i q.sql", "")
     []
-    >>> client_commands(".output /tmp/x", "postgres"), client_commands(".sy id\n.\"shell\" id\n.o /tmp/x", "sqlite")
-    ([], ['.system (client command)', '.shell (client command)', '.once (client command)'])
-    >>> client_commands("Run SELECT 'DROP TABLE t' \\gexec then \\o |sh", "postgres")
-    ['\\gexec (client command)', '\\o (client command)']
+    >>> client_commands(".shell ls", "postgres"), client_commands(".sy id\n.\"shell\" ls", "sqlite")
+    ([], ['.system (client command)', '.shell (client command)'])
     """
-    dot_commands, backslash_commands = _CLIENT_DIALECTS.get(dialect, (frozenset(), frozenset()))
+    dot_commands, backslash_commands = _CLIENT_DIALECTS.get(dialect, (False, frozenset()))
     kinds: list[str] = []
     for line in part.splitlines():
         words = line.split()
         if not words:
             continue
-        if words[0].startswith(".") and (command := _dot_command(words, dot_commands)) is not None:
-            kinds.append(f".{command} {CLIENT_COMMAND}")
-        if not backslash_commands:
-            continue
+        name = words[0][1:].strip("'\"") if words[0].startswith(".") and dot_commands else ""
+        if name.isalpha():
+            exact = name if name in SHELL_DOT_COMMANDS and len(words) > 1 else None
+            prefix = next((c for c in sorted(SHELL_DOT_COMMANDS) if len(name) >= 2 and c.startswith(name)), None)
+            command = exact or (prefix if _runs_a_program(words[1:]) else None)
+            if command is not None:
+                kinds.append(f".{command} {CLIENT_COMMAND}")
         for position, word in enumerate(words):
-            if not word.startswith("\\"):
-                continue
-            rest = words[position + 1 :]
-            if word.startswith("\\!"):
-                if "!" in backslash_commands and not word.startswith("\\![") and (word[2:] or rest):
+            if word == "\\gexec" and "gexec" in backslash_commands:
+                kinds.append(f"\\gexec {CLIENT_COMMAND}")
+            elif word.startswith("\\!") and "!" in backslash_commands:
+                after = [word[2:], *words[position + 1 :]] if word[2:] else words[position + 1 :]
+                if _runs_a_program(after):
                     kinds.append(f"\\! {CLIENT_COMMAND}")
-            elif word[1:] in backslash_commands and (word == "\\gexec" or (bool(rest) and _names_a_target(rest[0]))):
-                kinds.append(f"{word} {CLIENT_COMMAND}")
     return kinds
 
 
