@@ -809,6 +809,12 @@ client), ``\gexec`` runs every value of the query's result as SQL (``psql``). Bo
 backslash command wherever it stands in a line. The file commands (``\o``, ``\i``, ``.output``,
 ``.once`` …) are left out on purpose: answers name them in tips ("use ``.once out.csv`` to
 export"), and a file they write lands on the client's machine, not the database server."""
+PIPE_DOT_COMMANDS = frozenset({"output", "once"})
+"""``sqlite3`` dot-commands that pipe the results into a program when their argument starts with
+``|`` (``.output |sh``)."""
+PIPE_BACKSLASH_COMMANDS = frozenset({"o", "out", "g", "gx", "w", "write"})
+r"""``psql`` commands that pipe the results (or the query buffer) into a program when their
+argument starts with ``|`` (``\o |sh``, ``\g |sh``)."""
 _CLIENT_DIALECTS: dict[str, tuple[bool, frozenset[str]]] = {
     "sqlite": (True, frozenset()),
     "duckdb": (True, frozenset()),
@@ -845,7 +851,9 @@ def client_commands(part: str, dialect: str = "") -> list[str]:
     ``sqlite3``'s (and DuckDB's) ``.shell`` / ``.system`` at the start of a line with any
     argument, their prefixes (``.sh``, ``.sy``) with a command line; ``\!`` with a command line
     (``psql``, ``mysql``) and ``\gexec`` (``psql``) anywhere in a line (:data:`SHELL_DOT_COMMANDS`,
-    :data:`SHELL_BACKSLASH_COMMANDS`). A dialect gets its own client's commands, SQL logged
+    :data:`SHELL_BACKSLASH_COMMANDS`); and output piped into a program, ``.output |sh`` /
+    ``.once |sh`` at the start of a line and ``psql``'s ``\o |sh`` / ``\g |sh`` anywhere
+    (:data:`PIPE_DOT_COMMANDS`, :data:`PIPE_BACKSLASH_COMMANDS`). A dialect gets its own client's commands, SQL logged
     without a dialect all of them. A tip that names a command ("\!important", ".sh scripts call
     it") runs nothing.
 
@@ -857,6 +865,8 @@ def client_commands(part: str, dialect: str = "") -> list[str]:
     (['.shell (client command)'], ['\\! (client command)', '\\gexec (client command)'])
     >>> client_commands("\\!important: read this\n.sh scripts call it\n.output /tmp/x\n\\o /tmp/x\n\\i q.sql", "")
     []
+    >>> client_commands(".output |sh", "sqlite"), client_commands("then \\o |sh and \\g '| bash'", "postgres")
+    (['.output (client command)'], ['\\o (client command)', '\\g (client command)'])
     >>> client_commands(".shell ls", "postgres"), client_commands(".sy id\n.\"shell\" ls", "sqlite")
     ([], ['.system (client command)', '.shell (client command)'])
     """
@@ -873,9 +883,18 @@ def client_commands(part: str, dialect: str = "") -> list[str]:
             command = exact or (prefix if _runs_a_program(words[1:]) else None)
             if command is not None:
                 kinds.append(f".{command} {CLIENT_COMMAND}")
+            elif name in PIPE_DOT_COMMANDS and len(words) > 1 and words[1].strip("'\"").startswith("|"):
+                kinds.append(f".{name} {CLIENT_COMMAND}")  # .output |sh: the output piped into a program
         for position, word in enumerate(words):
             if word == "\\gexec" and "gexec" in backslash_commands:
                 kinds.append(f"\\gexec {CLIENT_COMMAND}")
+            elif (
+                word[1:] in PIPE_BACKSLASH_COMMANDS
+                and "gexec" in backslash_commands  # psql's
+                and position + 1 < len(words)
+                and words[position + 1].strip("'\"").startswith("|")
+            ):
+                kinds.append(f"{word} {CLIENT_COMMAND}")  # \o |sh, \g |sh: results piped into a program
             elif word.startswith("\\!") and "!" in backslash_commands:
                 after = [word[2:], *words[position + 1 :]] if word[2:] else words[position + 1 :]
                 if _runs_a_program(after):

@@ -537,6 +537,12 @@ def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> Non
         ("\\! id\nSELECT name FROM users;", "mysql", "\\! (client command) (outside the SQL)"),
         ("\\! rm -rf /\nSELECT name FROM users;", "postgres", "\\! (client command) (outside the SQL)"),
         ("SELECT name FROM users;\n\\! rm -rf /tmp/x", None, "\\! (client command)"),
+        (".output |sh\nSELECT 'id';", "sqlite", ".output (client command) (outside the SQL)"),
+        (
+            "```sql\nSELECT 'id';\n```\nRun it as \\g |sh to see it",
+            "postgres",
+            "\\g (client command) (outside the SQL)",
+        ),
     ],
     ids=[
         "sqlite_shell",
@@ -551,6 +557,8 @@ def test_prose_naming_into_outfile_without_a_file_is_no_write(prose: str) -> Non
         "mysql_client_shell",
         "psql_shell",
         "shell_after_the_sql",
+        "sqlite_output_piped_into_a_program",
+        "psql_results_piped_into_a_program",
     ],
 )
 def test_a_command_line_client_command_is_never_scored_clean(sql: str, dialect: str | None, kind: str) -> None:
