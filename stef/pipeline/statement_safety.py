@@ -889,7 +889,8 @@ def client_commands(part: str, dialect: str = "") -> list[str]:
             if word == "\\gexec" and "gexec" in backslash_commands:
                 kinds.append(f"\\gexec {CLIENT_COMMAND}")
             elif (
-                word[1:] in PIPE_BACKSLASH_COMMANDS
+                word.startswith("\\")
+                and word[1:] in PIPE_BACKSLASH_COMMANDS
                 and "gexec" in backslash_commands  # psql's
                 and position + 1 < len(words)
                 and words[position + 1].strip("'\"").startswith("|")

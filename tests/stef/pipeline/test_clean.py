@@ -688,6 +688,7 @@ def test_a_query_that_locks_rows_or_reaches_outside_is_no_read_only_answer(sql: 
         ("SELECT name FROM users;\n\nTo keep a copy:\n.once singers.csv\n.open db.sqlite\n.read query.sql", "sqlite"),
         ("SELECT name FROM users;\n\nLog the session with \\T session.log", "mysql"),
         ("SELECT name FROM users;\n\n\\!important: the names are unique", None),
+        ("SELECT name FROM users;\n\n| go | no |\n| to | so |", "postgres"),
         ("SELECT name FROM users;\n\nUse \\o results.csv to redirect, \\c postgresql://localhost/db", "postgres"),
     ],
     ids=[
@@ -713,6 +714,7 @@ def test_a_query_that_locks_rows_or_reaches_outside_is_no_read_only_answer(sql: 
         "sqlite3_export_tips",
         "mysql_tee_tip",
         "markdown_escape",
+        "markdown_table_of_short_words",
         "psql_redirect_tips",
     ],
 )
